@@ -1,0 +1,143 @@
+"""The inference activity: one chat-completions call to the upstream backend.
+
+It loads the chat context from the store by response id, sends it, keeps the reply in the
+store, and returns only what is new. Retries belong to Temporal: the client never retries,
+and failures are raised as `ApplicationError`s that say whether retrying can help.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from datetime import timedelta
+from typing import Any
+
+import openai
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import chat_format
+from models.activity_io import InferenceInput, InferenceResult
+from models.errors import RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
+from models.ids import new_id
+from models.responses import InputTokensDetails, OutputTokensDetails, Usage
+from store.repository import ResponseRepository
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class InferenceActivities:
+    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI) -> None:
+        self.repository = repository
+        self.client = client
+
+    @activity.defn(name="run_inference")
+    async def run_inference(self, request: InferenceInput) -> InferenceResult:
+        response = await self.repository.get_response(request.response_id, include_unstored=True)
+        if response is None:
+            raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True)
+        context = await self._context(request, response.previous_response_id)
+        kwargs = chat_format.build_chat_request(response, context, str(self.client.base_url))
+        try:
+            completion = await self.client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as error:
+            raise to_application_error(classify(error)) from error
+        if not completion.choices:
+            raise to_application_error(RetryableUpstreamError("the backend answered with no choices"))
+        choice = completion.choices[0]
+        message = _with_call_ids(choice.message.model_dump(exclude_none=True))
+        await self.repository.save_chat_context(
+            response.id, context + [chat_format.assistant_message(message)]
+        )
+        return InferenceResult(
+            output=chat_format.assistant_to_output(message),
+            finish_reason=_finish_reason(choice.finish_reason, message),
+            usage=_usage(completion.usage),
+        )
+
+    async def _context(self, request: InferenceInput, previous_response_id: str | None) -> list[dict[str, Any]]:
+        if request.turn > 0:
+            saved = await self.repository.chat_context(request.response_id) or []
+            return saved + chat_format.output_to_messages(request.new_items)
+        base: list[dict[str, Any]] = []
+        if previous_response_id is not None:
+            base = await self.repository.chat_context(previous_response_id) or []
+        items = chat_format.parse_items(await self.repository.input_items(request.response_id))
+        return base + chat_format.items_to_messages(items)
+
+
+def _with_call_ids(message: dict[str, Any]) -> dict[str, Any]:
+    for call in message.get("tool_calls") or []:
+        call.setdefault("id", new_id("call"))
+        if not call["id"]:
+            call["id"] = new_id("call")
+    return message
+
+
+def _finish_reason(reason: str | None, message: dict[str, Any]) -> str:
+    if reason in ("stop", "length", "tool_calls", "content_filter"):
+        return reason
+    return "tool_calls" if message.get("tool_calls") else "stop"
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None) or 0
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        input_tokens_details=InputTokensDetails(cached_tokens=cached),
+        output_tokens=usage.completion_tokens or 0,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
+        total_tokens=usage.total_tokens or 0,
+    )
+
+
+def classify(error: openai.OpenAIError) -> UpstreamError:
+    """Whether retrying can help: 408/409/429/5xx and connection failures can."""
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        message = f"inference backend answered {status}: {_backend_message(error)}"
+        if status in RETRYABLE_STATUS or status >= 500:
+            return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(error.response))
+        return RejectedByUpstreamError(message, status_code=status)
+    if isinstance(error, (openai.APIConnectionError, openai.APITimeoutError)):
+        return RetryableUpstreamError(f"inference backend unreachable: {error}")
+    return RejectedByUpstreamError(f"inference backend error: {error}")
+
+
+def to_application_error(error: UpstreamError) -> ApplicationError:
+    if isinstance(error, RetryableUpstreamError):
+        return ApplicationError(
+            error.message,
+            type=type(error).__name__,
+            next_retry_delay=timedelta(seconds=error.retry_after) if error.retry_after else None,
+        )
+    return ApplicationError(error.message, type=type(error).__name__, non_retryable=True)
+
+
+def _backend_message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return error.message
+
+
+def _retry_after(response: Any) -> float | None:
+    headers = getattr(response, "headers", None) or {}
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None

@@ -1,0 +1,1 @@
+"""The HTTP API: app factory, routes, request preparation and error mapping."""

@@ -1,0 +1,29 @@
+"""The ASGI app factory."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from api import routes
+from api.errors import EXCEPTION_HANDLERS
+from api.runner import ResponseRunner
+from store.repository import ResponseRepository
+
+
+def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starlette:
+    app = Starlette(
+        routes=[
+            Route("/v1/responses", routes.create_response, methods=["POST"]),
+            Route("/v1/responses", routes.list_responses, methods=["GET"]),
+            Route("/v1/responses/{response_id}", routes.retrieve_response, methods=["GET"]),
+            Route("/v1/responses/{response_id}", routes.delete_response, methods=["DELETE"]),
+            Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
+            Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
+            Route("/health", routes.health, methods=["GET"]),
+        ],
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
+    app.state.repository = repository
+    app.state.runner = runner
+    return app

@@ -1,0 +1,85 @@
+"""Every error leaves the API in OpenAI's shape: {"error": {message, type, param, code}}."""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from models.errors import ApiError, InvalidRequestError
+from models.requests import UnsupportedParameter
+
+log = logging.getLogger(__name__)
+
+
+def from_validation_error(error: ValidationError, prefix: str = "") -> InvalidRequestError:
+    """The first problem, with its location as OpenAI spells it (`input[0].content`)."""
+    first = error.errors(include_url=False)[0]
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, UnsupportedParameter):
+        return InvalidRequestError(f"Unsupported parameter: '{cause.param}': {cause.why}.", param=cause.param,
+                                   code="unsupported_parameter")
+    param = prefix + _location(first["loc"])
+    match first["type"]:
+        case "extra_forbidden":
+            return InvalidRequestError(f"Unknown parameter: '{param}'.", param=param, code="unknown_parameter")
+        case "missing":
+            return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param,
+                                       code="missing_required_parameter")
+        case "union_tag_invalid":
+            tag = first.get("ctx", {}).get("tag")
+            expected = first.get("ctx", {}).get("expected_tags")
+            return InvalidRequestError(
+                f"Invalid value: '{tag}'. Supported values for '{param}.type' are: {expected}.",
+                param=f"{param}.type", code="invalid_value",
+            )
+    return InvalidRequestError(f"Invalid '{param}': {first['msg']}.", param=param or None, code="invalid_value")
+
+
+def _location(location: tuple) -> str:
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif "[" in str(part) or "function-" in str(part) or part in ("str", "list"):
+            continue  # pydantic's names for union members, not fields
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.to_body(), status_code=error.status_code)
+
+
+async def handle_api_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, ApiError)
+    return error_response(error)
+
+
+async def handle_http_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    kind = "invalid_request_error" if error.status_code < 500 else "server_error"
+    message = "Not found." if error.status_code == 404 else str(error.detail)
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}}, status_code=error.status_code
+    )
+
+
+async def handle_unexpected(_request: Request, error: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=error)
+    return JSONResponse(
+        {"error": {"message": "The server had an error while processing your request.", "type": "server_error",
+                   "param": None, "code": None}},
+        status_code=500,
+    )
+
+
+EXCEPTION_HANDLERS = {
+    ApiError: handle_api_error,
+    HTTPException: handle_http_error,
+    Exception: handle_unexpected,
+}

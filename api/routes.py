@@ -1,0 +1,134 @@
+"""Route handlers of `/v1/responses` and `/health`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response as HttpResponse
+
+from api.preparation import prepare
+from api.runner import ResponseRunner
+from models.errors import ConflictError, InvalidRequestError, NotFoundError, UnavailableError
+from models.responses import DeletedResponse, Response
+from store.repository import ResponseRepository
+
+log = logging.getLogger(__name__)
+
+
+def _json(model: Response | DeletedResponse, status_code: int = 200) -> HttpResponse:
+    return HttpResponse(model.model_dump_json(by_alias=True), status_code=status_code, media_type="application/json")
+
+
+def _repository(request: Request) -> ResponseRepository:
+    return request.app.state.repository
+
+
+def _runner(request: Request) -> ResponseRunner:
+    return request.app.state.runner
+
+
+async def create_response(request: Request) -> HttpResponse:
+    prepared = await prepare(await request.body(), _repository(request))
+    if prepared.request.stream:
+        raise InvalidRequestError("Streaming is not supported yet.", param="stream", code="unsupported_value")
+    repository, runner = _repository(request), _runner(request)
+    await repository.create_response(prepared.response, prepared.items)
+    try:
+        await runner.start(prepared.response)
+    except UnavailableError:
+        await repository.purge(prepared.response.id)
+        raise
+    if prepared.request.background:
+        return _json(prepared.response)
+    return _json(await runner.result(prepared.response.id))
+
+
+async def retrieve_response(request: Request) -> HttpResponse:
+    return _json(await _stored(request, request.path_params["response_id"]))
+
+
+async def delete_response(request: Request) -> HttpResponse:
+    response = await _stored(request, request.path_params["response_id"])
+    if not response.is_terminal:
+        raise ConflictError(
+            f"Response with id '{response.id}' is {response.status}; cancel it before deleting it.",
+            param="response_id",
+        )
+    await _repository(request).purge(response.id)
+    return _json(DeletedResponse(id=response.id))
+
+
+async def cancel_response(request: Request) -> HttpResponse:
+    response = await _stored(request, request.path_params["response_id"])
+    if response.is_terminal:
+        raise ConflictError(
+            f"Response with id '{response.id}' is already {response.status} and cannot be cancelled.",
+            param="response_id",
+        )
+    runner = _runner(request)
+    await runner.cancel(response.id)
+    return _json(await runner.result(response.id))
+
+
+async def list_input_items(request: Request) -> HttpResponse:
+    response = await _stored(request, request.path_params["response_id"])
+    after, before, limit, order = _page_params(request, with_before=True)
+    try:
+        page = await _repository(request).list_input_items(
+            response.id, after=after, before=before, limit=limit, order=order
+        )
+    except LookupError as missing:
+        raise InvalidRequestError(f"No input item with id '{missing}' in this response.", param="after") from None
+    return JSONResponse(page.to_wire())
+
+
+async def list_responses(request: Request) -> HttpResponse:
+    after, _before, limit, order = _page_params(request, with_before=False)
+    try:
+        page = await _repository(request).list_responses(after=after, limit=limit, order=order)
+    except LookupError as missing:
+        raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
+    return JSONResponse(page.to_wire())
+
+
+async def health(request: Request) -> HttpResponse:
+    checks: dict[str, Any] = {"api": "ok"}
+    try:
+        await _repository(request).ping()
+        checks["store"] = "ok"
+    except Exception as error:  # noqa: BLE001 - health reports any failure
+        checks["store"] = f"error: {error}"
+    try:
+        polling = await asyncio.wait_for(_runner(request).worker_is_polling(), timeout=3)
+        checks["temporal"] = "ok"
+        checks["worker"] = "ok" if polling else "no worker is polling the task queue"
+    except Exception as error:  # noqa: BLE001
+        checks["temporal"] = f"error: {error}"
+        checks["worker"] = "unknown"
+    healthy = all(value == "ok" for value in checks.values())
+    return JSONResponse({"status": "ok" if healthy else "unavailable", **checks}, status_code=200 if healthy else 503)
+
+
+async def _stored(request: Request, response_id: str) -> Response:
+    response = await _repository(request).get_response(response_id)
+    if response is None:
+        raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+    return response
+
+
+def _page_params(request: Request, *, with_before: bool) -> tuple[str | None, str | None, int, str]:
+    query = request.query_params
+    try:
+        limit = int(query.get("limit", "20"))
+    except ValueError:
+        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit") from None
+    if not 1 <= limit <= 100:
+        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit")
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
+    before = query.get("before") if with_before else None
+    return query.get("after"), before, limit, order

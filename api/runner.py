@@ -1,0 +1,60 @@
+"""The API's side of Temporal: start a response's workflow, wait for it, cancel it."""
+
+from __future__ import annotations
+
+import logging
+
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from models.errors import UnavailableError
+from models.responses import Response
+from models.workflow_io import ExecutionSettings, ResponseWorkflowInput
+
+log = logging.getLogger(__name__)
+
+
+class ResponseRunner:
+    def __init__(self, client: Client, task_queue: str, settings: ExecutionSettings) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.settings = settings
+
+    async def start(self, response: Response) -> WorkflowHandle:
+        try:
+            return await self.client.start_workflow(
+                "ResponseWorkflow",
+                ResponseWorkflowInput(response=response, settings=self.settings),
+                id=response.id,
+                task_queue=self.task_queue,
+                result_type=Response,
+                # With a worker in this process, the first workflow task runs here at once.
+                request_eager_start=True,
+            )
+        except RPCError as error:
+            raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+
+    async def result(self, response_id: str) -> Response:
+        handle = self.client.get_workflow_handle(response_id, result_type=Response)
+        try:
+            return await handle.result()
+        except WorkflowFailureError as error:  # only a bug gets here: the workflow ends responses itself
+            log.error("workflow %s failed: %s", response_id, error.cause)
+            raise UnavailableError(f"The workflow of response {response_id} failed: {error.cause}") from error
+
+    async def cancel(self, response_id: str) -> None:
+        await self.client.get_workflow_handle(response_id).cancel()
+
+    async def worker_is_polling(self) -> bool:
+        from temporalio.api.enums.v1 import TaskQueueType
+        from temporalio.api.taskqueue.v1 import TaskQueue
+        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+        described = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=self.task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        return len(described.pollers) > 0

@@ -1,0 +1,43 @@
+"""One input and one result model per activity. Small on purpose: they live in workflow
+history, so they carry ids and what is new, never the conversation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from models.items import OutputItem
+from models.responses import Response, ResponseStatus, Usage
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+
+
+class InferenceInput(BaseModel):
+    response_id: str
+    turn: int = 0
+    new_items: list[OutputItem] = Field(default_factory=list)
+    """Output of this response since the last inference call (tool results), to append."""
+
+
+class InferenceResult(BaseModel):
+    output: list[OutputItem]
+    finish_reason: FinishReason
+    usage: Usage
+
+
+class RecordStatusInput(BaseModel):
+    response_id: str
+    status: ResponseStatus
+
+
+class RecordStatusResult(BaseModel):
+    recorded: bool
+
+
+class FinalizeInput(BaseModel):
+    response: Response
+
+
+class FinalizeResult(BaseModel):
+    stored: bool

@@ -1,0 +1,83 @@
+"""Typed domain errors. Every error this project raises on purpose descends from one root.
+
+    DurableResponsesError                 root; never raised itself
+    ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
+    │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
+    │   ├── NotFoundError                 404  no stored response (or item) with that id
+    │   ├── ConflictError                 409  the response is not in a state that allows this
+    │   └── UnavailableError              503  Temporal or a worker cannot be reached
+    └── UpstreamError                     raised inside activities about the inference backend
+        ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
+        └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
+
+`ApiError` carries the four fields of OpenAI's error object (`message`, `type`, `param`,
+`code`) so the API layer renders every one the same way.
+"""
+
+from __future__ import annotations
+
+
+class DurableResponsesError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+class ApiError(DurableResponsesError):
+    status_code = 500
+    error_type = "server_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def to_body(self) -> dict:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.error_type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+class InvalidRequestError(ApiError):
+    status_code = 400
+    error_type = "invalid_request_error"
+
+
+class NotFoundError(ApiError):
+    status_code = 404
+    error_type = "invalid_request_error"
+
+
+class ConflictError(ApiError):
+    status_code = 409
+    error_type = "invalid_request_error"
+
+
+class UnavailableError(ApiError):
+    status_code = 503
+    error_type = "server_error"
+
+
+class UpstreamError(DurableResponsesError):
+    """A failure of the inference backend, raised inside an activity."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+class RetryableUpstreamError(UpstreamError):
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class RejectedByUpstreamError(UpstreamError):
+    pass

@@ -1,0 +1,169 @@
+"""Input and output items of the Responses API; every union is discriminated on `type`.
+
+Input items are what a client may send in `input` (including output items passed back).
+Each knows how it is listed by `GET /v1/responses/{id}/input_items` (`as_listed`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ItemStatus = Literal["in_progress", "completed", "incomplete"]
+
+
+class WireModel(BaseModel):
+    """Tolerant of fields newer SDKs add: they are kept and round-tripped."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# ---- content parts ------------------------------------------------------------------------
+
+
+class InputText(WireModel):
+    type: Literal["input_text"]
+    text: str
+
+
+class InputImage(WireModel):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: Literal["low", "high", "auto", "original"] = "auto"
+
+
+class InputFile(WireModel):
+    type: Literal["input_file"]
+    file_data: str | None = None
+    file_id: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+
+
+class OutputText(WireModel):
+    type: Literal["output_text"]
+    text: str
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
+    logprobs: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Refusal(WireModel):
+    type: Literal["refusal"]
+    refusal: str
+
+
+ContentPart = Annotated[
+    Union[InputText, InputImage, InputFile, OutputText, Refusal], Field(discriminator="type")
+]
+OutputContentPart = Annotated[Union[OutputText, Refusal], Field(discriminator="type")]
+
+
+# ---- input items --------------------------------------------------------------------------
+
+
+class MessageItem(WireModel):
+    type: Literal["message"] = "message"
+    id: str | None = None
+    role: Literal["user", "system", "developer", "assistant"]
+    content: str | list[ContentPart]
+    status: ItemStatus | None = None
+
+    def content_parts(self) -> list[BaseModel]:
+        if isinstance(self.content, list):
+            return list(self.content)
+        if self.role == "assistant":
+            return [OutputText(type="output_text", text=self.content)]
+        return [InputText(type="input_text", text=self.content)]
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return {
+            "id": item_id,
+            "type": "message",
+            "role": self.role,
+            "status": self.status or "completed",
+            "content": [part.model_dump(exclude_none=True) for part in self.content_parts()],
+        }
+
+
+class FunctionCallItem(WireModel):
+    type: Literal["function_call"]
+    id: str | None = None
+    call_id: str
+    name: str
+    arguments: str
+    status: ItemStatus | None = None
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": item_id, "status": self.status or "completed"}
+
+
+class FunctionCallOutputItem(WireModel):
+    type: Literal["function_call_output"]
+    id: str | None = None
+    call_id: str
+    output: str | list[ContentPart]
+    status: ItemStatus | None = None
+
+    def output_text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return "".join(getattr(part, "text", "") for part in self.output)
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": item_id, "status": self.status or "completed"}
+
+
+class ItemReference(WireModel):
+    type: Literal["item_reference"]
+    id: str
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:  # resolved before it is stored
+        raise TypeError("item references are resolved before they are stored")
+
+
+class ReasoningItem(WireModel):
+    """Passed back by clients that replay output; chat completions has no place for it."""
+
+    type: Literal["reasoning"]
+    id: str | None = None
+    summary: list[dict[str, Any]] = Field(default_factory=list)
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
+
+
+InputItem = Annotated[
+    Union[
+        MessageItem,
+        FunctionCallItem,
+        FunctionCallOutputItem,
+        ItemReference,
+        ReasoningItem,
+    ],
+    Field(discriminator="type"),
+]
+
+
+# ---- output items -------------------------------------------------------------------------
+
+
+class OutputMessage(WireModel):
+    type: Literal["message"] = "message"
+    id: str
+    role: Literal["assistant"] = "assistant"
+    status: ItemStatus = "completed"
+    content: list[OutputContentPart]
+
+
+class OutputFunctionCall(WireModel):
+    type: Literal["function_call"] = "function_call"
+    id: str
+    call_id: str
+    name: str
+    arguments: str
+    status: ItemStatus = "completed"
+
+
+OutputItem = Annotated[Union[OutputMessage, OutputFunctionCall], Field(discriminator="type")]

@@ -1,0 +1,159 @@
+"""The body of `POST /v1/responses`.
+
+Every parameter the official SDK can send is known here. Those we implement are typed;
+those OpenAI documents as advisory are accepted and echoed; the rest are rejected with a
+400 that names them (`REJECTED_PARAMETERS`). The README lists the same table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from models.items import InputItem, MessageItem
+from models.tools import Tool, ToolChoice
+
+# Accepted and echoed, with no effect on what the backend is asked.
+ADVISORY_PARAMETERS = (
+    "user",
+    "safety_identifier",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "prompt_cache_options",
+    "service_tier",
+    "include",
+    "stream_options",
+    "truncation",
+)
+
+# Known to OpenAI, not implemented here: a request that sets them is refused, naming them.
+REJECTED_PARAMETERS = {
+    "prompt": "prompt templates are stored on OpenAI's platform; send `input` and `instructions` instead",
+    "conversation": "the Conversations API is not implemented; chain responses with `previous_response_id`",
+    "context_management": "server-side context compaction is not implemented",
+    "top_logprobs": "log probabilities are not returned by this server",
+    "image": "image generation options are not implemented",
+    "moderation": "moderation policies are not implemented",
+    "access_programs": "access programs are not implemented",
+    "background_options": "background options are not implemented; `background: true` alone is supported",
+}
+
+
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    type: Literal["json_schema"]
+    name: str = Field(min_length=1, max_length=64)
+    schema_: dict[str, Any] = Field(alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+
+class JsonObjectFormat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["json_object"]
+
+
+class TextFormat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+
+
+class TextConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    format: TextFormat | JsonSchemaFormat | JsonObjectFormat = Field(
+        default_factory=lambda: TextFormat(type="text"), discriminator="type"
+    )
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class ReasoningConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class CreateResponseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1)
+    input: str | list[InputItem] = Field(default_factory=list)
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    store: bool = True
+    stream: bool = False
+    background: bool = False
+    tools: list[Tool] = Field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    text: TextConfig | None = None
+    reasoning: ReasoningConfig | None = None
+    metadata: dict[str, str] | None = None
+
+    user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    include: list[str] | None = None
+    stream_options: dict[str, Any] | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+
+    prompt: Any = None
+    conversation: Any = None
+    context_management: Any = None
+    top_logprobs: int | None = None
+    image: Any = None
+    moderation: Any = None
+    access_programs: Any = None
+    background_options: Any = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return value
+        if len(value) > 16:
+            raise ValueError("metadata can have at most 16 keys")
+        for key, item in value.items():
+            if len(key) > 64:
+                raise ValueError(f"metadata key '{key[:20]}...' is longer than 64 characters")
+            if len(item) > 512:
+                raise ValueError(f"metadata value of '{key}' is longer than 512 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _refuse_unimplemented(self) -> "CreateResponseRequest":
+        for name, why in REJECTED_PARAMETERS.items():
+            if getattr(self, name) not in (None, 0):
+                raise UnsupportedParameter(name, why)
+        if self.background and not self.store:
+            raise UnsupportedParameter("background", "background responses must be stored (`store: true`)")
+        names = {tool.name for tool in self.tools}
+        if len(names) != len(self.tools):
+            raise UnsupportedParameter("tools", "tool names must be unique")
+        if not isinstance(self.tool_choice, str) and self.tool_choice.name not in names:
+            raise UnsupportedParameter(
+                "tool_choice", f"tool_choice names function '{self.tool_choice.name}', which is not in `tools`"
+            )
+        return self
+
+    def input_items(self) -> list:
+        if isinstance(self.input, str):
+            return [MessageItem(role="user", content=self.input)]
+        return list(self.input)
+
+
+class UnsupportedParameter(ValueError):
+    """Raised inside validation; the API turns it into a 400 naming `param`."""
+
+    def __init__(self, param: str, why: str) -> None:
+        super().__init__(f"{why} (parameter '{param}')")
+        self.param = param
+        self.why = why

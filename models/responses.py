@@ -1,0 +1,118 @@
+"""The response object, as `GET /v1/responses/{id}` returns it and as the workflow builds it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from models.items import OutputItem, WireModel
+from models.requests import CreateResponseRequest, ReasoningConfig, TextConfig
+from models.tools import Tool, ToolChoice
+
+ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete"})
+
+
+class InputTokensDetails(BaseModel):
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class OutputTokensDetails(BaseModel):
+    reasoning_tokens: int = 0
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    input_tokens_details: InputTokensDetails = Field(default_factory=InputTokensDetails)
+    output_tokens: int = 0
+    output_tokens_details: OutputTokensDetails = Field(default_factory=OutputTokensDetails)
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            input_tokens_details=InputTokensDetails(
+                cached_tokens=self.input_tokens_details.cached_tokens + other.input_tokens_details.cached_tokens,
+            ),
+            output_tokens=self.output_tokens + other.output_tokens,
+            output_tokens_details=OutputTokensDetails(
+                reasoning_tokens=self.output_tokens_details.reasoning_tokens
+                + other.output_tokens_details.reasoning_tokens,
+            ),
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ResponseErrorInfo(BaseModel):
+    code: str = "server_error"
+    message: str
+
+
+class IncompleteDetails(BaseModel):
+    reason: Literal["max_output_tokens", "content_filter"]
+
+
+class Response(WireModel):
+    id: str
+    object: Literal["response"] = "response"
+    created_at: int
+    status: ResponseStatus
+    background: bool = False
+    completed_at: int | None = None
+    error: ResponseErrorInfo | None = None
+    incomplete_details: IncompleteDetails | None = None
+    instructions: str | None = None
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    model: str
+    output: list[OutputItem] = Field(default_factory=list)
+    parallel_tool_calls: bool = True
+    previous_response_id: str | None = None
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    service_tier: str = "default"
+    store: bool = True
+    temperature: float | None = None
+    text: TextConfig = Field(default_factory=TextConfig)
+    tool_choice: ToolChoice = "auto"
+    tools: list[Tool] = Field(default_factory=list)
+    top_p: float | None = None
+    truncation: Literal["auto", "disabled"] = "disabled"
+    usage: Usage | None = None
+    user: str | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @classmethod
+    def from_request(cls, response_id: str, created_at: int, request: CreateResponseRequest) -> "Response":
+        echoed: dict[str, Any] = request.model_dump(
+            include={
+                "instructions", "max_output_tokens", "max_tool_calls", "model", "parallel_tool_calls",
+                "previous_response_id", "safety_identifier", "prompt_cache_key", "store", "temperature",
+                "tool_choice", "top_p", "user", "background",
+            }
+        )
+        return cls(
+            id=response_id,
+            created_at=created_at,
+            status="queued" if request.background else "in_progress",
+            metadata=request.metadata or {},
+            reasoning=request.reasoning or ReasoningConfig(),
+            text=request.text or TextConfig(),
+            tools=request.tools,
+            service_tier=request.service_tier if request.service_tier not in (None, "auto") else "default",
+            truncation=request.truncation or "disabled",
+            **echoed,
+        )
+
+
+class DeletedResponse(BaseModel):
+    id: str
+    object: Literal["response.deleted"] = "response.deleted"
+    deleted: bool = True

@@ -1,0 +1,1 @@
+"""The SQL store: responses, their input items, chat context and event log."""

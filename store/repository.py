@@ -1,0 +1,175 @@
+"""Reads and writes of responses, input items and chat context. No business rules here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from models.responses import Response
+from store.schema import chat_contexts, events, input_items, responses
+
+Order = Literal["asc", "desc"]
+
+
+@dataclass(frozen=True)
+class Page:
+    data: list[dict[str, Any]]
+    has_more: bool
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": self.data,
+            "first_id": self.data[0]["id"] if self.data else "",
+            "last_id": self.data[-1]["id"] if self.data else "",
+            "has_more": self.has_more,
+        }
+
+
+class ResponseRepository:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    # ---- responses -------------------------------------------------------------------
+
+    async def create_response(self, response: Response, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """The response as created, with its input items, in one transaction."""
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                insert(responses).values(
+                    id=response.id,
+                    created_at=response.created_at,
+                    status=response.status,
+                    stored=response.store,
+                    previous_response_id=response.previous_response_id,
+                    data=response.model_dump(mode="json", by_alias=True),
+                )
+            )
+            if items:
+                await connection.execute(
+                    insert(input_items),
+                    [
+                        {"response_id": response.id, "position": position, "item_id": item_id, "data": data}
+                        for position, (item_id, data) in enumerate(items)
+                    ],
+                )
+
+    async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
+        query = select(responses.c.data).where(responses.c.id == response_id)
+        if not include_unstored:
+            query = query.where(responses.c.stored.is_(True))
+        async with self.engine.connect() as connection:
+            data = (await connection.execute(query)).scalar_one_or_none()
+        return None if data is None else Response.model_validate(data)
+
+    async def save_response(self, response: Response) -> None:
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                update(responses)
+                .where(responses.c.id == response.id)
+                .values(status=response.status, data=response.model_dump(mode="json", by_alias=True))
+            )
+
+    async def purge(self, response_id: str) -> bool:
+        """Remove every row of a response. True when the response existed."""
+        async with self.engine.begin() as connection:
+            removed = await connection.execute(delete(responses).where(responses.c.id == response_id))
+            await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
+            await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
+            await connection.execute(delete(events).where(events.c.response_id == response_id))
+        return removed.rowcount > 0
+
+    async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
+        query = select(responses.c.data).where(responses.c.stored.is_(True))
+        key = (responses.c.created_at, responses.c.id)
+        if after is not None:
+            cursor = await self._response_cursor(after)
+            query = query.where(_beyond(key, cursor, order))
+        ordering = [column.asc() if order == "asc" else column.desc() for column in key]
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query.order_by(*ordering).limit(limit + 1))).scalars().all()
+        return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
+
+    async def _response_cursor(self, response_id: str) -> tuple[int, str]:
+        async with self.engine.connect() as connection:
+            created_at = (
+                await connection.execute(select(responses.c.created_at).where(responses.c.id == response_id))
+            ).scalar_one_or_none()
+        if created_at is None:
+            raise LookupError(response_id)
+        return created_at, response_id
+
+    # ---- input items -----------------------------------------------------------------
+
+    async def input_items(self, response_id: str) -> list[dict[str, Any]]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(input_items.c.data)
+                .where(input_items.c.response_id == response_id)
+                .order_by(input_items.c.position)
+            )
+            return list(rows.scalars().all())
+
+    async def list_input_items(
+        self, response_id: str, *, after: str | None, before: str | None, limit: int, order: Order
+    ) -> Page:
+        query = select(input_items.c.data).where(input_items.c.response_id == response_id)
+        for cursor_id, direction in ((after, order), (before, _flip(order))):
+            if cursor_id is not None:
+                position = await self._item_position(response_id, cursor_id)
+                query = query.where(
+                    input_items.c.position > position if direction == "asc" else input_items.c.position < position
+                )
+        ordering = input_items.c.position.asc() if order == "asc" else input_items.c.position.desc()
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query.order_by(ordering).limit(limit + 1))).scalars().all()
+        return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
+
+    async def _item_position(self, response_id: str, item_id: str) -> int:
+        async with self.engine.connect() as connection:
+            position = (
+                await connection.execute(
+                    select(input_items.c.position).where(
+                        and_(input_items.c.response_id == response_id, input_items.c.item_id == item_id)
+                    )
+                )
+            ).scalar_one_or_none()
+        if position is None:
+            raise LookupError(item_id)
+        return position
+
+    # ---- chat context ----------------------------------------------------------------
+
+    async def chat_context(self, response_id: str) -> list[dict[str, Any]] | None:
+        async with self.engine.connect() as connection:
+            return (
+                await connection.execute(
+                    select(chat_contexts.c.messages).where(chat_contexts.c.response_id == response_id)
+                )
+            ).scalar_one_or_none()
+
+    async def save_chat_context(self, response_id: str, messages: list[dict[str, Any]]) -> None:
+        async with self.engine.begin() as connection:
+            changed = await connection.execute(
+                update(chat_contexts).where(chat_contexts.c.response_id == response_id).values(messages=messages)
+            )
+            if changed.rowcount == 0:
+                await connection.execute(insert(chat_contexts).values(response_id=response_id, messages=messages))
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as connection:
+            await connection.execute(select(func.count()).select_from(select(responses.c.id).limit(1).subquery()))
+
+
+def _flip(order: Order) -> Order:
+    return "desc" if order == "asc" else "asc"
+
+
+def _beyond(key: tuple, cursor: tuple[int, str], order: Order):
+    created_at, identifier = key
+    if order == "asc":
+        return or_(created_at > cursor[0], and_(created_at == cursor[0], identifier > cursor[1]))
+    return or_(created_at < cursor[0], and_(created_at == cursor[0], identifier < cursor[1]))

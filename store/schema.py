@@ -1,0 +1,46 @@
+"""Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL."""
+
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+responses = Table(
+    "responses",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("stored", Boolean, nullable=False),
+    Column("previous_response_id", String(80), nullable=True),
+    Column("data", JSON, nullable=False),
+)
+Index("ix_responses_created", responses.c.created_at, responses.c.id)
+
+input_items = Table(
+    "input_items",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("item_id", String(80), nullable=False),
+    Column("data", JSON, nullable=False),
+)
+Index("ix_input_items_item_id", input_items.c.item_id)
+
+# The chat-completion messages of a response's last inference call (plus its reply): a
+# follow-up response in a chain resumes from them without re-converting items.
+chat_contexts = Table(
+    "chat_contexts",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("messages", JSON, nullable=False),
+)
+
+# The per-response event log that streaming tails; sequence numbers are assigned here.
+events = Table(
+    "events",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("sequence_number", Integer, primary_key=True, autoincrement=False),
+    Column("type", String(64), nullable=False),
+    Column("data", JSON, nullable=False),
+)

@@ -1,0 +1,176 @@
+"""A scripted OpenAI-compatible chat-completions backend, served over real HTTP.
+
+The `model` of a request picks its behaviour:
+- a model with a script (`backend.script(model, [...])`) gets the next scripted `Reply`;
+- any other model gets an echo of the last user message ("echo: <text>").
+Every request is recorded per model (`backend.requests(model)`), so tests can check what
+durable-responses sent upstream. `latency` delays every answer (the benchmark's backend).
+
+Runs in its own thread with its own event loop, so it keeps answering whatever the test's
+loop is doing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Reply:
+    """One scripted answer: text and/or tool calls, or an HTTP error, after `delay` seconds."""
+
+    text: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    finish_reason: str | None = None
+    status: int = 200
+    error_message: str = "scripted failure"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    drop_connection: bool = False
+    usage: tuple[int, int] = (10, 5)
+
+
+class ScriptedBackend:
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+        self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # ---- what tests call ---------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, model: str, replies: list[Reply]) -> None:
+        with self._lock:
+            self._scripts[model].extend(replies)
+
+    def requests(self, model: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._requests[model])
+
+    # ---- serving -----------------------------------------------------------------------
+
+    def start(self, port: int = 0) -> "ScriptedBackend":
+        app = Starlette(routes=[Route("/v1/chat/completions", self._chat_completions, methods=["POST"])])
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="scripted-backend", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("scripted backend did not start")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        model = body.get("model", "")
+        with self._lock:
+            self._requests[model].append(body)
+            script = self._scripts.get(model)
+            if script:
+                return script.popleft()
+        last_user = next(
+            (message for message in reversed(body.get("messages", [])) if message.get("role") == "user"), None
+        )
+        content = last_user.get("content") if last_user else ""
+        if isinstance(content, list):
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return Reply(text=f"echo: {content}")
+
+    async def _chat_completions(self, request: Request) -> Response:
+        body = await request.json()
+        reply = self._next_reply(body)
+        await asyncio.sleep(self.latency + reply.delay)
+        if reply.drop_connection:
+            raise ConnectionResetError("scripted connection reset")
+        if reply.status != 200:
+            return JSONResponse(
+                {"error": {"message": reply.error_message, "type": "scripted", "param": None, "code": None}},
+                status_code=reply.status,
+                headers=reply.headers,
+            )
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{index}_{int(time.time() * 1e6)}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for index, (name, arguments) in enumerate(reply.tool_calls)
+            ]
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        prompt_tokens, completion_tokens = reply.usage
+        completion = {
+            "id": f"chatcmpl-{int(time.time() * 1e6)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+        if body.get("stream"):
+            return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream")
+        return JSONResponse(completion)
+
+
+async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
+    """The same answer as chat.completion.chunk events (used once streaming is on)."""
+    base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    message = completion["choices"][0]["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
+        payload = base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if usage is None else []}
+        if usage is not None:
+            payload["usage"] = usage
+        return f"data: {json.dumps(payload)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = message.get("content") or ""
+    for start in range(0, len(text), 4):
+        yield chunk({"content": text[start:start + 4]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), 8):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + 8]}}]})
+    yield chunk({}, completion["choices"][0]["finish_reason"])
+    yield chunk({}, usage=completion["usage"])
+    yield "data: [DONE]\n\n"
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="serve the scripted backend (echo replies)")
+    parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--latency", type=float, default=0.0)
+    arguments = parser.parse_args()
+    backend = ScriptedBackend(latency=arguments.latency).start(arguments.port)
+    print(f"scripted backend at {backend.base_url}", flush=True)
+    threading.Event().wait()

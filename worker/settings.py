@@ -1,0 +1,57 @@
+"""Configuration from the environment (and CLI flags, which override it)."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, Field
+
+from models.workflow_io import ExecutionSettings, RetryBudget
+
+DEFAULT_TASK_QUEUE = "durable-responses"
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+class Settings(BaseModel):
+    temporal_address: str = "localhost:7233"
+    namespace: str = "default"
+    task_queue: str = DEFAULT_TASK_QUEUE
+    database_url: str = "sqlite:///./.durable-responses/responses.db"
+    inference_base_url: str = "https://api.openai.com/v1"
+    inference_api_key: str = Field(default="", repr=False)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        execution = ExecutionSettings(
+            inference=RetryBudget(
+                start_to_close_seconds=_env_float("INFERENCE_TIMEOUT_SECONDS", 600),
+                maximum_attempts=_env_int("INFERENCE_MAX_ATTEMPTS", 6),
+                initial_interval_seconds=_env_float("INFERENCE_RETRY_INITIAL_SECONDS", 1),
+                maximum_interval_seconds=_env_float("INFERENCE_RETRY_MAX_SECONDS", 30),
+            ),
+        )
+        values: dict[str, object] = {
+            "inference_base_url": os.environ.get("INFERENCE_BASE_URL", "https://api.openai.com/v1"),
+            "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
+            "execution": execution,
+        }
+        for name, env in (
+            ("temporal_address", "TEMPORAL_ADDRESS"),
+            ("namespace", "TEMPORAL_NAMESPACE"),
+            ("task_queue", "TEMPORAL_TASK_QUEUE"),
+            ("database_url", "DATABASE_URL"),
+        ):
+            if os.environ.get(env):
+                values[name] = os.environ[env]
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls.model_validate(values)

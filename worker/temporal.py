@@ -1,0 +1,41 @@
+"""The Temporal client (pydantic data converter) and the worker that runs our workflow."""
+
+from __future__ import annotations
+
+import openai
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from activities.inference import InferenceActivities
+from activities.store import StoreActivities
+from store.repository import ResponseRepository
+from worker.settings import Settings
+from workflows.response import ResponseWorkflow
+
+
+async def connect(settings: Settings) -> Client:
+    return await Client.connect(
+        settings.temporal_address, namespace=settings.namespace, data_converter=pydantic_data_converter
+    )
+
+
+def inference_client(settings: Settings) -> openai.AsyncOpenAI:
+    # Temporal owns retries: the client never retries on its own.
+    return openai.AsyncOpenAI(
+        base_url=settings.inference_base_url,
+        api_key=settings.inference_api_key or "unused",
+        max_retries=0,
+        timeout=settings.execution.inference.start_to_close_seconds,
+    )
+
+
+def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
+    inference = InferenceActivities(repository, inference_client(settings))
+    store = StoreActivities(repository)
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[ResponseWorkflow],
+        activities=[inference.run_inference, store.record_status, store.finalize_response],
+    )

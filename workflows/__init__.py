@@ -1,0 +1,1 @@
+"""Deterministic workflow code only: it decides, activities act."""

@@ -1,0 +1,91 @@
+"""The response state machine, declared as data. No Temporal, no I/O.
+
+The workflow fires triggers; the machine guards them. An illegal trigger raises
+`IllegalTransition` (a domain error), never `transitions.MachineError`, so the workflow can
+fail the response cleanly instead of failing its task forever.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from transitions import Machine
+
+from models.errors import DurableResponsesError
+
+
+class State(str, Enum):
+    CREATED = "created"
+    INFERRING = "inferring"
+    CALLING_TOOLS = "calling_tools"
+    AWAITING_APPROVAL = "awaiting_approval"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INCOMPLETE = "incomplete"
+
+
+TERMINAL = (State.COMPLETED, State.FAILED, State.CANCELLED, State.INCOMPLETE)
+LIVE = [state for state in State if state not in TERMINAL]
+
+TRANSITIONS: list[dict] = [
+    {"trigger": "start", "source": State.CREATED, "dest": State.INFERRING},
+    {"trigger": "execute_approved", "source": State.CREATED, "dest": State.CALLING_TOOLS},
+    {"trigger": "run_tools", "source": State.INFERRING, "dest": State.CALLING_TOOLS},
+    {"trigger": "tools_done", "source": State.CALLING_TOOLS, "dest": State.INFERRING},
+    {"trigger": "request_approval", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.AWAITING_APPROVAL},
+    {"trigger": "approval_decided", "source": State.AWAITING_APPROVAL, "dest": State.CALLING_TOOLS},
+    {"trigger": "complete", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.COMPLETED},
+    {"trigger": "truncate", "source": State.INFERRING, "dest": State.INCOMPLETE},
+    {"trigger": "fail", "source": LIVE, "dest": State.FAILED},
+    {"trigger": "cancel", "source": LIVE, "dest": State.CANCELLED},
+]
+
+# What each state shows as the response's `status`.
+RESPONSE_STATUS = {
+    State.CREATED: "queued",
+    State.INFERRING: "in_progress",
+    State.CALLING_TOOLS: "in_progress",
+    State.AWAITING_APPROVAL: "in_progress",
+    State.COMPLETED: "completed",
+    State.FAILED: "failed",
+    State.CANCELLED: "cancelled",
+    State.INCOMPLETE: "incomplete",
+}
+
+
+class IllegalTransition(DurableResponsesError):
+    def __init__(self, trigger: str, state: str) -> None:
+        super().__init__(f"'{trigger}' is not allowed in state '{state}'")
+        self.trigger = trigger
+        self.state = state
+
+
+class ResponseMachine:
+    """Holds the state; `fire` is the only way to change it."""
+
+    state: State
+
+    def __init__(self) -> None:
+        self._machine = Machine(
+            model=self,
+            states=State,
+            transitions=TRANSITIONS,
+            initial=State.CREATED,
+            auto_transitions=False,
+            send_event=False,
+        )
+
+    def fire(self, trigger: str) -> State:
+        if not getattr(self, f"may_{trigger}")():
+            raise IllegalTransition(trigger, self.state.value)
+        getattr(self, trigger)()
+        return self.state
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def response_status(self) -> str:
+        return RESPONSE_STATUS[self.state]

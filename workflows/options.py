@@ -1,0 +1,26 @@
+"""Timeouts and retry policies per activity, in one place."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+
+from models.workflow_io import RetryBudget
+
+# Raised by activities for failures that retrying cannot mend.
+NON_RETRYABLE = ["RejectedByUpstreamError"]
+
+
+def local_activity_options(budget: RetryBudget) -> dict[str, Any]:
+    return {
+        "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=budget.initial_interval_seconds),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=budget.maximum_interval_seconds),
+            maximum_attempts=budget.maximum_attempts,
+            non_retryable_error_types=NON_RETRYABLE,
+        ),
+    }

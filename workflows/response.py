@@ -1,0 +1,115 @@
+"""`ResponseWorkflow`: one per response, workflow id = response id.
+
+The loop: infer, decide the next step (pure), act on it, until the machine reaches a
+terminal state; then the final response is written by a store activity and returned.
+Activities are addressed by name so this module imports no I/O code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from models.activity_io import (
+        FinalizeInput,
+        FinalizeResult,
+        InferenceInput,
+        InferenceResult,
+        RecordStatusInput,
+        RecordStatusResult,
+    )
+    from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
+    from models.workflow_io import ResponseWorkflowInput
+    from workflows.machine import IllegalTransition, ResponseMachine
+    from workflows.options import local_activity_options
+    from workflows.turn import next_step
+
+
+@workflow.defn(name="ResponseWorkflow")
+class ResponseWorkflow:
+    def __init__(self) -> None:
+        self.machine = ResponseMachine()
+        self.response: Response | None = None
+
+    @workflow.run
+    async def run(self, request: ResponseWorkflowInput) -> Response:
+        self.response = request.response
+        self.settings = request.settings
+        try:
+            await self._respond()
+        except ActivityError as error:
+            self._fail(_failure_message(error))
+        except IllegalTransition as error:
+            self._fail(f"internal state error: {error}")
+        except asyncio.CancelledError:
+            self.machine.fire("cancel")
+        return await self._finalize()
+
+    @workflow.query(name="state")
+    def state(self) -> str:
+        return self.machine.state.value
+
+    @workflow.query(name="response")
+    def current_response(self) -> Response | None:
+        return self._snapshot()
+
+    async def _respond(self) -> None:
+        assert self.response is not None
+        if self.response.background:
+            await self._record_status("in_progress")
+        self.machine.fire("start")
+        result = await workflow.execute_local_activity(
+            "run_inference",
+            InferenceInput(response_id=self.response.id),
+            result_type=InferenceResult,
+            **local_activity_options(self.settings.inference),
+        )
+        self.response.output.extend(result.output)
+        self.response.usage = (self.response.usage or Usage()) + result.usage
+        step = next_step(result)
+        match step.type:
+            case "finish":
+                self.machine.fire(step.trigger)
+                if step.incomplete_reason is not None:
+                    self.response.incomplete_details = IncompleteDetails(reason=step.incomplete_reason)
+
+    def _fail(self, message: str) -> None:
+        assert self.response is not None
+        self.machine.fire("fail")
+        self.response.error = ResponseErrorInfo(code="server_error", message=message)
+
+    def _snapshot(self) -> Response | None:
+        if self.response is None:
+            return None
+        return self.response.model_copy(update={"status": self.machine.response_status})
+
+    async def _record_status(self, status: str) -> None:
+        assert self.response is not None
+        await workflow.execute_local_activity(
+            "record_status",
+            RecordStatusInput(response_id=self.response.id, status=status),
+            result_type=RecordStatusResult,
+            **local_activity_options(self.settings.store),
+        )
+
+    async def _finalize(self) -> Response:
+        final = self._snapshot()
+        assert final is not None
+        final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
+        await workflow.execute_local_activity(
+            "finalize_response",
+            FinalizeInput(response=final),
+            result_type=FinalizeResult,
+            **local_activity_options(self.settings.store),
+        )
+        return final
+
+
+def _failure_message(error: ActivityError) -> str:
+    cause = error.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or error)
