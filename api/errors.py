@@ -16,8 +16,9 @@ log = logging.getLogger(__name__)
 
 
 def from_validation_error(error: ValidationError, prefix: str = "") -> InvalidRequestError:
-    """The first problem, with its location as OpenAI spells it (`input[0].content`)."""
-    first = error.errors(include_url=False)[0]
+    """The most specific problem (deepest location: for `str | list` fields that is the
+    branch the client meant), located as OpenAI spells it (`input[0].content`)."""
+    first = max(error.errors(include_url=False), key=lambda problem: len(problem["loc"]))
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, UnsupportedParameter):
         return InvalidRequestError(f"Unsupported parameter: '{cause.param}': {cause.why}.", param=cause.param,

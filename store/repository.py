@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,6 +43,7 @@ class ResponseRepository:
                 insert(responses).values(
                     id=response.id,
                     created_at=response.created_at,
+                    sort_key=time.time_ns() // 1000,
                     status=response.status,
                     stored=response.store,
                     previous_response_id=response.previous_response_id,
@@ -84,7 +86,7 @@ class ResponseRepository:
 
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
         query = select(responses.c.data).where(responses.c.stored.is_(True))
-        key = (responses.c.created_at, responses.c.id)
+        key = (responses.c.sort_key, responses.c.id)
         if after is not None:
             cursor = await self._response_cursor(after)
             query = query.where(_beyond(key, cursor, order))
@@ -95,12 +97,12 @@ class ResponseRepository:
 
     async def _response_cursor(self, response_id: str) -> tuple[int, str]:
         async with self.engine.connect() as connection:
-            created_at = (
-                await connection.execute(select(responses.c.created_at).where(responses.c.id == response_id))
+            sort_key = (
+                await connection.execute(select(responses.c.sort_key).where(responses.c.id == response_id))
             ).scalar_one_or_none()
-        if created_at is None:
+        if sort_key is None:
             raise LookupError(response_id)
-        return created_at, response_id
+        return sort_key, response_id
 
     # ---- input items -----------------------------------------------------------------
 
@@ -169,7 +171,7 @@ def _flip(order: Order) -> Order:
 
 
 def _beyond(key: tuple, cursor: tuple[int, str], order: Order):
-    created_at, identifier = key
+    sort_key, identifier = key
     if order == "asc":
-        return or_(created_at > cursor[0], and_(created_at == cursor[0], identifier > cursor[1]))
-    return or_(created_at < cursor[0], and_(created_at == cursor[0], identifier < cursor[1]))
+        return or_(sort_key > cursor[0], and_(sort_key == cursor[0], identifier > cursor[1]))
+    return or_(sort_key < cursor[0], and_(sort_key == cursor[0], identifier < cursor[1]))

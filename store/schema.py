@@ -9,12 +9,14 @@ responses = Table(
     metadata,
     Column("id", String(80), primary_key=True),
     Column("created_at", BigInteger, nullable=False),
+    # Creation time in microseconds: orders listings within the same second.
+    Column("sort_key", BigInteger, nullable=False),
     Column("status", String(20), nullable=False),
     Column("stored", Boolean, nullable=False),
     Column("previous_response_id", String(80), nullable=True),
     Column("data", JSON, nullable=False),
 )
-Index("ix_responses_created", responses.c.created_at, responses.c.id)
+Index("ix_responses_sort_key", responses.c.sort_key, responses.c.id)
 
 input_items = Table(
     "input_items",

@@ -40,7 +40,9 @@ class ResponseWorkflow:
         self.settings = request.settings
         try:
             await self._respond()
-        except ActivityError as error:
+        except (ActivityError, ApplicationError) as error:
+            # A local activity's failure arrives as its ApplicationError, a regular one's
+            # wrapped in ActivityError.
             self._fail(_failure_message(error))
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
@@ -108,8 +110,8 @@ class ResponseWorkflow:
         return final
 
 
-def _failure_message(error: ActivityError) -> str:
-    cause = error.cause
+def _failure_message(error: ActivityError | ApplicationError) -> str:
+    cause = error.cause if isinstance(error, ActivityError) else error
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or error)

@@ -1,0 +1,130 @@
+"""Real parts: a Temporal dev server from the installed binary, the scripted backend over
+HTTP, a SQLite file, our worker and API served by uvicorn, and the official `openai` SDK in
+strict mode as the client. Nothing of ours is mocked."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+import httpx
+import openai
+import pytest
+import uvicorn
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from api.app import create_app
+from api.runner import ResponseRunner
+from models.workflow_io import ExecutionSettings, RetryBudget
+from tests.scripted_backend import ScriptedBackend
+from worker.dev import temporal_binary
+from worker.roles import opened_store
+from worker.settings import Settings
+from worker.temporal import build_worker, connect
+
+# Fast retries, so failure paths finish in well under a second.
+TEST_EXECUTION = ExecutionSettings(
+    inference=RetryBudget(
+        start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=0.05, maximum_interval_seconds=0.2
+    ),
+    store=RetryBudget(start_to_close_seconds=10, maximum_attempts=5, initial_interval_seconds=0.05),
+)
+
+
+@pytest.fixture(scope="session")
+def backend() -> ScriptedBackend:
+    server = ScriptedBackend().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def temporal_env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkflowEnvironment]:
+    directory = tmp_path_factory.mktemp("temporal")
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        dev_server_database_filename=str(directory / "temporal.db"),
+        dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"],
+        ui=False,
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def temporal_address(temporal_env: WorkflowEnvironment) -> str:
+    return temporal_env.client.service_client.config.target_host
+
+
+@dataclass
+class Stack:
+    """The API and a worker in this process, as `durable-responses dev` runs them."""
+
+    base_url: str
+    settings: Settings
+    client: Client
+    data_dir: Path
+
+    def sdk(self, **options: object) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=self.base_url, api_key="test", _strict_response_validation=True, max_retries=0, **options
+        )
+
+    def http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def running_stack(temporal_address: str, backend: ScriptedBackend, data_dir: Path) -> AsyncIterator[Stack]:
+    settings = Settings(
+        temporal_address=temporal_address,
+        task_queue=f"tests-{uuid.uuid4().hex[:8]}",
+        database_url=f"sqlite:///{data_dir / 'responses.db'}",
+        inference_base_url=backend.base_url,
+        execution=TEST_EXECUTION,
+    )
+    client = await connect(settings)
+    async with opened_store(settings) as repository:
+        app = create_app(repository, ResponseRunner(client, settings.task_queue, settings.execution))
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        async with build_worker(client, settings, repository):
+            serving = asyncio.create_task(server.serve())
+            while not server.started:
+                await asyncio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            try:
+                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, data_dir)
+            finally:
+                server.should_exit = True
+                await serving
+
+
+@pytest.fixture(scope="session")
+async def stack(
+    temporal_address: str, backend: ScriptedBackend, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Stack]:
+    async with running_stack(temporal_address, backend, tmp_path_factory.mktemp("stack")) as running:
+        yield running
+
+
+@pytest.fixture
+async def sdk(stack: Stack) -> AsyncIterator[openai.AsyncOpenAI]:
+    client = stack.sdk()
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+def model() -> str:
+    """A model name of this test's own, so its script and recorded requests are its alone."""
+    return f"model-{uuid.uuid4().hex[:10]}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("INFERENCE_API_KEY", "test")
