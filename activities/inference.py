@@ -33,10 +33,8 @@ class InferenceActivities:
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
-        response = await self.repository.get_response(request.response_id, include_unstored=True)
-        if response is None:
-            raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True)
-        context = await self._context(request, response.previous_response_id)
+        response = request.response
+        context = await self._context(request)
         kwargs = chat_format.build_chat_request(response, context, str(self.client.base_url))
         try:
             completion = await self.client.chat.completions.create(**kwargs)
@@ -55,15 +53,12 @@ class InferenceActivities:
             usage=_usage(completion.usage),
         )
 
-    async def _context(self, request: InferenceInput, previous_response_id: str | None) -> list[dict[str, Any]]:
+    async def _context(self, request: InferenceInput) -> list[dict[str, Any]]:
         if request.turn > 0:
-            saved = await self.repository.chat_context(request.response_id) or []
+            saved = await self.repository.chat_context(request.response.id) or []
             return saved + chat_format.output_to_messages(request.new_items)
-        base: list[dict[str, Any]] = []
-        if previous_response_id is not None:
-            base = await self.repository.chat_context(previous_response_id) or []
-        items = chat_format.parse_items(await self.repository.input_items(request.response_id))
-        return base + chat_format.items_to_messages(items)
+        base, items = await self.repository.turn_inputs(request.response.id, request.response.previous_response_id)
+        return base + chat_format.items_to_messages(chat_format.parse_items(items))
 
 
 def _with_call_ids(message: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,9 @@ FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
 
 class InferenceInput(BaseModel):
-    response_id: str
+    response: Response
+    """The request as the workflow holds it. A local activity's input is not written to
+    history, so passing it costs nothing there and saves a store read."""
     turn: int = 0
     new_items: list[OutputItem] = Field(default_factory=list)
     """Output of this response since the last inference call (tool results), to append."""

@@ -106,15 +106,6 @@ class ResponseRepository:
 
     # ---- input items -----------------------------------------------------------------
 
-    async def input_items(self, response_id: str) -> list[dict[str, Any]]:
-        async with self.engine.connect() as connection:
-            rows = await connection.execute(
-                select(input_items.c.data)
-                .where(input_items.c.response_id == response_id)
-                .order_by(input_items.c.position)
-            )
-            return list(rows.scalars().all())
-
     async def list_input_items(
         self, response_id: str, *, after: str | None, before: str | None, limit: int, order: Order
     ) -> Page:
@@ -144,6 +135,26 @@ class ResponseRepository:
         return position
 
     # ---- chat context ----------------------------------------------------------------
+
+    async def turn_inputs(
+        self, response_id: str, previous_response_id: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What a first inference call starts from: the previous response's chat context and
+        this response's input items, read on one connection."""
+        async with self.engine.connect() as connection:
+            base: list[dict[str, Any]] = []
+            if previous_response_id is not None:
+                base = (
+                    await connection.execute(
+                        select(chat_contexts.c.messages).where(chat_contexts.c.response_id == previous_response_id)
+                    )
+                ).scalar_one_or_none() or []
+            items = await connection.execute(
+                select(input_items.c.data)
+                .where(input_items.c.response_id == response_id)
+                .order_by(input_items.c.position)
+            )
+            return base, list(items.scalars().all())
 
     async def chat_context(self, response_id: str) -> list[dict[str, Any]] | None:
         async with self.engine.connect() as connection:

@@ -65,7 +65,7 @@ class ResponseWorkflow:
         self.machine.fire("start")
         result = await workflow.execute_local_activity(
             "run_inference",
-            InferenceInput(response_id=self.response.id),
+            InferenceInput(response=self.response),
             result_type=InferenceResult,
             **local_activity_options(self.settings.inference),
         )
