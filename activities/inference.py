@@ -12,11 +12,14 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
+from activities.event_emitter import EventEmitter
+from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
@@ -33,25 +36,56 @@ class InferenceActivities:
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
-        response = request.response
         context = await self._context(request)
-        kwargs = chat_format.build_chat_request(response, context, str(self.client.base_url))
+        kwargs = chat_format.build_chat_request(request.response, context, str(self.client.base_url))
         try:
-            completion = await self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as error:
+            if request.emit_events:
+                result, message = await self._streamed(request, kwargs)
+            else:
+                result, message = await self._whole(kwargs)
+        except (openai.OpenAIError, httpx.HTTPError) as error:
             raise to_application_error(classify(error)) from error
+        await self.repository.save_chat_context(request.response.id, context + [chat_format.assistant_message(message)])
+        return result
+
+    async def _whole(self, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+        completion = await self.client.chat.completions.create(**kwargs)
         if not completion.choices:
             raise to_application_error(RetryableUpstreamError("the backend answered with no choices"))
         choice = completion.choices[0]
         message = _with_call_ids(choice.message.model_dump(exclude_none=True))
-        await self.repository.save_chat_context(
-            response.id, context + [chat_format.assistant_message(message)]
-        )
-        return InferenceResult(
+        result = InferenceResult(
             output=chat_format.assistant_to_output(message),
             finish_reason=_finish_reason(choice.finish_reason, message),
             usage=_usage(completion.usage),
         )
+        return result, message
+
+    async def _streamed(self, request: InferenceInput, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+        """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
+        response_id = request.response.id
+        earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
+        assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier))
+        emitter = EventEmitter(self.repository.events, response_id)
+        finish_reason: str | None = None
+        usage: Any = None
+        try:
+            stream = await self.client.chat.completions.create(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in stream:
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    finish_reason = choice.finish_reason or finish_reason
+                    emitter.emit(assembler.feed(choice.delta.model_dump(exclude_none=True)))
+            events, output, message = assembler.finish()
+            emitter.emit(events)
+        finally:
+            await emitter.close()
+        result = InferenceResult(
+            output=output, finish_reason=_finish_reason(finish_reason, message), usage=_usage(usage)
+        )
+        return result, message
 
     async def _context(self, request: InferenceInput) -> list[dict[str, Any]]:
         if request.turn > 0:
@@ -89,8 +123,10 @@ def _usage(usage: Any) -> Usage:
     )
 
 
-def classify(error: openai.OpenAIError) -> UpstreamError:
+def classify(error: openai.OpenAIError | httpx.HTTPError) -> UpstreamError:
     """Whether retrying can help: 408/409/429/5xx and connection failures can."""
+    if isinstance(error, httpx.HTTPError):  # a stream broken after its headers arrived
+        return RetryableUpstreamError(f"inference backend stream broke: {error!r}")
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         message = f"inference backend answered {status}: {_backend_message(error)}"

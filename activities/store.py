@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from models.activity_io import FinalizeInput, FinalizeResult, RecordStatusInput, RecordStatusResult
+from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from store.repository import ResponseRepository
 
 
@@ -20,14 +21,21 @@ class StoreActivities:
             raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True)
         if response.status == request.status:
             return RecordStatusResult(recorded=False)
-        await self.repository.save_response(response.model_copy(update={"status": request.status}))
+        updated = response.model_copy(update={"status": request.status})
+        event = LifecycleEvent(type=f"response.{request.status}", response=updated).wire() if request.emit_events else None
+        await self.repository.save_response(updated, event)
         return RecordStatusResult(recorded=True)
 
     @activity.defn(name="finalize_response")
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
         """Write the final response; an unstored one (`store: false`) leaves nothing behind."""
-        if request.response.store:
-            await self.repository.save_response(request.response)
+        response = request.response
+        event = None
+        if request.emit_events:
+            event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
+        await self.repository.save_response(response, event)
+        if response.store:
             return FinalizeResult(stored=True)
-        await self.repository.purge(request.response.id)
+        # The stream's reader removes the event log once it has read the end.
+        await self.repository.purge(response.id, keep_events=request.emit_events)
         return FinalizeResult(stored=False)

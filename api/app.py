@@ -11,7 +11,9 @@ from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 
 
-def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starlette:
+def create_app(repository: ResponseRepository, runner: ResponseRunner, *, poll_seconds: float = 0.02) -> Starlette:
+    """`poll_seconds`: how often a stream checks the store for events written by another
+    process (events written in this process wake it at once)."""
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -26,4 +28,5 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starle
     )
     app.state.repository = repository
     app.state.runner = runner
+    app.state.poll_seconds = poll_seconds
     return app

@@ -7,11 +7,13 @@ import logging
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
 from api.preparation import prepare
 from api.runner import ResponseRunner
+from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError, UnavailableError
+from models.events import LifecycleEvent
 from models.responses import DeletedResponse, Response
 from store.repository import ResponseRepository
 
@@ -30,24 +32,56 @@ def _runner(request: Request) -> ResponseRunner:
     return request.app.state.runner
 
 
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
 async def create_response(request: Request) -> HttpResponse:
     prepared = await prepare(await request.body(), _repository(request))
-    if prepared.request.stream:
-        raise InvalidRequestError("Streaming is not supported yet.", param="stream", code="unsupported_value")
     repository, runner = _repository(request), _runner(request)
-    await repository.create_response(prepared.response, prepared.items)
+    response = prepared.response
+    emit_events = prepared.request.stream or prepared.request.background
+    await repository.create_response(response, prepared.items, _first_events(response) if emit_events else None)
     try:
-        await runner.start(prepared.response)
+        await runner.start(response, emit_events=emit_events)
     except UnavailableError:
-        await repository.purge(prepared.response.id)
+        await repository.purge(response.id)
         raise
+    if prepared.request.stream:
+        return _event_stream(request, response.id, after=-1, forget_at_end=not response.store)
     if prepared.request.background:
-        return _json(prepared.response)
-    return _json(await runner.result(prepared.response.id))
+        return _json(response)
+    return _json(await runner.result(response.id))
+
+
+def _first_events(response: Response) -> list[dict[str, Any]]:
+    created = LifecycleEvent(type="response.created", response=response).wire()
+    follow = "response.queued" if response.status == "queued" else "response.in_progress"
+    return [created, LifecycleEvent(type=follow, response=response).wire()]
+
+
+def _event_stream(request: Request, response_id: str, *, after: int, forget_at_end: bool = False) -> StreamingResponse:
+    events = tail(
+        _repository(request), response_id, after=after,
+        poll_seconds=request.app.state.poll_seconds, forget_at_end=forget_at_end,
+    )
+    return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def retrieve_response(request: Request) -> HttpResponse:
-    return _json(await _stored(request, request.path_params["response_id"]))
+    response = await _stored(request, request.path_params["response_id"])
+    if request.query_params.get("stream", "false").lower() != "true":
+        return _json(response)
+    try:
+        after = int(request.query_params.get("starting_after", "-1"))
+    except ValueError:
+        raise InvalidRequestError("Invalid 'starting_after': expected an integer.", param="starting_after") from None
+    if not await _repository(request).events.has_events(response.id):
+        raise InvalidRequestError(
+            f"Response with id '{response.id}' has no event stream: only responses created with "
+            "`stream: true` or `background: true` can be streamed.",
+            param="stream",
+        )
+    return _event_stream(request, response.id, after=after)
 
 
 async def delete_response(request: Request) -> HttpResponse:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
@@ -15,19 +19,25 @@ log = logging.getLogger(__name__)
 
 
 class ResponseRunner:
-    def __init__(self, client: Client, task_queue: str, settings: ExecutionSettings) -> None:
+    def __init__(
+        self, client: Client, task_queue: str, settings: ExecutionSettings, *, task_timeout_seconds: float = 10.0
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.settings = settings
+        # How soon a workflow task held by a dead worker (e.g. running a local activity)
+        # is handed to another worker.
+        self.task_timeout = timedelta(seconds=task_timeout_seconds)
 
-    async def start(self, response: Response) -> WorkflowHandle:
+    async def start(self, response: Response, *, emit_events: bool) -> WorkflowHandle:
         try:
             return await self.client.start_workflow(
                 "ResponseWorkflow",
-                ResponseWorkflowInput(response=response, settings=self.settings),
+                ResponseWorkflowInput(response=response, settings=self.settings, emit_events=emit_events),
                 id=response.id,
                 task_queue=self.task_queue,
                 result_type=Response,
+                task_timeout=self.task_timeout,
                 # With a worker in this process, the first workflow task runs here at once.
                 request_eager_start=True,
             )
@@ -46,10 +56,6 @@ class ResponseRunner:
         await self.client.get_workflow_handle(response_id).cancel()
 
     async def worker_is_polling(self) -> bool:
-        from temporalio.api.enums.v1 import TaskQueueType
-        from temporalio.api.taskqueue.v1 import TaskQueue
-        from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
         described = await self.client.workflow_service.describe_task_queue(
             DescribeTaskQueueRequest(
                 namespace=self.client.namespace,

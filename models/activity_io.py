@@ -18,6 +18,10 @@ class InferenceInput(BaseModel):
     """The request as the workflow holds it. A local activity's input is not written to
     history, so passing it costs nothing there and saves a store read."""
     turn: int = 0
+    emit_events: bool = False
+    """Stream from upstream and append the deltas to the event log."""
+    output_offset: int = 0
+    """The output index of this call's first item."""
     new_items: list[OutputItem] = Field(default_factory=list)
     """Output of this response since the last inference call (tool results), to append."""
 
@@ -31,6 +35,7 @@ class InferenceResult(BaseModel):
 class RecordStatusInput(BaseModel):
     response_id: str
     status: ResponseStatus
+    emit_events: bool = False
 
 
 class RecordStatusResult(BaseModel):
@@ -39,6 +44,7 @@ class RecordStatusResult(BaseModel):
 
 class FinalizeInput(BaseModel):
     response: Response
+    emit_events: bool = False
 
 
 class FinalizeResult(BaseModel):

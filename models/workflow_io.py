@@ -26,3 +26,5 @@ class ExecutionSettings(BaseModel):
 class ResponseWorkflowInput(BaseModel):
     response: Response
     settings: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    emit_events: bool = False
+    """Keep an event log (for `stream: true` or `background: true` responses)."""

@@ -10,6 +10,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models.responses import Response
+from store.event_log import EventLog, EventNotifier
 from store.schema import chat_contexts, events, input_items, responses
 
 Order = Literal["asc", "desc"]
@@ -31,13 +32,19 @@ class Page:
 
 
 class ResponseRepository:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, notifier: EventNotifier | None = None) -> None:
         self.engine = engine
+        self.events = EventLog(engine, notifier)
 
     # ---- responses -------------------------------------------------------------------
 
-    async def create_response(self, response: Response, items: list[tuple[str, dict[str, Any]]]) -> None:
-        """The response as created, with its input items, in one transaction."""
+    async def create_response(
+        self,
+        response: Response,
+        items: list[tuple[str, dict[str, Any]]],
+        first_events: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """The response as created, with its input items and first events, in one transaction."""
         async with self.engine.begin() as connection:
             await connection.execute(
                 insert(responses).values(
@@ -58,6 +65,8 @@ class ResponseRepository:
                         for position, (item_id, data) in enumerate(items)
                     ],
                 )
+            if first_events:
+                await self.events.append_in(connection, response.id, first_events)
 
     async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
         query = select(responses.c.data).where(responses.c.id == response_id)
@@ -67,21 +76,28 @@ class ResponseRepository:
             data = (await connection.execute(query)).scalar_one_or_none()
         return None if data is None else Response.model_validate(data)
 
-    async def save_response(self, response: Response) -> None:
+    async def save_response(self, response: Response, event: dict[str, Any] | None = None) -> None:
+        """Write the response (and, in the same transaction, the event that announces it)."""
         async with self.engine.begin() as connection:
             await connection.execute(
                 update(responses)
                 .where(responses.c.id == response.id)
                 .values(status=response.status, data=response.model_dump(mode="json", by_alias=True))
             )
+            if event is not None:
+                await self.events.append_in(connection, response.id, [event])
+        if event is not None:
+            self.events.notifier.notify(response.id)
 
-    async def purge(self, response_id: str) -> bool:
-        """Remove every row of a response. True when the response existed."""
+    async def purge(self, response_id: str, *, keep_events: bool = False) -> bool:
+        """Remove every row of a response (but its event log, with `keep_events`, for a
+        stream still being read). True when the response existed."""
         async with self.engine.begin() as connection:
             removed = await connection.execute(delete(responses).where(responses.c.id == response_id))
             await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
             await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
-            await connection.execute(delete(events).where(events.c.response_id == response_id))
+            if not keep_events:
+                await connection.execute(delete(events).where(events.c.response_id == response_id))
         return removed.rowcount > 0
 
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:

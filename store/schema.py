@@ -44,5 +44,7 @@ events = Table(
     Column("response_id", String(80), primary_key=True),
     Column("sequence_number", Integer, primary_key=True, autoincrement=False),
     Column("type", String(64), nullable=False),
+    # Set on item events: a retried inference call reads what its turn already streamed.
+    Column("output_index", Integer, nullable=True),
     Column("data", JSON, nullable=False),
 )

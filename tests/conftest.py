@@ -81,7 +81,11 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def running_stack(temporal_address: str, backend: ScriptedBackend, data_dir: Path) -> AsyncIterator[Stack]:
+async def running_stack(
+    temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
+    task_timeout_seconds: float = 10.0,
+) -> AsyncIterator[Stack]:
+    """The API (and, `with_worker`, a worker) in this process."""
     settings = Settings(
         temporal_address=temporal_address,
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
@@ -91,9 +95,12 @@ async def running_stack(temporal_address: str, backend: ScriptedBackend, data_di
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:
-        app = create_app(repository, ResponseRunner(client, settings.task_queue, settings.execution))
+        runner = ResponseRunner(
+            client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds
+        )
+        app = create_app(repository, runner)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-        async with build_worker(client, settings, repository):
+        async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
             while not server.started:
                 await asyncio.sleep(0.01)

@@ -38,8 +38,11 @@ class Reply:
     error_message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
-    drop_connection: bool = False
     usage: tuple[int, int] = (10, 5)
+    chunk_delay: float = 0.0
+    """Seconds between streamed chunks."""
+    cut_after_chunks: int | None = None
+    """Streamed: break the connection after this many chunks (an upstream failure mid-stream)."""
 
 
 class ScriptedBackend:
@@ -107,8 +110,6 @@ class ScriptedBackend:
         body = await request.json()
         reply = self._next_reply(body)
         await asyncio.sleep(self.latency + reply.delay)
-        if reply.drop_connection:
-            raise ConnectionResetError("scripted connection reset")
         if reply.status != 200:
             return JSONResponse(
                 {"error": {"message": reply.error_message, "type": "scripted", "param": None, "code": None}},
@@ -139,7 +140,16 @@ class ScriptedBackend:
 
 
 async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
-    """The same answer as chat.completion.chunk events (used once streaming is on)."""
+    """The same answer as chat.completion.chunk events, paced and cut as the reply says."""
+    for count, piece in enumerate(_chunks(completion)):
+        if reply.cut_after_chunks is not None and count >= reply.cut_after_chunks:
+            raise ConnectionResetError("scripted cut mid-stream")
+        if reply.chunk_delay and count:
+            await asyncio.sleep(reply.chunk_delay)
+        yield piece
+
+
+def _chunks(completion: dict[str, Any]):  # noqa: ANN201
     base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     message = completion["choices"][0]["message"]
 

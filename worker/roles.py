@@ -74,7 +74,11 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
     client = await connect_with_retry(settings)
     async with opened_store(settings) as repository:
-        app = create_app(repository, ResponseRunner(client, settings.task_queue, settings.execution))
+        runner = ResponseRunner(
+            client, settings.task_queue, settings.execution,
+            task_timeout_seconds=settings.workflow_task_timeout_seconds,
+        )
+        app = create_app(repository, runner, poll_seconds=settings.stream_poll_seconds)
         if not with_worker:
             await _serve_http(app, host, port, stop)
             return

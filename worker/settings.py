@@ -29,6 +29,8 @@ class Settings(BaseModel):
     inference_base_url: str = "https://api.openai.com/v1"
     inference_api_key: str = Field(default="", repr=False)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    stream_poll_seconds: float = 0.02
+    workflow_task_timeout_seconds: float = 10.0
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -44,6 +46,8 @@ class Settings(BaseModel):
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL", "https://api.openai.com/v1"),
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
             "execution": execution,
+            "stream_poll_seconds": _env_float("STREAM_POLL_SECONDS", 0.02),
+            "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
         }
         for name, env in (
             ("temporal_address", "TEMPORAL_ADDRESS"),

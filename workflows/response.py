@@ -38,6 +38,7 @@ class ResponseWorkflow:
     async def run(self, request: ResponseWorkflowInput) -> Response:
         self.response = request.response
         self.settings = request.settings
+        self.emit_events = request.emit_events
         try:
             await self._respond()
         except (ActivityError, ApplicationError) as error:
@@ -65,7 +66,9 @@ class ResponseWorkflow:
         self.machine.fire("start")
         result = await workflow.execute_local_activity(
             "run_inference",
-            InferenceInput(response=self.response),
+            InferenceInput(
+                response=self.response, emit_events=self.emit_events, output_offset=len(self.response.output)
+            ),
             result_type=InferenceResult,
             **local_activity_options(self.settings.inference),
         )
@@ -92,7 +95,7 @@ class ResponseWorkflow:
         assert self.response is not None
         await workflow.execute_local_activity(
             "record_status",
-            RecordStatusInput(response_id=self.response.id, status=status),
+            RecordStatusInput(response_id=self.response.id, status=status, emit_events=self.emit_events),
             result_type=RecordStatusResult,
             **local_activity_options(self.settings.store),
         )
@@ -103,7 +106,7 @@ class ResponseWorkflow:
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
         await workflow.execute_local_activity(
             "finalize_response",
-            FinalizeInput(response=final),
+            FinalizeInput(response=final, emit_events=self.emit_events),
             result_type=FinalizeResult,
             **local_activity_options(self.settings.store),
         )

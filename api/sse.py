@@ -1,0 +1,57 @@
+"""Server-sent events: tail a response's event log until its terminal event.
+
+Readers in the process that writes the events are woken at once by the notifier. Other
+processes poll every `poll_seconds`. A client that goes away stops only its own tail; the
+response goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator
+
+from store.event_log import TERMINAL_EVENT_TYPES
+from store.repository import ResponseRepository
+
+# How often a tail with no new events checks that its response has not ended another way.
+STALL_CHECK_SECONDS = 2.0
+
+
+def frame(event: dict[str, Any]) -> str:
+    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
+
+
+async def tail(
+    repository: ResponseRepository, response_id: str, *, after: int, poll_seconds: float, forget_at_end: bool = False
+) -> AsyncIterator[str]:
+    log = repository.events
+    last = after
+    idle = 0.0
+    while True:
+        waiter = log.notifier.subscribe(response_id)
+        try:
+            batch = await log.read(response_id, after=last)
+            if not batch:
+                idle += await log.notifier.wait(waiter, poll_seconds)
+                if idle >= STALL_CHECK_SECONDS:
+                    idle = 0.0
+                    if await _ended_without_terminal_event(repository, response_id, last):
+                        return
+                continue
+        finally:
+            log.notifier.unsubscribe(response_id, waiter)
+        idle = 0.0
+        for event in batch:
+            last = event["sequence_number"]
+            yield frame(event)
+            if event["type"] in TERMINAL_EVENT_TYPES:
+                if forget_at_end:
+                    await repository.purge(response_id)
+                return
+
+
+async def _ended_without_terminal_event(repository: ResponseRepository, response_id: str, last: int) -> bool:
+    response = await repository.get_response(response_id, include_unstored=True)
+    if response is None:
+        return not await repository.events.read(response_id, after=last, limit=1)
+    return response.is_terminal and not await repository.events.read(response_id, after=last, limit=1)
