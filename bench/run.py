@@ -1,11 +1,18 @@
-"""Latency of a durable response against the upstream backend's own latency, in one run.
+"""Latency of durable responses against the upstream backend's own latency, in one run.
 
     python -m bench.run [--requests 200] [--latency-ms 50]
 
-Starts the scripted backend with a fixed latency and `durable-responses dev` on a fresh
-data dir, then alternates two measurements so both see the same machine noise:
-the backend called directly (chat completions) and a non-streaming response through
-durable-responses (the same backend behind it). Prints p50/p95 of both and the overhead.
+Starts the scripted backend with a fixed latency, `durable-responses dev` on a fresh data
+dir, and a second API process (`durable-responses serve`) on the same Temporal and store
+with no worker of its own. Each measurement alternates the backend called directly with
+the same call through durable-responses, so both see the same machine noise:
+
+1. non-streaming: a whole chat completion vs a whole response (`dev`);
+2. streaming: time to the first text delta, straight from the backend vs through `dev`,
+   where the worker and the API share a process and deltas wake the stream at once;
+3. the same through `serve`, which learns of events written by the other process by
+   polling the store (`STREAM_POLL_SECONDS`, 20 ms by default), and whose workflows start
+   through the task queue rather than eagerly.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def start_dev(data_dir: str, backend: ScriptedBackend) -> tuple[subprocess.Popen, str]:
+def start_dev(data_dir: str, backend: ScriptedBackend) -> tuple[subprocess.Popen, str, int]:
     port, temporal_port = free_port(), free_port()
     env = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench", "LOG_LEVEL": "WARNING"}
     process = subprocess.Popen(
@@ -52,12 +59,60 @@ def start_dev(data_dir: str, backend: ScriptedBackend) -> tuple[subprocess.Popen
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
+                return process, url, temporal_port
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
     process.kill()
     raise SystemExit("durable-responses dev did not become healthy")
+
+
+def start_serve(dev_url: str, data_dir: str, temporal_port: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [CLI, "serve", "--port", str(port), "--temporal-address", f"127.0.0.1:{temporal_port}",
+         "--database-url", f"sqlite:///{data_dir}/responses.db"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ | {"LOG_LEVEL": "WARNING"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise SystemExit("durable-responses serve did not become healthy")
+
+
+def first_delta_ms(http: httpx.Client, url: str, body: dict, marker: str) -> float:
+    """Milliseconds from sending the request to the first SSE data line that holds `marker`."""
+    started = time.perf_counter()
+    with http.stream("POST", url, json=body) as answer:
+        lines = answer.iter_lines()
+        for line in lines:
+            if line.startswith("data: ") and marker in line:
+                elapsed = (time.perf_counter() - started) * 1000
+                for _rest in lines:  # read to the end, as a client would
+                    pass
+                return elapsed
+    raise AssertionError(f"no {marker} in the stream from {url}")
+
+
+def streaming_pairs(http: httpx.Client, backend_url: str, api_url: str, count: int, warmup: int):
+    direct, durable = [], []
+    for index in range(warmup + count):
+        a = first_delta_ms(http, f"{backend_url}/chat/completions",
+                           {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+                           '"content": "echo')
+        b = first_delta_ms(http, f"{api_url}/v1/responses", {"model": "bench", "input": "hi", "stream": True},
+                           "response.output_text.delta")
+        if index >= warmup:
+            direct.append(a)
+            durable.append(b)
+    return direct, durable
 
 
 def report(name: str, samples: list[float]) -> tuple[float, float]:
@@ -75,7 +130,8 @@ def main() -> None:
 
     backend = ScriptedBackend(latency=args.latency_ms / 1000).start()
     with tempfile.TemporaryDirectory(prefix="dr-bench-") as data_dir:
-        process, url = start_dev(data_dir, backend)
+        process, url, temporal_port = start_dev(data_dir, backend)
+        serve, serve_url = start_serve(url, data_dir, temporal_port)
         try:
             direct = openai.OpenAI(base_url=backend.base_url, api_key="bench", max_retries=0)
             durable = openai.OpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0)
@@ -91,9 +147,14 @@ def main() -> None:
                 if index >= args.warmup:
                     backend_ms.append((middle - started) * 1000)
                     response_ms.append((ended - middle) * 1000)
+            with httpx.Client(timeout=60) as http:
+                stream_direct, stream_dev = streaming_pairs(http, backend.base_url, url, args.requests, args.warmup)
+                serve_direct, stream_serve = streaming_pairs(http, backend.base_url, serve_url, args.requests // 2,
+                                                             args.warmup)
         finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
+            for child in (serve, process):
+                child.send_signal(signal.SIGTERM)
+                child.wait(timeout=30)
             backend.stop()
 
     print(f"non-streaming, {args.requests} sequential requests, backend latency {args.latency_ms:.0f} ms")
@@ -101,6 +162,15 @@ def main() -> None:
     dur50, dur95 = report("durable-responses (responses)", response_ms)
     print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
     print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
+    for title, direct, durable in (
+        ("streaming, time to first delta, dev (worker in the API process)", stream_direct, stream_dev),
+        ("streaming, time to first delta, serve (worker in another process)", serve_direct, stream_serve),
+    ):
+        print(f"{title}, {len(durable)} requests")
+        base50, base95 = report("backend alone (first content chunk)", direct)
+        dur50, dur95 = report("durable-responses (first delta)", durable)
+        print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
+        print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
     sys.stdout.flush()
     os._exit(0)
 

@@ -76,13 +76,18 @@ class EventLog:
             return numbers
         raise RuntimeError(f"could not append events to {response_id}")
 
-    async def append_in(self, connection: AsyncConnection, response_id: str, batch: list[dict[str, Any]]) -> list[int]:
-        """Append inside a caller's transaction (the caller notifies after commit)."""
-        last = (
-            await connection.execute(
-                select(func.max(events.c.sequence_number)).where(events.c.response_id == response_id)
-            )
-        ).scalar_one_or_none()
+    async def append_in(
+        self, connection: AsyncConnection, response_id: str, batch: list[dict[str, Any]], *, new_log: bool = False
+    ) -> list[int]:
+        """Append inside a caller's transaction (the caller notifies after commit).
+        `new_log`: the response was created in this transaction, so its log starts at 0."""
+        last = None
+        if not new_log:
+            last = (
+                await connection.execute(
+                    select(func.max(events.c.sequence_number)).where(events.c.response_id == response_id)
+                )
+            ).scalar_one_or_none()
         first = 0 if last is None else last + 1
         rows = [
             {

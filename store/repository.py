@@ -66,7 +66,7 @@ class ResponseRepository:
                     ],
                 )
             if first_events:
-                await self.events.append_in(connection, response.id, first_events)
+                await self.events.append_in(connection, response.id, first_events, new_log=True)
 
     async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
         query = select(responses.c.data).where(responses.c.id == response_id)
