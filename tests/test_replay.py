@@ -57,13 +57,21 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
         "incomplete": (await sdk.responses.create(model=f"{model}-length", input="hi")).id,
         "unstored": (await sdk.responses.create(model=model, input="hi", store=False)).id,
     }
+    async with sdk.responses.stream(model=f"{model}-tools", input="hi", tools=[tool, tool_g]) as stream:
+        ids["streamed"] = (await stream.get_final_response()).id
+    background = await sdk.responses.create(model=model, input="hi", background=True)
+    ids["background"] = background.id
+    await sdk.responses.retrieve(background.id)  # the workflow has finished by the replay below
     return ids
 
 
 async def test_fresh_histories_replay(stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+    backend.script(f"{model}-tools", [Reply(tool_calls=[("f", {"a": 1})])])  # for the streamed one
     ids = await _scenarios(sdk, backend, model)
     for name, response_id in ids.items():
-        history = await stack.client.get_workflow_handle(response_id).fetch_history()
+        handle = stack.client.get_workflow_handle(response_id)
+        await handle.result()
+        history = await handle.fetch_history()
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
         if os.environ.get("RECORD_HISTORIES"):
