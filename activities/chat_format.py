@@ -13,7 +13,6 @@ from pydantic import TypeAdapter
 from models.ids import new_id
 from models.items import (
     FunctionCallItem,
-    FunctionCallOutputItem,
     InputItem,
     MessageItem,
     OutputFunctionCall,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -10,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 from openai.types.responses import ResponseStreamEvent

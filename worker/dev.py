@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -89,17 +88,12 @@ async def run_dev(host: str, port: int, data_dir: str, temporal_port: int, stop:
         database_url=f"sqlite:///{directory / 'responses.db'}",
     )
     child = start_temporal(directory, temporal_port, ui_port)
+    announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory))
     try:
-        api = asyncio.create_task(run_api(settings, host, port, stop, with_worker=True))
-        ready = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory))
-        done, _ = await asyncio.wait({api, ready}, return_when=asyncio.FIRST_COMPLETED)
-        if api in done:
-            ready.cancel()
-            api.result()
-            return 0
-        await api
+        await run_api(settings, host, port, stop, with_worker=True)
         return 0
     finally:
+        announcer.cancel()
         stop_child(child)
 
 
