@@ -254,3 +254,12 @@ async def test_health_reports_every_part(stack: Stack):
         answer = await http.get("/health")
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok", "api": "ok", "store": "ok", "temporal": "ok", "worker": "ok"}
+
+
+async def test_workflow_queries_show_state_and_output(sdk: openai.AsyncOpenAI, stack: Stack, model: str):
+    response = await sdk.responses.create(model=model, input="query me")
+    handle = stack.client.get_workflow_handle(response.id)
+    assert await handle.query("state") == "completed"
+    snapshot = await handle.query("response")
+    assert snapshot["status"] == "completed"
+    assert snapshot["output"][0]["content"][0]["text"] == "echo: query me"
