@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
@@ -43,8 +43,11 @@ class ResponseWorkflow:
             await self._respond()
         except (ActivityError, ApplicationError) as error:
             # A local activity's failure arrives as its ApplicationError, a regular one's
-            # wrapped in ActivityError.
-            self._fail(_failure_message(error))
+            # wrapped in ActivityError; an activity cancelled with the workflow is a cancel.
+            if is_cancelled_exception(error):
+                self.machine.fire("cancel")
+            else:
+                self._fail(_failure_message(error))
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
