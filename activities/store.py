@@ -33,9 +33,12 @@ class StoreActivities:
         event = None
         if request.emit_events:
             event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
-        await self.repository.save_response(response, event)
         if response.store:
+            await self.repository.save_response(response, event)
             return FinalizeResult(stored=True)
-        # The stream's reader removes the event log once it has read the end.
+        # Nothing of an unstored response is kept, but the end of its stream: the stream's
+        # reader removes the event log once it has read that.
+        if event is not None:
+            await self.repository.events.append(response.id, [event])
         await self.repository.purge(response.id, keep_events=request.emit_events)
         return FinalizeResult(stored=False)
