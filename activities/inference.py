@@ -18,10 +18,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
+from activities.cancel_watch import CancelWatch
 from activities.event_emitter import EventEmitter
 from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
-from models.errors import RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
+from models.errors import CancelRequestedError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
@@ -30,21 +31,22 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI, cancels: CancelWatch) -> None:
         self.repository = repository
         self.client = client
+        self.cancels = cancels
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
         context = await self._context(request)
         kwargs = chat_format.build_chat_request(request.response, context, str(self.client.base_url))
+        call = self._streamed(request, kwargs) if request.emit_events else self._whole(kwargs)
         try:
-            if request.emit_events:
-                result, message = await self._streamed(request, kwargs)
-            else:
-                result, message = await self._whole(kwargs)
+            result, message = await self.cancels.run(request.response.id, call)
         except (openai.OpenAIError, httpx.HTTPError) as error:
             raise to_application_error(classify(error)) from error
+        except CancelRequestedError as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
         await self.repository.save_chat_context(request.response.id, context + [chat_format.assistant_message(message)])
         return result
 

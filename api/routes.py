@@ -96,12 +96,19 @@ async def delete_response(request: Request) -> HttpResponse:
 
 
 async def cancel_response(request: Request) -> HttpResponse:
+    """Cancel an in-progress response of any kind; cancelling a cancelled one again is harmless."""
     response = await _stored(request, request.path_params["response_id"])
+    if response.status == "cancelled":
+        return _json(response)
     if response.is_terminal:
         raise ConflictError(
-            f"Response with id '{response.id}' is already {response.status} and cannot be cancelled.",
+            f"Response with id '{response.id}' is already {response.status}; only a queued or "
+            "in-progress response can be cancelled.",
             param="response_id",
         )
+    # The store record stops a running inference call at once; Temporal's cancel reaches the
+    # workflow wherever else it waits (a retry backoff, a tool call, an approval).
+    await _repository(request).request_cancel(response.id)
     runner = _runner(request)
     await runner.cancel(response.id)
     return _json(await runner.result(response.id))

@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from models.errors import UnavailableError
 from models.responses import Response
@@ -48,12 +48,18 @@ class ResponseRunner:
         handle = self.client.get_workflow_handle(response_id, result_type=Response)
         try:
             return await handle.result()
+        except RPCError as error:
+            raise UnavailableError(f"Cannot reach the workflow of response {response_id}: {error.message}") from error
         except WorkflowFailureError as error:  # only a bug gets here: the workflow ends responses itself
             log.error("workflow %s failed: %s", response_id, error.cause)
             raise UnavailableError(f"The workflow of response {response_id} failed: {error.cause}") from error
 
     async def cancel(self, response_id: str) -> None:
-        await self.client.get_workflow_handle(response_id).cancel()
+        try:
+            await self.client.get_workflow_handle(response_id).cancel()
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:  # NOT_FOUND: it has just ended
+                raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
 
     async def worker_is_polling(self) -> bool:
         described = await self.client.workflow_service.describe_task_queue(

@@ -6,9 +6,11 @@
     │   ├── NotFoundError                 404  no stored response (or item) with that id
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
-    └── UpstreamError                     raised inside activities about the inference backend
-        ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
-        └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
+    ├── UpstreamError                     raised inside activities about the inference backend
+    │   ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
+    │   └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
+    └── CancelRequestedError              raised inside an activity that stopped because the
+                                          client cancelled its response; ends it `cancelled`
 
 `ApiError` carries the four fields of OpenAI's error object (`message`, `type`, `param`,
 `code`) so the API layer renders every one the same way.
@@ -81,3 +83,7 @@ class RetryableUpstreamError(UpstreamError):
 
 class RejectedByUpstreamError(UpstreamError):
     pass
+
+
+class CancelRequestedError(DurableResponsesError):
+    """The client cancelled the response while an activity worked on it."""

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models.responses import Response
 from store.event_log import EventLog, EventNotifier
-from store.schema import chat_contexts, events, input_items, responses
+from store.schema import cancel_requests, chat_contexts, events, input_items, responses
 
 Order = Literal["asc", "desc"]
 
@@ -35,6 +35,8 @@ class ResponseRepository:
     def __init__(self, engine: AsyncEngine, notifier: EventNotifier | None = None) -> None:
         self.engine = engine
         self.events = EventLog(engine, notifier)
+        self.cancel_notifier = EventNotifier()
+        """Wakes the activities of this process that watch for a response's cancel."""
 
     # ---- responses -------------------------------------------------------------------
 
@@ -96,6 +98,7 @@ class ResponseRepository:
             removed = await connection.execute(delete(responses).where(responses.c.id == response_id))
             await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
             await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
+            await connection.execute(delete(cancel_requests).where(cancel_requests.c.response_id == response_id))
             if not keep_events:
                 await connection.execute(delete(events).where(events.c.response_id == response_id))
         return removed.rowcount > 0
@@ -119,6 +122,30 @@ class ResponseRepository:
         if sort_key is None:
             raise LookupError(response_id)
         return sort_key, response_id
+
+    # ---- cancel requests -------------------------------------------------------------
+
+    async def request_cancel(self, response_id: str) -> None:
+        """Record that the client cancelled the response (idempotent) and wake local watchers."""
+        async with self.engine.begin() as connection:
+            known = await connection.execute(
+                select(cancel_requests.c.response_id).where(cancel_requests.c.response_id == response_id)
+            )
+            if known.first() is None:
+                await connection.execute(
+                    insert(cancel_requests).values(response_id=response_id, requested_at=time.time_ns() // 1000)
+                )
+        self.cancel_notifier.notify(response_id)
+
+    async def cancel_requested(self, response_ids: list[str]) -> set[str]:
+        """Which of these responses a client has cancelled."""
+        if not response_ids:
+            return set()
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(cancel_requests.c.response_id).where(cancel_requests.c.response_id.in_(response_ids))
+            )
+            return set(rows.scalars().all())
 
     # ---- input items -----------------------------------------------------------------
 

@@ -48,3 +48,13 @@ events = Table(
     Column("output_index", Integer, nullable=True),
     Column("data", JSON, nullable=False),
 )
+
+# Cancels asked for by clients. A running inference call watches this table (and an
+# in-process notifier) so a cancel stops it at once, without waiting for Temporal to hand
+# the workflow its cancel request.
+cancel_requests = Table(
+    "cancel_requests",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("requested_at", BigInteger, nullable=False),
+)

@@ -8,6 +8,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.cancel_watch import CancelWatch
 from activities.inference import InferenceActivities
 from activities.store import StoreActivities
 from store.repository import ResponseRepository
@@ -42,7 +43,7 @@ SANDBOX = SandboxedWorkflowRunner(
 
 
 def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
-    inference = InferenceActivities(repository, inference_client(settings))
+    inference = InferenceActivities(repository, inference_client(settings), CancelWatch(repository))
     store = StoreActivities(repository)
     return Worker(
         client,

@@ -10,12 +10,17 @@ from temporalio.common import RetryPolicy
 from models.workflow_io import RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
-NON_RETRYABLE = ["RejectedByUpstreamError"]
+NON_RETRYABLE = ["RejectedByUpstreamError", "CancelRequestedError"]
+
+# A local activity's retry backoff longer than this is a durable timer, not a sleep in the
+# worker: the workflow task is released, so a cancel or a worker crash is handled at once.
+LOCAL_RETRY_THRESHOLD = timedelta(seconds=2)
 
 
 def local_activity_options(budget: RetryBudget) -> dict[str, Any]:
     return {
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
+        "local_retry_threshold": LOCAL_RETRY_THRESHOLD,
         "retry_policy": RetryPolicy(
             initial_interval=timedelta(seconds=budget.initial_interval_seconds),
             backoff_coefficient=2.0,

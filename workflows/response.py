@@ -43,8 +43,9 @@ class ResponseWorkflow:
             await self._respond()
         except (ActivityError, ApplicationError) as error:
             # A local activity's failure arrives as its ApplicationError, a regular one's
-            # wrapped in ActivityError; an activity cancelled with the workflow is a cancel.
-            if is_cancelled_exception(error):
+            # wrapped in ActivityError. An activity cancelled with the workflow, or one that
+            # saw the client's cancel in the store first, ends the response cancelled.
+            if is_cancelled_exception(error) or _failure_type(error) == CANCEL_REQUESTED:
                 self.machine.fire("cancel")
             else:
                 self._fail(_failure_message(error))
@@ -107,13 +108,24 @@ class ResponseWorkflow:
         final = self._snapshot()
         assert final is not None
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
-        await workflow.execute_local_activity(
-            "finalize_response",
-            FinalizeInput(response=final, emit_events=self.emit_events),
-            result_type=FinalizeResult,
-            **local_activity_options(self.settings.store),
+        writing = asyncio.ensure_future(
+            workflow.execute_local_activity(
+                "finalize_response",
+                FinalizeInput(response=final, emit_events=self.emit_events),
+                result_type=FinalizeResult,
+                **local_activity_options(self.settings.store),
+            )
         )
-        return final
+        while True:
+            try:
+                await asyncio.shield(writing)
+                return final
+            except asyncio.CancelledError:
+                # A cancel that arrives now is too late to change the end: write it anyway.
+                continue
+
+
+CANCEL_REQUESTED = "CancelRequestedError"
 
 
 def _failure_message(error: ActivityError | ApplicationError) -> str:
@@ -121,3 +133,8 @@ def _failure_message(error: ActivityError | ApplicationError) -> str:
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or error)
+
+
+def _failure_type(error: ActivityError | ApplicationError) -> str | None:
+    cause = error.cause if isinstance(error, ActivityError) else error
+    return cause.type if isinstance(cause, ApplicationError) else None
