@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
 from api.preparation import prepare
+from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError, UnavailableError
@@ -70,7 +71,7 @@ def _event_stream(request: Request, response_id: str, *, after: int, forget_at_e
 async def retrieve_response(request: Request) -> HttpResponse:
     response = await _stored(request, request.path_params["response_id"])
     if request.query_params.get("stream", "false").lower() != "true":
-        return _json(response)
+        return _json(await _with_progress(_repository(request), response))
     try:
         after = int(request.query_params.get("starting_after", "-1"))
     except ValueError:
@@ -82,6 +83,19 @@ async def retrieve_response(request: Request) -> HttpResponse:
             param="stream",
         )
     return _event_stream(request, response.id, after=after)
+
+
+async def _with_progress(repository: ResponseRepository, response: Response) -> Response:
+    """A running response shows the output streamed so far (its log, when it keeps one)."""
+    if response.is_terminal:
+        return response
+    streamed = await repository.events.item_events(response.id, from_output_index=len(response.output))
+    if not streamed:
+        return response
+    output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
+    return Response.model_validate(
+        response.model_dump(mode="json", by_alias=True) | {"output": output + output_so_far(streamed)}
+    )
 
 
 async def delete_response(request: Request) -> HttpResponse:
