@@ -11,9 +11,7 @@ from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 
 
-def create_app(repository: ResponseRepository, runner: ResponseRunner, *, poll_seconds: float = 0.02) -> Starlette:
-    """`poll_seconds`: how often a stream checks the store for events written by another
-    process (events written in this process wake it at once)."""
+def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starlette:
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -28,5 +26,4 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner, *, poll_s
     )
     app.state.repository = repository
     app.state.runner = runner
-    app.state.poll_seconds = poll_seconds
     return app

@@ -61,10 +61,7 @@ def _first_events(response: Response) -> list[dict[str, Any]]:
 
 
 def _event_stream(request: Request, response_id: str, *, after: int, forget_at_end: bool = False) -> StreamingResponse:
-    events = tail(
-        _repository(request), response_id, after=after,
-        poll_seconds=request.app.state.poll_seconds, forget_at_end=forget_at_end,
-    )
+    events = tail(_repository(request), response_id, after=after, forget_at_end=forget_at_end)
     return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
 
 

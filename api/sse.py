@@ -1,8 +1,8 @@
 """Server-sent events: tail a response's event log until its terminal event.
 
-Readers in the process that writes the events are woken at once by the notifier. Other
-processes poll every `poll_seconds`. A client that goes away stops only its own tail; the
-response goes on.
+The event log wakes a tail when its response has new events (at once for events written
+in this process, at its next poll for others). A client that goes away stops only its own
+tail; the response goes on.
 """
 
 from __future__ import annotations
@@ -22,25 +22,21 @@ def frame(event: dict[str, Any]) -> str:
 
 
 async def tail(
-    repository: ResponseRepository, response_id: str, *, after: int, poll_seconds: float, forget_at_end: bool = False
+    repository: ResponseRepository, response_id: str, *, after: int, forget_at_end: bool = False
 ) -> AsyncIterator[str]:
     log = repository.events
     last = after
-    idle = 0.0
     while True:
-        waiter = log.notifier.subscribe(response_id)
+        waiter = log.subscribe(response_id)
         try:
             batch = await log.read(response_id, after=last)
             if not batch:
-                idle += await log.notifier.wait(waiter, poll_seconds)
-                if idle >= STALL_CHECK_SECONDS:
-                    idle = 0.0
-                    if await _ended_without_terminal_event(repository, response_id, last):
-                        return
+                waited = await log.notifier.wait(waiter, STALL_CHECK_SECONDS)
+                if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(repository, response_id, last):
+                    return
                 continue
         finally:
-            log.notifier.unsubscribe(response_id, waiter)
-        idle = 0.0
+            log.unsubscribe(response_id, waiter)
         for event in batch:
             last = event["sequence_number"]
             yield frame(event)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from store.schema import metadata
 
@@ -29,11 +33,32 @@ def create_engine(database_url: str) -> AsyncEngine:
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
+            dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _sqlite_begin(connection: Connection) -> None:
+            # A write transaction takes the write lock at BEGIN and waits for it (busy_timeout).
+            # A deferred one that reads first could not upgrade to writing once another
+            # process has written: SQLite fails that at once with "database is locked".
+            writes = connection.get_execution_options().get(WRITE_OPTION, False)
+            connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
         return engine
     return create_async_engine(url, pool_size=10, max_overflow=20)
 
 
+WRITE_OPTION = "durable_responses_write"
+
+
+@asynccontextmanager
+async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A transaction that writes: committed at the end, rolled back on error."""
+    async with engine.connect() as connection:
+        connection = await connection.execution_options(**{WRITE_OPTION: True})
+        async with connection.begin():
+            yield connection
+
+
 async def create_schema(engine: AsyncEngine) -> None:
-    async with engine.begin() as connection:
+    async with write_transaction(engine) as connection:
         await connection.run_sync(metadata.create_all)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models.responses import Response
 from store.event_log import EventLog, EventNotifier
+from store.database import write_transaction
 from store.schema import cancel_requests, chat_contexts, events, input_items, responses
 
 Order = Literal["asc", "desc"]
@@ -32,9 +33,9 @@ class Page:
 
 
 class ResponseRepository:
-    def __init__(self, engine: AsyncEngine, notifier: EventNotifier | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, notifier: EventNotifier | None = None, poll_seconds: float = 0.02) -> None:
         self.engine = engine
-        self.events = EventLog(engine, notifier)
+        self.events = EventLog(engine, notifier, poll_seconds)
         self.cancel_notifier = EventNotifier()
         """Wakes the activities of this process that watch for a response's cancel."""
 
@@ -47,7 +48,7 @@ class ResponseRepository:
         first_events: list[dict[str, Any]] | None = None,
     ) -> None:
         """The response as created, with its input items and first events, in one transaction."""
-        async with self.engine.begin() as connection:
+        async with write_transaction(self.engine) as connection:
             await connection.execute(
                 insert(responses).values(
                     id=response.id,
@@ -80,7 +81,7 @@ class ResponseRepository:
 
     async def save_response(self, response: Response, event: dict[str, Any] | None = None) -> None:
         """Write the response (and, in the same transaction, the event that announces it)."""
-        async with self.engine.begin() as connection:
+        async with write_transaction(self.engine) as connection:
             await connection.execute(
                 update(responses)
                 .where(responses.c.id == response.id)
@@ -94,7 +95,7 @@ class ResponseRepository:
     async def purge(self, response_id: str, *, keep_events: bool = False) -> bool:
         """Remove every row of a response (but its event log, with `keep_events`, for a
         stream still being read). True when the response existed."""
-        async with self.engine.begin() as connection:
+        async with write_transaction(self.engine) as connection:
             removed = await connection.execute(delete(responses).where(responses.c.id == response_id))
             await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
             await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
@@ -127,7 +128,7 @@ class ResponseRepository:
 
     async def request_cancel(self, response_id: str) -> None:
         """Record that the client cancelled the response (idempotent) and wake local watchers."""
-        async with self.engine.begin() as connection:
+        async with write_transaction(self.engine) as connection:
             known = await connection.execute(
                 select(cancel_requests.c.response_id).where(cancel_requests.c.response_id == response_id)
             )
@@ -208,7 +209,7 @@ class ResponseRepository:
             ).scalar_one_or_none()
 
     async def save_chat_context(self, response_id: str, messages: list[dict[str, Any]]) -> None:
-        async with self.engine.begin() as connection:
+        async with write_transaction(self.engine) as connection:
             changed = await connection.execute(
                 update(chat_contexts).where(chat_contexts.c.response_id == response_id).values(messages=messages)
             )

@@ -83,7 +83,7 @@ class Stack:
 @contextlib.asynccontextmanager
 async def running_stack(
     temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
-    task_timeout_seconds: float = 10.0,
+    task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process."""
     settings = Settings(
@@ -91,7 +91,7 @@ async def running_stack(
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
         database_url=f"sqlite:///{data_dir / 'responses.db'}",
         inference_base_url=backend.base_url,
-        execution=TEST_EXECUTION,
+        execution=execution,
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:
@@ -135,3 +135,16 @@ def model() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("INFERENCE_API_KEY", "test")
+
+
+async def until_requested(backend: ScriptedBackend, model: str, count: int = 1) -> None:
+    """Until the backend has received `count` requests for this model."""
+    while len(backend.requests(model)) < count:
+        await asyncio.sleep(0.02)
+
+
+async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05):
+    """Poll the response until it reaches a terminal status; returns it."""
+    while (response := await client.responses.retrieve(response_id)).status in ("queued", "in_progress"):
+        await asyncio.sleep(poll_seconds)
+    return response

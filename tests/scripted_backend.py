@@ -42,7 +42,8 @@ class Reply:
     chunk_delay: float = 0.0
     """Seconds between streamed chunks."""
     cut_after_chunks: int | None = None
-    """Streamed: break the connection after this many chunks (an upstream failure mid-stream)."""
+    """Break the connection: streamed, after this many chunks; not streamed, halfway through
+    the body (a connection reset mid-answer)."""
 
 
 class ScriptedBackend:
@@ -136,6 +137,10 @@ class ScriptedBackend:
         }
         if body.get("stream"):
             return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream")
+        if reply.cut_after_chunks is not None:
+            whole = json.dumps(completion).encode()
+            return StreamingResponse(_half_then_reset(whole), media_type="application/json",
+                                     headers={"content-length": str(len(whole))})
         return JSONResponse(completion)
 
 
@@ -147,6 +152,11 @@ async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
         if reply.chunk_delay and count:
             await asyncio.sleep(reply.chunk_delay)
         yield piece
+
+
+async def _half_then_reset(whole: bytes):
+    yield whole[: len(whole) // 2]
+    raise ConnectionResetError("scripted cut mid-body")
 
 
 def _chunks(completion: dict[str, Any]):  # noqa: ANN201

@@ -6,7 +6,7 @@ import asyncio
 
 import openai
 
-from tests.conftest import Stack
+from tests.conftest import Stack, until_terminal
 from tests.scripted_backend import Reply, ScriptedBackend
 
 TEXT = " ".join(f"word{index}" for index in range(60))
@@ -59,16 +59,14 @@ async def test_background_chain_and_function_calls(sdk: openai.AsyncOpenAI, back
     backend.script(model, [Reply(tool_calls=[("lookup", {"q": "fox"})]), Reply(text="found it")])
     tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
     first = await sdk.responses.create(model=model, input="find", tools=[tool], background=True)
-    while (first := await sdk.responses.retrieve(first.id)).status in ("queued", "in_progress"):
-        await asyncio.sleep(0.05)
+    first = await until_terminal(sdk, first.id)
     call = first.output[-1]
     assert first.status == "completed" and call.type == "function_call" and call.arguments == '{"q": "fox"}'
     second = await sdk.responses.create(
         model=model, previous_response_id=first.id, background=True, tools=[tool],
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": "a fox"}],
     )
-    while (second := await sdk.responses.retrieve(second.id)).status in ("queued", "in_progress"):
-        await asyncio.sleep(0.05)
+    second = await until_terminal(sdk, second.id)
     assert second.output_text == "found it"
     assert backend.requests(model)[1]["messages"][-1] == {"role": "tool", "tool_call_id": call.call_id,
                                                           "content": "a fox"}

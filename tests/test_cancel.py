@@ -8,15 +8,13 @@ Temporal to hand the workflow its cancel request (at the next workflow-task hear
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import openai
 import pytest
 
-from tests.conftest import Stack, running_stack
+from tests.conftest import Stack, running_stack, until_requested
+from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
 SLOW = 120  # seconds the backend would take: far beyond every timeout here
@@ -26,11 +24,6 @@ SLOW = 120  # seconds the backend would take: far beyond every timeout here
 async def patient_stack(temporal_address: str, backend: ScriptedBackend, tmp_path: Path):
     async with running_stack(temporal_address, backend, tmp_path, task_timeout_seconds=60) as stack:
         yield stack
-
-
-async def until_requested(backend: ScriptedBackend, model: str, count: int = 1) -> None:
-    while len(backend.requests(model)) < count:
-        await asyncio.sleep(0.02)
 
 
 async def test_cancel_a_background_response_mid_inference(patient_stack: Stack, backend: ScriptedBackend, model: str):
@@ -102,20 +95,14 @@ async def test_cancel_reaches_a_worker_in_another_process(
 ):
     backend.script(model, [Reply(text="too late", delay=SLOW)])
     async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=60) as stack:
-        env = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "test"}
-        worker = subprocess.Popen(
-            [str(Path(sys.executable).parent / "durable-responses"), "worker", "--temporal-address", temporal_address,
-             "--task-queue", stack.settings.task_queue, "--database-url", stack.settings.database_url],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        worker = spawn_worker(stack)
         try:
             async with stack.sdk(timeout=20) as client:
                 created = await client.responses.create(model=model, input="slow", background=True)
                 await until_requested(backend, model)
                 cancelled = await client.responses.cancel(created.id)
         finally:
-            worker.terminate()
-            worker.wait()
+            kill(worker)
     assert cancelled.status == "cancelled"
 
 

@@ -9,13 +9,14 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.scripted_backend import ScriptedBackend
+from tests.scripted_backend import Reply, ScriptedBackend
 
 CLI = str(Path(sys.executable).parent / "durable-responses")
 
@@ -46,11 +47,13 @@ class DevStack:
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test"}
+        env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test",
+                            "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"}
         self.process = subprocess.Popen(
             [CLI, "dev", "--data-dir", str(self.data_dir), "--port", str(self.port),
              "--temporal-port", str(self.temporal_port)],
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,  # its own process group, so a test can kill the whole tree
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -67,6 +70,20 @@ class DevStack:
         while "Temporal UI" not in self.log.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
 
+    def crash(self) -> None:
+        """SIGKILL every process of the stack at once, as a power cut would."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while (port_open(self.port) or port_open(self.temporal_port)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not port_open(self.port) and not port_open(self.temporal_port)
+
+    def sdk(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="x", _strict_response_validation=True,
+                             max_retries=0, timeout=30)
+
     def stop(self, signum: int = signal.SIGTERM) -> int:
         assert self.process is not None
         self.process.send_signal(signum)
@@ -78,7 +95,8 @@ def dev(tmp_path: Path, backend: ScriptedBackend):
     stack = DevStack(tmp_path / "data", backend)
     yield stack
     if stack.process is not None and stack.process.poll() is None:
-        stack.process.kill()
+        os.killpg(stack.process.pid, signal.SIGKILL)
+        stack.process.wait()
 
 
 def test_dev_serves_stops_cleanly_and_keeps_responses_across_restarts(dev: DevStack):
@@ -134,3 +152,51 @@ def test_health_is_503_until_every_part_is_up(tmp_path: Path, backend: ScriptedB
             assert serve.wait(timeout=20) == 0
     finally:
         dev.stop()
+
+
+def _until_terminal(client: openai.OpenAI, response_id: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while (response := client.responses.retrieve(response_id)).status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline, f"{response_id} is stuck {response.status}"
+        time.sleep(0.1)
+    return response
+
+
+def test_whole_stack_killed_mid_response_every_response_ends_after_restart(dev: DevStack):
+    text = " ".join(f"word{index}" for index in range(80))
+    dev.start()
+    client = dev.sdk()
+    kept = client.responses.create(model="echo", input="stored before the crash")
+    tag = uuid.uuid4().hex[:8]
+    background = [f"crash-{tag}-{index}" for index in range(3)]
+    for model in background:
+        dev.backend.script(model, [Reply(text="never delivered", delay=30), Reply(text=f"{model} done")])
+    streamed_model = f"crash-{tag}-stream"
+    dev.backend.script(streamed_model, [Reply(text=text, chunk_delay=0.05), Reply(text=text)])
+
+    created = [client.responses.create(model=model, input="hi", background=True) for model in background]
+    before_crash = []
+    for event in client.responses.create(model=streamed_model, input="long", stream=True):
+        before_crash.append(event)
+        if sum(e.type == "response.output_text.delta" for e in before_crash) == 5:
+            break
+    deadline = time.monotonic() + 10
+    while not all(dev.backend.requests(model) for model in background) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    dev.crash()
+
+    dev.start()
+    client = dev.sdk()
+    for model, response in zip(background, created):
+        final = _until_terminal(client, response.id)
+        assert final.status == "completed" and final.output_text == f"{model} done"
+        assert len(dev.backend.requests(model)) == 2, "the call lost in the crash was made again"
+    streamed_id = before_crash[0].response.id
+    rest = list(client.responses.retrieve(streamed_id, stream=True,
+                                          starting_after=before_crash[-1].sequence_number))
+    everything = before_crash + rest
+    assert [event.sequence_number for event in everything] == list(range(len(everything)))
+    assert "".join(e.delta for e in everything if e.type == "response.output_text.delta") == text
+    assert everything[-1].type == "response.completed"
+    assert client.responses.retrieve(kept.id).model_dump() == kept.model_dump()
+    assert dev.stop() == 0

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import openai
@@ -15,6 +11,7 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from tests.conftest import Stack, running_stack
+from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
 STRICT_EVENT = TypeAdapter(ResponseStreamEvent)
@@ -166,11 +163,7 @@ async def test_worker_killed_mid_stream_the_stream_still_ends_coherently(
     text = " ".join(f"word{index}" for index in range(40))
     backend.script(model, [Reply(text=text, chunk_delay=0.05), Reply(text=text, chunk_delay=0.01)])
     async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
-        env = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "test"}
-        command = [str(Path(sys.executable).parent / "durable-responses"), "worker",
-                   "--temporal-address", temporal_address, "--task-queue", stack.settings.task_queue,
-                   "--database-url", stack.settings.database_url]
-        first_worker = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        first_worker = spawn_worker(stack)
         second_worker = None
         try:
             async with stack.sdk(timeout=60) as client:
@@ -180,17 +173,13 @@ async def test_worker_killed_mid_stream_the_stream_still_ends_coherently(
                         events.append(event)
                         deltas = [e for e in events if e.type == "response.output_text.delta"]
                         if len(deltas) == 8 and second_worker is None:
-                            first_worker.send_signal(signal.SIGKILL)
-                            first_worker.wait()
-                            second_worker = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                                                             stderr=subprocess.DEVNULL)
+                            kill(first_worker)
+                            second_worker = spawn_worker(stack)
                     final = await stream.get_final_response()
                 stored = await client.responses.retrieve(final.id)
         finally:
-            for worker in (first_worker, second_worker):
-                if worker is not None and worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
+            kill(first_worker)
+            kill(second_worker)
     assert second_worker is not None, "the worker was not killed mid-stream"
     assert len(backend.requests(model)) == 2, "the inference call ran again on the new worker"
     deltas = "".join(event.delta for event in events if event.type == "response.output_text.delta")

@@ -28,7 +28,7 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     engine = create_engine(settings.database_url)
     await create_schema(engine)
     try:
-        yield ResponseRepository(engine)
+        yield ResponseRepository(engine, poll_seconds=settings.stream_poll_seconds)
     finally:
         await engine.dispose()
 
@@ -78,7 +78,7 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
             client, settings.task_queue, settings.execution,
             task_timeout_seconds=settings.workflow_task_timeout_seconds,
         )
-        app = create_app(repository, runner, poll_seconds=settings.stream_poll_seconds)
+        app = create_app(repository, runner)
         if not with_worker:
             await _serve_http(app, host, port, stop)
             return

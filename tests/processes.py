@@ -1,0 +1,68 @@
+"""Our roles as real processes, for tests that kill them: `durable-responses worker` and
+`durable-responses serve`, pointed at a test stack's Temporal, task queue and store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import Stack
+
+CLI = str(Path(sys.executable).parent / "durable-responses")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _cluster_options(stack: Stack) -> list[str]:
+    return ["--temporal-address", stack.settings.temporal_address, "--task-queue", stack.settings.task_queue,
+            "--database-url", stack.settings.database_url]
+
+
+def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
+    return os.environ | {
+        "INFERENCE_BASE_URL": stack.settings.inference_base_url,
+        "INFERENCE_API_KEY": "test",
+        "WORKFLOW_TASK_TIMEOUT_SECONDS": str(task_timeout_seconds),
+    }
+
+
+def spawn_worker(stack: Stack, *, log: Path | None = None) -> subprocess.Popen:
+    output = log.open("ab") if log else subprocess.DEVNULL
+    return subprocess.Popen([CLI, "worker", *_cluster_options(stack)], env=_environment(stack, 2),
+                            stdout=output, stderr=subprocess.STDOUT)
+
+
+def spawn_api(stack: Stack, *, task_timeout_seconds: float = 2) -> tuple[subprocess.Popen, str]:
+    """`serve` on a port of its own; returns the process and its `/v1` URL once it answers."""
+    port = free_port()
+    process = subprocess.Popen([CLI, "serve", "--port", str(port), *_cluster_options(stack)],
+                               env=_environment(stack, task_timeout_seconds),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "serve exited"
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+            return process, f"http://127.0.0.1:{port}/v1"
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("serve did not answer")
+
+
+def kill(process: subprocess.Popen | None) -> None:
+    """SIGKILL, as a crash would."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
