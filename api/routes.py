@@ -14,7 +14,7 @@ from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError, UnavailableError
-from models.events import LifecycleEvent
+from models.events import opening_events
 from models.responses import DeletedResponse, Response
 from store.repository import ResponseRepository
 
@@ -41,7 +41,7 @@ async def create_response(request: Request) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
-    await repository.create_response(response, prepared.items, _first_events(response) if emit_events else None)
+    await repository.create_response(response, prepared.items, opening_events(response) if emit_events else None)
     try:
         await runner.start(response, emit_events=emit_events)
     except UnavailableError:
@@ -52,12 +52,6 @@ async def create_response(request: Request) -> HttpResponse:
     if prepared.request.background:
         return _json(response)
     return _json(await runner.result(response.id))
-
-
-def _first_events(response: Response) -> list[dict[str, Any]]:
-    created = LifecycleEvent(type="response.created", response=response).wire()
-    follow = "response.queued" if response.status == "queued" else "response.in_progress"
-    return [created, LifecycleEvent(type=follow, response=response).wire()]
 
 
 def _event_stream(request: Request, response_id: str, *, after: int, forget_at_end: bool = False) -> StreamingResponse:

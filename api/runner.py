@@ -8,7 +8,9 @@ from datetime import timedelta
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from models.errors import UnavailableError
@@ -29,7 +31,9 @@ class ResponseRunner:
         # is handed to another worker.
         self.task_timeout = timedelta(seconds=task_timeout_seconds)
 
-    async def start(self, response: Response, *, emit_events: bool) -> WorkflowHandle:
+    async def start(self, response: Response, *, emit_events: bool, if_never_started: bool = False) -> WorkflowHandle:
+        """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
+        when a workflow with its id runs or has run (recovery must not run a response twice)."""
         try:
             return await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -38,9 +42,16 @@ class ResponseRunner:
                 task_queue=self.task_queue,
                 result_type=Response,
                 task_timeout=self.task_timeout,
+                # A response id is new by construction: one that ran before is never run again.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
-                request_eager_start=True,
+                request_eager_start=not if_never_started,
             )
+        except WorkflowAlreadyStartedError:
+            if if_never_started:
+                raise
+            # A slow start lost the race to the orphan sweep: the response runs all the same.
+            return self.client.get_workflow_handle(response.id, result_type=Response)
         except RPCError as error:
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
 

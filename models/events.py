@@ -83,3 +83,10 @@ TERMINAL_TYPE_BY_STATUS = {
     "failed": "response.failed",
     "cancelled": "response.failed",
 }
+
+
+def opening_events(response: Response) -> list[dict[str, Any]]:
+    """The first events of a response's log, written with the response itself."""
+    follow = "response.queued" if response.status == "queued" else "response.in_progress"
+    return [LifecycleEvent(type="response.created", response=response).wire(),
+            LifecycleEvent(type=follow, response=response).wire()]

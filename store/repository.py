@@ -104,6 +104,20 @@ class ResponseRepository:
                 await connection.execute(delete(events).where(events.c.response_id == response_id))
         return removed.rowcount > 0
 
+    async def running_created_between(self, start: float, end: float) -> list[Response]:
+        """Responses (stored or not) still queued or in progress, created in [start, end)
+        (Unix seconds)."""
+        query = (
+            select(responses.c.data)
+            .where(responses.c.status.in_(("queued", "in_progress")))
+            .where(responses.c.sort_key >= int(start * 1_000_000))
+            .where(responses.c.sort_key < int(end * 1_000_000))
+            .order_by(responses.c.sort_key)
+        )
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).scalars().all()
+        return [Response.model_validate(data) for data in rows]
+
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
         query = select(responses.c.data).where(responses.c.stored.is_(True))
         key = (responses.c.sort_key, responses.c.id)

@@ -17,6 +17,7 @@ from api.app import create_app
 from api.runner import ResponseRunner
 from store.database import create_engine, create_schema
 from store.repository import ResponseRepository
+from worker.orphans import OrphanSweeper
 from worker.settings import Settings
 from worker.temporal import build_worker, connect
 
@@ -45,12 +46,31 @@ async def connect_with_retry(settings: Settings, *, attempts: int = 60) -> Clien
     raise AssertionError("unreachable")
 
 
+def _runner(client: Client, settings: Settings) -> ResponseRunner:
+    return ResponseRunner(
+        client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds
+    )
+
+
+@asynccontextmanager
+async def working(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[None]:
+    """A worker polling the task queue, and the sweeper that recovers unstarted responses."""
+    stop_sweeping = asyncio.Event()
+    sweeper = OrphanSweeper(repository, _runner(client, settings))
+    async with build_worker(client, settings, repository):
+        sweeping = asyncio.create_task(sweeper.run(stop_sweeping))
+        try:
+            yield
+        finally:
+            stop_sweeping.set()
+            await sweeping
+
+
 async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
     client = await connect_with_retry(settings)
-    async with opened_store(settings) as repository:
-        async with build_worker(client, settings, repository):
-            log.info("worker polling task queue %r", settings.task_queue)
-            await stop.wait()
+    async with opened_store(settings) as repository, working(client, settings, repository):
+        log.info("worker polling task queue %r", settings.task_queue)
+        await stop.wait()
 
 
 class _QuietServer(uvicorn.Server):
@@ -74,13 +94,9 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
     client = await connect_with_retry(settings)
     async with opened_store(settings) as repository:
-        runner = ResponseRunner(
-            client, settings.task_queue, settings.execution,
-            task_timeout_seconds=settings.workflow_task_timeout_seconds,
-        )
-        app = create_app(repository, runner)
+        app = create_app(repository, _runner(client, settings))
         if not with_worker:
             await _serve_http(app, host, port, stop)
             return
-        async with build_worker(client, settings, repository):
+        async with working(client, settings, repository):
             await _serve_http(app, host, port, stop)

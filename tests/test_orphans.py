@@ -1,0 +1,39 @@
+"""A response whose API server died between storing it and starting its workflow is
+started by a worker's sweep, once, and completes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from api.preparation import prepare
+from api.runner import ResponseRunner
+from models.events import opening_events
+from tests.conftest import running_stack, until_terminal
+from tests.scripted_backend import ScriptedBackend
+from worker.orphans import OrphanSweeper
+from worker.roles import opened_store
+
+
+async def test_stored_but_never_started_response_is_started_by_the_sweep(
+    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+):
+    async with running_stack(temporal_address, backend, tmp_path) as stack, opened_store(stack.settings) as repository:
+        async with stack.sdk() as client:
+            finished = await client.responses.create(model=model, input="already done")
+            # What the API writes before it starts the workflow; then it "dies".
+            body = json.dumps({"model": model, "input": "orphan", "background": True}).encode()
+            prepared = await prepare(body, repository)
+            orphan = prepared.response
+            await repository.create_response(orphan, prepared.items, opening_events(orphan))
+
+            runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution)
+            sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
+            assert await sweeper.sweep() == [orphan.id]
+            final = await until_terminal(client, orphan.id)
+            assert await sweeper.sweep() == [], "a response must never be started twice"
+            events = [event async for event in await client.responses.retrieve(orphan.id, stream=True)]
+    assert final.status == "completed" and final.output_text == "echo: orphan"
+    assert [event.type for event in events][:3] == ["response.created", "response.queued", "response.in_progress"]
+    assert events[-1].type == "response.completed"
+    assert finished.id != orphan.id and len(backend.requests(model)) == 2
