@@ -30,6 +30,7 @@ class Settings(BaseModel):
     inference_api_key: str = Field(default="", repr=False)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     stream_poll_seconds: float = 0.02
+    cancel_poll_seconds: float = 0.25
     workflow_task_timeout_seconds: float = 10.0
 
     @classmethod
@@ -47,6 +48,7 @@ class Settings(BaseModel):
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
             "execution": execution,
             "stream_poll_seconds": _env_float("STREAM_POLL_SECONDS", 0.02),
+            "cancel_poll_seconds": _env_float("CANCEL_POLL_SECONDS", 0.25),
             "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
         }
         for name, env in (

@@ -43,7 +43,8 @@ SANDBOX = SandboxedWorkflowRunner(
 
 
 def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
-    inference = InferenceActivities(repository, inference_client(settings), CancelWatch(repository))
+    cancels = CancelWatch(repository, settings.cancel_poll_seconds)
+    inference = InferenceActivities(repository, inference_client(settings), cancels)
     store = StoreActivities(repository)
     return Worker(
         client,
