@@ -86,8 +86,11 @@ class EventLog:
         self.notifier.unsubscribe(response_id, waiter)
 
     async def _poll_other_processes(self) -> None:
-        while watched := self.notifier.watched():
+        while self.notifier.watched():
             await asyncio.sleep(self.poll_seconds)
+            watched = self.notifier.watched()  # as it is now: streams come and go during the sleep
+            if not watched:
+                return
             try:
                 latest = await self._latest_numbers(watched)
             except Exception as error:  # noqa: BLE001 - a failed poll is tried again next time
