@@ -69,7 +69,8 @@ async def _run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for noisy in ("httpx", "transitions"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     code = asyncio.run(_run(args))
     sys.stdout.flush()
     # The Temporal client can crash at interpreter exit (sdk-python #300): leave at once.
