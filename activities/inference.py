@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
-from activities.cancel_watch import CancelWatch
+from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
@@ -31,10 +31,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI, cancels: CancelWatch) -> None:
+    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI) -> None:
         self.repository = repository
         self.client = client
-        self.cancels = cancels
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
@@ -42,7 +41,7 @@ class InferenceActivities:
         kwargs = chat_format.build_chat_request(request.response, context, str(self.client.base_url))
         call = self._streamed(request, kwargs) if request.emit_events else self._whole(kwargs)
         try:
-            result, message = await self.cancels.run(request.response.id, call)
+            result, message = await unless_cancelled(self.repository.cancels, request.response.id, call)
         except (openai.OpenAIError, httpx.HTTPError) as error:
             raise to_application_error(classify(error)) from error
         except CancelRequestedError as error:

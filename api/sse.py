@@ -24,19 +24,19 @@ def frame(event: dict[str, Any]) -> str:
 async def tail(
     repository: ResponseRepository, response_id: str, *, after: int, forget_at_end: bool = False
 ) -> AsyncIterator[str]:
-    log = repository.events
+    log, notifier = repository.events, repository.events.notifier
     last = after
     while True:
-        waiter = log.subscribe(response_id)
+        waiter = notifier.subscribe(response_id)
         try:
             batch = await log.read(response_id, after=last)
             if not batch:
-                waited = await log.notifier.wait(waiter, STALL_CHECK_SECONDS)
+                waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
                 if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(repository, response_id, last):
                     return
                 continue
         finally:
-            log.unsubscribe(response_id, waiter)
+            notifier.unsubscribe(response_id, waiter)
         for event in batch:
             last = event["sequence_number"]
             yield frame(event)

@@ -10,8 +10,9 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models.responses import Response
-from store.event_log import EventLog, EventNotifier
 from store.database import write_transaction
+from store.event_log import EventLog
+from store.notifier import Notifier
 from store.schema import cancel_requests, chat_contexts, events, input_items, responses
 
 Order = Literal["asc", "desc"]
@@ -33,11 +34,11 @@ class Page:
 
 
 class ResponseRepository:
-    def __init__(self, engine: AsyncEngine, notifier: EventNotifier | None = None, poll_seconds: float = 0.02) -> None:
+    def __init__(self, engine: AsyncEngine, *, stream_poll_seconds: float = 0.02, cancel_poll_seconds: float = 0.25) -> None:
         self.engine = engine
-        self.events = EventLog(engine, notifier, poll_seconds)
-        self.cancel_notifier = EventNotifier()
-        """Wakes the activities of this process that watch for a response's cancel."""
+        self.events = EventLog(engine, stream_poll_seconds)
+        self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
+        """Running activities wait here for a client's cancel of their response."""
 
     # ---- responses -------------------------------------------------------------------
 
@@ -150,12 +151,10 @@ class ResponseRepository:
                 await connection.execute(
                     insert(cancel_requests).values(response_id=response_id, requested_at=time.time_ns() // 1000)
                 )
-        self.cancel_notifier.notify(response_id)
+        self.cancels.notify(response_id)
 
     async def cancel_requested(self, response_ids: list[str]) -> set[str]:
         """Which of these responses a client has cancelled."""
-        if not response_ids:
-            return set()
         async with self.engine.connect() as connection:
             rows = await connection.execute(
                 select(cancel_requests.c.response_id).where(cancel_requests.c.response_id.in_(response_ids))

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,16 +15,8 @@ import httpx
 import openai
 import pytest
 
+from tests.processes import CLI, free_port
 from tests.scripted_backend import Reply, ScriptedBackend
-
-CLI = str(Path(sys.executable).parent / "durable-responses")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 def port_open(port: int) -> bool:
     with socket.socket() as probe:

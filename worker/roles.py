@@ -29,7 +29,9 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     engine = create_engine(settings.database_url)
     await create_schema(engine)
     try:
-        yield ResponseRepository(engine, poll_seconds=settings.stream_poll_seconds)
+        yield ResponseRepository(
+            engine, stream_poll_seconds=settings.stream_poll_seconds, cancel_poll_seconds=settings.cancel_poll_seconds
+        )
     finally:
         await engine.dispose()
 

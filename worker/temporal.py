@@ -8,7 +8,6 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.cancel_watch import CancelWatch
 from activities.inference import InferenceActivities
 from activities.store import StoreActivities
 from store.repository import ResponseRepository
@@ -43,8 +42,7 @@ SANDBOX = SandboxedWorkflowRunner(
 
 
 def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
-    cancels = CancelWatch(repository, settings.cancel_poll_seconds)
-    inference = InferenceActivities(repository, inference_client(settings), cancels)
+    inference = InferenceActivities(repository, inference_client(settings))
     store = StoreActivities(repository)
     return Worker(
         client,

@@ -7,10 +7,11 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
+from models.errors import CancelRequestedError, RejectedByUpstreamError
 from models.workflow_io import RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
-NON_RETRYABLE = ["RejectedByUpstreamError", "CancelRequestedError"]
+NON_RETRYABLE = [RejectedByUpstreamError.__name__, CancelRequestedError.__name__]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the
 # worker: the workflow task is released, so a cancel or a worker crash is handled at once.

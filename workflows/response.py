@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         RecordStatusInput,
         RecordStatusResult,
     )
+    from models.errors import CancelRequestedError
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.workflow_io import ResponseWorkflowInput
     from workflows.machine import IllegalTransition, ResponseMachine
@@ -42,13 +43,13 @@ class ResponseWorkflow:
         try:
             await self._respond()
         except (ActivityError, ApplicationError) as error:
-            # A local activity's failure arrives as its ApplicationError, a regular one's
-            # wrapped in ActivityError. An activity cancelled with the workflow, or one that
-            # saw the client's cancel in the store first, ends the response cancelled.
-            if is_cancelled_exception(error) or _failure_type(error) == CANCEL_REQUESTED:
+            # An activity cancelled with the workflow, or one that saw the client's cancel in
+            # the store first, ends the response cancelled.
+            failure = _application_failure(error)
+            if is_cancelled_exception(error) or (failure and failure.type == CancelRequestedError.__name__):
                 self.machine.fire("cancel")
             else:
-                self._fail(_failure_message(error))
+                self._fail(failure.message if failure else str(error.cause or error))
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
@@ -125,16 +126,8 @@ class ResponseWorkflow:
                 continue
 
 
-CANCEL_REQUESTED = "CancelRequestedError"
-
-
-def _failure_message(error: ActivityError | ApplicationError) -> str:
+def _application_failure(error: ActivityError | ApplicationError) -> ApplicationError | None:
+    """The activity's own failure: a local activity's arrives as its ApplicationError, a
+    regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
-    if isinstance(cause, ApplicationError):
-        return cause.message
-    return str(cause or error)
-
-
-def _failure_type(error: ActivityError | ApplicationError) -> str | None:
-    cause = error.cause if isinstance(error, ActivityError) else error
-    return cause.type if isinstance(cause, ApplicationError) else None
+    return cause if isinstance(cause, ApplicationError) else None
