@@ -14,6 +14,8 @@ from models.ids import new_id
 from models.items import (
     FunctionCallItem,
     InputItem,
+    McpApprovalRequestItem,
+    McpCallItem,
     MessageItem,
     OutputFunctionCall,
     OutputItem,
@@ -21,6 +23,7 @@ from models.items import (
     OutputText,
     Refusal,
 )
+from models.mcp import McpFunction
 from models.responses import Response
 
 ChatMessage = dict[str, Any]
@@ -35,8 +38,14 @@ def parse_items(raw_items: list[dict[str, Any]]) -> list[Any]:
 # ---- Responses items -> chat messages -------------------------------------------------------
 
 
-def items_to_messages(items: list[Any]) -> list[ChatMessage]:
-    """Consecutive function calls (and the assistant text before them) share one message."""
+NOT_RUN = "The call was not run: the user did not approve it."
+
+
+def items_to_messages(items: list[Any], tool_results: dict[str, str] | None = None) -> list[ChatMessage]:
+    """Consecutive function calls (and the assistant text before them) share one message.
+    `tool_results`: what calls run by this response returned, by chat tool-call id; an
+    approval request in `items` is followed by its call's result (or by "not run")."""
+    results = tool_results or {}
     messages: list[ChatMessage] = []
     for item in items:
         match item.type:
@@ -46,11 +55,25 @@ def items_to_messages(items: list[Any]) -> list[ChatMessage]:
                 _append_tool_call(messages, item.call_id, item.name, item.arguments)
             case "function_call_output":
                 messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output_text()})
-            case "reasoning":
-                continue  # chat completions takes no reasoning input
+            case "mcp_call":
+                _append_tool_call(messages, item.chat_call_id, item.name, item.arguments)
+                messages.append(_tool_message(item.chat_call_id, item.result_text()))
+            case "mcp_approval_request":
+                _append_tool_call(messages, item.id, item.name, item.arguments)
+                messages.append(_tool_message(item.id, results.get(item.id, NOT_RUN)))
+            case "reasoning" | "mcp_list_tools" | "mcp_approval_response":
+                continue  # nothing a chat-completions backend takes; approvals act through `tool_results`
             case other:
                 raise ValueError(f"item type {other!r} cannot be sent to a chat-completions backend")
     return messages
+
+
+def tool_messages(tool_results: dict[str, str]) -> list[ChatMessage]:
+    return [_tool_message(call_id, text) for call_id, text in tool_results.items()]
+
+
+def _tool_message(call_id: str, text: str) -> ChatMessage:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
 def _message(item: MessageItem) -> ChatMessage:
@@ -102,30 +125,19 @@ def output_to_messages(output: list[Any]) -> list[ChatMessage]:
 # ---- the chat-completions request ----------------------------------------------------------
 
 
-def build_chat_request(response: Response, context: list[ChatMessage], base_url: str) -> dict[str, Any]:
+def build_chat_request(
+    response: Response, context: list[ChatMessage], base_url: str, mcp_functions: list[McpFunction] | None = None
+) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one inference call."""
     messages = list(context)
     if response.instructions:
         messages.insert(0, {"role": "system", "content": response.instructions})
     request: dict[str, Any] = {"model": response.model, "messages": messages}
-    if response.tools:
-        request["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    key: value
-                    for key, value in {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                        "strict": tool.strict,
-                    }.items()
-                    if value is not None
-                },
-            }
-            for tool in response.tools
-        ]
-        request["tool_choice"] = _tool_choice(response.tool_choice)
+    tools = [_function_tool(tool) for tool in response.tools if tool.type == "function"]
+    tools += [function.chat_tool() for function in mcp_functions or []]
+    if tools:
+        request["tools"] = tools
+        request["tool_choice"] = _tool_choice(response.tool_choice, mcp_functions or [])
         request["parallel_tool_calls"] = response.parallel_tool_calls
     if response.temperature is not None:
         request["temperature"] = response.temperature
@@ -141,9 +153,19 @@ def build_chat_request(response: Response, context: list[ChatMessage], base_url:
     return request
 
 
-def _tool_choice(choice: Any) -> Any:
+def _function_tool(tool: Any) -> dict[str, Any]:
+    described = {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                 "strict": tool.strict}
+    return {"type": "function", "function": {key: value for key, value in described.items() if value is not None}}
+
+
+def _tool_choice(choice: Any, mcp_functions: list[McpFunction]) -> Any:
     if isinstance(choice, str):
         return choice
+    if choice.type == "mcp":
+        names = [function.function_name for function in mcp_functions
+                 if function.server_label == choice.server_label and choice.name in (None, function.tool_name)]
+        return {"type": "function", "function": {"name": names[0]}} if len(names) == 1 else "required"
     return {"type": "function", "function": {"name": choice.name}}
 
 
@@ -170,7 +192,11 @@ def _response_format(response: Response) -> dict[str, Any] | None:
 # ---- the chat-completions answer -> Responses output items ---------------------------------
 
 
-def assistant_to_output(message: ChatMessage) -> list[OutputItem]:
+def assistant_to_output(message: ChatMessage, mcp_functions: list[McpFunction] | None = None) -> list[OutputItem]:
+    """Output items of a reply. A call of an MCP tool becomes an `mcp_call` to run, or an
+    `mcp_approval_request`; its chat tool-call id becomes the item's id (so it is mutated in
+    `message`), which ties the result to the call in the chat context."""
+    functions = {function.function_name: function for function in mcp_functions or []}
     output: list[OutputItem] = []
     parts: list[Any] = []
     if message.get("content"):
@@ -181,6 +207,12 @@ def assistant_to_output(message: ChatMessage) -> list[OutputItem]:
         output.append(OutputMessage(id=new_id("msg"), content=parts))
     for call in message.get("tool_calls") or []:
         function = call["function"]
+        mcp = functions.get(function["name"])
+        if mcp is not None:
+            item = mcp_item(mcp, function.get("arguments") or "{}")
+            call["id"] = item.id
+            output.append(item)
+            continue
         output.append(
             OutputFunctionCall(
                 id=new_id("fc"),
@@ -190,6 +222,15 @@ def assistant_to_output(message: ChatMessage) -> list[OutputItem]:
             )
         )
     return output
+
+
+def mcp_item(function: McpFunction, arguments: str, item_id: str | None = None) -> McpCallItem | McpApprovalRequestItem:
+    """The item of a model's call of an MCP tool: a request for approval, or a call to run."""
+    if function.requires_approval:
+        return McpApprovalRequestItem(id=item_id or new_id("mcpr"), server_label=function.server_label,
+                                      name=function.tool_name, arguments=arguments)
+    return McpCallItem(id=item_id or new_id("mcp"), server_label=function.server_label, name=function.tool_name,
+                       arguments=arguments, status="in_progress")
 
 
 def assistant_message(message: ChatMessage) -> ChatMessage:

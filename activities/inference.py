@@ -38,8 +38,10 @@ class InferenceActivities:
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
         context = await self._context(request)
-        kwargs = chat_format.build_chat_request(request.response, context, str(self.client.base_url))
-        call = self._streamed(request, kwargs) if request.emit_events else self._whole(kwargs)
+        kwargs = chat_format.build_chat_request(
+            request.response, context, str(self.client.base_url), request.mcp_functions
+        )
+        call = self._streamed(request, kwargs) if request.emit_events else self._whole(request, kwargs)
         try:
             result, message = await unless_cancelled(self.repository.cancels, request.response.id, call)
         except (openai.OpenAIError, httpx.HTTPError) as error:
@@ -49,14 +51,14 @@ class InferenceActivities:
         await self.repository.save_chat_context(request.response.id, context + [chat_format.assistant_message(message)])
         return result
 
-    async def _whole(self, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+    async def _whole(self, request: InferenceInput, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
         completion = await self.client.chat.completions.create(**kwargs)
         if not completion.choices:
             raise to_application_error(RetryableUpstreamError("the backend answered with no choices"))
         choice = completion.choices[0]
         message = _with_call_ids(choice.message.model_dump(exclude_none=True))
         result = InferenceResult(
-            output=chat_format.assistant_to_output(message),
+            output=chat_format.assistant_to_output(message, request.mcp_functions),
             finish_reason=_finish_reason(choice.finish_reason, message),
             usage=_usage(completion.usage),
         )
@@ -66,7 +68,10 @@ class InferenceActivities:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
-        assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier))
+        assembler = StreamAssembler(
+            request.output_offset, streamed_from_events(earlier),
+            mcp_functions={function.function_name: function for function in request.mcp_functions},
+        )
         emitter = EventEmitter(self.repository.events, response_id)
         finish_reason: str | None = None
         usage: Any = None
@@ -91,9 +96,14 @@ class InferenceActivities:
     async def _context(self, request: InferenceInput) -> list[dict[str, Any]]:
         if request.turn > 0:
             saved = await self.repository.chat_context(request.response.id) or []
-            return saved + chat_format.output_to_messages(request.new_items)
-        base, items = await self.repository.turn_inputs(request.response.id, request.response.previous_response_id)
-        return base + chat_format.items_to_messages(chat_format.parse_items(items))
+            return saved + chat_format.tool_messages(request.tool_results)
+        base, raw_items = await self.repository.turn_inputs(request.response.id, request.response.previous_response_id)
+        items = chat_format.parse_items(raw_items)
+        # Results of calls the previous response left open (approved, refused, unanswered)
+        # follow its context; those of requests passed back in `input` follow them there.
+        in_items = {item.id for item in items if item.type == "mcp_approval_request"}
+        closing = {call_id: text for call_id, text in request.tool_results.items() if call_id not in in_items}
+        return base + chat_format.tool_messages(closing) + chat_format.items_to_messages(items, request.tool_results)
 
 
 def _with_call_ids(message: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.chat_format import tool_messages
+
 from models.activity_io import FinalizeInput, FinalizeResult, RecordStatusInput, RecordStatusResult
 from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from store.repository import ResponseRepository
@@ -30,6 +32,7 @@ class StoreActivities:
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
         """Write the final response; an unstored one (`store: false`) leaves nothing behind."""
         response = request.response
+        await self._keep_for_the_chain(request)
         event = None
         if request.emit_events:
             event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
@@ -42,3 +45,15 @@ class StoreActivities:
             await self.repository.events.append(response.id, [event])
         await self.repository.purge(response.id, keep_events=request.emit_events)
         return FinalizeResult(stored=False)
+
+    async def _keep_for_the_chain(self, request: FinalizeInput) -> None:
+        """Results of tools run after the last inference call join the chat context; the MCP
+        listings are kept for follow-ups; the MCP secrets are needed no more."""
+        response_id = request.response.id
+        if request.tool_results:
+            context = await self.repository.chat_context(response_id) or []
+            await self.repository.save_chat_context(response_id, context + tool_messages(request.tool_results))
+        if request.listings and request.response.store:
+            await self.repository.save_listings(response_id, request.listings)
+        if any(tool.type == "mcp" for tool in request.response.tools):
+            await self.repository.forget_secrets(response_id)

@@ -11,6 +11,10 @@ the new attempt. The `.done` events and the terminal `response.*` event carry th
 authoritative final text, and the SDK's `get_final_response()` uses them. An item the
 first attempt started that the new one does not produce is closed with `status:
 "incomplete"` and is not part of the final output.
+
+A call of an MCP tool (the model's tool call whose name is in `mcp_functions`) is kept back
+until the reply is complete: then it is announced whole, as an `mcp_call` with its
+arguments (the call activity goes on from there), or as an `mcp_approval_request`.
 """
 
 from __future__ import annotations
@@ -18,17 +22,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from activities.chat_format import mcp_item
 from models.events import (
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
     ContentPartEvent,
+    McpArgumentsDeltaEvent,
+    McpArgumentsDoneEvent,
     OutputItemEvent,
     StreamEvent,
     TextDeltaEvent,
     TextDoneEvent,
 )
 from models.ids import new_id
-from models.items import OutputFunctionCall, OutputItem, OutputMessage, OutputText, Refusal
+from models.items import McpCallItem, OutputFunctionCall, OutputItem, OutputMessage, OutputText, Refusal
+from models.mcp import McpFunction
+
+MCP_KINDS = ("mcp_call", "mcp_approval_request")
+ID_PREFIX = {"message": "msg", "function_call": "fc", "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
 
 
 @dataclass
@@ -58,7 +69,8 @@ def streamed_from_events(events: list[dict[str, Any]]) -> dict[int, Streamed]:
                 )
             case "response.content_part.added" if index in streamed:
                 streamed[index].part_added = True
-            case "response.output_text.delta" | "response.function_call_arguments.delta" if index in streamed:
+            case ("response.output_text.delta" | "response.function_call_arguments.delta"
+                  | "response.mcp_call_arguments.delta") if index in streamed:
                 streamed[index].text += event["delta"]
             case "response.output_item.done" if index in streamed:
                 streamed[index].done = True
@@ -76,12 +88,14 @@ class _Item:
     refusal: str = ""
     sent: int = 0  # characters of `text` the client has
     earlier: Streamed | None = None
+    mcp: McpFunction | None = None
 
 
 @dataclass
 class StreamAssembler:
     offset: int
     earlier: dict[int, Streamed] = field(default_factory=dict)
+    mcp_functions: dict[str, McpFunction] = field(default_factory=dict)
     items: list[_Item] = field(default_factory=list)
     _message: _Item | None = None
     _calls: dict[int, _Item] = field(default_factory=dict)
@@ -98,7 +112,11 @@ class StreamAssembler:
             item = self._calls.get(call.get("index", 0))
             function = call.get("function") or {}
             if item is None:
-                item = self._open("function_call", events, call_id=call.get("id"), name=function.get("name") or "")
+                name = function.get("name") or ""
+                mcp = self.mcp_functions.get(name)
+                kind = "function_call" if mcp is None else "mcp_approval_request" if mcp.requires_approval else "mcp_call"
+                item = self._open(kind, events, call_id=call.get("id"), name=name)
+                item.mcp = mcp
                 self._calls[call.get("index", 0)] = item
             item.text += function.get("arguments") or ""
             events.extend(self._text_beyond_sent(item))
@@ -112,6 +130,9 @@ class StreamAssembler:
             output.append(final)
             if item.earlier is not None and item.earlier.done and item.earlier.text == item.text:
                 continue  # an earlier attempt finished this very item
+            if item.type in MCP_KINDS:
+                events.extend(self._announce_mcp(item, final))
+                continue
             if item.type == "message":
                 part = final.content[0]
                 if part.type == "output_text":
@@ -131,6 +152,23 @@ class StreamAssembler:
 
     # ---- internals -----------------------------------------------------------------------
 
+    def _announce_mcp(self, item: _Item, final: OutputItem) -> list[StreamEvent]:
+        """A complete MCP call as one: added, its arguments, (a request) done."""
+        events: list[StreamEvent] = []
+        if item.earlier is None:
+            added = final.model_copy(update={"arguments": "", "status": "in_progress"}) if item.type == "mcp_call" else final
+            events.append(OutputItemEvent(type="response.output_item.added", output_index=item.output_index, item=added))
+        if item.type == "mcp_approval_request":
+            events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
+            return events
+        already = item.earlier.text if item.earlier is not None else ""
+        if item.text.startswith(already) and len(item.text) > len(already):
+            events.append(McpArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index,
+                                                 delta=item.text[len(already):]))
+        events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index,
+                                            arguments=item.text or "{}"))
+        return events
+
     def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, name: str = "") -> _Item:
         index = self.offset + len(self.items)
         earlier = self.earlier.get(index)
@@ -141,9 +179,10 @@ class StreamAssembler:
             self._claimed.add(index)
             item = _Item(kind, index, earlier.id, call_id=earlier.call_id, name=name or earlier.name or "",
                          sent=len(earlier.text), earlier=earlier)
+        elif kind in MCP_KINDS:  # announced whole when the reply is complete
+            item = _Item(kind, index, new_id(ID_PREFIX[kind]), name=name)
         else:
-            item = _Item(kind, index, new_id("msg" if kind == "message" else "fc"),
-                         call_id=call_id or new_id("call"), name=name)
+            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), name=name)
             added = (OutputMessage(id=item.id, status="in_progress", content=[]) if kind == "message"
                      else OutputFunctionCall(id=item.id, call_id=item.call_id, name=name, arguments="",
                                              status="in_progress"))
@@ -158,7 +197,7 @@ class StreamAssembler:
         return item
 
     def _text_beyond_sent(self, item: _Item) -> list[StreamEvent]:
-        if len(item.text) <= item.sent:
+        if len(item.text) <= item.sent or item.type in MCP_KINDS:
             return []
         delta, item.sent = item.text[item.sent:], len(item.text)
         if item.type == "message":
@@ -173,21 +212,28 @@ class StreamAssembler:
             if item.refusal:
                 parts.append(Refusal(type="refusal", refusal=item.refusal))
             return OutputMessage(id=item.id, content=parts)
+        if item.mcp is not None:
+            return mcp_item(item.mcp, item.text or "{}", item_id=item.id)
         return OutputFunctionCall(id=item.id, call_id=item.call_id or new_id("call"), name=item.name,
                                   arguments=item.text or "{}")
 
     def _assistant_message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self._message.text if self._message else None}
-        calls = [item for item in self.items if item.type == "function_call"]
+        calls = [item for item in self.items if item.type != "message"]
         if calls:
+            # An MCP call's chat tool-call id is its item's id (see chat_format.assistant_to_output).
             message["tool_calls"] = [
-                {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": item.text or "{}"}}
+                {"id": item.id if item.mcp is not None else item.call_id, "type": "function",
+                 "function": {"name": item.name, "arguments": item.text or "{}"}}
                 for item in calls
             ]
         return message
 
 
 def _abandoned(earlier: Streamed) -> OutputItem:
+    if earlier.type == "mcp_call":
+        return McpCallItem(id=earlier.id, server_label="", name=earlier.name or "", arguments=earlier.text,
+                           status="incomplete")
     if earlier.type == "message":
         return OutputMessage(id=earlier.id, status="incomplete", content=[OutputText(type="output_text", text=earlier.text)])
     return OutputFunctionCall(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",

@@ -20,6 +20,7 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starle
             Route("/v1/responses/{response_id}", routes.delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
+            Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
             Route("/health", routes.health, methods=["GET"]),
         ],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -8,16 +8,23 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from api.errors import from_validation_error
-from models.errors import ConflictError, InvalidRequestError, NotFoundError
+from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
 from models.ids import new_id
+from models.items import McpApprovalRequestItem
+from models.mcp import ApprovalDecision, McpListing
 from models.requests import CreateResponseRequest
 from models.responses import Response
+from models.tools import McpSecrets
+from models.workflow_io import ApprovalUpdate
 from store.repository import ResponseRepository
 
-ITEM_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
+ITEM_ID_PREFIX = {
+    "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
+    "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
+}
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,16 @@ class PreparedResponse:
     request: CreateResponseRequest
     response: Response
     items: list[tuple[str, dict[str, Any]]]
+    secrets: dict[str, McpSecrets]
+    """MCP secrets by server label, to be sealed in the store; `response` carries none."""
+    listings: list[McpListing]
+    """The chain's MCP listings, which this response reuses."""
+    approvals: list[ApprovalDecision]
+    """Answers to approval requests (and requests the previous response left unanswered)."""
+
+    @property
+    def answers(self) -> dict[str, bool]:
+        return {decision.request.id: decision.approve for decision in self.approvals if decision.approve is not None}
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -52,10 +69,29 @@ def validate(payload: dict[str, Any]) -> CreateResponseRequest:
         raise from_validation_error(error) from None
 
 
+def parse_approval(body: bytes) -> ApprovalUpdate:
+    """The body of `POST /v1/responses/{id}/approvals`."""
+    try:
+        return ApprovalBody.model_validate(parse_body(body)).to_update()
+    except ValidationError as error:
+        raise from_validation_error(error) from None
+
+
+class ApprovalBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    approval_request_id: str = Field(min_length=1)
+    approve: bool
+    reason: str | None = None
+
+    def to_update(self) -> ApprovalUpdate:
+        return ApprovalUpdate(approval_request_id=self.approval_request_id, approve=self.approve, reason=self.reason)
+
+
 async def prepare(body: bytes, repository: ResponseRepository) -> PreparedResponse:
     request = validate(parse_body(body))
     items = request.input_items()
     previous_context: list[dict[str, Any]] = []
+    previous: Response | None = None
     if request.previous_response_id is not None:
         previous = await repository.get_response(request.previous_response_id)
         if previous is None:
@@ -75,13 +111,76 @@ async def prepare(body: bytes, repository: ResponseRepository) -> PreparedRespon
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input",
                                   code="missing_required_parameter")
     _check_items(items, previous_context)
+    secrets = _secrets(request, repository)
+    has_mcp = any(tool.type == "mcp" for tool in request.tools)
+    listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
+    approvals = await _approvals(request, items, previous, repository)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     stored = [
         (item_id, item.as_listed(item_id))
         for item in items
         for item_id in [item.id or new_id(ITEM_ID_PREFIX[item.type])]
     ]
-    return PreparedResponse(request=request, response=response, items=stored)
+    return PreparedResponse(request=request, response=response, items=stored, secrets=secrets, listings=listings,
+                            approvals=approvals)
+
+
+def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> dict[str, McpSecrets]:
+    secrets = {tool.server_label: found for tool in request.tools if tool.type == "mcp"
+               for found in [tool.secrets()] if found is not None}
+    if secrets and repository.secret_box is None:
+        raise InvalidRequestError(
+            "This server cannot keep MCP `headers` or `authorization` secret: its operator has not set "
+            "SECRETS_KEY. Send the MCP tool without them, or ask for SECRETS_KEY to be set.",
+            param="tools", code="unsupported_parameter",
+        )
+    return secrets
+
+
+async def _approvals(
+    request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository
+) -> list[ApprovalDecision]:
+    """Each `mcp_approval_response` must answer an open approval request of the previous
+    response (or one passed back in `input`), once. Requests of the previous response left
+    unanswered are closed: the model is told they were not run."""
+    requests: dict[str, McpApprovalRequestItem] = {}
+    settled: set[str] = set()  # run or answered already, in the previous response itself
+    for item in previous.output if previous is not None else []:
+        if item.type == "mcp_approval_request":
+            requests[item.id] = item
+        elif item.type == "mcp_call" and item.approval_request_id:
+            settled.add(item.approval_request_id)
+    from_previous = [request_id for request_id in requests if request_id not in settled]
+    requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
+    answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
+    if not answers and not from_previous:
+        return []
+    answered_before = await repository.answered(list(requests) + [item.approval_request_id for _, item in answers])
+    labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
+    decisions: dict[str, ApprovalDecision] = {}
+    for index, answer in answers:
+        request_id = answer.approval_request_id
+        param = f"input[{index}].approval_request_id"
+        if request_id in settled or request_id in answered_before or request_id in decisions:
+            raise ApprovalAlreadyAnsweredError([request_id])
+        approval_request = requests.get(request_id)
+        if approval_request is None:
+            raise InvalidRequestError(
+                f"No MCP approval request with id '{request_id}' is open: answer a request of the previous "
+                "response (`previous_response_id`), or pass the request back in `input`.",
+                param=param, code="invalid_value",
+            )
+        if answer.approve and approval_request.server_label not in labels:
+            raise InvalidRequestError(
+                f"Approval request '{request_id}' is for MCP server '{approval_request.server_label}', which is not "
+                "in `tools`: send that MCP tool again to run the approved call.",
+                param="tools", code="invalid_value",
+            )
+        decisions[request_id] = ApprovalDecision(request=approval_request, approve=answer.approve, reason=answer.reason)
+    for request_id in from_previous:
+        if request_id not in decisions and request_id not in answered_before:
+            decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)
+    return list(decisions.values())
 
 
 def _check_items(items: list[Any], previous_context: list[dict[str, Any]]) -> None:

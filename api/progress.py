@@ -49,6 +49,7 @@ FOLD: dict[str, Callable[[dict[int, Item], Event], None]] = {
     "response.output_text.delta": _appender("text"),
     "response.refusal.delta": _appender("refusal"),
     "response.function_call_arguments.delta": _arguments_delta,
+    "response.mcp_call_arguments.delta": _arguments_delta,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
-from api.preparation import prepare
+from api.preparation import parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
@@ -41,9 +41,13 @@ async def create_response(request: Request) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
-    await repository.create_response(response, prepared.items, opening_events(response) if emit_events else None)
+    await repository.create_response(
+        response, prepared.items, opening_events(response) if emit_events else None,
+        secrets=prepared.secrets, decisions=prepared.answers,
+    )
     try:
-        await runner.start(response, emit_events=emit_events)
+        await runner.start(response, emit_events=emit_events, listings=prepared.listings,
+                           approvals=prepared.approvals)
     except UnavailableError:
         await repository.purge(response.id)
         raise
@@ -117,6 +121,30 @@ async def cancel_response(request: Request) -> HttpResponse:
     runner = _runner(request)
     await runner.cancel(response.id)
     return _json(await runner.result(response.id))
+
+
+async def decide_approval(request: Request) -> HttpResponse:
+    """Approve or deny an MCP call a background response waits for; answers the response as
+    it stands once the decision is in."""
+    response = await _stored(request, request.path_params["response_id"])
+    decision = parse_approval(await request.body())
+    if response.is_terminal:
+        raise ConflictError(
+            f"Response with id '{response.id}' is {response.status} and waits for no approval; answer its "
+            "approval requests in a new response (`previous_response_id` and an `mcp_approval_response` item).",
+            param="response_id",
+        )
+    if not response.background:
+        raise ConflictError(
+            f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
+            "Answer its approval requests in a new response (`previous_response_id` and an "
+            "`mcp_approval_response` item).",
+            param="response_id",
+        )
+    await _runner(request).decide(response.id, decision)
+    await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve)
+    current = await _stored(request, response.id)
+    return _json(await _with_progress(_repository(request), current))
 
 
 async def list_input_items(request: Request) -> HttpResponse:

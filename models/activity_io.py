@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from models.items import OutputItem
+from models.items import McpCallItem, McpListToolsItem, OutputItem
+from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
@@ -22,8 +23,10 @@ class InferenceInput(BaseModel):
     """Stream from upstream and append the deltas to the event log."""
     output_offset: int = 0
     """The output index of this call's first item."""
-    new_items: list[OutputItem] = Field(default_factory=list)
-    """Output of this response since the last inference call (tool results), to append."""
+    tool_results: dict[str, str] = Field(default_factory=dict)
+    """What the tools run since the last inference call returned, by chat tool-call id."""
+    mcp_functions: list[McpFunction] = Field(default_factory=list)
+    """The MCP tools the model may call, besides the request's function tools."""
 
 
 class InferenceResult(BaseModel):
@@ -45,6 +48,44 @@ class RecordStatusResult(BaseModel):
 class FinalizeInput(BaseModel):
     response: Response
     emit_events: bool = False
+    tool_results: dict[str, str] = Field(default_factory=dict)
+    """Results of tools run after the last inference call: kept in the chat context."""
+    listings: list[McpListing] = Field(default_factory=list)
+    """Every MCP listing this response saw, kept for the rest of its chain."""
+
+
+class ListMcpToolsInput(BaseModel):
+    response_id: str
+    server_label: str
+    server_url: str
+    item_id: str
+    output_index: int
+    emit_events: bool = False
+
+
+class ListMcpToolsResult(BaseModel):
+    item: McpListToolsItem
+
+
+class CallMcpToolInput(BaseModel):
+    response_id: str
+    server_url: str
+    call: McpCallItem
+    output_index: int
+    emit_events: bool = False
+
+
+class CallMcpToolResult(BaseModel):
+    call: McpCallItem
+
+
+class EmitEventsInput(BaseModel):
+    response_id: str
+    events: list[dict]
+
+
+class EmitEventsResult(BaseModel):
+    appended: int
 
 
 class FinalizeResult(BaseModel):

@@ -3,12 +3,18 @@
     DurableResponsesError                 root; never raised itself
     ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
+    │   │   └── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
     │   ├── NotFoundError                 404  no stored response (or item) with that id
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
     ├── UpstreamError                     raised inside activities about the inference backend
     │   ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
     │   └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
+    ├── McpServerError                    raised inside MCP activities about an MCP server
+    │   ├── McpUnreachableError           connection failures, timeouts, 408/429/5xx: Temporal retries
+    │   └── McpRejectedError              other 4xx, protocol errors: retrying cannot help
+    ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
+    │                                     or not the one that sealed them
     └── CancelRequestedError              raised inside an activity that stopped because the
                                           client cancelled its response; ends it `cancelled`
 
@@ -49,6 +55,16 @@ class InvalidRequestError(ApiError):
     error_type = "invalid_request_error"
 
 
+class ApprovalAlreadyAnsweredError(InvalidRequestError):
+    def __init__(self, approval_request_ids: list[str]) -> None:
+        names = ", ".join(f"'{request_id}'" for request_id in approval_request_ids)
+        super().__init__(
+            f"MCP approval request {names} has already been answered; an approval request is answered once.",
+            param="approval_request_id",
+            code="invalid_value",
+        )
+
+
 class NotFoundError(ApiError):
     status_code = 404
     error_type = "invalid_request_error"
@@ -87,3 +103,26 @@ class RejectedByUpstreamError(UpstreamError):
 
 class CancelRequestedError(DurableResponsesError):
     """The client cancelled the response while an activity worked on it."""
+
+
+class McpServerError(DurableResponsesError):
+    """An MCP server could not be listed or called. `code` is an HTTP status (502 when the
+    server could not be reached, 504 when it stopped answering), or a JSON-RPC error code."""
+
+    def __init__(self, message: str, *, code: int = 502, protocol: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.protocol = protocol
+
+
+class McpUnreachableError(McpServerError):
+    pass
+
+
+class McpRejectedError(McpServerError):
+    pass
+
+
+class SecretsUnavailableError(DurableResponsesError):
+    pass

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from models.items import OutputContentPart, OutputItem
+from models.items import McpApprovalRequestItem, McpCallItem, McpListToolsItem, OutputContentPart, OutputItem
 from models.responses import Response
 
 
@@ -70,6 +70,31 @@ class ArgumentsDoneEvent(StreamEvent):
     arguments: str
 
 
+class McpProgressEvent(StreamEvent):
+    """A step of an MCP item: its listing or its call started, finished or failed."""
+
+    type: Literal[
+        "response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed", "response.mcp_list_tools.failed",
+        "response.mcp_call.in_progress", "response.mcp_call.completed", "response.mcp_call.failed",
+    ]
+    item_id: str
+    output_index: int
+
+
+class McpArgumentsDeltaEvent(StreamEvent):
+    type: Literal["response.mcp_call_arguments.delta"] = "response.mcp_call_arguments.delta"
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class McpArgumentsDoneEvent(StreamEvent):
+    type: Literal["response.mcp_call_arguments.done"] = "response.mcp_call_arguments.done"
+    item_id: str
+    output_index: int
+    arguments: str
+
+
 class ErrorEvent(StreamEvent):
     type: Literal["error"] = "error"
     code: str | None = None
@@ -90,3 +115,49 @@ def opening_events(response: Response) -> list[dict[str, Any]]:
     follow = "response.queued" if response.status == "queued" else "response.in_progress"
     return [LifecycleEvent(type="response.created", response=response).wire(),
             LifecycleEvent(type=follow, response=response).wire()]
+
+
+# ---- the events of MCP items ----------------------------------------------------------------
+# Written by whichever activity does the step, once each (`EventLog.append_once`), so a
+# retried activity never announces a step twice.
+
+
+def list_tools_opening(item: McpListToolsItem, index: int) -> list[StreamEvent]:
+    return [
+        OutputItemEvent(type="response.output_item.added", output_index=index,
+                        item=item.model_copy(update={"tools": [], "error": None})),
+        McpProgressEvent(type="response.mcp_list_tools.in_progress", item_id=item.id, output_index=index),
+    ]
+
+
+def list_tools_closing(item: McpListToolsItem, index: int) -> list[StreamEvent]:
+    outcome = "failed" if item.error is not None else "completed"
+    return [
+        McpProgressEvent(type=f"response.mcp_list_tools.{outcome}", item_id=item.id, output_index=index),
+        OutputItemEvent(type="response.output_item.done", output_index=index, item=item),
+    ]
+
+
+def mcp_call_opening(call: McpCallItem, index: int) -> list[StreamEvent]:
+    started = call.model_copy(update={"arguments": "", "output": None, "error": None, "status": "in_progress"})
+    events: list[StreamEvent] = [OutputItemEvent(type="response.output_item.added", output_index=index, item=started)]
+    if call.arguments:
+        events.append(McpArgumentsDeltaEvent(item_id=call.id, output_index=index, delta=call.arguments))
+    events.append(McpArgumentsDoneEvent(item_id=call.id, output_index=index, arguments=call.arguments))
+    events.append(McpProgressEvent(type="response.mcp_call.in_progress", item_id=call.id, output_index=index))
+    return events
+
+
+def mcp_call_closing(call: McpCallItem, index: int) -> list[StreamEvent]:
+    outcome = "failed" if call.status == "failed" else "completed"
+    return [
+        McpProgressEvent(type=f"response.mcp_call.{outcome}", item_id=call.id, output_index=index),
+        OutputItemEvent(type="response.output_item.done", output_index=index, item=call),
+    ]
+
+
+def approval_request_events(request: McpApprovalRequestItem, index: int) -> list[StreamEvent]:
+    return [
+        OutputItemEvent(type="response.output_item.added", output_index=index, item=request),
+        OutputItemEvent(type="response.output_item.done", output_index=index, item=request),
+    ]

@@ -134,6 +134,115 @@ class ReasoningItem(WireModel):
         return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
 
 
+# ---- MCP items (input and output alike) ---------------------------------------------------
+
+
+class McpListedTool(WireModel):
+    name: str
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    description: str | None = None
+    annotations: dict[str, Any] | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return bool((self.annotations or {}).get("readOnlyHint"))
+
+
+class McpListToolsItem(WireModel):
+    type: Literal["mcp_list_tools"] = "mcp_list_tools"
+    id: str
+    server_label: str
+    tools: list[McpListedTool] = Field(default_factory=list)
+    error: str | None = None
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
+
+
+class McpProtocolError(WireModel):
+    type: Literal["mcp_protocol_error"] = "mcp_protocol_error"
+    code: int
+    message: str
+
+    def text(self) -> str:
+        return f"MCP protocol error {self.code}: {self.message}"
+
+
+class McpToolExecutionError(WireModel):
+    type: Literal["mcp_tool_execution_error"] = "mcp_tool_execution_error"
+    content: Any
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(str(part.get("text", "")) for part in self.content if isinstance(part, dict))
+        return str(self.content)
+
+
+class McpHttpError(WireModel):
+    type: Literal["http_error"] = "http_error"
+    code: int
+    message: str
+
+    def text(self) -> str:
+        return self.message
+
+
+McpCallError = Annotated[Union[McpProtocolError, McpToolExecutionError, McpHttpError], Field(discriminator="type")]
+McpCallStatus = Literal["in_progress", "completed", "incomplete", "calling", "failed"]
+
+
+class McpCallItem(WireModel):
+    type: Literal["mcp_call"] = "mcp_call"
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    approval_request_id: str | None = None
+    output: str | None = None
+    error: McpCallError | None = None
+    status: McpCallStatus = "completed"
+
+    @property
+    def chat_call_id(self) -> str:
+        """The id of the tool call in the chat context: the approval request's, if it had one."""
+        return self.approval_request_id or self.id
+
+    @property
+    def has_run(self) -> bool:
+        return self.status in ("completed", "failed", "incomplete")
+
+    def result_text(self) -> str:
+        """What the model is told the call returned."""
+        if self.error is not None:
+            return f"Error: {self.error.text()}"
+        return self.output or ""
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
+
+
+class McpApprovalRequestItem(WireModel):
+    type: Literal["mcp_approval_request"] = "mcp_approval_request"
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
+
+
+class McpApprovalResponseItem(WireModel):
+    type: Literal["mcp_approval_response"] = "mcp_approval_response"
+    id: str | None = None
+    approval_request_id: str
+    approve: bool
+    reason: str | None = None
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": item_id}
+
+
 InputItem = Annotated[
     Union[
         MessageItem,
@@ -141,6 +250,10 @@ InputItem = Annotated[
         FunctionCallOutputItem,
         ItemReference,
         ReasoningItem,
+        McpListToolsItem,
+        McpCallItem,
+        McpApprovalRequestItem,
+        McpApprovalResponseItem,
     ],
     Field(discriminator="type"),
 ]
@@ -166,4 +279,7 @@ class OutputFunctionCall(WireModel):
     status: ItemStatus = "completed"
 
 
-OutputItem = Annotated[Union[OutputMessage, OutputFunctionCall], Field(discriminator="type")]
+OutputItem = Annotated[
+    Union[OutputMessage, OutputFunctionCall, McpListToolsItem, McpCallItem, McpApprovalRequestItem],
+    Field(discriminator="type"),
+]

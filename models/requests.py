@@ -135,12 +135,20 @@ class CreateResponseRequest(BaseModel):
                 raise UnsupportedParameter(name, why)
         if self.background and not self.store:
             raise UnsupportedParameter("background", "background responses must be stored (`store: true`)")
-        names = {tool.name for tool in self.tools}
-        if len(names) != len(self.tools):
+        functions = [tool.name for tool in self.tools if tool.type == "function"]
+        if len(set(functions)) != len(functions):
             raise UnsupportedParameter("tools", "tool names must be unique")
-        if not isinstance(self.tool_choice, str) and self.tool_choice.name not in names:
+        labels = [tool.server_label for tool in self.tools if tool.type == "mcp"]
+        if len(set(labels)) != len(labels):
+            raise UnsupportedParameter("tools", "each MCP tool needs a `server_label` of its own")
+        choice = self.tool_choice
+        if not isinstance(choice, str) and choice.type == "function" and choice.name not in functions:
             raise UnsupportedParameter(
-                "tool_choice", f"tool_choice names function '{self.tool_choice.name}', which is not in `tools`"
+                "tool_choice", f"tool_choice names function '{choice.name}', which is not in `tools`"
+            )
+        if not isinstance(choice, str) and choice.type == "mcp" and choice.server_label not in labels:
+            raise UnsupportedParameter(
+                "tool_choice", f"tool_choice names MCP server '{choice.server_label}', which is not in `tools`"
             )
         return self
 

@@ -105,7 +105,7 @@ class Response(WireModel):
             metadata=request.metadata or {},
             reasoning=request.reasoning or ReasoningConfig(),
             text=request.text or TextConfig(),
-            tools=request.tools,
+            tools=[tool.redacted() if tool.type == "mcp" else tool for tool in request.tools],
             service_tier=request.service_tier if request.service_tier not in (None, "auto") else "default",
             truncation=request.truncation or "disabled",
             **echoed,

@@ -1,14 +1,19 @@
-"""Tool definitions and `tool_choice`, discriminated on `type`."""
+"""Tool definitions and `tool_choice`, discriminated on `type`.
+
+`McpTool` is OpenAI's remote MCP tool. Its `headers` and `authorization` are secrets: the
+API takes them out (`McpTool.secrets`) and keeps them sealed in the store, and everything
+that is stored, logged or sent to Temporal carries the tool `redacted()`.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.items import WireModel
 
-SUPPORTED_TOOL_TYPES = ("function",)
+SUPPORTED_TOOL_TYPES = ("function", "mcp")
 
 
 class FunctionTool(WireModel):
@@ -19,7 +24,101 @@ class FunctionTool(WireModel):
     strict: bool | None = None
 
 
-Tool = Annotated[Union[FunctionTool], Field(discriminator="type")]
+class McpToolFilter(BaseModel):
+    """Which of a server's tools a rule names: by name, by MCP's `readOnlyHint`, or both
+    (then a tool must match both). A filter that names nothing matches nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool_names: list[str] | None = None
+    read_only: bool | None = None
+
+    def matches(self, name: str, read_only: bool) -> bool:
+        if self.tool_names is None and self.read_only is None:
+            return False
+        by_name = self.tool_names is None or name in self.tool_names
+        by_hint = self.read_only is None or self.read_only == read_only
+        return by_name and by_hint
+
+
+class McpApprovalFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+class McpSecrets(BaseModel):
+    """What a client sends an MCP server to authenticate; never stored or logged in clear."""
+
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    authorization: str | None = Field(default=None, repr=False)
+
+    def http_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.authorization:
+            headers["Authorization"] = f"Bearer {self.authorization}"
+        return headers
+
+
+class McpTool(WireModel):
+    type: Literal["mcp"]
+    server_label: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z0-9_-]+$")
+    server_url: str | None = None
+    server_description: str | None = None
+    headers: dict[str, str] | None = Field(default=None, repr=False)
+    authorization: str | None = Field(default=None, repr=False)
+    allowed_tools: list[str] | McpToolFilter | None = None
+    require_approval: Literal["always", "never"] | McpApprovalFilter | None = None
+    connector_id: str | None = None
+    tunnel_id: str | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_server_url(self) -> "McpTool":
+        if self.connector_id is not None or self.tunnel_id is not None:
+            raise ValueError(
+                "connectors and MCP tunnels are OpenAI-hosted services; give the server's `server_url` instead"
+            )
+        if not self.server_url or not self.server_url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server '{self.server_label}' needs a `server_url` starting with http:// or https://")
+        return self
+
+    def allows(self, name: str, read_only: bool) -> bool:
+        """Whether `allowed_tools` lets the model see this tool."""
+        match self.allowed_tools:
+            case None:
+                return True
+            case list() as names:
+                return name in names
+            case McpToolFilter() as rule:
+                return rule.matches(name, read_only)
+        return False
+
+    def requires_approval(self, name: str, read_only: bool) -> bool:
+        """OpenAI's default is "always". With a filter, a tool named by `always` needs
+        approval and one named by `never` does not; a tool named by neither needs it unless
+        the filter has only an `always` rule."""
+        match self.require_approval:
+            case None | "always":
+                return True
+            case "never":
+                return False
+            case McpApprovalFilter(always=always, never=never):
+                if always is not None and always.matches(name, read_only):
+                    return True
+                if never is not None and never.matches(name, read_only):
+                    return False
+                return never is not None or always is None
+        return True
+
+    def secrets(self) -> McpSecrets | None:
+        if not self.headers and not self.authorization:
+            return None
+        return McpSecrets(headers=self.headers or {}, authorization=self.authorization)
+
+    def redacted(self) -> "McpTool":
+        return self.model_copy(update={"headers": None, "authorization": None})
+
+
+Tool = Annotated[Union[FunctionTool, McpTool], Field(discriminator="type")]
 
 
 class ToolChoiceFunction(WireModel):
@@ -27,5 +126,11 @@ class ToolChoiceFunction(WireModel):
     name: str
 
 
+class ToolChoiceMcp(WireModel):
+    type: Literal["mcp"]
+    server_label: str
+    name: str | None = None
+
+
 ToolChoiceMode = Literal["none", "auto", "required"]
-ToolChoice = Union[ToolChoiceMode, ToolChoiceFunction]
+ToolChoice = Union[ToolChoiceMode, Annotated[Union[ToolChoiceFunction, ToolChoiceMcp], Field(discriminator="type")]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
 
 
@@ -21,6 +22,14 @@ class ExecutionSettings(BaseModel):
 
     inference: RetryBudget = RetryBudget(start_to_close_seconds=600, maximum_attempts=6)
     store: RetryBudget = RetryBudget(start_to_close_seconds=30, maximum_attempts=10, maximum_interval_seconds=5)
+    mcp_list: RetryBudget = RetryBudget(start_to_close_seconds=30, maximum_attempts=3)
+    mcp_call: RetryBudget = RetryBudget(start_to_close_seconds=6 * 3600, maximum_attempts=3)
+    mcp_heartbeat_seconds: float = Field(default=30.0, gt=0)
+    """A tool call whose worker or MCP server gives no sign of life for this long is failed
+    (and retried within `mcp_call`'s budget)."""
+    approval_timeout_seconds: float = Field(default=7 * 24 * 3600.0, gt=0)
+    """How long a background response waits for an approval before it completes with the
+    request still open (the client can still answer it in a follow-up response)."""
 
 
 class ResponseWorkflowInput(BaseModel):
@@ -28,3 +37,19 @@ class ResponseWorkflowInput(BaseModel):
     settings: ExecutionSettings = Field(default_factory=ExecutionSettings)
     emit_events: bool = False
     """Keep an event log (for `stream: true` or `background: true` responses)."""
+    listings: list[McpListing] = Field(default_factory=list)
+    """MCP listings the chain already has: those servers are not listed again."""
+    approvals: list[ApprovalDecision] = Field(default_factory=list)
+    """Answers (in `input`) to the previous response's approval requests."""
+
+
+class ApprovalUpdate(BaseModel):
+    """The body of `POST /v1/responses/{id}/approvals`, as the workflow's update receives it."""
+
+    approval_request_id: str
+    approve: bool
+    reason: str | None = None
+
+
+class ApprovalUpdateResult(BaseModel):
+    accepted: bool = True

@@ -57,6 +57,21 @@ class EventLog:
             return numbers
         raise RuntimeError(f"could not append events to {response_id}")
 
+    async def append_once(self, response_id: str, batch: list[dict[str, Any]]) -> int:
+        """Append the events of this batch that the log does not have yet, telling events apart
+        by (output index, type): for the steps of an item, which happen once each."""
+        indexes = {event["output_index"] for event in batch if event.get("output_index") is not None}
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(events.c.output_index, events.c.type).where(
+                    and_(events.c.response_id == response_id, events.c.output_index.in_(indexes))
+                )
+            )
+            present = set(rows.all())
+        fresh = [event for event in batch if (event.get("output_index"), event["type"]) not in present]
+        await self.append(response_id, fresh)
+        return len(fresh)
+
     async def append_in(
         self, connection: AsyncConnection, response_id: str, batch: list[dict[str, Any]], *, new_log: bool = False
     ) -> list[int]:

@@ -7,13 +7,27 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from models.errors import ApprovalAlreadyAnsweredError, SecretsUnavailableError
+from models.mcp import McpListing
 from models.responses import Response
+from models.tools import McpSecrets
 from store.database import write_transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
-from store.schema import cancel_requests, chat_contexts, events, input_items, responses
+from store.schema import (
+    approval_decisions,
+    cancel_requests,
+    chat_contexts,
+    events,
+    input_items,
+    mcp_listings,
+    mcp_secrets,
+    responses,
+)
+from store.secret_box import SecretBox
 
 Order = Literal["asc", "desc"]
 
@@ -34,8 +48,16 @@ class Page:
 
 
 class ResponseRepository:
-    def __init__(self, engine: AsyncEngine, *, stream_poll_seconds: float = 0.02, cancel_poll_seconds: float = 0.25) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        stream_poll_seconds: float = 0.02,
+        cancel_poll_seconds: float = 0.25,
+        secret_box: SecretBox | None = None,
+    ) -> None:
         self.engine = engine
+        self.secret_box = secret_box
         self.events = EventLog(engine, stream_poll_seconds)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
@@ -47,8 +69,28 @@ class ResponseRepository:
         response: Response,
         items: list[tuple[str, dict[str, Any]]],
         first_events: list[dict[str, Any]] | None = None,
+        *,
+        secrets: dict[str, McpSecrets] | None = None,
+        decisions: dict[str, bool] | None = None,
     ) -> None:
-        """The response as created, with its input items and first events, in one transaction."""
+        """The response as created, with its input items, first events, sealed MCP secrets (by
+        server label) and answers to approval requests (by request id), in one transaction."""
+        try:
+            await self._create(response, items, first_events, secrets or {}, decisions or {})
+        except IntegrityError as error:
+            if decisions and "approval_decisions" in str(error):
+                raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
+            raise
+
+    async def _create(
+        self,
+        response: Response,
+        items: list[tuple[str, dict[str, Any]]],
+        first_events: list[dict[str, Any]] | None,
+        secrets: dict[str, McpSecrets],
+        decisions: dict[str, bool],
+    ) -> None:
+        sealed = {label: self._seal(value) for label, value in secrets.items()}
         async with write_transaction(self.engine) as connection:
             await connection.execute(
                 insert(responses).values(
@@ -67,6 +109,19 @@ class ResponseRepository:
                     [
                         {"response_id": response.id, "position": position, "item_id": item_id, "data": data}
                         for position, (item_id, data) in enumerate(items)
+                    ],
+                )
+            if sealed:
+                await connection.execute(
+                    insert(mcp_secrets),
+                    [{"response_id": response.id, "server_label": label, "sealed": value} for label, value in sealed.items()],
+                )
+            if decisions:
+                await connection.execute(
+                    insert(approval_decisions),
+                    [
+                        {"approval_request_id": request_id, "response_id": response.id, "approve": approve}
+                        for request_id, approve in decisions.items()
                     ],
                 )
             if first_events:
@@ -101,6 +156,8 @@ class ResponseRepository:
             await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
             await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
             await connection.execute(delete(cancel_requests).where(cancel_requests.c.response_id == response_id))
+            await connection.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
+            await connection.execute(delete(mcp_listings).where(mcp_listings.c.response_id == response_id))
             if not keep_events:
                 await connection.execute(delete(events).where(events.c.response_id == response_id))
         return removed.rowcount > 0
@@ -228,6 +285,70 @@ class ResponseRepository:
             )
             if changed.rowcount == 0:
                 await connection.execute(insert(chat_contexts).values(response_id=response_id, messages=messages))
+
+    # ---- MCP: secrets, listings, approval decisions ---------------------------------------
+
+    def _seal(self, secrets: McpSecrets) -> str:
+        if self.secret_box is None:
+            raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be kept")
+        return self.secret_box.seal(secrets)
+
+    async def mcp_secrets(self, response_id: str, server_label: str) -> McpSecrets | None:
+        async with self.engine.connect() as connection:
+            sealed = (
+                await connection.execute(
+                    select(mcp_secrets.c.sealed).where(
+                        and_(mcp_secrets.c.response_id == response_id, mcp_secrets.c.server_label == server_label)
+                    )
+                )
+            ).scalar_one_or_none()
+        if sealed is None:
+            return None
+        if self.secret_box is None:
+            raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be opened")
+        return self.secret_box.open(sealed)
+
+    async def forget_secrets(self, response_id: str) -> None:
+        async with write_transaction(self.engine) as connection:
+            await connection.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
+
+    async def listings(self, response_id: str) -> list[McpListing]:
+        async with self.engine.connect() as connection:
+            saved = (
+                await connection.execute(select(mcp_listings.c.listings).where(mcp_listings.c.response_id == response_id))
+            ).scalar_one_or_none()
+        return [McpListing.model_validate(listing) for listing in saved or []]
+
+    async def save_listings(self, response_id: str, listings: list[McpListing]) -> None:
+        data = [listing.model_dump(mode="json") for listing in listings]
+        async with write_transaction(self.engine) as connection:
+            changed = await connection.execute(
+                update(mcp_listings).where(mcp_listings.c.response_id == response_id).values(listings=data)
+            )
+            if changed.rowcount == 0:
+                await connection.execute(insert(mcp_listings).values(response_id=response_id, listings=data))
+
+    async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
+        """Which of these approval requests are answered already: request id -> the response
+        that answered it."""
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(approval_decisions.c.approval_request_id, approval_decisions.c.response_id).where(
+                    approval_decisions.c.approval_request_id.in_(approval_request_ids)
+                )
+            )
+            return dict(rows.all())
+
+    async def record_decision(self, approval_request_id: str, response_id: str, approve: bool) -> None:
+        try:
+            async with write_transaction(self.engine) as connection:
+                await connection.execute(
+                    insert(approval_decisions).values(
+                        approval_request_id=approval_request_id, response_id=response_id, approve=approve
+                    )
+                )
+        except IntegrityError:
+            raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
 
     async def ping(self) -> None:
         async with self.engine.connect() as connection:

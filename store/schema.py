@@ -1,6 +1,6 @@
 """Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL."""
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -57,4 +57,33 @@ cancel_requests = Table(
     metadata,
     Column("response_id", String(80), primary_key=True),
     Column("requested_at", BigInteger, nullable=False),
+)
+
+# Secrets (MCP `headers`, `authorization`) a request carried, sealed (store/secret_box.py):
+# MCP activities open them by response id and server label. Never stored in clear.
+mcp_secrets = Table(
+    "mcp_secrets",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("server_label", String(64), primary_key=True),
+    Column("sealed", Text, nullable=False),
+)
+
+# The MCP tool listings a response saw (its own and its chain's): a follow-up response reuses
+# them instead of listing the servers again.
+mcp_listings = Table(
+    "mcp_listings",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("listings", JSON, nullable=False),
+)
+
+# Answers to approval requests, whichever way they came (an `mcp_approval_response` input
+# item or `POST .../approvals`): an approval request is answered once.
+approval_decisions = Table(
+    "approval_decisions",
+    metadata,
+    Column("approval_request_id", String(80), primary_key=True),
+    Column("response_id", String(80), nullable=False),
+    Column("approve", Boolean, nullable=False),
 )

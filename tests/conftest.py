@@ -22,11 +22,15 @@ from temporalio.testing import WorkflowEnvironment
 from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
+from store.secret_box import SecretBox
+from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import ScriptedBackend
 from worker.dev import temporal_binary
 from worker.roles import opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect
+
+SECRETS_KEY = SecretBox.new_key()
 
 # Fast retries, so failure paths finish in well under a second.
 TEST_EXECUTION = ExecutionSettings(
@@ -34,12 +38,30 @@ TEST_EXECUTION = ExecutionSettings(
         start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=0.05, maximum_interval_seconds=0.2
     ),
     store=RetryBudget(start_to_close_seconds=10, maximum_attempts=5, initial_interval_seconds=0.05),
+    mcp_list=RetryBudget(start_to_close_seconds=5, maximum_attempts=2, initial_interval_seconds=0.05),
+    mcp_call=RetryBudget(start_to_close_seconds=120, maximum_attempts=2, initial_interval_seconds=0.05),
+    mcp_heartbeat_seconds=3,
+    approval_timeout_seconds=120,
 )
 
 
 @pytest.fixture(scope="session")
 def backend() -> ScriptedBackend:
     server = ScriptedBackend().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mcp_server() -> McpTestServer:
+    server = McpTestServer("streamable").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mcp_sse_server() -> McpTestServer:
+    server = McpTestServer("sse").start()
     yield server
     server.stop()
 
@@ -92,6 +114,7 @@ async def running_stack(
         database_url=f"sqlite:///{data_dir / 'responses.db'}",
         inference_base_url=backend.base_url,
         execution=execution,
+        secrets_key=SECRETS_KEY,
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:

@@ -36,7 +36,38 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     _add_cluster_options(serve)
+
+    approve = commands.add_parser("approve", help="approve (or deny) an MCP call a background response waits for")
+    approve.add_argument("response_id")
+    approve.add_argument("approval_request_id")
+    approve.add_argument("--deny", action="store_true", help="deny the call instead of approving it")
+    approve.add_argument("--reason", default=None, help="why (the model is told, on a denial)")
+    approve.add_argument("--api-url", default=os.environ.get("DURABLE_RESPONSES_URL", "http://127.0.0.1:8000"),
+                         help="the durable-responses API (default $DURABLE_RESPONSES_URL or http://127.0.0.1:8000)")
     return parser
+
+
+def _approve(args: argparse.Namespace) -> int:
+    """POST /v1/responses/{id}/approvals, so the API's checks apply; prints the response."""
+    import httpx
+
+    body = {"approval_request_id": args.approval_request_id, "approve": not args.deny}
+    if args.reason is not None:
+        body["reason"] = args.reason
+    url = f"{args.api_url.rstrip('/')}/v1/responses/{args.response_id}/approvals"
+    try:
+        answer = httpx.post(url, json=body, timeout=60)
+    except httpx.HTTPError as error:
+        print(f"cannot reach {args.api_url}: {error}", file=sys.stderr)
+        return 2
+    if answer.status_code != 200:
+        message = answer.json().get("error", {}).get("message", answer.text) if answer.content else answer.text
+        print(f"refused ({answer.status_code}): {message}", file=sys.stderr)
+        return 1
+    response = answer.json()
+    verb = "denied" if args.deny else "approved"
+    print(f"{verb} {args.approval_request_id}; response {response['id']} is {response['status']}")
+    return 0
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -68,6 +99,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.command == "approve":
+        sys.exit(_approve(args))
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "transitions"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from store.secret_box import SecretBox
 from worker.roles import run_api
 from worker.settings import Settings
 
@@ -79,6 +81,16 @@ def stop_child(child: subprocess.Popen, timeout: float = 10) -> None:
         child.wait()
 
 
+def secrets_key_in(directory: Path) -> str:
+    """The data directory's own SECRETS_KEY, made on first start, readable by its owner only."""
+    path = directory / "secrets.key"
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(SecretBox.new_key())
+    return path.read_text().strip()
+
+
 async def run_dev(host: str, port: int, data_dir: str, temporal_port: int, stop: asyncio.Event) -> int:
     directory = Path(data_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -87,6 +99,8 @@ async def run_dev(host: str, port: int, data_dir: str, temporal_port: int, stop:
         temporal_address=f"127.0.0.1:{temporal_port}",
         database_url=f"sqlite:///{directory / 'responses.db'}",
     )
+    if not settings.secrets_key:
+        settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
     child = start_temporal(directory, temporal_port, ui_port)
     announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory))
     try:

@@ -17,6 +17,7 @@ from api.app import create_app
 from api.runner import ResponseRunner
 from store.database import create_engine, create_schema
 from store.repository import ResponseRepository
+from store.secret_box import SecretBox
 from worker.orphans import OrphanSweeper
 from worker.settings import Settings
 from worker.temporal import build_worker, connect
@@ -30,7 +31,10 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     await create_schema(engine)
     try:
         yield ResponseRepository(
-            engine, stream_poll_seconds=settings.stream_poll_seconds, cancel_poll_seconds=settings.cancel_poll_seconds
+            engine,
+            stream_poll_seconds=settings.stream_poll_seconds,
+            cancel_poll_seconds=settings.cancel_poll_seconds,
+            secret_box=SecretBox(settings.secrets_key) if settings.secrets_key else None,
         )
     finally:
         await engine.dispose()

@@ -32,6 +32,11 @@ class Settings(BaseModel):
     stream_poll_seconds: float = 0.02
     cancel_poll_seconds: float = 0.25
     workflow_task_timeout_seconds: float = 10.0
+    secrets_key: str = Field(default="", repr=False)
+    """Seals MCP `headers`/`authorization` in the store; API and workers need the same one."""
+    max_cached_workflows: int = 1000
+    """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
+    approval beyond that costs no worker memory, and is replayed from history when it resumes."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -42,6 +47,16 @@ class Settings(BaseModel):
                 initial_interval_seconds=_env_float("INFERENCE_RETRY_INITIAL_SECONDS", 1),
                 maximum_interval_seconds=_env_float("INFERENCE_RETRY_MAX_SECONDS", 30),
             ),
+            mcp_list=RetryBudget(
+                start_to_close_seconds=_env_float("MCP_LIST_TIMEOUT_SECONDS", 30),
+                maximum_attempts=_env_int("MCP_MAX_ATTEMPTS", 3),
+            ),
+            mcp_call=RetryBudget(
+                start_to_close_seconds=_env_float("MCP_CALL_TIMEOUT_SECONDS", 6 * 3600),
+                maximum_attempts=_env_int("MCP_MAX_ATTEMPTS", 3),
+            ),
+            mcp_heartbeat_seconds=_env_float("MCP_HEARTBEAT_SECONDS", 30),
+            approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
         )
         values: dict[str, object] = {
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL", "https://api.openai.com/v1"),
@@ -50,6 +65,8 @@ class Settings(BaseModel):
             "stream_poll_seconds": _env_float("STREAM_POLL_SECONDS", 0.02),
             "cancel_poll_seconds": _env_float("CANCEL_POLL_SECONDS", 0.25),
             "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
+            "secrets_key": os.environ.get("SECRETS_KEY", ""),
+            "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
         }
         for name, env in (
             ("temporal_address", "TEMPORAL_ADDRESS"),

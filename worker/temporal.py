@@ -9,6 +9,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.inference import InferenceActivities
+from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from store.repository import ResponseRepository
 from worker.settings import Settings
@@ -44,10 +45,15 @@ SANDBOX = SandboxedWorkflowRunner(
 def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
     inference = InferenceActivities(repository, inference_client(settings))
     store = StoreActivities(repository)
+    mcp = McpActivities(repository)
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[ResponseWorkflow],
         workflow_runner=SANDBOX,
-        activities=[inference.run_inference, store.record_status, store.finalize_response],
+        activities=[
+            inference.run_inference, store.record_status, store.finalize_response,
+            mcp.list_mcp_tools, mcp.call_mcp_tool, mcp.emit_events,
+        ],
+        max_cached_workflows=settings.max_cached_workflows,
     )

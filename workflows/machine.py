@@ -16,6 +16,7 @@ from models.errors import DurableResponsesError
 
 class State(str, Enum):
     CREATED = "created"
+    LISTING_TOOLS = "listing_tools"
     INFERRING = "inferring"
     CALLING_TOOLS = "calling_tools"
     AWAITING_APPROVAL = "awaiting_approval"
@@ -29,13 +30,16 @@ TERMINAL = (State.COMPLETED, State.FAILED, State.CANCELLED, State.INCOMPLETE)
 LIVE = [state for state in State if state not in TERMINAL]
 
 TRANSITIONS: list[dict] = [
-    {"trigger": "start", "source": State.CREATED, "dest": State.INFERRING},
-    {"trigger": "execute_approved", "source": State.CREATED, "dest": State.CALLING_TOOLS},
-    {"trigger": "run_tools", "source": State.INFERRING, "dest": State.CALLING_TOOLS},
+    {"trigger": "list_tools", "source": State.CREATED, "dest": State.LISTING_TOOLS},
+    {"trigger": "start", "source": [State.CREATED, State.LISTING_TOOLS], "dest": State.INFERRING},
+    {"trigger": "execute_approved", "source": [State.CREATED, State.LISTING_TOOLS], "dest": State.CALLING_TOOLS},
+    {"trigger": "run_tools", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.CALLING_TOOLS},
     {"trigger": "tools_done", "source": State.CALLING_TOOLS, "dest": State.INFERRING},
     {"trigger": "request_approval", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.AWAITING_APPROVAL},
     {"trigger": "approval_decided", "source": State.AWAITING_APPROVAL, "dest": State.CALLING_TOOLS},
-    {"trigger": "complete", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.COMPLETED},
+    # From AWAITING_APPROVAL: the wait timed out; the request stays open for a follow-up.
+    {"trigger": "complete", "source": [State.INFERRING, State.CALLING_TOOLS, State.AWAITING_APPROVAL],
+     "dest": State.COMPLETED},
     {"trigger": "truncate", "source": State.INFERRING, "dest": State.INCOMPLETE},
     {"trigger": "fail", "source": LIVE, "dest": State.FAILED},
     {"trigger": "cancel", "source": LIVE, "dest": State.CANCELLED},
@@ -44,6 +48,7 @@ TRANSITIONS: list[dict] = [
 # What each state shows as the response's `status`.
 RESPONSE_STATUS = {
     State.CREATED: "queued",
+    State.LISTING_TOOLS: "in_progress",
     State.INFERRING: "in_progress",
     State.CALLING_TOOLS: "in_progress",
     State.AWAITING_APPROVAL: "in_progress",

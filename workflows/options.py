@@ -7,26 +7,42 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-from models.errors import CancelRequestedError, RejectedByUpstreamError
+from models.errors import CancelRequestedError, McpRejectedError, RejectedByUpstreamError, SecretsUnavailableError
 from models.workflow_io import RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
-NON_RETRYABLE = [RejectedByUpstreamError.__name__, CancelRequestedError.__name__]
+NON_RETRYABLE = [
+    RejectedByUpstreamError.__name__, CancelRequestedError.__name__, McpRejectedError.__name__,
+    SecretsUnavailableError.__name__,
+]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the
 # worker: the workflow task is released, so a cancel or a worker crash is handled at once.
 LOCAL_RETRY_THRESHOLD = timedelta(seconds=2)
 
 
+def _retry_policy(budget: RetryBudget) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=budget.initial_interval_seconds),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=budget.maximum_interval_seconds),
+        maximum_attempts=budget.maximum_attempts,
+        non_retryable_error_types=NON_RETRYABLE,
+    )
+
+
 def local_activity_options(budget: RetryBudget) -> dict[str, Any]:
     return {
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
         "local_retry_threshold": LOCAL_RETRY_THRESHOLD,
-        "retry_policy": RetryPolicy(
-            initial_interval=timedelta(seconds=budget.initial_interval_seconds),
-            backoff_coefficient=2.0,
-            maximum_interval=timedelta(seconds=budget.maximum_interval_seconds),
-            maximum_attempts=budget.maximum_attempts,
-            non_retryable_error_types=NON_RETRYABLE,
-        ),
+        "retry_policy": _retry_policy(budget),
+    }
+
+
+def tool_call_options(budget: RetryBudget, heartbeat_seconds: float) -> dict[str, Any]:
+    """A regular activity: it may run for hours on any worker, and is watched by heartbeats."""
+    return {
+        "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
+        "heartbeat_timeout": timedelta(seconds=heartbeat_seconds),
+        "retry_policy": _retry_policy(budget),
     }

@@ -1,32 +1,55 @@
 """`ResponseWorkflow`: one per response, workflow id = response id.
 
-The loop: infer, decide the next step (pure), act on it, until the machine reaches a
-terminal state; then the final response is written by a store activity and returned.
-Activities are addressed by name so this module imports no I/O code.
+The loop: list the MCP servers' tools (those the chain has not listed), run the calls a
+previous response's approvals allow, then turn after turn infer, and act on the typed next
+step (pure, `workflows/turn.py`) until the machine reaches a terminal state; then the final
+response is written by a store activity and returned. Activities are addressed by name so
+this module imports no I/O code.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
+        CallMcpToolInput,
+        CallMcpToolResult,
+        EmitEventsInput,
+        EmitEventsResult,
         FinalizeInput,
         FinalizeResult,
         InferenceInput,
         InferenceResult,
+        ListMcpToolsInput,
+        ListMcpToolsResult,
         RecordStatusInput,
         RecordStatusResult,
     )
-    from models.errors import CancelRequestedError
+    from models.errors import CancelRequestedError, DurableResponsesError
+    from models.events import StreamEvent, list_tools_closing, mcp_call_closing
+    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
+    from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
-    from models.workflow_io import ResponseWorkflowInput
-    from workflows.machine import IllegalTransition, ResponseMachine
-    from workflows.options import local_activity_options
+    from models.tools import McpTool
+    from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
+    from workflows.catalogue import mcp_functions
+    from workflows.machine import IllegalTransition, ResponseMachine, State
+    from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step
+
+
+class ResponseFailed(DurableResponsesError):
+    """Raised in the workflow to end the response `failed` with this message."""
+
+    def __init__(self, message: str, code: str = "server_error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 @workflow.defn(name="ResponseWorkflow")
@@ -34,14 +57,20 @@ class ResponseWorkflow:
     def __init__(self) -> None:
         self.machine = ResponseMachine()
         self.response: Response | None = None
+        self.awaited: dict[str, McpApprovalRequestItem] = {}
+        self.decisions: dict[str, ApprovalDecision] = {}
+        self.tool_results: dict[str, str] = {}
+        """Results of tools run since the last inference call, by chat tool-call id."""
+        self.listings: list[McpListing] = []
 
     @workflow.run
     async def run(self, request: ResponseWorkflowInput) -> Response:
         self.response = request.response
         self.settings = request.settings
         self.emit_events = request.emit_events
+        self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
         try:
-            await self._respond()
+            await self._respond(request)
         except (ActivityError, ApplicationError) as error:
             # An activity cancelled with the workflow, or one that saw the client's cancel in
             # the store first, ends the response cancelled.
@@ -50,6 +79,8 @@ class ResponseWorkflow:
                 self.machine.fire("cancel")
             else:
                 self._fail(failure.message if failure else str(error.cause or error))
+        except ResponseFailed as error:
+            self._fail(error.message, error.code)
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
@@ -64,37 +95,227 @@ class ResponseWorkflow:
     def current_response(self) -> Response | None:
         return self._snapshot()
 
-    async def _respond(self) -> None:
-        assert self.response is not None
-        if self.response.background:
-            await self._record_status("in_progress")
-        self.machine.fire("start")
-        result = await workflow.execute_local_activity(
-            "run_inference",
-            InferenceInput(
-                response=self.response, emit_events=self.emit_events, output_offset=len(self.response.output)
-            ),
-            result_type=InferenceResult,
-            **local_activity_options(self.settings.inference),
-        )
-        self.response.output.extend(result.output)
-        self.response.usage = (self.response.usage or Usage()) + result.usage
-        step = next_step(result)
-        match step.type:
-            case "finish":
-                self.machine.fire(step.trigger)
-                if step.incomplete_reason is not None:
-                    self.response.incomplete_details = IncompleteDetails(reason=step.incomplete_reason)
+    @workflow.update(name="decide_approval")
+    async def decide_approval(self, update: ApprovalUpdate) -> ApprovalUpdateResult:
+        request = self.awaited[update.approval_request_id]
+        self.decisions[request.id] = ApprovalDecision(request=request, approve=update.approve, reason=update.reason)
+        return ApprovalUpdateResult()
 
-    def _fail(self, message: str) -> None:
+    @decide_approval.validator
+    def _validate_decision(self, update: ApprovalUpdate) -> None:
+        """Runs before the update touches history: a refused decision leaves no trace."""
+        request_id = update.approval_request_id
+        if request_id in self.decisions:
+            raise ApplicationError(f"approval request '{request_id}' has already been answered",
+                                   type="ApprovalAlreadyAnswered")
+        if self.machine.state != State.AWAITING_APPROVAL:
+            raise ApplicationError(f"the response is {self.machine.response_status} and waits for no approval",
+                                   type="NotAwaitingApproval")
+        if request_id not in self.awaited:
+            raise ApplicationError(f"the response has no approval request '{request_id}'",
+                                   type="UnknownApprovalRequest")
+
+    # ---- the loop ----------------------------------------------------------------------
+
+    async def _respond(self, request: ResponseWorkflowInput) -> None:
+        response = self.response
+        assert response is not None
+        if response.background:
+            await self._record_status("in_progress")
+        if self.servers:
+            self.machine.fire("list_tools")
+            await self._list_tools(request.listings)
+        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings})
+        if request.approvals:
+            self.machine.fire("execute_approved")
+            await self._run_calls(self._apply(request.approvals))
+            self.machine.fire("tools_done")
+        else:
+            self.machine.fire("start")
+        turn = 0
+        while True:
+            turn_start = len(response.output)
+            result = await workflow.execute_local_activity(
+                "run_inference",
+                InferenceInput(
+                    response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
+                    tool_results=self.tool_results, mcp_functions=functions,
+                ),
+                result_type=InferenceResult,
+                **local_activity_options(self.settings.inference),
+            )
+            self.tool_results = {}
+            response.output.extend(result.output)
+            response.usage = (response.usage or Usage()) + result.usage
+            while True:
+                step = next_step(response.output, turn_start, result.finish_reason, self.decisions,
+                                 can_wait=response.background)
+                match step.type:
+                    case "finish":
+                        self.machine.fire(step.trigger)
+                        if step.incomplete_reason is not None:
+                            response.incomplete_details = IncompleteDetails(reason=step.incomplete_reason)
+                        return
+                    case "run_tools":
+                        self.machine.fire("run_tools")
+                        await self._run_calls(list(step.indexes))
+                    case "await_approval":
+                        if not await self._await_approval(step.requests):
+                            self.machine.fire("complete")  # the requests stay open for a follow-up
+                            return
+                        self.machine.fire("approval_decided")
+                        self._apply([self.decisions[request.id] for request in step.requests])
+                    case "infer":
+                        self.machine.fire("tools_done")
+                        break
+            turn += 1
+
+    # ---- MCP: listing, calls, approvals ------------------------------------------------
+
+    async def _list_tools(self, known: list[McpListing]) -> None:
+        """Servers the chain listed at the same URL keep that listing; the rest are listed now,
+        in parallel, each as an `mcp_list_tools` item."""
+        response = self.response
+        assert response is not None
+        reusable = {listing.item.server_label: listing for listing in known}
+        self.listings = [listing for listing in known if listing.item.server_label not in self.servers]
+        to_list: list[McpTool] = []
+        for label, tool in self.servers.items():
+            listing = reusable.get(label)
+            if listing is not None and listing.server_url == tool.server_url:
+                self.listings.append(listing)
+            else:
+                to_list.append(tool)
+        offset = len(response.output)
+        items = await asyncio.gather(*(self._list_one(tool, offset + position) for position, tool in enumerate(to_list)))
+        response.output.extend(items)
+        self.listings.extend(McpListing(server_url=tool.server_url or "", item=item)
+                             for tool, item in zip(to_list, items) if item.error is None)
+        failed = [item for item in items if item.error is not None]
+        if failed:
+            raise ResponseFailed("; ".join(item.error or "" for item in failed), code="mcp_list_tools_failed")
+
+    async def _list_one(self, tool: McpTool, index: int) -> McpListToolsItem:
+        assert self.response is not None
+        item_id = f"mcpl_{workflow.uuid4().hex}"
+        try:
+            result = await workflow.execute_local_activity(
+                "list_mcp_tools",
+                ListMcpToolsInput(response_id=self.response.id, server_label=tool.server_label,
+                                  server_url=tool.server_url or "", item_id=item_id, output_index=index,
+                                  emit_events=self.emit_events),
+                result_type=ListMcpToolsResult,
+                **local_activity_options(self.settings.mcp_list),
+            )
+            return result.item
+        except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
+            message = _failure_message(error, f"Error retrieving tool list from MCP server '{tool.server_label}'")
+            item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
+            await self._emit(list_tools_closing(item, index))
+            return item
+        except ApplicationError as error:  # a local activity's own failure
+            message = f"Error retrieving tool list from MCP server '{tool.server_label}': {error.message}"
+            item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
+            await self._emit(list_tools_closing(item, index))
+            return item
+
+    def _apply(self, decisions: list[ApprovalDecision]) -> list[int]:
+        """Approved requests become calls (appended to the output, returned by index); refused
+        or unanswered ones become what the model is told instead of a result."""
+        response = self.response
+        assert response is not None
+        approved: list[int] = []
+        for decision in decisions:
+            self.decisions[decision.request.id] = decision
+            if not decision.approve:
+                self.tool_results[decision.request.id] = decision.refusal_text()
+                continue
+            request = decision.request
+            response.output.append(McpCallItem(
+                id=f"mcp_{workflow.uuid4().hex}", server_label=request.server_label, name=request.name,
+                arguments=request.arguments, approval_request_id=request.id, status="in_progress",
+            ))
+            approved.append(len(response.output) - 1)
+        return approved
+
+    async def _run_calls(self, indexes: list[int]) -> None:
+        assert self.response is not None
+        if self.response.parallel_tool_calls:
+            await asyncio.gather(*(self._run_call(index) for index in indexes))
+        else:
+            for index in indexes:
+                await self._run_call(index)
+
+    async def _run_call(self, index: int) -> None:
+        response = self.response
+        assert response is not None
+        call = response.output[index]
+        assert isinstance(call, McpCallItem)
+        tool = self.servers.get(call.server_label)
+        if tool is None:
+            finished = call.model_copy(update={"status": "failed", "error": McpHttpError(
+                code=400, message=f"no MCP server with label '{call.server_label}' is in this request's tools")})
+        else:
+            finished = await self._call(call, tool, index)
+        response.output[index] = finished
+        self.tool_results[finished.chat_call_id] = finished.result_text()
+
+    async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> McpCallItem:
+        assert self.response is not None
+        try:
+            result = await workflow.execute_activity(
+                "call_mcp_tool",
+                CallMcpToolInput(response_id=self.response.id, server_url=tool.server_url or "", call=call,
+                                 output_index=index, emit_events=self.emit_events),
+                result_type=CallMcpToolResult,
+                **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds),
+            )
+            return result.call
+        except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
+            code, message = _call_failure(error, call, self.settings.mcp_heartbeat_seconds)
+            finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
+            await self._emit(mcp_call_closing(finished, index))
+            return finished
+
+    async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
+        """Wait for a decision on every request; False when the wait timed out."""
+        self.awaited.update({request.id: request for request in requests})
+        self.machine.fire("request_approval")
+        try:
+            await workflow.wait_condition(
+                lambda: all(request.id in self.decisions for request in requests),
+                timeout=timedelta(seconds=self.settings.approval_timeout_seconds),
+            )
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    # ---- the response ------------------------------------------------------------------
+
+    def _fail(self, message: str, code: str = "server_error") -> None:
         assert self.response is not None
         self.machine.fire("fail")
-        self.response.error = ResponseErrorInfo(code="server_error", message=message)
+        self.response.error = ResponseErrorInfo(code=code, message=message)
 
     def _snapshot(self) -> Response | None:
         if self.response is None:
             return None
         return self.response.model_copy(update={"status": self.machine.response_status})
+
+    async def _emit(self, events: list[StreamEvent]) -> None:
+        if not self.emit_events:
+            return
+        assert self.response is not None
+        await workflow.execute_local_activity(
+            "emit_events",
+            EmitEventsInput(response_id=self.response.id, events=[event.wire() for event in events]),
+            result_type=EmitEventsResult,
+            **local_activity_options(self.settings.store),
+        )
 
     async def _record_status(self, status: str) -> None:
         assert self.response is not None
@@ -112,7 +333,8 @@ class ResponseWorkflow:
         writing = asyncio.ensure_future(
             workflow.execute_local_activity(
                 "finalize_response",
-                FinalizeInput(response=final, emit_events=self.emit_events),
+                FinalizeInput(response=final, emit_events=self.emit_events, tool_results=self.tool_results,
+                              listings=self.listings),
                 result_type=FinalizeResult,
                 **local_activity_options(self.settings.store),
             )
@@ -131,3 +353,25 @@ def _application_failure(error: ActivityError | ApplicationError) -> Application
     regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
     return cause if isinstance(cause, ApplicationError) else None
+
+
+def _failure_message(error: ActivityError, prefix: str) -> str:
+    failure = _application_failure(error)
+    if failure is not None:
+        return failure.message
+    return f"{prefix}: {error.cause or error}"
+
+
+def _call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: float) -> tuple[int, str]:
+    """An HTTP-like code and a message for a call that ran out of attempts."""
+    cause = error.cause
+    if isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT:
+        return 504, (f"MCP server '{call.server_label}' stopped responding while running '{call.name}': "
+                     f"no heartbeat for {heartbeat_seconds:g} s")
+    if isinstance(cause, TimeoutError):
+        return 504, f"MCP tool '{call.name}' on server '{call.server_label}' did not finish in time"
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else {}
+        code = details.get("code", 502) if isinstance(details, dict) else 502
+        return int(code) if isinstance(code, int) and code >= 100 else 502, cause.message
+    return 502, f"MCP tool '{call.name}' on server '{call.server_label}' failed: {cause or error}"

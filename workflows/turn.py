@@ -1,11 +1,16 @@
-"""Pure: what the model returned -> the next step, as a typed result (no flags)."""
+"""Pure: the state of the current turn -> the next step, as a typed result (no flags).
+
+A turn is one inference call and what follows from it: MCP calls to run, approvals to wait
+for, then another inference call with their results, or the end of the response.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
-from models.activity_io import InferenceResult
+from models.items import McpApprovalRequestItem
 
 
 @dataclass(frozen=True)
@@ -17,14 +22,52 @@ class Finish:
     type: Literal["finish"] = "finish"
 
 
-NextStep = Union[Finish]
+@dataclass(frozen=True)
+class RunTools:
+    """Run these MCP calls (by output index)."""
+
+    indexes: tuple[int, ...]
+    type: Literal["run_tools"] = "run_tools"
 
 
-def next_step(result: InferenceResult) -> NextStep:
-    match result.finish_reason:
+@dataclass(frozen=True)
+class AwaitApproval:
+    """Wait (a background response) for a decision on each of these requests."""
+
+    requests: tuple[McpApprovalRequestItem, ...]
+    type: Literal["await_approval"] = "await_approval"
+
+
+@dataclass(frozen=True)
+class Infer:
+    """Tools ran or were refused: show the model their results."""
+
+    type: Literal["infer"] = "infer"
+
+
+NextStep = Union[Finish, RunTools, AwaitApproval, Infer]
+
+
+def next_step(
+    output: Sequence[Any], turn_start: int, finish_reason: str, decided: Collection[str], *, can_wait: bool
+) -> NextStep:
+    """`output[turn_start:]` is this turn's; `decided` the approval requests answered so far;
+    `can_wait`: the response may wait for approvals (background) instead of ending with them."""
+    match finish_reason:
         case "length":
             return Finish(trigger="truncate", incomplete_reason="max_output_tokens")
         case "content_filter":
             return Finish(trigger="truncate", incomplete_reason="content_filter")
-    # Function calls are the client's to run: the response completes with them in `output`.
+    turn = list(enumerate(output))[turn_start:]
+    unrun = tuple(index for index, item in turn if item.type == "mcp_call" and not item.has_run)
+    if unrun:
+        return RunTools(unrun)
+    if any(item.type == "function_call" for _, item in turn):
+        return Finish(trigger="complete")  # function calls are the client's to run
+    pending = tuple(item for _, item in turn if item.type == "mcp_approval_request" and item.id not in decided)
+    if pending:
+        return AwaitApproval(pending) if can_wait else Finish(trigger="complete")
+    answered = any(item.type == "mcp_approval_request" for _, item in turn)
+    if answered or any(item.type == "mcp_call" for _, item in turn):
+        return Infer()
     return Finish(trigger="complete")

@@ -1,0 +1,164 @@
+"""MCP activities: list a server's tools, call one tool.
+
+Listing is short and runs as a local activity. A call may take hours: it runs as a regular
+activity and heartbeats for as long as there is a sign of life — the tool's progress
+notifications, or the server answering a ping while the tool runs. A worker that dies, or
+an MCP server that hangs, stops the heartbeats, and Temporal's heartbeat timeout ends the
+attempt. Retries belong to Temporal: failures that retrying can mend are raised, the rest
+become the call's `error`, which the model is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import TypeVar
+
+from mcp import Client
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.mcp_client import connected, content_json, listed_tool, output_text
+from models.activity_io import (
+    CallMcpToolInput,
+    CallMcpToolResult,
+    EmitEventsInput,
+    EmitEventsResult,
+    ListMcpToolsInput,
+    ListMcpToolsResult,
+)
+from models.errors import McpRejectedError, McpServerError, McpUnreachableError, SecretsUnavailableError
+from models.events import (
+    StreamEvent,
+    list_tools_closing,
+    list_tools_opening,
+    mcp_call_closing,
+    mcp_call_opening,
+)
+from models.items import McpCallItem, McpHttpError, McpListToolsItem, McpProtocolError, McpToolExecutionError
+from store.repository import ResponseRepository
+
+T = TypeVar("T")
+
+INVALID_PARAMS = -32602
+
+
+class McpActivities:
+    def __init__(self, repository: ResponseRepository) -> None:
+        self.repository = repository
+
+    @activity.defn(name="list_mcp_tools")
+    async def list_mcp_tools(self, request: ListMcpToolsInput) -> ListMcpToolsResult:
+        item = McpListToolsItem(id=request.item_id, server_label=request.server_label)
+        if request.emit_events:
+            await self._emit(request.response_id, list_tools_opening(item, request.output_index))
+        headers = await self._headers(request.response_id, request.server_label)
+        try:
+            async with connected(request.server_label, request.server_url, headers) as client:
+                listed = await client.list_tools()
+                tools = list(listed.tools)
+                while listed.next_cursor:
+                    listed = await client.list_tools(cursor=listed.next_cursor)
+                    tools.extend(listed.tools)
+        except McpServerError as error:
+            raise _application_error(error) from error
+        item = item.model_copy(update={"tools": [listed_tool(tool) for tool in tools]})
+        if request.emit_events:
+            await self._emit(request.response_id, list_tools_closing(item, request.output_index))
+        return ListMcpToolsResult(item=item)
+
+    @activity.defn(name="call_mcp_tool")
+    async def call_mcp_tool(self, request: CallMcpToolInput) -> CallMcpToolResult:
+        call = request.call
+        if request.emit_events:
+            await self._emit(request.response_id, mcp_call_opening(call, request.output_index))
+        finished = await self._call(request)
+        if request.emit_events:
+            await self._emit(request.response_id, mcp_call_closing(finished, request.output_index))
+        return CallMcpToolResult(call=finished)
+
+    @activity.defn(name="emit_events")
+    async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:
+        """Events of steps the workflow itself ends (a call or listing that ran out of retries)."""
+        return EmitEventsResult(appended=await self.repository.events.append_once(request.response_id, request.events))
+
+    async def _call(self, request: CallMcpToolInput) -> McpCallItem:
+        call = request.call
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            error = McpProtocolError(code=INVALID_PARAMS, message=f"arguments are not a JSON object: {call.arguments!r}")
+            return call.model_copy(update={"error": error, "status": "failed"})
+        headers = await self._headers(request.response_id, call.server_label)
+        try:
+            async with connected(call.server_label, request.server_url, headers) as client:
+                result = await _while_alive(client, call.server_label, client.call_tool(
+                    call.name, arguments, progress_callback=_beat_on_progress))
+        except McpRejectedError as error:
+            failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol
+                       else McpHttpError(code=error.code, message=error.message))
+            return call.model_copy(update={"error": failure, "status": "failed"})
+        except McpServerError as error:
+            raise _application_error(error) from error
+        if result.is_error:
+            failure = McpToolExecutionError(content=content_json(result))
+            return call.model_copy(update={"error": failure, "status": "failed"})
+        return call.model_copy(update={"output": output_text(result), "status": "completed"})
+
+    async def _headers(self, response_id: str, server_label: str) -> dict[str, str]:
+        try:
+            secrets = await self.repository.mcp_secrets(response_id, server_label)
+        except SecretsUnavailableError as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
+        return secrets.http_headers() if secrets else {}
+
+    async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
+        await self.repository.events.append_once(response_id, [event.wire() for event in events])
+
+
+async def _beat_on_progress(progress: float, total: float | None, message: str | None) -> None:
+    activity.heartbeat({"progress": progress, "total": total, "message": message})
+
+
+async def _while_alive(client: Client, label: str, work: Awaitable[T]) -> T:
+    """Run `work`, heartbeating while the server answers pings. A server silent for two
+    heartbeat timeouts is given up here too (Temporal has timed the attempt out by then), so
+    no worker keeps a hung call."""
+    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
+    interval = timeout.total_seconds() / 3
+    task = asyncio.ensure_future(work)
+    activity.heartbeat()
+    loop = asyncio.get_running_loop()
+    last_sign_of_life = loop.time()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=interval)
+            if done:
+                return task.result()
+            try:
+                await asyncio.wait_for(client.send_ping(), timeout=interval)
+            except Exception:  # noqa: BLE001 - no answer is no sign of life
+                if loop.time() - last_sign_of_life > 2 * timeout.total_seconds():
+                    raise McpUnreachableError(
+                        f"MCP server '{label}' stopped answering (no sign of life for "
+                        f"{timeout.total_seconds():g} s)", code=504,
+                    ) from None
+                continue
+            last_sign_of_life = loop.time()
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _application_error(error: McpServerError) -> ApplicationError:
+    return ApplicationError(
+        error.message,
+        {"code": error.code},
+        type=type(error).__name__,
+        non_retryable=isinstance(error, McpRejectedError),
+    )

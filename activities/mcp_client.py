@@ -1,0 +1,102 @@
+"""A session with one remote MCP server, and what its failures mean.
+
+The transport follows the URL, as most MCP clients do: a path ending in `/sse` is the
+older HTTP+SSE transport, anything else streamable HTTP. Every failure leaves as an
+`McpServerError` that says whether retrying can help.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from models.errors import McpRejectedError, McpServerError, McpUnreachableError
+from models.items import McpListedTool
+
+RETRYABLE_STATUS = frozenset({408, 429})
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def is_sse(url: str) -> bool:
+    return urlparse(url).path.rstrip("/").endswith("/sse")
+
+
+@asynccontextmanager
+async def connected(label: str, url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
+    """An initialized MCP client session; failures to connect raise `McpServerError`."""
+    # No read timeout: a tool may take hours. A server that stops answering is found by the
+    # caller's pings (see activities/mcp.py), a hung listing by its activity's timeout.
+    timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=None)
+    try:
+        if is_sse(url):
+            async with Client(sse_client(url, headers=headers, timeout=CONNECT_TIMEOUT_SECONDS,
+                                         sse_read_timeout=24 * 3600)) as client:
+                yield client
+        else:
+            async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    yield client
+    except McpServerError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every failure is classified
+        raise classify(label, error) from error
+
+
+def classify(label: str, error: BaseException) -> McpServerError:
+    """Whether retrying can help: connection failures, timeouts, 408/429/5xx can."""
+    leaf = _first_leaf(error)
+    where = f"MCP server '{label}'"
+    if isinstance(leaf, McpServerError):
+        return leaf
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        status = leaf.response.status_code
+        message = f"{where} answered HTTP {status}"
+        if status in RETRYABLE_STATUS or status >= 500:
+            return McpUnreachableError(message, code=status)
+        return McpRejectedError(message, code=status)
+    if isinstance(leaf, httpx2.TimeoutException | TimeoutError):
+        return McpUnreachableError(f"{where} did not answer in time", code=504)
+    if isinstance(leaf, httpx2.TransportError | OSError):
+        return McpUnreachableError(f"{where} cannot be reached: {leaf or type(leaf).__name__}", code=502)
+    if isinstance(leaf, MCPError):
+        return McpRejectedError(f"{where} answered with an error: {leaf.error.message}", code=leaf.error.code,
+                                protocol=True)
+    return McpUnreachableError(f"{where} failed: {type(leaf).__name__}: {leaf}", code=502)
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def listed_tool(tool: mcp_types.Tool) -> McpListedTool:
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
+    return McpListedTool(
+        name=tool.name, input_schema=tool.input_schema or {}, description=tool.description, annotations=annotations
+    )
+
+
+def output_text(result: mcp_types.CallToolResult) -> str:
+    """A tool result as text, as OpenAI's `mcp_call.output` carries it."""
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return json.dumps([block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content])
+
+
+def content_json(result: mcp_types.CallToolResult) -> list[dict[str, Any]]:
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]

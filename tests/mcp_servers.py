@@ -1,0 +1,115 @@
+"""Real MCP servers for the tests: the `mcp` package's `MCPServer`, served by uvicorn over
+streamable HTTP or SSE in a thread of its own (so it keeps answering whatever the test's
+loop does). It records every HTTP request's headers and every tool call."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+READ_ONLY = mcp_types.ToolAnnotations(readOnlyHint=True)
+
+
+@dataclass
+class McpTestServer:
+    transport: Literal["streamable", "sse"] = "streamable"
+    name: str = "test-tools"
+    headers_seen: list[dict[str, str]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._server: uvicorn.Server | None = None
+        self._lock = threading.Lock()
+        self.release = threading.Event()
+        """Set to let `wait_for_release` calls return."""
+
+    @property
+    def url(self) -> str:
+        path = "/sse" if self.transport == "sse" else "/mcp"
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def calls_of(self, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [arguments for called, arguments in self.calls if called == name]
+
+    def _record(self, name: str, arguments: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls.append((name, arguments))
+
+    def build(self) -> MCPServer:
+        server = MCPServer(self.name)
+
+        @server.tool(description="Add two integers.", annotations=READ_ONLY)
+        def add(a: int, b: int) -> int:
+            self._record("add", {"a": a, "b": b})
+            return a + b
+
+        @server.tool(description="Look up the weather in a city.", annotations=READ_ONLY)
+        def weather(city: str) -> str:
+            self._record("weather", {"city": city})
+            return f"sunny in {city}"
+
+        @server.tool(description="Delete a file. Cannot be undone.")
+        def delete_file(path: str) -> str:
+            self._record("delete_file", {"path": path})
+            return f"deleted {path}"
+
+        @server.tool(description="Fail, always.")
+        def explode() -> str:
+            self._record("explode", {})
+            raise ValueError("the tool exploded")
+
+        @server.tool(description="Take a while, then answer.")
+        async def slow(seconds: float) -> str:
+            self._record("slow", {"seconds": seconds})
+            await asyncio.sleep(seconds)
+            return f"done after {seconds:g} s"
+
+        @server.tool(description="Hang the whole server: it answers nothing for a while.")
+        async def hang(seconds: float) -> str:
+            self._record("hang", {"seconds": seconds})
+            time.sleep(seconds)  # blocks the server's event loop: pings go unanswered
+            return "woke up"
+
+        @server.tool(description="Say which headers the server saw on this call.")
+        def whoami() -> str:
+            self._record("whoami", {})
+            with self._lock:
+                last = self.headers_seen[-1] if self.headers_seen else {}
+            return f"authorization={last.get('authorization', '')} x-api-key={last.get('x-api-key', '')}"
+
+        return server
+
+    def start(self) -> "McpTestServer":
+        server = self.build()
+        app = server.sse_app() if self.transport == "sse" else server.streamable_http_app()
+
+        async def recording(scope, receive, send):  # noqa: ANN001 - ASGI
+            if scope["type"] == "http":
+                headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
+                with self._lock:
+                    self.headers_seen.append(headers)
+            await app(scope, receive, send)
+
+        config = uvicorn.Config(recording, host="127.0.0.1", port=0, log_level="warning")
+        self._server = uvicorn.Server(config)
+        threading.Thread(target=self._server.run, name=f"mcp-{self.transport}", daemon=True).start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the MCP test server did not start")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
