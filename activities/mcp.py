@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import TypeVar
 
 from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -42,6 +44,9 @@ from store.repository import ResponseRepository
 
 T = TypeVar("T")
 
+# Sessions use the initialize handshake (activities/mcp_client.py), where `ping` is current.
+warnings.filterwarnings("ignore", message="ping is removed", category=MCPDeprecationWarning)
+
 INVALID_PARAMS = -32602
 
 
@@ -51,12 +56,13 @@ class McpActivities:
 
     @activity.defn(name="list_mcp_tools")
     async def list_mcp_tools(self, request: ListMcpToolsInput) -> ListMcpToolsResult:
-        item = McpListToolsItem(id=request.item_id, server_label=request.server_label)
+        tool = request.tool
+        item = McpListToolsItem(id=request.item_id, server_label=tool.server_label)
         if request.emit_events:
             await self._emit(request.response_id, list_tools_opening(item, request.output_index))
-        headers = await self._headers(request.response_id, request.server_label)
+        headers = await self._headers(request.response_id, tool.server_label)
         try:
-            async with connected(request.server_label, request.server_url, headers) as client:
+            async with connected(tool.server_label, tool.server_url or "", headers) as client:
                 listed = await client.list_tools()
                 tools = list(listed.tools)
                 while listed.next_cursor:
@@ -64,7 +70,9 @@ class McpActivities:
                     tools.extend(listed.tools)
         except McpServerError as error:
             raise _application_error(error) from error
-        item = item.model_copy(update={"tools": [listed_tool(tool) for tool in tools]})
+        # Only the tools `allowed_tools` lets through are listed, and offered to the model.
+        listed = [listed_tool(each) for each in tools]
+        item = item.model_copy(update={"tools": [each for each in listed if tool.allows(each.name, each.read_only)]})
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
         return ListMcpToolsResult(item=item)

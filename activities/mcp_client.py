@@ -25,6 +25,9 @@ from models.errors import McpRejectedError, McpServerError, McpUnreachableError
 from models.items import McpListedTool
 
 RETRYABLE_STATUS = frozenset({408, 429})
+# The initialize handshake every MCP server speaks; the 2026-07-28 protocol drops `ping`,
+# which a long call needs to tell a working server from a hung one.
+PROTOCOL_MODE = "legacy"
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 
@@ -41,11 +44,11 @@ async def connected(label: str, url: str, headers: dict[str, str]) -> AsyncItera
     try:
         if is_sse(url):
             async with Client(sse_client(url, headers=headers, timeout=CONNECT_TIMEOUT_SECONDS,
-                                         sse_read_timeout=24 * 3600)) as client:
+                                         sse_read_timeout=24 * 3600), mode=PROTOCOL_MODE) as client:
                 yield client
         else:
             async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
+                async with Client(streamable_http_client(url, http_client=http), mode=PROTOCOL_MODE) as client:
                     yield client
     except McpServerError:
         raise

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from models.items import McpCallItem, McpListToolsItem, OutputItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
+from models.tools import McpTool
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
@@ -56,8 +57,8 @@ class FinalizeInput(BaseModel):
 
 class ListMcpToolsInput(BaseModel):
     response_id: str
-    server_label: str
-    server_url: str
+    tool: McpTool
+    """The request's tool, redacted: the activity reads its secrets from the store."""
     item_id: str
     output_index: int
     emit_events: bool = False

@@ -23,6 +23,8 @@ class McpTestServer:
     name: str = "test-tools"
     headers_seen: list[dict[str, str]] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    """(start, end) of each `slow` call, by the monotonic clock."""
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -70,7 +72,10 @@ class McpTestServer:
         @server.tool(description="Take a while, then answer.")
         async def slow(seconds: float) -> str:
             self._record("slow", {"seconds": seconds})
+            started = time.monotonic()
             await asyncio.sleep(seconds)
+            with self._lock:
+                self.intervals.append((started, time.monotonic()))
             return f"done after {seconds:g} s"
 
         @server.tool(description="Hang the whole server: it answers nothing for a while.")

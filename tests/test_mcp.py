@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import openai
 import pytest
 
-from tests.conftest import Stack
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -44,3 +42,160 @@ async def test_list_call_and_answer(
     tool_message = second["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": call.id, "content": "5"}
     assert second["messages"][-2]["tool_calls"][0]["id"] == call.id
+
+
+@pytest.mark.parametrize(
+    ("allowed_tools", "offered"),
+    [
+        (["add", "weather"], {"add", "weather"}),
+        ({"tool_names": ["delete_file"]}, {"delete_file"}),
+        ({"read_only": True}, {"add", "weather"}),
+    ],
+    ids=["list", "filter-names", "filter-read-only"],
+)
+async def test_allowed_tools_limit_the_listing_and_what_the_model_sees(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer,
+    allowed_tools: object, offered: set[str],
+):
+    backend.script(model, [Reply(text="ok")])
+    response = await sdk.responses.create(
+        model=model, input="hi", tools=[mcp_tool(mcp_server, allowed_tools=allowed_tools)]
+    )
+    assert {tool.name for tool in response.output[0].tools} == offered
+    assert {tool["function"]["name"] for tool in backend.requests(model)[0]["tools"]} == offered
+
+
+@pytest.mark.parametrize(
+    ("require_approval", "gated"),
+    [
+        (None, {"add", "delete_file"}),  # OpenAI's default: always
+        ("always", {"add", "delete_file"}),
+        ("never", set()),
+        ({"never": {"tool_names": ["add"]}}, {"delete_file"}),
+        ({"always": {"tool_names": ["delete_file"]}}, {"delete_file"}),
+        ({"never": {"read_only": True}}, {"delete_file"}),
+        ({"always": {"tool_names": ["add"]}, "never": {"tool_names": ["delete_file"]}}, {"add"}),
+    ],
+    ids=["absent", "always", "never", "never-names", "always-names", "never-read-only", "both"],
+)
+async def test_require_approval_forms(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer,
+    require_approval: object, gated: set[str],
+):
+    options = {} if require_approval is None else {"require_approval": require_approval}
+    for tool_name, arguments in (("add", {"a": 1, "b": 1}), ("delete_file", {"path": f"/tmp/{model}"})):
+        backend.script(model, [Reply(tool_calls=[(tool_name, arguments)]), Reply(text="done")])
+        response = await sdk.responses.create(model=model, input="go", tools=[mcp_tool(mcp_server, **options)])
+        assert response.status == "completed"
+        if tool_name in gated:
+            last = response.output[-1]
+            assert last.type == "mcp_approval_request" and last.name == tool_name
+            assert json.loads(last.arguments) == arguments and last.server_label == "tools"
+            assert not any(item.type == "mcp_call" for item in response.output)
+        else:
+            assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_call", "message"]
+            assert response.output[1].name == tool_name and response.output[1].status == "completed"
+        backend.script(model, [])  # the second reply is left unused when the call is gated
+        while backend._scripts[model]:
+            backend._scripts[model].popleft()
+    gated_paths = [arguments["path"] for arguments in mcp_server.calls_of("delete_file")]
+    assert (f"/tmp/{model}" in gated_paths) == ("delete_file" not in gated)
+
+
+async def test_several_servers_in_one_request(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+    mcp_server: McpTestServer, mcp_sse_server: McpTestServer,
+):
+    backend.script(model, [
+        Reply(tool_calls=[("first__add", {"a": 1, "b": 2}), ("second__add", {"a": 3, "b": 4})]),
+        Reply(text="3 and 7"),
+    ])
+    response = await sdk.responses.create(model=model, input="add", tools=[
+        mcp_tool(mcp_server, "first", require_approval="never"),
+        mcp_tool(mcp_sse_server, "second", require_approval="never", server_description="the same tools, over SSE"),
+    ])
+    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_list_tools", "mcp_call", "mcp_call",
+                                                      "message"]
+    calls = {item.server_label: item.output for item in response.output if item.type == "mcp_call"}
+    assert calls == {"first": "3", "second": "7"}
+    # Tools of the same name on two servers are told apart by their server label.
+    names = {tool["function"]["name"] for tool in backend.requests(model)[0]["tools"]}
+    assert {"first__add", "second__add", "first__weather", "second__weather"} <= names
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
+async def test_calls_of_one_turn_run_in_parallel_when_allowed(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, parallel: bool,
+):
+    server = McpTestServer().start()
+    try:
+        backend.script(model, [
+            Reply(tool_calls=[("slow", {"seconds": 1}), ("slow", {"seconds": 1})]), Reply(text="both done"),
+        ])
+        response = await sdk.responses.create(model=model, input="go", parallel_tool_calls=parallel,
+                                              tools=[mcp_tool(server, require_approval="never")])
+    finally:
+        server.stop()
+    assert response.output_text == "both done"
+    assert [item.output for item in response.output if item.type == "mcp_call"] == ["done after 1 s"] * 2
+    (first_start, first_end), (second_start, second_end) = sorted(server.intervals)
+    overlapping = second_start < first_end
+    assert overlapping == parallel
+
+
+async def test_a_failing_tool_is_an_error_the_model_sees(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("explode", {})]), Reply(text="the tool failed, sorry")])
+    response = await sdk.responses.create(model=model, input="go",
+                                          tools=[mcp_tool(mcp_server, require_approval="never")])
+    call = response.output[1]
+    assert call.type == "mcp_call" and call.status == "failed" and call.output is None
+    assert call.error.type == "mcp_tool_execution_error"
+    assert "exploded" in json.dumps(call.error.content) or "explode" in json.dumps(call.error.content)
+    assert response.status == "completed" and response.output_text == "the tool failed, sorry"
+    assert backend.requests(model)[1]["messages"][-1]["content"].startswith("Error:")
+
+
+async def test_an_unreachable_server_fails_the_response_naming_it(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    from tests.processes import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    response = await sdk.responses.create(
+        model=model, input="hi", tools=[{"type": "mcp", "server_label": "gone", "server_url": url}]
+    )
+    assert response.status == "failed"
+    assert "gone" in response.error.message and response.error.code == "server_error"
+    listing = response.output[0]
+    assert listing.type == "mcp_list_tools" and listing.tools == [] and "gone" in listing.error
+    assert backend.requests(model) == []  # the model was never asked
+
+
+async def test_headers_and_authorization_reach_the_server(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("whoami", {})]), Reply(text="ok")])
+    response = await sdk.responses.create(model=model, input="who?", tools=[mcp_tool(
+        mcp_server, require_approval="never", headers={"X-Api-Key": "key-123"}, authorization="token-456",
+    )])
+    assert response.output[1].output == "authorization=Bearer token-456 x-api-key=key-123"
+    # The response shows the tool without its secrets.
+    tool = response.tools[0]
+    assert tool.headers is None and tool.authorization is None and tool.server_label == "tools"
+
+
+async def test_a_follow_up_reuses_the_listing_of_its_chain(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(text="first"), Reply(text="second"), Reply(text="third")])
+    tools = [mcp_tool(mcp_server, require_approval="never")]
+    first = await sdk.responses.create(model=model, input="one", tools=tools)
+    second = await sdk.responses.create(model=model, input="two", tools=tools, previous_response_id=first.id)
+    third = await sdk.responses.create(model=model, input="three", tools=tools, previous_response_id=second.id)
+    assert [item.type for item in first.output] == ["mcp_list_tools", "message"]
+    assert [item.type for item in second.output] == ["message"]
+    assert [item.type for item in third.output] == ["message"]
+    # The model still sees the tools, from the listing the chain kept.
+    assert all(len(request["tools"]) == len(first.output[0].tools) for request in backend.requests(model))

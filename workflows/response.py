@@ -193,7 +193,7 @@ class ResponseWorkflow:
                              for tool, item in zip(to_list, items) if item.error is None)
         failed = [item for item in items if item.error is not None]
         if failed:
-            raise ResponseFailed("; ".join(item.error or "" for item in failed), code="mcp_list_tools_failed")
+            raise ResponseFailed("; ".join(item.error or "" for item in failed))
 
     async def _list_one(self, tool: McpTool, index: int) -> McpListToolsItem:
         assert self.response is not None
@@ -201,8 +201,7 @@ class ResponseWorkflow:
         try:
             result = await workflow.execute_local_activity(
                 "list_mcp_tools",
-                ListMcpToolsInput(response_id=self.response.id, server_label=tool.server_label,
-                                  server_url=tool.server_url or "", item_id=item_id, output_index=index,
+                ListMcpToolsInput(response_id=self.response.id, tool=tool, item_id=item_id, output_index=index,
                                   emit_events=self.emit_events),
                 result_type=ListMcpToolsResult,
                 **local_activity_options(self.settings.mcp_list),
