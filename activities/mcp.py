@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import warnings
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import TypeVar
 
 from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -43,9 +41,6 @@ from models.items import McpCallItem, McpHttpError, McpListToolsItem, McpProtoco
 from store.repository import ResponseRepository
 
 T = TypeVar("T")
-
-# Sessions use the initialize handshake (activities/mcp_client.py), where `ping` is current.
-warnings.filterwarnings("ignore", message="ping is removed", category=MCPDeprecationWarning)
 
 INVALID_PARAMS = -32602
 
@@ -148,7 +143,8 @@ async def _while_alive(client: Client, label: str, work: Awaitable[T]) -> T:
             if done:
                 return task.result()
             try:
-                await asyncio.wait_for(client.send_ping(), timeout=interval)
+                # The session's own ping: sessions use the initialize handshake, where it is current.
+                await asyncio.wait_for(client.session.send_ping(), timeout=interval)
             except Exception:  # noqa: BLE001 - no answer is no sign of life
                 if loop.time() - last_sign_of_life > 2 * timeout.total_seconds():
                     raise McpUnreachableError(

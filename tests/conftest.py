@@ -67,11 +67,16 @@ def mcp_sse_server() -> McpTestServer:
 
 
 @pytest.fixture(scope="session")
-async def temporal_env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WorkflowEnvironment]:
-    directory = tmp_path_factory.mktemp("temporal")
+def temporal_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dev server's SQLite file (tests read it to prove what history does not hold)."""
+    return tmp_path_factory.mktemp("temporal") / "temporal.db"
+
+
+@pytest.fixture(scope="session")
+async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
-        dev_server_database_filename=str(directory / "temporal.db"),
+        dev_server_database_filename=str(temporal_db),
         dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"],
         ui=False,
     )

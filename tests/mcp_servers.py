@@ -84,12 +84,12 @@ class McpTestServer:
             time.sleep(seconds)  # blocks the server's event loop: pings go unanswered
             return "woke up"
 
-        @server.tool(description="Say which headers the server saw on this call.")
+        @server.tool(description="Say which credentials came with this call (not their values).")
         def whoami() -> str:
             self._record("whoami", {})
             with self._lock:
                 last = self.headers_seen[-1] if self.headers_seen else {}
-            return f"authorization={last.get('authorization', '')} x-api-key={last.get('x-api-key', '')}"
+            return " ".join(f"{name}={'yes' if last.get(name) else 'no'}" for name in ("authorization", "x-api-key"))
 
         return server
 

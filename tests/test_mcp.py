@@ -5,10 +5,13 @@ parallel calls, tool errors, an unreachable server, headers reaching the server.
 from __future__ import annotations
 
 import json
+import uuid
+from pathlib import Path
 
 import openai
 import pytest
 
+from tests.conftest import Stack
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -180,7 +183,9 @@ async def test_headers_and_authorization_reach_the_server(
     response = await sdk.responses.create(model=model, input="who?", tools=[mcp_tool(
         mcp_server, require_approval="never", headers={"X-Api-Key": "key-123"}, authorization="token-456",
     )])
-    assert response.output[1].output == "authorization=Bearer token-456 x-api-key=key-123"
+    assert response.output[1].output == "authorization=yes x-api-key=yes"
+    seen = [headers for headers in mcp_server.headers_seen if headers.get("x-api-key") == "key-123"]
+    assert seen and all(headers["authorization"] == "Bearer token-456" for headers in seen)
     # The response shows the tool without its secrets.
     tool = response.tools[0]
     assert tool.headers is None and tool.authorization is None and tool.server_label == "tools"
@@ -199,3 +204,60 @@ async def test_a_follow_up_reuses_the_listing_of_its_chain(
     assert [item.type for item in third.output] == ["message"]
     # The model still sees the tools, from the listing the chain kept.
     assert all(len(request["tools"]) == len(first.output[0].tools) for request in backend.requests(model))
+
+
+async def test_streamed_mcp_events_in_order(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="sunny, go out")])
+    stream = await sdk.responses.create(model=model, input="weather?", stream=True,
+                                        tools=[mcp_tool(mcp_server, require_approval="never")])
+    events = [event async for event in stream]
+    kinds = [event.type for event in events]
+    listing = [kind for kind in kinds if "mcp_list_tools" in kind]
+    assert listing == ["response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed"]
+    call_events = [event for event in events if getattr(event, "output_index", None) == 1]
+    assert [event.type for event in call_events] == [
+        "response.output_item.added", "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
+        "response.mcp_call.in_progress", "response.mcp_call.completed", "response.output_item.done",
+    ]
+    assert json.loads(call_events[2].arguments) == {"city": "Oslo"}
+    assert call_events[-1].item.output == "sunny in Oslo" and call_events[-1].item.status == "completed"
+    final = events[-1].response
+    assert kinds[-1] == "response.completed" and final.output_text == "sunny, go out"
+    assert [item.type for item in final.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+
+
+async def test_an_unreachable_server_streams_a_failed_listing(
+    sdk: openai.AsyncOpenAI, model: str
+):
+    from tests.processes import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    stream = await sdk.responses.create(model=model, input="hi", stream=True,
+                                        tools=[{"type": "mcp", "server_label": "gone", "server_url": url}])
+    events = [event async for event in stream]
+    kinds = [event.type for event in events]
+    assert "response.mcp_list_tools.failed" in kinds and kinds[-1] == "response.failed"
+    assert "gone" in events[-1].response.error.message
+
+
+async def test_secrets_never_reach_the_store_or_temporal_history_in_clear(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+    mcp_server: McpTestServer, temporal_db: Path,
+):
+    header_secret, token_secret = f"hdr-{uuid.uuid4().hex}", f"tok-{uuid.uuid4().hex}"
+    backend.script(model, [Reply(tool_calls=[("whoami", {})]), Reply(text="ok")])
+    tool = mcp_tool(mcp_server, require_approval="never", headers={"X-Api-Key": header_secret},
+                    authorization=token_secret)
+    response = await sdk.responses.create(model=model, input="who?", tools=[tool], background=True, stream=True)
+    events = [event async for event in response]
+    assert events[-1].response.output[1].output == "authorization=yes x-api-key=yes"  # they were used
+    assert any(headers.get("x-api-key") == header_secret for headers in mcp_server.headers_seen)
+    files = [path for directory in (stack.data_dir, temporal_db.parent) for path in directory.iterdir()
+             if path.is_file()]
+    contents = b"".join(path.read_bytes() for path in files)
+    assert any(path.name.startswith("temporal.db") for path in files)
+    assert model.encode() in contents and b"whoami" in contents  # the search does see what is in clear
+    assert header_secret.encode() not in contents and token_secret.encode() not in contents
