@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
+import mcp_types
 from mcp import Client
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -97,10 +98,14 @@ class McpActivities:
             error = McpProtocolError(code=INVALID_PARAMS, message=f"arguments are not a JSON object: {call.arguments!r}")
             return call.model_copy(update={"error": error, "status": "failed"})
         headers = await self._headers(request.response_id, call.server_label)
-        try:
+
+        async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
             async with connected(call.server_label, request.server_url, headers) as client:
-                result = await _while_alive(client, call.server_label, client.call_tool(
-                    call.name, arguments, progress_callback=_beat_on_progress))
+                vitals.connected(client)
+                return await client.call_tool(call.name, arguments, progress_callback=vitals.alive)
+
+        try:
+            result = await _while_alive(call.server_label, calling)
         except McpRejectedError as error:
             failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol
                        else McpHttpError(code=error.code, message=error.message))
@@ -123,37 +128,50 @@ class McpActivities:
         await self.repository.events.append_once(response_id, [event.wire() for event in events])
 
 
-async def _beat_on_progress(progress: float, total: float | None, message: str | None) -> None:
-    activity.heartbeat({"progress": progress, "total": total, "message": message})
+class _Vitals:
+    """Signs of life of a call: its session opened, the server answered a ping, the tool
+    reported progress. Each one is a heartbeat."""
+
+    def __init__(self) -> None:
+        self.client: Client | None = None
+        self.last = asyncio.get_running_loop().time()
+
+    def alive(self, *_progress: object) -> None:
+        self.last = asyncio.get_running_loop().time()
+        activity.heartbeat()
+
+    def connected(self, client: Client) -> None:
+        self.client = client
+        self.alive()
 
 
-async def _while_alive(client: Client, label: str, work: Awaitable[T]) -> T:
-    """Run `work`, heartbeating while the server answers pings. A server silent for two
-    heartbeat timeouts is given up here too (Temporal has timed the attempt out by then), so
-    no worker keeps a hung call."""
-    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-    interval = timeout.total_seconds() / 3
-    task = asyncio.ensure_future(work)
+async def _while_alive(label: str, body: Callable[[_Vitals], Awaitable[T]]) -> T:
+    """Run `body`, heartbeating on each sign of life and pinging the server while it works.
+    Without a sign of life for two heartbeat timeouts (Temporal has timed the attempt out by
+    then) the body is abandoned, so no worker keeps a call to a hung server."""
+    timeout = (activity.info().heartbeat_timeout or timedelta(seconds=30)).total_seconds()
+    interval = timeout / 3
+    vitals = _Vitals()
     activity.heartbeat()
+    task = asyncio.ensure_future(body(vitals))
     loop = asyncio.get_running_loop()
-    last_sign_of_life = loop.time()
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=interval)
             if done:
                 return task.result()
-            try:
-                # The session's own ping: sessions use the initialize handshake, where it is current.
-                await asyncio.wait_for(client.session.send_ping(), timeout=interval)
-            except Exception:  # noqa: BLE001 - no answer is no sign of life
-                if loop.time() - last_sign_of_life > 2 * timeout.total_seconds():
-                    raise McpUnreachableError(
-                        f"MCP server '{label}' stopped answering (no sign of life for "
-                        f"{timeout.total_seconds():g} s)", code=504,
-                    ) from None
-                continue
-            last_sign_of_life = loop.time()
-            activity.heartbeat()
+            if vitals.client is not None:
+                try:
+                    # The session's own ping: sessions use the initialize handshake, where it is current.
+                    await asyncio.wait_for(vitals.client.session.send_ping(), timeout=interval)
+                    vitals.alive()
+                    continue
+                except Exception:  # noqa: BLE001 - no answer is no sign of life
+                    pass
+            if loop.time() - vitals.last > 2 * timeout:
+                raise McpUnreachableError(
+                    f"MCP server '{label}' stopped responding (no sign of life for {timeout:g} s)", code=504
+                )
     finally:
         if not task.done():
             task.cancel()

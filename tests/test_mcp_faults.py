@@ -1,0 +1,101 @@
+"""MCP under faults: a long tool call outlives its killed worker, a background response
+waiting for an approval outlives its killed worker, and a hung MCP server ends its call by
+heartbeat timeout instead of holding the response forever."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import openai
+
+from tests.conftest import running_stack, until_terminal
+from tests.mcp_servers import McpTestServer
+from tests.processes import kill, spawn_worker
+from tests.scripted_backend import Reply, ScriptedBackend
+
+
+def tools(server: McpTestServer, require_approval: object = "never") -> list[dict]:
+    return [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": require_approval}]
+
+
+async def _until(condition, timeout: float = 30) -> None:  # noqa: ANN001
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_long_tool_call_outlives_a_killed_worker(
+    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+):
+    server = McpTestServer().start()
+    backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 4})]), Reply(text="the long job is done")])
+    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+        first, second = spawn_worker(stack), None
+        try:
+            async with stack.sdk(timeout=60) as client:
+                created = await client.responses.create(model=model, input="run it", tools=tools(server),
+                                                        background=True)
+                await _until(lambda: len(server.calls_of("slow")) == 1)
+                kill(first)
+                second = spawn_worker(stack)
+                final = await until_terminal(client, created.id)
+        finally:
+            kill(first)
+            kill(second)
+            server.stop()
+    assert final.status == "completed" and final.output_text == "the long job is done"
+    call = final.output[1]
+    assert call.type == "mcp_call" and call.status == "completed" and call.output == "done after 4 s"
+    # The attempt on the dead worker was abandoned by heartbeat timeout and run again: at least once.
+    assert len(server.calls_of("slow")) == 2
+
+
+async def test_a_background_response_waiting_for_approval_outlives_a_killed_worker(
+    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str, mcp_server: McpTestServer
+):
+    path = f"/tmp/{model}"
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted after the crash")])
+    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+        first, second = spawn_worker(stack), None
+        try:
+            async with stack.sdk(timeout=60) as client, stack.http() as http:
+                created = await client.responses.create(model=model, input="delete", background=True,
+                                                        tools=tools(mcp_server, "always"))
+                request = None
+                while request is None:
+                    current = await client.responses.retrieve(created.id)
+                    if current.output and current.output[-1].type == "mcp_approval_request":
+                        request = current.output[-1]
+                    await asyncio.sleep(0.05)
+                kill(first)
+                second = spawn_worker(stack)
+                decided = await http.post(f"/v1/responses/{created.id}/approvals",
+                                          json={"approval_request_id": request.id, "approve": True})
+                assert decided.status_code == 200, decided.text
+                final = await until_terminal(client, created.id)
+        finally:
+            kill(first)
+            kill(second)
+    assert final.status == "completed" and final.output_text == "deleted after the crash"
+    assert final.output[2].approval_request_id == request.id and final.output[2].output == f"deleted {path}"
+    assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
+
+
+async def test_a_hung_mcp_server_ends_the_call_by_heartbeat_timeout(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    server = McpTestServer().start()
+    backend.script(model, [Reply(tool_calls=[("hang", {"seconds": 15})]), Reply(text="the tool server is stuck")])
+    try:
+        async with asyncio.timeout(60):
+            response = await sdk.responses.create(model=model, input="go", tools=tools(server))
+    finally:
+        server.stop()
+    call = response.output[1]
+    assert call.type == "mcp_call" and call.status == "failed" and call.output is None
+    assert call.error.type == "http_error" and call.error.code == 504
+    assert "stopped responding" in call.error.message and "heartbeat" in call.error.message
+    assert response.status == "completed" and response.output_text == "the tool server is stuck"
+    assert "stopped responding" in backend.requests(model)[1]["messages"][-1]["content"]
