@@ -8,6 +8,7 @@ already there are kept, so they go on testing the code that recorded them).
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.conftest import Stack, until_requested
+from tests.mcp_servers import McpTestServer
+from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
 from workflows.response import ResponseWorkflow
 
@@ -69,9 +72,42 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
     return ids
 
 
-async def test_fresh_histories_replay(stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def _mcp_scenarios(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, server: McpTestServer
+) -> dict[str, str]:
+    never = [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": "never"}]
+    gated = [{"type": "mcp", "server_label": "tools", "server_url": server.url}]
+    backend.script(f"{model}-mcp", [
+        Reply(tool_calls=[("add", {"a": 1, "b": 2}), ("weather", {"city": "Rome"})]), Reply(text="3, sunny"),
+        Reply(tool_calls=[("delete_file", {"path": "/tmp/r"})]), Reply(text="deleted"),
+        Reply(tool_calls=[("delete_file", {"path": "/tmp/b"})]), Reply(text="deleted in place"),
+    ])
+    ids = {"mcp_calls": (await sdk.responses.create(model=f"{model}-mcp", input="go", tools=never)).id}
+    asking = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated)
+    ids["mcp_approval_requested"] = asking.id
+    ids["mcp_approved_follow_up"] = (await sdk.responses.create(
+        model=f"{model}-mcp", previous_response_id=asking.id, tools=gated,
+        input=[{"type": "mcp_approval_response", "approval_request_id": asking.output[-1].id, "approve": True}],
+    )).id
+    waiting = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated, background=True)
+    while not (current := await sdk.responses.retrieve(waiting.id)).output or \
+            current.output[-1].type != "mcp_approval_request":
+        await asyncio.sleep(0.05)
+    async with stack.http() as http:
+        decided = await http.post(f"/v1/responses/{waiting.id}/approvals",
+                                  json={"approval_request_id": current.output[-1].id, "approve": True})
+        assert decided.status_code == 200
+    ids["mcp_background_approval"] = waiting.id
+    unreachable = [{"type": "mcp", "server_label": "gone", "server_url": f"http://127.0.0.1:{free_port()}/mcp"}]
+    ids["mcp_list_failed"] = (await sdk.responses.create(model=model, input="hi", tools=unreachable)).id
+    return ids
+
+
+async def test_fresh_histories_replay(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
     backend.script(f"{model}-tools", [Reply(tool_calls=[("f", {"a": 1})])])  # for the streamed one
-    ids = await _scenarios(sdk, backend, model)
+    ids = await _scenarios(sdk, backend, model) | await _mcp_scenarios(stack, sdk, backend, model, mcp_server)
     for name, response_id in ids.items():
         handle = stack.client.get_workflow_handle(response_id)
         await handle.result()
