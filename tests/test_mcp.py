@@ -261,3 +261,21 @@ async def test_secrets_never_reach_the_store_or_temporal_history_in_clear(
     assert any(path.name.startswith("temporal.db") for path in files)
     assert model.encode() in contents and b"whoami" in contents  # the search does see what is in clear
     assert header_secret.encode() not in contents and token_secret.encode() not in contents
+
+
+async def test_calls_beyond_max_tool_calls_are_not_run(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [
+        Reply(tool_calls=[("weather", {"city": f"{model}-a"}), ("weather", {"city": f"{model}-b"})]),
+        Reply(tool_calls=[("weather", {"city": f"{model}-c"})]),
+        Reply(text="that is all I may do"),
+    ])
+    response = await sdk.responses.create(model=model, input="go", max_tool_calls=2,
+                                          tools=[mcp_tool(mcp_server, require_approval="never")])
+    calls = [item for item in response.output if item.type == "mcp_call"]
+    assert [call.status for call in calls] == ["completed", "completed", "incomplete"]
+    cities = {arguments["city"] for arguments in mcp_server.calls_of("weather")}
+    assert {f"{model}-a", f"{model}-b"} <= cities and f"{model}-c" not in cities
+    assert "at most 2 tool calls" in backend.requests(model)[2]["messages"][-1]["content"]
+    assert response.output_text == "that is all I may do"

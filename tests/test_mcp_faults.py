@@ -99,3 +99,23 @@ async def test_a_hung_mcp_server_ends_the_call_by_heartbeat_timeout(
     assert "stopped responding" in call.error.message and "heartbeat" in call.error.message
     assert response.status == "completed" and response.output_text == "the tool server is stuck"
     assert "stopped responding" in backend.requests(model)[1]["messages"][-1]["content"]
+
+
+async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 60})])])
+    calling = await sdk.responses.create(model=model, input="go", tools=tools(mcp_server), background=True)
+    await _until(lambda: {"seconds": 60} in mcp_server.calls_of("slow"))
+    cancelled = await sdk.responses.cancel(calling.id)
+    assert cancelled.status == "cancelled"
+    assert (await sdk.responses.retrieve(calling.id)).status == "cancelled"
+
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/never"})])])
+    waiting = await sdk.responses.create(model=model, input="delete", tools=tools(mcp_server, "always"),
+                                         background=True)
+    while not (current := await sdk.responses.retrieve(waiting.id)).output or \
+            current.output[-1].type != "mcp_approval_request":
+        await asyncio.sleep(0.05)
+    assert (await sdk.responses.cancel(waiting.id)).status == "cancelled"
+    assert {"path": "/tmp/never"} not in mcp_server.calls_of("delete_file")

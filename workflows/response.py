@@ -241,11 +241,29 @@ class ResponseWorkflow:
 
     async def _run_calls(self, indexes: list[int]) -> None:
         assert self.response is not None
+        indexes = self._within_max_tool_calls(indexes)
         if self.response.parallel_tool_calls:
             await asyncio.gather(*(self._run_call(index) for index in indexes))
         else:
             for index in indexes:
                 await self._run_call(index)
+
+    def _within_max_tool_calls(self, indexes: list[int]) -> list[int]:
+        """Calls beyond `max_tool_calls` are not run; the model is told so."""
+        response = self.response
+        assert response is not None
+        if response.max_tool_calls is None:
+            return indexes
+        run_before = sum(1 for item in response.output if item.type == "mcp_call" and item.status != "incomplete"
+                         and item.has_run)
+        allowed = max(0, response.max_tool_calls - run_before)
+        for index in indexes[allowed:]:
+            call = response.output[index]
+            assert isinstance(call, McpCallItem)
+            response.output[index] = call.model_copy(update={"status": "incomplete"})
+            self.tool_results[call.chat_call_id] = (
+                f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
+        return indexes[:allowed]
 
     async def _run_call(self, index: int) -> None:
         response = self.response
