@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types
-import uvicorn
 from mcp.server.mcpserver import MCPServer
+
+from tests.threaded_server import ThreadedServer
 
 READ_ONLY = mcp_types.ToolAnnotations(readOnlyHint=True)
 
@@ -28,10 +29,8 @@ class McpTestServer:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._server: uvicorn.Server | None = None
+        self._server: ThreadedServer | None = None
         self._lock = threading.Lock()
-        self.release = threading.Event()
-        """Set to let `wait_for_release` calls return."""
 
     @property
     def url(self) -> str:
@@ -104,17 +103,10 @@ class McpTestServer:
                     self.headers_seen.append(headers)
             await app(scope, receive, send)
 
-        config = uvicorn.Config(recording, host="127.0.0.1", port=0, log_level="warning")
-        self._server = uvicorn.Server(config)
-        threading.Thread(target=self._server.run, name=f"mcp-{self.transport}", daemon=True).start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the MCP test server did not start")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server = ThreadedServer(recording, f"mcp-{self.transport}").start()
+        self.port = self._server.port
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
+            self._server.stop()

@@ -20,11 +20,12 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.threaded_server import ThreadedServer
 
 
 @dataclass
@@ -52,8 +53,7 @@ class ScriptedBackend:
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadedServer | None = None
         self.port = 0
 
     # ---- what tests call ---------------------------------------------------------------
@@ -74,23 +74,13 @@ class ScriptedBackend:
 
     def start(self, port: int = 0) -> "ScriptedBackend":
         app = Starlette(routes=[Route("/v1/chat/completions", self._chat_completions, methods=["POST"])])
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="scripted-backend", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted backend did not start")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self._server = ThreadedServer(app, "scripted-backend", port, lifespan="off").start()
+        self.port = self._server.port
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop(join_seconds=5)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         model = body.get("model", "")
