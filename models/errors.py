@@ -15,6 +15,8 @@
     │   └── McpRejectedError              other 4xx, protocol errors: retrying cannot help
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
     │                                     or not the one that sealed them
+    ├── ResponseFailedError               raised in the workflow to end a response `failed` with
+    │                                     its message (an MCP server that cannot be listed)
     └── CancelRequestedError              raised inside an activity that stopped because the
                                           client cancelled its response; ends it `cancelled`
 
@@ -126,3 +128,10 @@ class McpRejectedError(McpServerError):
 
 class SecretsUnavailableError(DurableResponsesError):
     pass
+
+
+class ResponseFailedError(DurableResponsesError):
+    def __init__(self, message: str, code: str = "server_error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

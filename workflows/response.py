@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         RecordStatusInput,
         RecordStatusResult,
     )
-    from models.errors import CancelRequestedError, DurableResponsesError
+    from models.errors import CancelRequestedError, ResponseFailedError
     from models.events import StreamEvent, list_tools_closing, mcp_call_closing
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
     from models.mcp import ApprovalDecision, McpListing
@@ -41,15 +41,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step
-
-
-class ResponseFailed(DurableResponsesError):
-    """Raised in the workflow to end the response `failed` with this message."""
-
-    def __init__(self, message: str, code: str = "server_error") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 @workflow.defn(name="ResponseWorkflow")
@@ -79,7 +70,7 @@ class ResponseWorkflow:
                 self.machine.fire("cancel")
             else:
                 self._fail(failure.message if failure else str(error.cause or error))
-        except ResponseFailed as error:
+        except ResponseFailedError as error:
             self._fail(error.message, error.code)
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
@@ -193,7 +184,7 @@ class ResponseWorkflow:
                              for tool, item in zip(to_list, items) if item.error is None)
         failed = [item for item in items if item.error is not None]
         if failed:
-            raise ResponseFailed("; ".join(item.error or "" for item in failed))
+            raise ResponseFailedError("; ".join(item.error or "" for item in failed))
 
     async def _list_one(self, tool: McpTool, index: int) -> McpListToolsItem:
         assert self.response is not None
