@@ -5,6 +5,7 @@ from __future__ import annotations
 import agents
 
 from tests.conftest import Stack
+from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
 
 
@@ -39,3 +40,28 @@ async def test_runner_run_streamed(stack: Stack, backend: ScriptedBackend, model
         if event.type == "raw_response_event" and event.data.type == "response.output_text.delta":
             deltas.append(event.data.delta)
     assert "".join(deltas) == result.final_output == "Oslo is sunny today."
+
+
+async def test_hosted_mcp_tool_with_approval_callback(
+    stack: Stack, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    """The Agents SDK's HostedMCPTool: the SDK answers our approval request through its
+    callback and a follow-up response, which runs the call."""
+    path = f"/tmp/{model}-agents"
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="Deleted.")])
+    asked = []
+
+    def approve(request: agents.MCPToolApprovalRequest) -> agents.MCPToolApprovalFunctionResult:
+        asked.append(request.data.name)
+        return {"approve": True}
+
+    tool = agents.HostedMCPTool(
+        tool_config={"type": "mcp", "server_label": "files", "server_url": mcp_server.url,
+                     "require_approval": "always"},
+        on_approval_request=approve,
+    )
+    agent = agents.Agent(name="files", instructions="Manage files.", tools=[tool],
+                         model=agents.OpenAIResponsesModel(model=model, openai_client=stack.sdk()))
+    result = await agents.Runner.run(agent, "Delete it.")
+    assert asked == ["delete_file"] and result.final_output == "Deleted."
+    assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
