@@ -12,7 +12,10 @@ the same call through durable-responses, so both see the same machine noise:
    where the worker and the API share a process and deltas wake the stream at once;
 3. the same through `serve`, which learns of events written by the other process by
    polling the store (`STREAM_POLL_SECONDS`, 20 ms by default), and whose workflows start
-   through the task queue rather than eagerly.
+   through the task queue rather than eagerly;
+4. an MCP turn: a response that lists an MCP server, calls one of its tools and answers
+   (two inference calls), against the same work done directly: two chat completions and
+   one MCP session that lists and calls.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from pathlib import Path
 import httpx
 import openai
 
-from tests.scripted_backend import ScriptedBackend
+from tests.mcp_servers import McpTestServer
+from tests.scripted_backend import Reply, ScriptedBackend
 
 CLI = str(Path(sys.executable).parent / "durable-responses")
 
@@ -115,6 +119,44 @@ def streaming_pairs(http: httpx.Client, backend_url: str, api_url: str, count: i
     return direct, durable
 
 
+def mcp_pairs(backend: ScriptedBackend, api_url: str, count: int, warmup: int) -> tuple[list[float], list[float]]:
+    """(direct, durable) milliseconds of one MCP turn, alternating."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = McpTestServer().start()
+    tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
+    backend.script("bench-mcp", [reply for _ in range(count + warmup)
+                                 for reply in (Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3"))])
+
+    async def measure() -> tuple[list[float], list[float]]:
+        direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0)
+        durable = openai.AsyncOpenAI(base_url=f"{api_url}/v1", api_key="bench", max_retries=0)
+        direct_ms, durable_ms = [], []
+        for index in range(count + warmup):
+            started = time.perf_counter()
+            await direct.chat.completions.create(model="bench", messages=[{"role": "user", "content": "hi"}])
+            async with Client(streamable_http_client(server.url), mode="legacy") as session:
+                await session.list_tools()
+                await session.call_tool("add", {"a": 1, "b": 2})
+            await direct.chat.completions.create(model="bench", messages=[{"role": "user", "content": "hi"}])
+            middle = time.perf_counter()
+            answer = await durable.responses.create(model="bench-mcp", input="add", tools=[tool])
+            ended = time.perf_counter()
+            assert answer.status == "completed" and answer.output[1].output == "3", answer
+            if index >= warmup:
+                direct_ms.append((middle - started) * 1000)
+                durable_ms.append((ended - middle) * 1000)
+        return direct_ms, durable_ms
+
+    try:
+        return asyncio.run(measure())
+    finally:
+        server.stop()
+
+
 def report(name: str, samples: list[float]) -> tuple[float, float]:
     p50, p95 = statistics.median(samples), percentile(samples, 0.95)
     print(f"  {name:<34} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
@@ -151,6 +193,7 @@ def main() -> None:
                 stream_direct, stream_dev = streaming_pairs(http, backend.base_url, url, args.requests, args.warmup)
                 serve_direct, stream_serve = streaming_pairs(http, backend.base_url, serve_url, args.requests // 2,
                                                              args.warmup)
+            mcp_direct, mcp_durable = mcp_pairs(backend, url, args.requests // 2, args.warmup // 2)
         finally:
             for child in (serve, process):
                 child.send_signal(signal.SIGTERM)
@@ -162,13 +205,17 @@ def main() -> None:
     dur50, dur95 = report("durable-responses (responses)", response_ms)
     print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
     print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
-    for title, direct, durable in (
-        ("streaming, time to first delta, dev (worker in the API process)", stream_direct, stream_dev),
-        ("streaming, time to first delta, serve (worker in another process)", serve_direct, stream_serve),
+    for title, direct, durable, labels in (
+        ("streaming, time to first delta, dev (worker in the API process)", stream_direct, stream_dev,
+         ("backend alone (first content chunk)", "durable-responses (first delta)")),
+        ("streaming, time to first delta, serve (worker in another process)", serve_direct, stream_serve,
+         ("backend alone (first content chunk)", "durable-responses (first delta)")),
+        ("an MCP turn: list, call, answer (dev)", mcp_direct, mcp_durable,
+         ("2 chat calls + 1 MCP session, direct", "durable-responses (one response)")),
     ):
         print(f"{title}, {len(durable)} requests")
-        base50, base95 = report("backend alone (first content chunk)", direct)
-        dur50, dur95 = report("durable-responses (first delta)", durable)
+        base50, base95 = report(labels[0], direct)
+        dur50, dur95 = report(labels[1], durable)
         print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
         print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
     sys.stdout.flush()
