@@ -43,6 +43,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turn import next_step
 
 
+MAX_TURNS = 64
+"""Inference calls one response may make (each after the tool calls of the one before)."""
+
+
 @workflow.defn(name="ResponseWorkflow")
 class ResponseWorkflow:
     def __init__(self) -> None:
@@ -125,6 +129,9 @@ class ResponseWorkflow:
             self.machine.fire("start")
         turn = 0
         while True:
+            if turn >= MAX_TURNS:
+                # History must stay bounded: a model that never stops calling tools is stopped.
+                raise ResponseFailedError(f"the model called tools for {MAX_TURNS} turns without answering; stopped")
             turn_start = len(response.output)
             result = await workflow.execute_local_activity(
                 "run_inference",
