@@ -12,7 +12,6 @@ from pydantic import TypeAdapter
 
 from models.ids import new_id
 from models.items import (
-    FunctionCallItem,
     InputItem,
     McpApprovalRequestItem,
     McpCallItem,
@@ -106,20 +105,6 @@ def _append_tool_call(messages: list[ChatMessage], call_id: str, name: str, argu
         last.setdefault("tool_calls", []).append(call)
     else:
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-
-
-def output_to_messages(output: list[Any]) -> list[ChatMessage]:
-    """What a response produced (messages, function calls) as chat messages."""
-    items: list[Any] = []
-    for item in output:
-        match item.type:
-            case "message":
-                items.append(MessageItem(role="assistant", content=item.content))
-            case "function_call":
-                items.append(
-                    FunctionCallItem(type="function_call", call_id=item.call_id, name=item.name, arguments=item.arguments)
-                )
-    return items_to_messages(items)
 
 
 # ---- the chat-completions request ----------------------------------------------------------

@@ -25,8 +25,6 @@ from activities.mcp_client import connected, content_json, listed_tool, output_t
 from models.activity_io import (
     CallMcpToolInput,
     CallMcpToolResult,
-    EmitEventsInput,
-    EmitEventsResult,
     ListMcpToolsInput,
     ListMcpToolsResult,
 )
@@ -82,11 +80,6 @@ class McpActivities:
         if request.emit_events:
             await self._emit(request.response_id, mcp_call_closing(finished, request.output_index))
         return CallMcpToolResult(call=finished)
-
-    @activity.defn(name="emit_events")
-    async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:
-        """Events of steps the workflow itself ends (a call or listing that ran out of retries)."""
-        return EmitEventsResult(appended=await self.repository.events.append_once(request.response_id, request.events))
 
     async def _call(self, request: CallMcpToolInput) -> McpCallItem:
         call = request.call

@@ -50,8 +50,6 @@ async def connected(label: str, url: str, headers: dict[str, str]) -> AsyncItera
             async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
                 async with Client(streamable_http_client(url, http_client=http), mode=PROTOCOL_MODE) as client:
                     yield client
-    except McpServerError:
-        raise
     except Exception as error:  # noqa: BLE001 - every failure is classified
         raise classify(label, error) from error
 
@@ -98,7 +96,7 @@ def output_text(result: mcp_types.CallToolResult) -> str:
         return "\n".join(texts)
     if result.structured_content is not None:
         return json.dumps(result.structured_content)
-    return json.dumps([block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content])
+    return json.dumps(content_json(result))
 
 
 def content_json(result: mcp_types.CallToolResult) -> list[dict[str, Any]]:

@@ -6,8 +6,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chat_format import tool_messages
-
-from models.activity_io import FinalizeInput, FinalizeResult, RecordStatusInput, RecordStatusResult
+from models.activity_io import (
+    EmitEventsInput,
+    EmitEventsResult,
+    FinalizeInput,
+    FinalizeResult,
+    RecordStatusInput,
+    RecordStatusResult,
+)
 from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from store.repository import ResponseRepository
 
@@ -28,15 +34,20 @@ class StoreActivities:
         await self.repository.save_response(updated, event)
         return RecordStatusResult(recorded=True)
 
+    @activity.defn(name="emit_events")
+    async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:
+        """Events of steps the workflow itself ends (a call or listing that ran out of retries)."""
+        return EmitEventsResult(appended=await self.repository.events.append_once(request.response_id, request.events))
+
     @activity.defn(name="finalize_response")
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
         """Write the final response; an unstored one (`store: false`) leaves nothing behind."""
         response = request.response
-        await self._keep_for_the_chain(request)
         event = None
         if request.emit_events:
             event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
         if response.store:
+            await self._keep_for_the_chain(request)
             await self.repository.save_response(response, event)
             return FinalizeResult(stored=True)
         # Nothing of an unstored response is kept, but the end of its stream: the stream's
@@ -48,12 +59,13 @@ class StoreActivities:
 
     async def _keep_for_the_chain(self, request: FinalizeInput) -> None:
         """Results of tools run after the last inference call join the chat context; the MCP
-        listings are kept for follow-ups; the MCP secrets are needed no more."""
+        listings are kept for follow-ups; the MCP secrets are needed no more. (An unstored
+        response is purged whole instead.)"""
         response_id = request.response.id
         if request.tool_results:
             context = await self.repository.chat_context(response_id) or []
             await self.repository.save_chat_context(response_id, context + tool_messages(request.tool_results))
-        if request.listings and request.response.store:
+        if request.listings:
             await self.repository.save_listings(response_id, request.listings)
         if any(tool.type == "mcp" for tool in request.response.tools):
             await self.repository.forget_secrets(response_id)

@@ -27,7 +27,6 @@ from models.events import (
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
     ContentPartEvent,
-    McpArgumentsDeltaEvent,
     McpArgumentsDoneEvent,
     OutputItemEvent,
     StreamEvent,
@@ -50,6 +49,7 @@ class Streamed:
     id: str
     call_id: str | None = None
     name: str | None = None
+    server_label: str = ""
     text: str = ""
     part_added: bool = False
     done: bool = False
@@ -65,7 +65,8 @@ def streamed_from_events(events: list[dict[str, Any]]) -> dict[int, Streamed]:
             case "response.output_item.added":
                 item = event["item"]
                 streamed[index] = Streamed(
-                    type=item["type"], id=item["id"], call_id=item.get("call_id"), name=item.get("name")
+                    type=item["type"], id=item["id"], call_id=item.get("call_id"), name=item.get("name"),
+                    server_label=item.get("server_label", ""),
                 )
             case "response.content_part.added" if index in streamed:
                 streamed[index].part_added = True
@@ -163,8 +164,8 @@ class StreamAssembler:
             return events
         already = item.earlier.text if item.earlier is not None else ""
         if item.text.startswith(already) and len(item.text) > len(already):
-            events.append(McpArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index,
-                                                 delta=item.text[len(already):]))
+            events.append(ArgumentsDeltaEvent(type="response.mcp_call_arguments.delta", item_id=item.id,
+                                              output_index=item.output_index, delta=item.text[len(already):]))
         events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index,
                                             arguments=item.text or "{}"))
         return events
@@ -232,8 +233,8 @@ class StreamAssembler:
 
 def _abandoned(earlier: Streamed) -> OutputItem:
     if earlier.type == "mcp_call":
-        return McpCallItem(id=earlier.id, server_label="", name=earlier.name or "", arguments=earlier.text,
-                           status="incomplete")
+        return McpCallItem(id=earlier.id, server_label=earlier.server_label, name=earlier.name or "",
+                           arguments=earlier.text, status="incomplete")
     if earlier.type == "message":
         return OutputMessage(id=earlier.id, status="incomplete", content=[OutputText(type="output_text", text=earlier.text)])
     return OutputFunctionCall(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from api.errors import from_validation_error
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
@@ -72,19 +72,9 @@ def validate(payload: dict[str, Any]) -> CreateResponseRequest:
 def parse_approval(body: bytes) -> ApprovalUpdate:
     """The body of `POST /v1/responses/{id}/approvals`."""
     try:
-        return ApprovalBody.model_validate(parse_body(body)).to_update()
+        return ApprovalUpdate.model_validate(parse_body(body))
     except ValidationError as error:
         raise from_validation_error(error) from None
-
-
-class ApprovalBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    approval_request_id: str = Field(min_length=1)
-    approve: bool
-    reason: str | None = None
-
-    def to_update(self) -> ApprovalUpdate:
-        return ApprovalUpdate(approval_request_id=self.approval_request_id, approve=self.approve, reason=self.reason)
 
 
 async def prepare(body: bytes, repository: ResponseRepository) -> PreparedResponse:

@@ -56,7 +56,11 @@ class TextDoneEvent(StreamEvent):
 
 
 class ArgumentsDeltaEvent(StreamEvent):
-    type: Literal["response.function_call_arguments.delta"] = "response.function_call_arguments.delta"
+    """A piece of a call's arguments: a function call's, or an MCP call's."""
+
+    type: Literal["response.function_call_arguments.delta", "response.mcp_call_arguments.delta"] = (
+        "response.function_call_arguments.delta"
+    )
     item_id: str
     output_index: int
     delta: str
@@ -79,13 +83,6 @@ class McpProgressEvent(StreamEvent):
     ]
     item_id: str
     output_index: int
-
-
-class McpArgumentsDeltaEvent(StreamEvent):
-    type: Literal["response.mcp_call_arguments.delta"] = "response.mcp_call_arguments.delta"
-    item_id: str
-    output_index: int
-    delta: str
 
 
 class McpArgumentsDoneEvent(StreamEvent):
@@ -142,7 +139,8 @@ def mcp_call_opening(call: McpCallItem, index: int) -> list[StreamEvent]:
     started = call.model_copy(update={"arguments": "", "output": None, "error": None, "status": "in_progress"})
     events: list[StreamEvent] = [OutputItemEvent(type="response.output_item.added", output_index=index, item=started)]
     if call.arguments:
-        events.append(McpArgumentsDeltaEvent(item_id=call.id, output_index=index, delta=call.arguments))
+        events.append(ArgumentsDeltaEvent(type="response.mcp_call_arguments.delta", item_id=call.id,
+                                          output_index=index, delta=call.arguments))
     events.append(McpArgumentsDoneEvent(item_id=call.id, output_index=index, arguments=call.arguments))
     events.append(McpProgressEvent(type="response.mcp_call.in_progress", item_id=call.id, output_index=index))
     return events

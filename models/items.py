@@ -19,6 +19,13 @@ class WireModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class ListedAsSent(WireModel):
+    """An input item listed as the client sent it, under its id (given, or made for it)."""
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True) | {"id": item_id}
+
+
 # ---- content parts ------------------------------------------------------------------------
 
 
@@ -123,15 +130,13 @@ class ItemReference(WireModel):
         raise TypeError("item references are resolved before they are stored")
 
 
-class ReasoningItem(WireModel):
+class ReasoningItem(ListedAsSent):
     """Passed back by clients that replay output; chat completions has no place for it."""
 
     type: Literal["reasoning"]
     id: str | None = None
     summary: list[dict[str, Any]] = Field(default_factory=list)
 
-    def as_listed(self, item_id: str) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
 
 
 # ---- MCP items (input and output alike) ---------------------------------------------------
@@ -148,15 +153,13 @@ class McpListedTool(WireModel):
         return bool((self.annotations or {}).get("readOnlyHint"))
 
 
-class McpListToolsItem(WireModel):
+class McpListToolsItem(ListedAsSent):
     type: Literal["mcp_list_tools"] = "mcp_list_tools"
     id: str
     server_label: str
     tools: list[McpListedTool] = Field(default_factory=list)
     error: str | None = None
 
-    def as_listed(self, item_id: str) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
 
 
 class McpProtocolError(WireModel):
@@ -191,7 +194,7 @@ McpCallError = Annotated[Union[McpProtocolError, McpToolExecutionError, McpHttpE
 McpCallStatus = Literal["in_progress", "completed", "incomplete", "calling", "failed"]
 
 
-class McpCallItem(WireModel):
+class McpCallItem(ListedAsSent):
     type: Literal["mcp_call"] = "mcp_call"
     id: str
     server_label: str
@@ -217,30 +220,24 @@ class McpCallItem(WireModel):
             return f"Error: {self.error.text()}"
         return self.output or ""
 
-    def as_listed(self, item_id: str) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
 
 
-class McpApprovalRequestItem(WireModel):
+class McpApprovalRequestItem(ListedAsSent):
     type: Literal["mcp_approval_request"] = "mcp_approval_request"
     id: str
     server_label: str
     name: str
     arguments: str
 
-    def as_listed(self, item_id: str) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"id": self.id or item_id}
 
 
-class McpApprovalResponseItem(WireModel):
+class McpApprovalResponseItem(ListedAsSent):
     type: Literal["mcp_approval_response"] = "mcp_approval_response"
     id: str | None = None
     approval_request_id: str
     approve: bool
     reason: str | None = None
 
-    def as_listed(self, item_id: str) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True) | {"id": item_id}
 
 
 InputItem = Annotated[

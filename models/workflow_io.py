@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
@@ -46,7 +46,8 @@ class ResponseWorkflowInput(BaseModel):
 class ApprovalUpdate(BaseModel):
     """The body of `POST /v1/responses/{id}/approvals`, as the workflow's update receives it."""
 
-    approval_request_id: str
+    model_config = ConfigDict(extra="forbid")
+    approval_request_id: str = Field(min_length=1)
     approve: bool
     reason: str | None = None
 

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -279,12 +279,16 @@ class ResponseRepository:
             ).scalar_one_or_none()
 
     async def save_chat_context(self, response_id: str, messages: list[dict[str, Any]]) -> None:
+        await self._put(chat_contexts, response_id, messages=messages)
+
+    async def _put(self, table: Table, response_id: str, **values: Any) -> None:
+        """Write the one row a response has in `table` (update, or insert the first time)."""
         async with write_transaction(self.engine) as connection:
             changed = await connection.execute(
-                update(chat_contexts).where(chat_contexts.c.response_id == response_id).values(messages=messages)
+                update(table).where(table.c.response_id == response_id).values(**values)
             )
             if changed.rowcount == 0:
-                await connection.execute(insert(chat_contexts).values(response_id=response_id, messages=messages))
+                await connection.execute(insert(table).values(response_id=response_id, **values))
 
     # ---- MCP: secrets, listings, approval decisions ---------------------------------------
 
@@ -320,13 +324,7 @@ class ResponseRepository:
         return [McpListing.model_validate(listing) for listing in saved or []]
 
     async def save_listings(self, response_id: str, listings: list[McpListing]) -> None:
-        data = [listing.model_dump(mode="json") for listing in listings]
-        async with write_transaction(self.engine) as connection:
-            changed = await connection.execute(
-                update(mcp_listings).where(mcp_listings.c.response_id == response_id).values(listings=data)
-            )
-            if changed.rowcount == 0:
-                await connection.execute(insert(mcp_listings).values(response_id=response_id, listings=data))
+        await self._put(mcp_listings, response_id, listings=[listing.model_dump(mode="json") for listing in listings])
 
     async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
         """Which of these approval requests are answered already: request id -> the response

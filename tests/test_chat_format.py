@@ -49,7 +49,9 @@ def test_assistant_reply_becomes_output_items():
     })
     assert isinstance(output[0], OutputMessage) and output[0].content == [OutputText(type="output_text", text="text")]
     assert isinstance(output[1], OutputFunctionCall) and output[1].call_id == "call_1"
-    assert chat_format.output_to_messages(output) == [{
+    # Passed back as input items (as clients replay output), the reply is the same message again.
+    passed_back = chat_format.parse_items([item.model_dump(mode="json") for item in output])
+    assert chat_format.items_to_messages(passed_back) == [{
         "role": "assistant", "content": "text",
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
     }]

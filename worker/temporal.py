@@ -52,8 +52,8 @@ def build_worker(client: Client, settings: Settings, repository: ResponseReposit
         workflows=[ResponseWorkflow],
         workflow_runner=SANDBOX,
         activities=[
-            inference.run_inference, store.record_status, store.finalize_response,
-            mcp.list_mcp_tools, mcp.call_mcp_tool, mcp.emit_events,
+            inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
+            mcp.list_mcp_tools, mcp.call_mcp_tool,
         ],
         max_cached_workflows=settings.max_cached_workflows,
     )

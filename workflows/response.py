@@ -205,15 +205,12 @@ class ResponseWorkflow:
                 **local_activity_options(self.settings.mcp_list),
             )
             return result.item
-        except ActivityError as error:
+        except (ActivityError, ApplicationError) as error:
             if is_cancelled_exception(error):
                 raise
-            message = _failure_message(error, f"Error retrieving tool list from MCP server '{tool.server_label}'")
-            item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
-            await self._emit(list_tools_closing(item, index))
-            return item
-        except ApplicationError as error:  # a local activity's own failure
-            message = f"Error retrieving tool list from MCP server '{tool.server_label}': {error.message}"
+            failure = _application_failure(error)
+            reason = failure.message if failure else str(error.cause or error)
+            message = f"Error retrieving tool list from MCP server '{tool.server_label}': {reason}"
             item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
             await self._emit(list_tools_closing(item, index))
             return item
@@ -252,8 +249,7 @@ class ResponseWorkflow:
         assert response is not None
         if response.max_tool_calls is None:
             return indexes
-        run_before = sum(1 for item in response.output if item.type == "mcp_call" and item.status != "incomplete"
-                         and item.has_run)
+        run_before = sum(1 for item in response.output if item.type == "mcp_call" and item.status in ("completed", "failed"))
         allowed = max(0, response.max_tool_calls - run_before)
         for index in indexes[allowed:]:
             call = response.output[index]
@@ -268,12 +264,9 @@ class ResponseWorkflow:
         assert response is not None
         call = response.output[index]
         assert isinstance(call, McpCallItem)
-        tool = self.servers.get(call.server_label)
-        if tool is None:
-            finished = call.model_copy(update={"status": "failed", "error": McpHttpError(
-                code=400, message=f"no MCP server with label '{call.server_label}' is in this request's tools")})
-        else:
-            finished = await self._call(call, tool, index)
+        # Every call names a server of this request: the model's calls come from its listings,
+        # and the API refuses an approval for a server missing from `tools`.
+        finished = await self._call(call, self.servers[call.server_label], index)
         response.output[index] = finished
         self.tool_results[finished.chat_call_id] = finished.result_text()
 
@@ -368,13 +361,6 @@ def _application_failure(error: ActivityError | ApplicationError) -> Application
     regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
     return cause if isinstance(cause, ApplicationError) else None
-
-
-def _failure_message(error: ActivityError, prefix: str) -> str:
-    failure = _application_failure(error)
-    if failure is not None:
-        return failure.message
-    return f"{prefix}: {error.cause or error}"
 
 
 def _call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: float) -> tuple[int, str]:
