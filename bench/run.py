@@ -1,225 +1,253 @@
-"""Latency of durable responses against the upstream backend's own latency, in one run.
+"""What durability costs, measured against the backend alone and the Temporal floor, in one run.
 
-    python -m bench.run [--requests 200] [--latency-ms 50]
+    python -m bench.run [--requests 200] [--latency-ms 0] [--quick]
 
-Starts the scripted backend with a fixed latency, `durable-responses dev` on a fresh data
-dir, and a second API process (`durable-responses serve`) on the same Temporal and store
-with no worker of its own. Each measurement alternates the backend called directly with
-the same call through durable-responses, so both see the same machine noise:
+Starts the scripted backend (its own process; ~2 ms a call), `durable-responses dev` on a
+fresh data dir, and later a `serve` process, then measures:
 
-1. non-streaming: a whole chat completion vs a whole response (`dev`);
-2. streaming: time to the first text delta, straight from the backend vs through `dev`,
-   where the worker and the API share a process and deltas wake the stream at once;
-3. the same through `serve`, which learns of events written by the other process by
-   polling the store (`STREAM_POLL_SECONDS`, 20 ms by default), and whose workflows start
-   through the task queue rather than eagerly;
-4. an MCP turn: a response that lists an MCP server, calls one of its tools and answers
-   (two inference calls), against the same work done directly: two chat completions and
-   one MCP session that lists and calls.
+1. non-streaming latency: a chat completion alone, then the same as a response, alternating;
+2. time to the first text delta, through `dev` and through `serve` (another process);
+3. throughput: 200 non-streaming responses at concurrency 10 and at 50, with the CPU time
+   the `dev` process and its Temporal server used per response (read from /proc);
+4. a 30-turn `previous_response_id` chain: per-turn overhead at its start and end, and the
+   bytes the store keeps per turn;
+5. the Temporal floor (`bench/floor.py`: an eager start, two empty local activities and the
+   result) on the same Temporal server, and our overhead as a multiple of it;
+6. overload: 200 responses at concurrency 50 while a CPU hog holds one core, with the
+   upstream calls each response made (a response makes each inference call once);
+7. an MCP turn (list, call, answer) against the same work done directly.
+
+It prints a Markdown table with the goals of issue 10 beside the figures. Timings vary by a
+few ms from run to run on a shared machine; compare figures from the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import logging
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+import uuid
 
 import httpx
 import openai
 
-from tests.mcp_servers import McpTestServer
-from tests.scripted_backend import Reply, ScriptedBackend
-
-CLI = str(Path(sys.executable).parent / "durable-responses")
+from bench import load
+from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_serve, stop
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms"
 
 
-def start_dev(data_dir: str, backend: ScriptedBackend) -> tuple[subprocess.Popen, str, int]:
-    port, temporal_port = free_port(), free_port()
-    env = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench", "LOG_LEVEL": "WARNING"}
-    process = subprocess.Popen(
-        [CLI, "dev", "--data-dir", data_dir, "--port", str(port), "--temporal-port", str(temporal_port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+class Report:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def latency(self, name: str, direct: list[float], durable: list[float], goal: str) -> float:
+        d50, d95 = statistics.median(direct), load.percentile(direct, 0.95)
+        r50, r95 = statistics.median(durable), load.percentile(durable, 0.95)
+        self.lines.append(_row([
+            name, f"{_ms(d50)} / {_ms(d95)}", f"{_ms(r50)} / {_ms(r95)}",
+            f"+{r50 - d50:.1f} / +{r95 - d95:.1f} ms", f"{r50 / d50:.2f}x", goal,
+        ]))
+        return r50 - d50
+
+
+def measure_floor(dev: Dev, requests: int) -> dict:
+    output = subprocess.run(
+        [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=True,
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+async def run(args: argparse.Namespace) -> str:
+    requests, warmup = args.requests, max(10, args.requests // 10)
+    backend = Backend.start(args.latency_ms)
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="dr-bench-") as data_dir:
+        dev = Dev.start(data_dir, backend)
+        serve = None
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url, temporal_port
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise SystemExit("durable-responses dev did not become healthy")
+            direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
+            durable = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="bench", max_retries=0, timeout=300)
+            http = httpx.AsyncClient(timeout=120)
+            hi = [{"role": "user", "content": "hi"}]
+
+            # 1. non-streaming, sequential
+            plain_direct, plain_durable = await load.alternating(
+                lambda: direct.chat.completions.create(model="bench", messages=hi),
+                lambda: durable.responses.create(model="bench", input="hi"), requests, warmup)
+
+            # 2. first delta through dev
+            delta_direct = load.first_delta(http, f"{backend.base_url}/chat/completions",
+                                            {"model": "bench", "stream": True, "messages": hi}, '"content": "echo')
+            delta_dev = load.first_delta(http, f"{dev.url}/v1/responses",
+                                         {"model": "bench", "input": "hi", "stream": True},
+                                         "response.output_text.delta")
+            first_direct, first_dev = await load.alternating_first_delta(delta_direct, delta_dev, requests, warmup)
+
+            # 3. throughput
+            loads = {}
+            for concurrency in (10, 50):
+                await load.concurrently(lambda: durable.responses.create(model="bench", input="hi"), 40, concurrency)
+                before = dev.cpu()
+                loads[concurrency] = await load.concurrently(
+                    lambda: durable.responses.create(model="bench", input="hi"), 200, concurrency)
+                after = dev.cpu()
+                done = max(1, len(loads[concurrency].latencies_ms))
+                loads[concurrency].cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
+
+            # 4. a 30-turn chain, three times
+            chains = [await load.chain(durable, direct, f"bench-chain-{index}", args.turns) for index in range(3)]
+            database = os.path.join(data_dir, "responses.db")
+            stored = [[load.stored_bytes(database, response_id) for response_id in ids] for _, _, ids in chains]
+
+            # 5. the Temporal floor, on the same server
+            floor = measure_floor(dev, requests // 2)
+
+            # 6. overload: a CPU hog holds one core
+            model = f"bench-overload-{uuid.uuid4().hex[:6]}"
+            hog = start_cpu_hog()
+            try:
+                overload = await load.concurrently(lambda: durable.responses.create(model=model, input="hi"),
+                                                   200, 50)
+            finally:
+                hog.kill()
+                hog.wait()
+            upstream_calls = backend.calls().get(model, 0)
+
+            # 2b. first delta through serve (another process)
+            serve, serve_url = start_serve(dev)
+            delta_serve = load.first_delta(http, f"{serve_url}/v1/responses",
+                                           {"model": "bench", "input": "hi", "stream": True},
+                                           "response.output_text.delta")
+            serve_direct, serve_first = await load.alternating_first_delta(
+                delta_direct, delta_serve, requests // 2, warmup)
+
+            # 7. an MCP turn
+            mcp_direct, mcp_durable = await mcp_turns(backend, durable, direct, requests // 4, warmup // 2)
+            await http.aclose()
+        finally:
+            if serve is not None:
+                stop(serve)
+            dev.stop()
+            backend.stop()
+
+    lines = [
+        f"durable-responses benchmark: {os.cpu_count()} cores, scripted backend "
+        f"(+{args.latency_ms:g} ms), {requests} requests a latency row, one run",
+        "",
+        _row(["latency (p50 / p95)", "backend alone", "durable-responses", "overhead", "ratio p50", "goal"]),
+        _row(["---"] * 6),
+    ]
+    plain_overhead = report.latency("non-streaming", plain_direct, plain_durable, "≤ +20 / +30 ms")
+    report.latency("first text delta, `dev`", first_direct, first_dev, "≤ +12 ms p50")
+    report.latency("first text delta, `serve` (another process)", serve_direct, serve_first, "")
+    report.latency("an MCP turn: list, call, answer", mcp_direct, mcp_durable, "")
+    lines += report.lines
+
+    lines += ["", _row(["throughput, 200 non-streaming", "req/s", "p50", "p95", "p95 / p50", "errors",
+                        "CPU per response: `dev` / Temporal", "goal"]), _row(["---"] * 8)]
+    for concurrency, goal in ((10, "≥ 55 req/s, p95 ≤ 3× p50, CPU ≤ 15 ms"), (50, "≥ 50 req/s, p95 ≤ 3× p50")):
+        result = loads[concurrency]
+        lines.append(_row([
+            f"concurrency {concurrency}", f"{result.throughput:.1f}", _ms(result.p50), _ms(result.p95),
+            f"{result.p95 / result.p50:.2f}", str(sum(result.errors.values())),
+            f"{result.cpu[0]:.1f} ms / {result.cpu[1]:.1f} ms", goal,
+        ]))
+
+    per_turn = [statistics.median(chain[1][turn] - chain[0][turn] for chain in chains) for turn in range(args.turns)]
+    head, tail = statistics.median(per_turn[:5]), statistics.median(per_turn[-5:])
+    bytes_per_turn = [statistics.median(each[turn] for each in stored) for turn in range(args.turns)]
+    lines += ["", _row([f"{args.turns}-turn chain (3 chains)", "overhead turns 1–5", f"overhead turns {args.turns - 4}–{args.turns}",
+                        "end / start", "bytes stored: turn 1 / 15 / 30", "goal"]), _row(["---"] * 6)]
+    lines.append(_row([
+        "`previous_response_id`", _ms(head), _ms(tail), f"{tail / head:.2f}x",
+        " / ".join(f"{bytes_per_turn[min(turn, args.turns) - 1]:,.0f}" for turn in (1, 15, 30)),
+        "end ≤ 1.2× start",
+    ]))
+
+    lines += ["", _row(["Temporal floor (same server)", "p50", "p95", "req/s at 10", "our overhead p50 / floor p50",
+                        "goal"]), _row(["---"] * 6)]
+    for name in ("unsandboxed", "sandboxed"):
+        figures = floor[name]
+        lines.append(_row([
+            f"eager start + 2 empty local activities + result, {name}", _ms(figures["p50_ms"]),
+            _ms(figures["p95_ms"]), f"{figures['throughput_per_s']:.1f}",
+            f"{plain_overhead / figures['p50_ms']:.2f}x", "≤ 1.3×" if name == "unsandboxed" else "",
+        ]))
+
+    accepted = sum(overload.statuses.values())
+    lines += ["", _row(["overload: 200 at concurrency 50, a CPU hog on one core", "completed", "shed (429/503)",
+                        "other errors", "upstream calls per response", "p50", "p95", "goal"]), _row(["---"] * 8)]
+    shed = overload.errors.get("429", 0) + overload.errors.get("503", 0)
+    lines.append(_row([
+        "non-streaming", str(overload.statuses.get("completed", 0)), str(shed),
+        str(sum(overload.errors.values()) - shed), f"{upstream_calls / max(1, accepted):.3f}",
+        _ms(overload.p50), _ms(overload.p95), "≤ 1.05 calls per response",
+    ]))
+    return "\n".join(lines)
 
 
-def start_serve(dev_url: str, data_dir: str, temporal_port: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port), "--temporal-address", f"127.0.0.1:{temporal_port}",
-         "--database-url", f"sqlite:///{data_dir}/responses.db"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ | {"LOG_LEVEL": "WARNING"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise SystemExit("durable-responses serve did not become healthy")
-
-
-def first_delta_ms(http: httpx.Client, url: str, body: dict, marker: str) -> float:
-    """Milliseconds from sending the request to the first SSE data line that holds `marker`."""
-    started = time.perf_counter()
-    with http.stream("POST", url, json=body) as answer:
-        lines = answer.iter_lines()
-        for line in lines:
-            if line.startswith("data: ") and marker in line:
-                elapsed = (time.perf_counter() - started) * 1000
-                for _rest in lines:  # read to the end, as a client would
-                    pass
-                return elapsed
-    raise AssertionError(f"no {marker} in the stream from {url}")
-
-
-def streaming_pairs(http: httpx.Client, backend_url: str, api_url: str, count: int, warmup: int):
-    direct, durable = [], []
-    for index in range(warmup + count):
-        a = first_delta_ms(http, f"{backend_url}/chat/completions",
-                           {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-                           '"content": "echo')
-        b = first_delta_ms(http, f"{api_url}/v1/responses", {"model": "bench", "input": "hi", "stream": True},
-                           "response.output_text.delta")
-        if index >= warmup:
-            direct.append(a)
-            durable.append(b)
-    return direct, durable
-
-
-def mcp_pairs(backend: ScriptedBackend, api_url: str, count: int, warmup: int) -> tuple[list[float], list[float]]:
-    """(direct, durable) milliseconds of one MCP turn, alternating."""
-    import asyncio
-
+async def mcp_turns(backend: Backend, durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, count: int,
+                    warmup: int) -> tuple[list[float], list[float]]:
+    """(direct, durable) ms of one MCP turn: a response that lists a server, calls one tool and
+    answers, against two chat completions and one MCP session that lists and calls."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+
+    from tests.mcp_servers import McpTestServer
 
     server = McpTestServer().start()
     tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
     backend.script("bench-mcp", [reply for _ in range(count + warmup)
-                                 for reply in (Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3"))])
+                                 for reply in ({"tool_calls": [["add", {"a": 1, "b": 2}]]}, {"text": "3"})])
+    hi = [{"role": "user", "content": "hi"}]
 
-    async def measure() -> tuple[list[float], list[float]]:
-        direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0)
-        durable = openai.AsyncOpenAI(base_url=f"{api_url}/v1", api_key="bench", max_retries=0)
-        direct_ms, durable_ms = [], []
-        for index in range(count + warmup):
-            started = time.perf_counter()
-            await direct.chat.completions.create(model="bench", messages=[{"role": "user", "content": "hi"}])
-            async with Client(streamable_http_client(server.url), mode="legacy") as session:
-                await session.list_tools()
-                await session.call_tool("add", {"a": 1, "b": 2})
-            await direct.chat.completions.create(model="bench", messages=[{"role": "user", "content": "hi"}])
-            middle = time.perf_counter()
-            answer = await durable.responses.create(model="bench-mcp", input="add", tools=[tool])
-            ended = time.perf_counter()
-            assert answer.status == "completed" and answer.output[1].output == "3", answer
-            if index >= warmup:
-                direct_ms.append((middle - started) * 1000)
-                durable_ms.append((ended - middle) * 1000)
-        return direct_ms, durable_ms
+    async def directly() -> None:
+        await direct.chat.completions.create(model="bench", messages=hi)
+        async with Client(streamable_http_client(server.url), mode="legacy") as session:
+            await session.list_tools()
+            await session.call_tool("add", {"a": 1, "b": 2})
+        await direct.chat.completions.create(model="bench", messages=hi)
+
+    async def durably() -> None:
+        answer = await durable.responses.create(model="bench-mcp", input="add", tools=[tool])
+        assert answer.status == "completed" and answer.output[1].output == "3", answer
 
     try:
-        return asyncio.run(measure())
+        return await load.alternating(directly, durably, count, warmup)
     finally:
         server.stop()
 
 
-def report(name: str, samples: list[float]) -> tuple[float, float]:
-    p50, p95 = statistics.median(samples), percentile(samples, 0.95)
-    print(f"  {name:<34} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
-    return p50, p95
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=200, help="samples per latency row (default 200)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="added backend latency (default 0)")
+    parser.add_argument("--turns", type=int, default=30, help="turns of the chain (default 30)")
+    parser.add_argument("--quick", action="store_true", help="60 samples a row: a rough figure in a minute or two")
     args = parser.parse_args()
-
-    backend = ScriptedBackend(latency=args.latency_ms / 1000).start()
-    with tempfile.TemporaryDirectory(prefix="dr-bench-") as data_dir:
-        process, url, temporal_port = start_dev(data_dir, backend)
-        serve, serve_url = start_serve(url, data_dir, temporal_port)
-        try:
-            direct = openai.OpenAI(base_url=backend.base_url, api_key="bench", max_retries=0)
-            durable = openai.OpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0)
-            backend_ms: list[float] = []
-            response_ms: list[float] = []
-            for index in range(args.warmup + args.requests):
-                started = time.perf_counter()
-                direct.chat.completions.create(model="bench", messages=[{"role": "user", "content": "hi"}])
-                middle = time.perf_counter()
-                answer = durable.responses.create(model="bench", input="hi")
-                ended = time.perf_counter()
-                assert answer.status == "completed", answer
-                if index >= args.warmup:
-                    backend_ms.append((middle - started) * 1000)
-                    response_ms.append((ended - middle) * 1000)
-            with httpx.Client(timeout=60) as http:
-                stream_direct, stream_dev = streaming_pairs(http, backend.base_url, url, args.requests, args.warmup)
-                serve_direct, stream_serve = streaming_pairs(http, backend.base_url, serve_url, args.requests // 2,
-                                                             args.warmup)
-            mcp_direct, mcp_durable = mcp_pairs(backend, url, args.requests // 2, args.warmup // 2)
-        finally:
-            for child in (serve, process):
-                child.send_signal(signal.SIGTERM)
-                child.wait(timeout=30)
-            backend.stop()
-
-    print(f"non-streaming, {args.requests} sequential requests, backend latency {args.latency_ms:.0f} ms")
-    base50, base95 = report("backend alone (chat completions)", backend_ms)
-    dur50, dur95 = report("durable-responses (responses)", response_ms)
-    print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
-    print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
-    for title, direct, durable, labels in (
-        ("streaming, time to first delta, dev (worker in the API process)", stream_direct, stream_dev,
-         ("backend alone (first content chunk)", "durable-responses (first delta)")),
-        ("streaming, time to first delta, serve (worker in another process)", serve_direct, stream_serve,
-         ("backend alone (first content chunk)", "durable-responses (first delta)")),
-        ("an MCP turn: list, call, answer (dev)", mcp_direct, mcp_durable,
-         ("2 chat calls + 1 MCP session, direct", "durable-responses (one response)")),
-    ):
-        print(f"{title}, {len(durable)} requests")
-        base50, base95 = report(labels[0], direct)
-        dur50, dur95 = report(labels[1], durable)
-        print(f"  overhead                           p50 {dur50 - base50:+7.1f} ms   p95 {dur95 - base95:+7.1f} ms")
-        print(f"  ratio to backend                   p50 {dur50 / base50:7.2f}x    p95 {dur95 / base95:7.2f}x")
-    sys.stdout.flush()
-    os._exit(0)
+    logging.disable(logging.INFO)  # the MCP client's per-request lines
+    if args.quick:
+        args.requests = 60
+    started = time.monotonic()
+    table = asyncio.run(run(args))
+    print(table)
+    print(f"\n(measured in {time.monotonic() - started:.0f} s)", flush=True)
+    os._exit(0)  # the Temporal client can crash at interpreter exit (sdk-python #300)
 
 
 if __name__ == "__main__":

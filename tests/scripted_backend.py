@@ -73,7 +73,11 @@ class ScriptedBackend:
     # ---- serving -----------------------------------------------------------------------
 
     def start(self, port: int = 0) -> "ScriptedBackend":
-        app = Starlette(routes=[Route("/v1/chat/completions", self._chat_completions, methods=["POST"])])
+        app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+            Route("/v1/_script", self._script_over_http, methods=["POST"]),
+            Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
+        ])
         self._server = ThreadedServer(app, "scripted-backend", port, lifespan="off").start()
         self.port = self._server.port
         return self
@@ -81,6 +85,19 @@ class ScriptedBackend:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop(join_seconds=5)
+
+    # ---- control over HTTP, for a backend in another process (the benchmark's) ----------
+
+    async def _script_over_http(self, request: Request) -> Response:
+        """`{"model": ..., "replies": [{Reply's fields}]}`; tool calls as `[name, arguments]`."""
+        body = await request.json()
+        self.script(body["model"], [Reply(**reply) for reply in body["replies"]])
+        return JSONResponse({"scripted": len(body["replies"])})
+
+    async def _calls_over_http(self, _request: Request) -> Response:
+        """How many requests each model has received."""
+        with self._lock:
+            return JSONResponse({model: len(requests) for model, requests in self._requests.items()})
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         model = body.get("model", "")

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8000)
     dev.add_argument("--data-dir", default="./.durable-responses")
     dev.add_argument("--temporal-port", type=int, default=7233)
+    dev.add_argument("--ui-port", type=int, default=None)
 
     worker = commands.add_parser("worker", help="run workflows and activities")
     _add_cluster_options(worker)
@@ -89,7 +90,7 @@ async def _run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, stop.set)
     match args.command:
         case "dev":
-            return await run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop)
+            return await run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop, ui_port=args.ui_port)
         case "worker":
             await run_worker(_settings(args), stop)
         case "serve":

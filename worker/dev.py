@@ -91,10 +91,13 @@ def secrets_key_in(directory: Path) -> str:
     return path.read_text().strip()
 
 
-async def run_dev(host: str, port: int, data_dir: str, temporal_port: int, stop: asyncio.Event) -> int:
+async def run_dev(
+    host: str, port: int, data_dir: str, temporal_port: int, stop: asyncio.Event, *, ui_port: int | None = None
+) -> int:
     directory = Path(data_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
+    if ui_port is None:
+        ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
     settings = Settings.from_env(
         temporal_address=f"127.0.0.1:{temporal_port}",
         database_url=f"sqlite:///{directory / 'responses.db'}",

@@ -1,0 +1,156 @@
+"""The shapes of load the benchmark applies, each returning raw samples in milliseconds."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import httpx
+import openai
+
+Call = Callable[[], Awaitable[object]]
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+async def timed(call: Call) -> float:
+    started = time.perf_counter()
+    await call()
+    return (time.perf_counter() - started) * 1000
+
+
+async def alternating(direct: Call, durable: Call, count: int, warmup: int) -> tuple[list[float], list[float]]:
+    """The backend alone and the same work through durable-responses, one after the other, so
+    both see the same machine noise."""
+    direct_ms, durable_ms = [], []
+    for index in range(warmup + count):
+        a, b = await timed(direct), await timed(durable)
+        if index >= warmup:
+            direct_ms.append(a)
+            durable_ms.append(b)
+    return direct_ms, durable_ms
+
+
+def first_delta(http: httpx.AsyncClient, url: str, body: dict, marker: str) -> Call:
+    """A call whose time is from sending the request to the first SSE data line holding `marker`
+    (the rest of the stream is read afterwards, untimed, as a client would)."""
+
+    async def call() -> float:
+        started = time.perf_counter()
+        async with http.stream("POST", url, json=body) as answer:
+            lines = answer.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: ") and marker in line:
+                    elapsed = (time.perf_counter() - started) * 1000
+                    async for _rest in lines:
+                        pass
+                    return elapsed
+        raise AssertionError(f"no {marker} in the stream from {url}")
+
+    return call
+
+
+async def alternating_first_delta(direct: Call, durable: Call, count: int, warmup: int):
+    direct_ms, durable_ms = [], []
+    for index in range(warmup + count):
+        a, b = await direct(), await durable()
+        if index >= warmup:
+            direct_ms.append(a)
+            durable_ms.append(b)
+    return direct_ms, durable_ms
+
+
+@dataclass
+class Loaded:
+    """What a concurrent run produced."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: Counter = field(default_factory=Counter)
+    elapsed_s: float = 0.0
+    statuses: Counter = field(default_factory=Counter)
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies_ms) / self.elapsed_s if self.elapsed_s else 0.0
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
+
+    @property
+    def p95(self) -> float:
+        return percentile(self.latencies_ms, 0.95) if self.latencies_ms else float("nan")
+
+
+async def concurrently(create: Callable[[], Awaitable[openai.types.responses.Response]], total: int,
+                       concurrency: int) -> Loaded:
+    """`total` responses, at most `concurrency` at once; an HTTP error is counted, not raised."""
+    loaded = Loaded()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            started = time.perf_counter()
+            try:
+                response = await create()
+            except openai.APIStatusError as error:
+                loaded.errors[str(error.status_code)] += 1
+                return
+            except openai.APIError as error:
+                loaded.errors[type(error).__name__] += 1
+                return
+            loaded.latencies_ms.append((time.perf_counter() - started) * 1000)
+            loaded.statuses[response.status] += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(total)))
+    loaded.elapsed_s = time.perf_counter() - started
+    return loaded
+
+
+async def chain(durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, model: str,
+                turns: int) -> tuple[list[float], list[float], list[str]]:
+    """One `previous_response_id` chain of `turns` turns, each turn alternating with the backend
+    alone given the same growing conversation; returns per-turn ms (direct, durable) and ids."""
+    messages: list[dict] = []
+    previous: str | None = None
+    direct_ms, durable_ms, ids = [], [], []
+    for turn in range(turns):
+        text = f"turn {turn}: tell me more"
+        messages.append({"role": "user", "content": text})
+        started = time.perf_counter()
+        completion = await direct.chat.completions.create(model=model, messages=messages)
+        middle = time.perf_counter()
+        response = await durable.responses.create(model=model, input=text, previous_response_id=previous)
+        ended = time.perf_counter()
+        messages.append({"role": "assistant", "content": completion.choices[0].message.content})
+        direct_ms.append((middle - started) * 1000)
+        durable_ms.append((ended - middle) * 1000)
+        previous = response.id
+        ids.append(response.id)
+    return direct_ms, durable_ms, ids
+
+
+def stored_bytes(database: str, response_id: str) -> int:
+    """Bytes of every row the store keeps for one response, in every table that names it."""
+    with sqlite3.connect(database) as connection:
+        total = 0
+        tables = [row[0] for row in connection.execute("select name from sqlite_master where type = 'table'")]
+        for table in tables:
+            columns = [row[1] for row in connection.execute(f"pragma table_info('{table}')")]
+            key = "response_id" if "response_id" in columns else "id" if table == "responses" else None
+            if key is None:
+                continue
+            lengths = " + ".join(f"coalesce(length(cast(\"{column}\" as blob)), 0)" for column in columns)
+            row = connection.execute(f"select sum({lengths}) from \"{table}\" where \"{key}\" = ?",
+                                     (response_id,)).fetchone()
+            total += row[0] or 0
+        return total

@@ -1,0 +1,160 @@
+"""The benchmark's processes: the scripted backend, `durable-responses dev` and `serve`, a CPU
+hog, and the CPU time each has used (read from /proc)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+CLI = str(Path(sys.executable).parent / "durable-responses")
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _wait_healthy(process: subprocess.Popen, url: str, what: str, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with code {process.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"{what} did not become healthy within {seconds:.0f} s")
+
+
+@dataclass
+class Backend:
+    process: subprocess.Popen
+    base_url: str
+
+    @classmethod
+    def start(cls, latency_ms: float) -> "Backend":
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        backend = cls(process, f"http://127.0.0.1:{port}/v1")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{backend.base_url}/_calls", timeout=1)
+                return backend
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise SystemExit("the scripted backend did not start")
+
+    def script(self, model: str, replies: list[dict]) -> None:
+        httpx.post(f"{self.base_url}/_script", json={"model": model, "replies": replies}, timeout=10).raise_for_status()
+
+    def calls(self) -> dict[str, int]:
+        return httpx.get(f"{self.base_url}/_calls", timeout=10).json()
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@dataclass
+class Dev:
+    """`durable-responses dev` on a fresh data dir, and its Temporal server child."""
+
+    process: subprocess.Popen
+    url: str
+    temporal_port: int
+    data_dir: str
+
+    @classmethod
+    def start(cls, data_dir: str, backend: Backend, env: dict[str, str] | None = None) -> "Dev":
+        port, temporal_port = free_port(), free_port()
+        environment = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench",
+                                    "LOG_LEVEL": "WARNING"} | (env or {})
+        process = subprocess.Popen(
+            [CLI, "dev", "--data-dir", data_dir, "--port", str(port), "--temporal-port", str(temporal_port),
+             "--ui-port", str(free_port())],
+            stdout=subprocess.DEVNULL, stderr=open(Path(data_dir) / "dev.log", "ab"), env=environment,  # noqa: SIM115
+        )
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(process, f"{url}/health", "durable-responses dev")
+        return cls(process, url, temporal_port, data_dir)
+
+    @property
+    def temporal_address(self) -> str:
+        return f"127.0.0.1:{self.temporal_port}"
+
+    def temporal_pids(self) -> list[int]:
+        return children_of(self.process.pid)
+
+    def cpu(self) -> tuple[float, float]:
+        """(this process, its Temporal server) CPU seconds so far."""
+        return cpu_seconds(self.process.pid), sum(cpu_seconds(pid) for pid in self.temporal_pids())
+
+    def stop(self) -> None:
+        stop(self.process)
+
+
+def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
+    """A second API process (no worker) on the same Temporal and store."""
+    port = free_port()
+    process = subprocess.Popen(
+        [CLI, "serve", "--port", str(port), "--temporal-address", dev.temporal_address,
+         "--database-url", f"sqlite:///{dev.data_dir}/responses.db"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=os.environ | {"LOG_LEVEL": "WARNING"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    _wait_healthy(process, f"{url}/health", "durable-responses serve")
+    return process, url
+
+
+def start_cpu_hog() -> subprocess.Popen:
+    """A process that keeps one core busy until it is stopped."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def stop(process: subprocess.Popen, timeout: float = 30) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
