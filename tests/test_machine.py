@@ -55,3 +55,17 @@ def test_terminal_states_have_no_way_out():
     for transition in TRANSITIONS:
         sources = transition["source"] if isinstance(transition["source"], list) else [transition["source"]]
         assert not terminal.intersection(sources), transition
+
+
+def test_responses_share_the_table_but_not_their_state():
+    first, second = ResponseMachine(), ResponseMachine()
+    first.fire("start")
+    first.fire("complete")
+    assert second.state == State.CREATED
+    second.fire("cancel")
+    assert (first.state, second.state) == (State.COMPLETED, State.CANCELLED)
+
+
+def test_an_unknown_trigger_is_a_domain_error():
+    with pytest.raises(IllegalTransition):
+        ResponseMachine().fire("explode")

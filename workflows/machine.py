@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from transitions import Machine
+from transitions import Machine, MachineError
 
 from models.errors import DurableResponsesError
 
@@ -66,25 +66,32 @@ class IllegalTransition(DurableResponsesError):
         self.state = state
 
 
-class ResponseMachine:
-    """Holds the state; `fire` is the only way to change it."""
+# Built once: parsing the table is the costly part, and every workflow shares it. A response
+# keeps only its own `state`; the machine reads and sets it on whichever response fires.
+_MACHINE = Machine(
+    model=None,
+    states=State,
+    transitions=TRANSITIONS,
+    initial=State.CREATED,
+    auto_transitions=False,
+    send_event=False,
+)
 
-    state: State
+
+class ResponseMachine:
+    """Holds one response's state; `fire` is the only way to change it."""
 
     def __init__(self) -> None:
-        self._machine = Machine(
-            model=self,
-            states=State,
-            transitions=TRANSITIONS,
-            initial=State.CREATED,
-            auto_transitions=False,
-            send_event=False,
-        )
+        self.state = State.CREATED
 
     def fire(self, trigger: str) -> State:
-        if not getattr(self, f"may_{trigger}")():
+        event = _MACHINE.events.get(trigger)
+        if event is None:
             raise IllegalTransition(trigger, self.state.value)
-        getattr(self, trigger)()
+        try:
+            event.trigger(self)
+        except MachineError:
+            raise IllegalTransition(trigger, self.state.value) from None
         return self.state
 
     @property
