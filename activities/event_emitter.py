@@ -11,12 +11,14 @@ from typing import Any
 
 from models.events import StreamEvent
 from store.event_log import EventLog
+from store.turns import Fence
 
 
 class EventEmitter:
-    def __init__(self, log: EventLog, response_id: str) -> None:
+    def __init__(self, log: EventLog, response_id: str, fence: Fence | None = None) -> None:
         self.log = log
         self.response_id = response_id
+        self.fence = fence
         self._pending: list[dict[str, Any]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -32,7 +34,7 @@ class EventEmitter:
     async def _write_pending(self) -> None:
         while self._pending:
             batch, self._pending = self._pending, []
-            await self.log.append(self.response_id, batch)
+            await self.log.append(self.response_id, batch, fence=self.fence)
 
     async def close(self) -> None:
         """Wait until everything emitted is in the log (raises if a write failed)."""

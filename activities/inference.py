@@ -7,6 +7,8 @@ and failures are raised as `ApplicationError`s that say whether retrying can hel
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import time
 from datetime import timedelta
@@ -20,12 +22,14 @@ from temporalio.exceptions import ApplicationError
 from activities import chat_format
 from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
+from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import CancelRequestedError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
+from store.turns import Fence, TurnLost, TurnStart
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -34,22 +38,71 @@ class InferenceActivities:
     def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI) -> None:
         self.repository = repository
         self.client = client
+        self.calls = SingleFlight()
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
-        context = await self._context(request)
-        kwargs = chat_format.build_chat_request(
-            request.response, context, str(self.client.base_url), request.mcp_functions
-        )
-        call = self._streamed(request, kwargs) if request.emit_events else self._whole(request, kwargs)
+        """One inference call per turn. An execution that repeats a turn (its workflow task
+        ran again) joins the call still running in this process, waits for one running in
+        another (`store/turns.py`), or returns the result recorded for the turn."""
+        return await self.calls.run((request.response.id, request.turn), lambda: self._infer(request))
+
+    async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:
-            result, message = await unless_cancelled(self.repository.cancels, request.response.id, call)
-        except (openai.OpenAIError, httpx.HTTPError) as error:
-            raise to_application_error(classify(error)) from error
+            return await unless_cancelled(self.repository.cancels, request.response.id, self._turn(request))
         except CancelRequestedError as error:
-            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
-        await self.repository.save_chat_context(request.response.id, context + [chat_format.assistant_message(message)])
-        return result
+            raise _cancelled(error) from error
+
+    async def _turn(self, request: InferenceInput) -> InferenceResult:
+        fence = Fence(request.response.id, request.turn, holder=new_id("call"))
+        start = await self._claim(fence, request)
+        if start.recorded is not None:
+            return InferenceResult.model_validate(start.recorded)
+        if start.cancelled:
+            raise CancelRequestedError(f"response {request.response.id} was cancelled")
+        keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
+        try:
+            _raise_if_spent(start, request.max_attempts)
+            context = self._context(request, start)
+            kwargs = chat_format.build_chat_request(
+                request.response, context, str(self.client.base_url), request.mcp_functions
+            )
+            try:
+                if request.emit_events:
+                    result, message = await self._streamed(request, kwargs, fence)
+                else:
+                    result, message = await self._whole(request, kwargs)
+            except (openai.OpenAIError, httpx.HTTPError) as error:
+                raise to_application_error(classify(error)) from error
+            except TurnLost as error:  # this execution stalled past its lease; another took over
+                raise ApplicationError(str(error), type=type(error).__name__) from error
+            await self.repository.turns.record(
+                fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json")
+            )
+            return result
+        except BaseException as error:
+            failed = error if isinstance(error, ApplicationError) and error.type != TurnLost.__name__ else None
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.repository.turns.release(fence, _failure_record(failed)))
+            raise
+        finally:
+            keeping.cancel()
+
+    async def _claim(self, fence: Fence, request: InferenceInput) -> TurnStart:
+        """Claim the turn; while another execution holds it, wait for its result or its end."""
+        pause = 0.05
+        while True:
+            start = await self.repository.turns.claim(fence, request.response.previous_response_id,
+                                                      request.lease_seconds)
+            if not start.held:
+                return start
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _keep_claim(self, fence: Fence, lease_seconds: float) -> None:
+        while await asyncio.sleep(lease_seconds / 4, result=True):
+            if not await self.repository.turns.renew(fence, lease_seconds):
+                return  # lost: the fence refuses this execution's writes from now on
 
     async def _whole(self, request: InferenceInput, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
         completion = await self.client.chat.completions.create(**kwargs)
@@ -64,7 +117,9 @@ class InferenceActivities:
         )
         return result, message
 
-    async def _streamed(self, request: InferenceInput, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+    async def _streamed(
+        self, request: InferenceInput, kwargs: dict[str, Any], fence: Fence
+    ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
@@ -72,7 +127,7 @@ class InferenceActivities:
             request.output_offset, streamed_from_events(earlier),
             mcp_functions={function.function_name: function for function in request.mcp_functions},
         )
-        emitter = EventEmitter(self.repository.events, response_id)
+        emitter = EventEmitter(self.repository.events, response_id, fence)
         finish_reason: str | None = None
         usage: Any = None
         try:
@@ -93,17 +148,35 @@ class InferenceActivities:
         )
         return result, message
 
-    async def _context(self, request: InferenceInput) -> list[dict[str, Any]]:
+    @staticmethod
+    def _context(request: InferenceInput, inputs: TurnStart) -> list[dict[str, Any]]:
         if request.turn > 0:
-            saved = await self.repository.chat_context(request.response.id) or []
-            return saved + chat_format.tool_messages(request.tool_results)
-        base, raw_items = await self.repository.turn_inputs(request.response.id, request.response.previous_response_id)
-        items = chat_format.parse_items(raw_items)
+            return inputs.context + chat_format.tool_messages(request.tool_results)
+        items = chat_format.parse_items(inputs.items)
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
         closing = {call_id: text for call_id, text in request.tool_results.items() if call_id not in in_items}
-        return base + chat_format.tool_messages(closing) + chat_format.items_to_messages(items, request.tool_results)
+        return (inputs.context + chat_format.tool_messages(closing)
+                + chat_format.items_to_messages(items, request.tool_results))
+
+
+def _cancelled(error: CancelRequestedError) -> ApplicationError:
+    return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
+
+
+def _failure_record(error: ApplicationError | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {"type": error.type, "message": error.message, "non_retryable": error.non_retryable}
+
+
+def _raise_if_spent(start: TurnStart, max_attempts: int) -> None:
+    """A turn that runs again continues its retry budget: when earlier executions spent it,
+    or met a failure retrying cannot mend, it fails at once as they did."""
+    last = start.last_error
+    if last is not None and (last["non_retryable"] or start.failures >= max_attempts):
+        raise ApplicationError(last["message"], type=last["type"], non_retryable=True)
 
 
 def _with_call_ids(message: dict[str, Any]) -> dict[str, Any]:

@@ -24,15 +24,12 @@ class StoreActivities:
 
     @activity.defn(name="record_status")
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
-        response = await self.repository.get_response(request.response_id, include_unstored=True)
-        if response is None:
-            raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True)
-        if response.status == request.status:
-            return RecordStatusResult(recorded=False)
-        updated = response.model_copy(update={"status": request.status})
-        event = LifecycleEvent(type=f"response.{request.status}", response=updated).wire() if request.emit_events else None
-        await self.repository.save_response(updated, event)
-        return RecordStatusResult(recorded=True)
+        try:
+            recorded = await self.repository.advance_status(request.response_id, request.status,
+                                                            with_event=request.emit_events)
+        except LookupError:
+            raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True) from None
+        return RecordStatusResult(recorded=recorded)
 
     @activity.defn(name="emit_events")
     async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:
@@ -41,31 +38,15 @@ class StoreActivities:
 
     @activity.defn(name="finalize_response")
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
-        """Write the final response; an unstored one (`store: false`) leaves nothing behind."""
+        """Write the final response (an unstored one leaves nothing behind but the end of its
+        stream), then hand it to a request in this process that waits for it."""
         response = request.response
         event = None
         if request.emit_events:
             event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
-        if response.store:
-            await self._keep_for_the_chain(request)
-            await self.repository.save_response(response, event)
-            return FinalizeResult(stored=True)
-        # Nothing of an unstored response is kept, but the end of its stream: the stream's
-        # reader removes the event log once it has read that.
-        if event is not None:
-            await self.repository.events.append(response.id, [event])
-        await self.repository.purge(response.id, keep_events=request.emit_events)
-        return FinalizeResult(stored=False)
-
-    async def _keep_for_the_chain(self, request: FinalizeInput) -> None:
-        """Results of tools run after the last inference call join the chat context; the MCP
-        listings are kept for follow-ups; the MCP secrets are needed no more. (An unstored
-        response is purged whole instead.)"""
-        response_id = request.response.id
-        if request.tool_results:
-            context = await self.repository.chat_context(response_id) or []
-            await self.repository.save_chat_context(response_id, context + tool_messages(request.tool_results))
-        if request.listings:
-            await self.repository.save_listings(response_id, request.listings)
-        if any(tool.type == "mcp" for tool in request.response.tools):
-            await self.repository.forget_secrets(response_id)
+        ended = await self.repository.finish(
+            response, event, tool_messages=tool_messages(request.tool_results), listings=request.listings,
+        )
+        if ended is not None:
+            self.repository.outcomes.publish(ended)
+        return FinalizeResult(stored=response.store)

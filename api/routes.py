@@ -46,8 +46,8 @@ async def create_response(request: Request) -> HttpResponse:
         secrets=prepared.secrets, decisions=prepared.answers,
     )
     try:
-        await runner.start(response, emit_events=emit_events, listings=prepared.listings,
-                           approvals=prepared.approvals)
+        started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
+                                     approvals=prepared.approvals)
     except UnavailableError:
         await repository.purge(response.id)
         raise
@@ -55,7 +55,7 @@ async def create_response(request: Request) -> HttpResponse:
         return _event_stream(request, response.id, after=-1, forget_at_end=not response.store)
     if prepared.request.background:
         return _json(response)
-    return _json(await runner.result(response.id))
+    return _json(await runner.ended(started))
 
 
 def _event_stream(request: Request, response_id: str, *, after: int, forget_at_end: bool = False) -> StreamingResponse:

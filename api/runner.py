@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -17,17 +19,42 @@ from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRe
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
 from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ExecutionSettings, ResponseWorkflowInput
+from store.repository import ResponseRepository
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Started:
+    handle: WorkflowHandle
+    handover: asyncio.Future[Response] | None
+    """Resolved in-process with the response's end, when its workflow runs on this worker."""
+
+
+HANDOVER_WAIT_SECONDS = 1.0
+"""How long a request whose workflow started on this process's worker waits for the end to be
+handed over in-process before it also asks Temporal (the workflow may have moved on to
+another worker: its task timed out, or it left this worker's cache)."""
+
+
 class ResponseRunner:
     def __init__(
-        self, client: Client, task_queue: str, settings: ExecutionSettings, *, task_timeout_seconds: float = 10.0
+        self,
+        client: Client,
+        task_queue: str,
+        settings: ExecutionSettings,
+        *,
+        task_timeout_seconds: float = 10.0,
+        repository: ResponseRepository,
+        local_worker: bool,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.settings = settings
+        self.repository = repository
+        self.local_worker = local_worker
+        """A worker polls the task queue in this process: workflows start on it eagerly, and
+        their ends are handed over in-process."""
         # How soon a workflow task held by a dead worker (e.g. running a local activity)
         # is handed to another worker.
         self.task_timeout = timedelta(seconds=task_timeout_seconds)
@@ -40,15 +67,18 @@ class ResponseRunner:
         if_never_started: bool = False,
         listings: list[McpListing] | None = None,
         approvals: list[ApprovalDecision] | None = None,
-    ) -> WorkflowHandle:
+    ) -> Started:
         """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
-        when a workflow with its id runs or has run (recovery must not run a response twice)."""
+        when a workflow with its id runs or has run (recovery must not run a response twice).
+        A response without an event log is waited for (`ended`): its end is expected in-process."""
         workflow_input = ResponseWorkflowInput(
             response=response, settings=self.settings, emit_events=emit_events,
             listings=listings or [], approvals=approvals or [],
         )
+        eager = self.local_worker and not if_never_started
+        handover = self.repository.outcomes.expect(response.id) if eager and not emit_events else None
         try:
-            return await self.client.start_workflow(
+            handle = await self.client.start_workflow(
                 "ResponseWorkflow",
                 workflow_input,
                 id=response.id,
@@ -58,25 +88,59 @@ class ResponseRunner:
                 # A response id is new by construction: one that ran before is never run again.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
-                request_eager_start=not if_never_started,
+                request_eager_start=eager,
             )
         except WorkflowAlreadyStartedError:
             if if_never_started:
                 raise
             # A slow start lost the race to the orphan sweep: the response runs all the same.
-            return self.client.get_workflow_handle(response.id, result_type=Response)
+            return Started(self.client.get_workflow_handle(response.id, result_type=Response), handover)
         except RPCError as error:
+            self.repository.outcomes.forget(response.id)
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+        if handover is not None and not _started_here(handle):
+            self.repository.outcomes.forget(response.id)
+            handover = None
+        return Started(handle, handover)
+
+    async def ended(self, started: Started) -> Response:
+        """Wait for the end of a started response: handed over in-process when its workflow
+        runs on this process's worker, otherwise from Temporal."""
+        handover = started.handover
+        if handover is None:
+            return await self._ended(started.handle)
+        try:
+            try:
+                return await asyncio.wait_for(asyncio.shield(handover), HANDOVER_WAIT_SECONDS)
+            except TimeoutError:
+                pass
+            asked = asyncio.ensure_future(self._ended(started.handle))
+            await asyncio.wait({handover, asked}, return_when=asyncio.FIRST_COMPLETED)
+            if handover.done():
+                asked.cancel()
+                return handover.result()
+            return asked.result()
+        finally:
+            self.repository.outcomes.forget(started.handle.id)
 
     async def result(self, response_id: str) -> Response:
+        """The end of a running response, from Temporal."""
         handle = self.client.get_workflow_handle(response_id, result_type=Response)
+        return await self._ended(handle)
+
+    async def _ended(self, handle: WorkflowHandle) -> Response:
+        """The workflow's result, or the response as its store keeps it (the first end written
+        stays there, while a workflow task that ran again may have computed another)."""
         try:
-            return await handle.result()
+            ended = await handle.result()
         except RPCError as error:
-            raise UnavailableError(f"Cannot reach the workflow of response {response_id}: {error.message}") from error
+            raise UnavailableError(f"Cannot reach the workflow of response {handle.id}: {error.message}") from error
         except WorkflowFailureError as error:  # only a bug gets here: the workflow ends responses itself
-            log.error("workflow %s failed: %s", response_id, error.cause)
-            raise UnavailableError(f"The workflow of response {response_id} failed: {error.cause}") from error
+            log.error("workflow %s failed: %s", handle.id, error.cause)
+            raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
+        if not ended.store:
+            return ended
+        return await self.repository.get_response(ended.id) or ended
 
     async def cancel(self, response_id: str) -> None:
         try:
@@ -108,6 +172,12 @@ class ResponseRunner:
             )
         )
         return len(described.pollers) > 0
+
+
+def _started_here(handle: WorkflowHandle) -> bool:
+    """Whether Temporal accepted the eager start, handing the first workflow task to this
+    process's worker (the SDK records it on the handle)."""
+    return bool(getattr(handle, "__temporal_eagerly_started", False))
 
 
 def _refused(response_id: str, decision: ApprovalUpdate, cause: BaseException | None) -> Exception:

@@ -28,6 +28,11 @@ class InferenceInput(BaseModel):
     """What the tools run since the last inference call returned, by chat tool-call id."""
     mcp_functions: list[McpFunction] = Field(default_factory=list)
     """The MCP tools the model may call, besides the request's function tools."""
+    max_attempts: int = 6
+    """The turn's retry budget, counted across executions of the turn (`store/turns.py`)."""
+    lease_seconds: float = 20.0
+    """How long the call's claim on its turn lasts unrenewed (`store/turns.py`): twice the
+    workflow task timeout, after which another worker runs the turn again."""
 
 
 class InferenceResult(BaseModel):

@@ -6,22 +6,27 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models.errors import ApprovalAlreadyAnsweredError, SecretsUnavailableError
 from models.mcp import McpListing
-from models.responses import Response
+from models.events import LifecycleEvent
+from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
-from store.database import write_transaction
+from store.database import Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
+from store.outcomes import Outcomes
+from store.rows import put_row
+from store.turns import Turns
 from store.schema import (
     approval_decisions,
     cancel_requests,
     chat_contexts,
     events,
+    inference_claims,
+    inference_results,
     input_items,
     mcp_listings,
     mcp_secrets,
@@ -50,17 +55,20 @@ class Page:
 class ResponseRepository:
     def __init__(
         self,
-        engine: AsyncEngine,
+        db: Database,
         *,
         stream_poll_seconds: float = 0.02,
         cancel_poll_seconds: float = 0.25,
         secret_box: SecretBox | None = None,
     ) -> None:
-        self.engine = engine
+        self.db = db
         self.secret_box = secret_box
-        self.events = EventLog(engine, stream_poll_seconds)
+        self.events = EventLog(db, stream_poll_seconds)
+        self.turns = Turns(db)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
+        self.outcomes = Outcomes()
+        """Requests in this process wait here for the end of a response their worker runs."""
 
     # ---- responses -------------------------------------------------------------------
 
@@ -91,8 +99,8 @@ class ResponseRepository:
         decisions: dict[str, bool],
     ) -> None:
         sealed = {label: self._seal(value) for label, value in secrets.items()}
-        async with write_transaction(self.engine) as connection:
-            await connection.execute(
+        async with self.db.write() as transaction:
+            await transaction.execute(
                 insert(responses).values(
                     id=response.id,
                     created_at=response.created_at,
@@ -104,7 +112,7 @@ class ResponseRepository:
                 )
             )
             if items:
-                await connection.execute(
+                await transaction.execute(
                     insert(input_items),
                     [
                         {"response_id": response.id, "position": position, "item_id": item_id, "data": data}
@@ -112,12 +120,12 @@ class ResponseRepository:
                     ],
                 )
             if sealed:
-                await connection.execute(
+                await transaction.execute(
                     insert(mcp_secrets),
                     [{"response_id": response.id, "server_label": label, "sealed": value} for label, value in sealed.items()],
                 )
             if decisions:
-                await connection.execute(
+                await transaction.execute(
                     insert(approval_decisions),
                     [
                         {"approval_request_id": request_id, "response_id": response.id, "approve": approve}
@@ -125,41 +133,102 @@ class ResponseRepository:
                     ],
                 )
             if first_events:
-                await self.events.append_in(connection, response.id, first_events, new_log=True)
+                await self.events.append_in(transaction, response.id, first_events, new_log=True)
 
     async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
         query = select(responses.c.data).where(responses.c.id == response_id)
         if not include_unstored:
             query = query.where(responses.c.stored.is_(True))
-        async with self.engine.connect() as connection:
-            data = (await connection.execute(query)).scalar_one_or_none()
+        async with self.db.read() as transaction:
+            data = (await transaction.execute(query)).scalar_one_or_none()
         return None if data is None else Response.model_validate(data)
 
-    async def save_response(self, response: Response, event: dict[str, Any] | None = None) -> None:
-        """Write the response (and, in the same transaction, the event that announces it)."""
-        async with write_transaction(self.engine) as connection:
-            await connection.execute(
-                update(responses)
-                .where(responses.c.id == response.id)
-                .values(status=response.status, data=response.model_dump(mode="json", by_alias=True))
+    async def advance_status(self, response_id: str, status: ResponseStatus, *, with_event: bool) -> bool:
+        """Move a running response to `status`, with the event that announces it; False when
+        it has that status already. A response that has ended keeps its end: a step that runs
+        again never takes it back. Raises LookupError when the response is not in the store."""
+        async with self.db.write() as transaction:
+            current = (
+                await transaction.execute(select(responses.c.status, responses.c.data).where(responses.c.id == response_id))
+            ).first()
+            if current is None:
+                raise LookupError(response_id)
+            if current.status == status or current.status in TERMINAL_STATUSES:
+                return False
+            updated = Response.model_validate(current.data).model_copy(update={"status": status})
+            await transaction.execute(
+                update(responses).where(responses.c.id == response_id)
+                .values(status=status, data=updated.model_dump(mode="json", by_alias=True))
             )
+            if with_event:
+                event = LifecycleEvent(type=f"response.{status}", response=updated).wire()
+                await self.events.append_in(transaction, response_id, [event])
+        if with_event:
+            self.events.notifier.notify(response_id)
+        return True
+
+    async def finish(
+        self,
+        response: Response,
+        event: dict[str, Any] | None,
+        *,
+        tool_messages: list[dict[str, Any]] | None = None,
+        listings: list[McpListing] | None = None,
+    ) -> Response | None:
+        """Write a response's end in one transaction: the final response and its terminal
+        event; for a stored response also what its chain needs (results of tools run after its
+        last inference call join its chat context; its MCP listings), and its MCP secrets go.
+        An unstored response is removed instead, all but the event log a stream still reads.
+
+        The first end written stays: a finalize that runs again (its workflow task was retried
+        after the first one wrote) changes nothing and gets the response as it was stored.
+        Returns the response as it ends, or None when an unstored one already has."""
+        response_id = response.id
+        async with self.db.write() as transaction:
+            current = (
+                await transaction.execute(select(responses.c.status, responses.c.data).where(responses.c.id == response_id))
+            ).first()
+            if current is None:
+                return None
+            if current.status in TERMINAL_STATUSES:
+                return Response.model_validate(current.data)
+            if response.store:
+                await transaction.execute(
+                    update(responses).where(responses.c.id == response_id)
+                    .values(status=response.status, data=response.model_dump(mode="json", by_alias=True))
+                )
+                if tool_messages:
+                    context = (
+                        await transaction.execute(
+                            select(chat_contexts.c.messages).where(chat_contexts.c.response_id == response_id)
+                        )
+                    ).scalar_one_or_none() or []
+                    await put_row(transaction, chat_contexts, response_id, messages=context + tool_messages)
+                if listings:
+                    await put_row(transaction, mcp_listings, response_id,
+                                       listings=[listing.model_dump(mode="json") for listing in listings])
+                await transaction.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
+            else:
+                await self._delete_rows(transaction, response_id, keep_events=event is not None)
             if event is not None:
-                await self.events.append_in(connection, response.id, [event])
+                await self.events.append_in(transaction, response_id, [event])
         if event is not None:
-            self.events.notifier.notify(response.id)
+            self.events.notifier.notify(response_id)
+        return response
 
     async def purge(self, response_id: str, *, keep_events: bool = False) -> bool:
         """Remove every row of a response (but its event log, with `keep_events`, for a
         stream still being read). True when the response existed."""
-        async with write_transaction(self.engine) as connection:
-            removed = await connection.execute(delete(responses).where(responses.c.id == response_id))
-            await connection.execute(delete(input_items).where(input_items.c.response_id == response_id))
-            await connection.execute(delete(chat_contexts).where(chat_contexts.c.response_id == response_id))
-            await connection.execute(delete(cancel_requests).where(cancel_requests.c.response_id == response_id))
-            await connection.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
-            await connection.execute(delete(mcp_listings).where(mcp_listings.c.response_id == response_id))
-            if not keep_events:
-                await connection.execute(delete(events).where(events.c.response_id == response_id))
+        async with self.db.write() as transaction:
+            return await self._delete_rows(transaction, response_id, keep_events=keep_events)
+
+    @staticmethod
+    async def _delete_rows(transaction: Transaction, response_id: str, *, keep_events: bool) -> bool:
+        removed = await transaction.execute(delete(responses).where(responses.c.id == response_id))
+        for table in (input_items, chat_contexts, inference_results, inference_claims, cancel_requests, mcp_secrets,
+                      mcp_listings,
+                      *(() if keep_events else (events,))):
+            await transaction.execute(delete(table).where(table.c.response_id == response_id))
         return removed.rowcount > 0
 
     async def running_created_between(self, start: float, end: float) -> list[Response]:
@@ -172,8 +241,8 @@ class ResponseRepository:
             .where(responses.c.sort_key < int(end * 1_000_000))
             .order_by(responses.c.sort_key)
         )
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query)).scalars().all()
+        async with self.db.read() as transaction:
+            rows = (await transaction.execute(query)).scalars().all()
         return [Response.model_validate(data) for data in rows]
 
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
@@ -183,14 +252,14 @@ class ResponseRepository:
             cursor = await self._response_cursor(after)
             query = query.where(_beyond(key, cursor, order))
         ordering = [column.asc() if order == "asc" else column.desc() for column in key]
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query.order_by(*ordering).limit(limit + 1))).scalars().all()
+        async with self.db.read() as transaction:
+            rows = (await transaction.execute(query.order_by(*ordering).limit(limit + 1))).scalars().all()
         return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
 
     async def _response_cursor(self, response_id: str) -> tuple[int, str]:
-        async with self.engine.connect() as connection:
+        async with self.db.read() as transaction:
             sort_key = (
-                await connection.execute(select(responses.c.sort_key).where(responses.c.id == response_id))
+                await transaction.execute(select(responses.c.sort_key).where(responses.c.id == response_id))
             ).scalar_one_or_none()
         if sort_key is None:
             raise LookupError(response_id)
@@ -200,20 +269,20 @@ class ResponseRepository:
 
     async def request_cancel(self, response_id: str) -> None:
         """Record that the client cancelled the response (idempotent) and wake local watchers."""
-        async with write_transaction(self.engine) as connection:
-            known = await connection.execute(
+        async with self.db.write() as transaction:
+            known = await transaction.execute(
                 select(cancel_requests.c.response_id).where(cancel_requests.c.response_id == response_id)
             )
             if known.first() is None:
-                await connection.execute(
+                await transaction.execute(
                     insert(cancel_requests).values(response_id=response_id, requested_at=time.time_ns() // 1000)
                 )
         self.cancels.notify(response_id)
 
     async def cancel_requested(self, response_ids: list[str]) -> set[str]:
         """Which of these responses a client has cancelled."""
-        async with self.engine.connect() as connection:
-            rows = await connection.execute(
+        async with self.db.read() as transaction:
+            rows = await transaction.execute(
                 select(cancel_requests.c.response_id).where(cancel_requests.c.response_id.in_(response_ids))
             )
             return set(rows.scalars().all())
@@ -231,14 +300,14 @@ class ResponseRepository:
                     input_items.c.position > position if direction == "asc" else input_items.c.position < position
                 )
         ordering = input_items.c.position.asc() if order == "asc" else input_items.c.position.desc()
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query.order_by(ordering).limit(limit + 1))).scalars().all()
+        async with self.db.read() as transaction:
+            rows = (await transaction.execute(query.order_by(ordering).limit(limit + 1))).scalars().all()
         return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
 
     async def _item_position(self, response_id: str, item_id: str) -> int:
-        async with self.engine.connect() as connection:
+        async with self.db.read() as transaction:
             position = (
-                await connection.execute(
+                await transaction.execute(
                     select(input_items.c.position).where(
                         and_(input_items.c.response_id == response_id, input_items.c.item_id == item_id)
                     )
@@ -250,45 +319,13 @@ class ResponseRepository:
 
     # ---- chat context ----------------------------------------------------------------
 
-    async def turn_inputs(
-        self, response_id: str, previous_response_id: str | None
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """What a first inference call starts from: the previous response's chat context and
-        this response's input items, read on one connection."""
-        async with self.engine.connect() as connection:
-            base: list[dict[str, Any]] = []
-            if previous_response_id is not None:
-                base = (
-                    await connection.execute(
-                        select(chat_contexts.c.messages).where(chat_contexts.c.response_id == previous_response_id)
-                    )
-                ).scalar_one_or_none() or []
-            items = await connection.execute(
-                select(input_items.c.data)
-                .where(input_items.c.response_id == response_id)
-                .order_by(input_items.c.position)
-            )
-            return base, list(items.scalars().all())
-
     async def chat_context(self, response_id: str) -> list[dict[str, Any]] | None:
-        async with self.engine.connect() as connection:
+        async with self.db.read() as transaction:
             return (
-                await connection.execute(
+                await transaction.execute(
                     select(chat_contexts.c.messages).where(chat_contexts.c.response_id == response_id)
                 )
             ).scalar_one_or_none()
-
-    async def save_chat_context(self, response_id: str, messages: list[dict[str, Any]]) -> None:
-        await self._put(chat_contexts, response_id, messages=messages)
-
-    async def _put(self, table: Table, response_id: str, **values: Any) -> None:
-        """Write the one row a response has in `table` (update, or insert the first time)."""
-        async with write_transaction(self.engine) as connection:
-            changed = await connection.execute(
-                update(table).where(table.c.response_id == response_id).values(**values)
-            )
-            if changed.rowcount == 0:
-                await connection.execute(insert(table).values(response_id=response_id, **values))
 
     # ---- MCP: secrets, listings, approval decisions ---------------------------------------
 
@@ -298,9 +335,9 @@ class ResponseRepository:
         return self.secret_box.seal(secrets)
 
     async def mcp_secrets(self, response_id: str, server_label: str) -> McpSecrets | None:
-        async with self.engine.connect() as connection:
+        async with self.db.read() as transaction:
             sealed = (
-                await connection.execute(
+                await transaction.execute(
                     select(mcp_secrets.c.sealed).where(
                         and_(mcp_secrets.c.response_id == response_id, mcp_secrets.c.server_label == server_label)
                     )
@@ -312,25 +349,18 @@ class ResponseRepository:
             raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be opened")
         return self.secret_box.open(sealed)
 
-    async def forget_secrets(self, response_id: str) -> None:
-        async with write_transaction(self.engine) as connection:
-            await connection.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
-
     async def listings(self, response_id: str) -> list[McpListing]:
-        async with self.engine.connect() as connection:
+        async with self.db.read() as transaction:
             saved = (
-                await connection.execute(select(mcp_listings.c.listings).where(mcp_listings.c.response_id == response_id))
+                await transaction.execute(select(mcp_listings.c.listings).where(mcp_listings.c.response_id == response_id))
             ).scalar_one_or_none()
         return [McpListing.model_validate(listing) for listing in saved or []]
-
-    async def save_listings(self, response_id: str, listings: list[McpListing]) -> None:
-        await self._put(mcp_listings, response_id, listings=[listing.model_dump(mode="json") for listing in listings])
 
     async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
         """Which of these approval requests are answered already: request id -> the response
         that answered it."""
-        async with self.engine.connect() as connection:
-            rows = await connection.execute(
+        async with self.db.read() as transaction:
+            rows = await transaction.execute(
                 select(approval_decisions.c.approval_request_id, approval_decisions.c.response_id).where(
                     approval_decisions.c.approval_request_id.in_(approval_request_ids)
                 )
@@ -339,8 +369,8 @@ class ResponseRepository:
 
     async def record_decision(self, approval_request_id: str, response_id: str, approve: bool) -> None:
         try:
-            async with write_transaction(self.engine) as connection:
-                await connection.execute(
+            async with self.db.write() as transaction:
+                await transaction.execute(
                     insert(approval_decisions).values(
                         approval_request_id=approval_request_id, response_id=response_id, approve=approve
                     )
@@ -349,8 +379,8 @@ class ResponseRepository:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
 
     async def ping(self) -> None:
-        async with self.engine.connect() as connection:
-            await connection.execute(select(func.count()).select_from(select(responses.c.id).limit(1).subquery()))
+        async with self.db.read() as transaction:
+            await transaction.execute(select(func.count()).select_from(select(responses.c.id).limit(1).subquery()))
 
 
 def _flip(order: Order) -> Order:

@@ -37,6 +37,38 @@ chat_contexts = Table(
     Column("messages", JSON, nullable=False),
 )
 
+# What each inference call of a response returned (its output items, finish reason and usage),
+# kept with the chat context it produced: a local activity that runs again for the same turn
+# (its workflow task timed out or its worker died after the call) returns this instead of
+# asking the model again.
+inference_results = Table(
+    "inference_results",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("turn", Integer, primary_key=True, autoincrement=False),
+    Column("result", JSON, nullable=False),
+)
+
+# Who is making a response's inference call for a turn now: an execution that starts the turn
+# claims it for a lease it keeps renewing. Another execution of the same turn (a workflow task
+# that timed out ran again on another worker) waits for the holder's result instead of asking
+# the model again, and takes the turn over only once the lease has run out. The holder's
+# event-log appends and its result are written only while the claim is still its own.
+inference_claims = Table(
+    "inference_claims",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("turn", Integer, primary_key=True, autoincrement=False),
+    Column("holder", String(80), nullable=False),
+    # Microseconds since the epoch; 0 once released.
+    Column("expires_at", BigInteger, nullable=False),
+    # Attempts of this turn's call that failed, whichever execution made them: the retry
+    # budget is the turn's, so a turn that runs again does not start it over.
+    Column("failures", Integer, nullable=False, default=0),
+    # The last failure: {"type", "message", "non_retryable"}.
+    Column("last_error", JSON, nullable=True),
+)
+
 # The per-response event log that streaming tails; sequence numbers are assigned here.
 events = Table(
     "events",

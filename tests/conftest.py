@@ -124,7 +124,8 @@ async def running_stack(
     client = await connect(settings)
     async with opened_store(settings) as repository:
         runner = ResponseRunner(
-            client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds
+            client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
+            repository=repository, local_worker=with_worker,
         )
         app = create_app(repository, runner)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))

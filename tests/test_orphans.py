@@ -27,7 +27,8 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
             orphan = prepared.response
             await repository.create_response(orphan, prepared.items, opening_events(orphan))
 
-            runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution)
+            runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution,
+                                    repository=repository, local_worker=False)
             sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
             assert await sweeper.sweep() == [orphan.id]
             final = await until_terminal(client, orphan.id)

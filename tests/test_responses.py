@@ -82,7 +82,9 @@ async def test_long_chain_resumes_from_stored_messages_and_history_stays_flat(
             model=model, input=f"turn {turn} " + "x" * 500, previous_response_id=previous
         )
         assert response.output_text.startswith(f"echo: turn {turn}")
-        history = await stack.client.get_workflow_handle(response.id).fetch_history()
+        handle = stack.client.get_workflow_handle(response.id)
+        await handle.result()  # the response is handed over before its workflow records its end
+        history = await handle.fetch_history()
         history_sizes.append(len(history.to_json()))
         previous = response.id
     last_sent = backend.requests(model)[-1]["messages"]

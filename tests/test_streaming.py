@@ -147,14 +147,14 @@ async def test_stream_store_false_leaves_nothing_behind(stack: Stack, sdk: opena
 
 
 async def stack_events(stack: Stack, response_id: str) -> list:
-    from store.database import create_engine
+    from store.database import open_database
     from store.event_log import EventLog
 
-    engine = create_engine(stack.settings.database_url)
+    db = open_database(stack.settings.database_url)
     try:
-        return await EventLog(engine).read(response_id, after=-1)
+        return await EventLog(db).read(response_id, after=-1)
     finally:
-        await engine.dispose()
+        await db.close()
 
 
 async def test_worker_killed_mid_stream_the_stream_still_ends_coherently(

@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from api.app import create_app
 from api.runner import ResponseRunner
-from store.database import create_engine, create_schema
+from store.database import open_database
 from store.repository import ResponseRepository
 from store.secret_box import SecretBox
 from worker.orphans import OrphanSweeper
@@ -27,17 +27,17 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
-    engine = create_engine(settings.database_url)
-    await create_schema(engine)
+    db = open_database(settings.database_url)
+    await db.create_schema()
     try:
         yield ResponseRepository(
-            engine,
+            db,
             stream_poll_seconds=settings.stream_poll_seconds,
             cancel_poll_seconds=settings.cancel_poll_seconds,
             secret_box=SecretBox(settings.secrets_key) if settings.secrets_key else None,
         )
     finally:
-        await engine.dispose()
+        await db.close()
 
 
 async def connect_with_retry(settings: Settings, *, attempts: int = 60) -> Client:
@@ -52,9 +52,10 @@ async def connect_with_retry(settings: Settings, *, attempts: int = 60) -> Clien
     raise AssertionError("unreachable")
 
 
-def _runner(client: Client, settings: Settings) -> ResponseRunner:
+def _runner(client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool) -> ResponseRunner:
     return ResponseRunner(
-        client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds
+        client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds,
+        repository=repository, local_worker=local_worker,
     )
 
 
@@ -62,7 +63,7 @@ def _runner(client: Client, settings: Settings) -> ResponseRunner:
 async def working(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[None]:
     """A worker polling the task queue, and the sweeper that recovers unstarted responses."""
     stop_sweeping = asyncio.Event()
-    sweeper = OrphanSweeper(repository, _runner(client, settings))
+    sweeper = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
     async with build_worker(client, settings, repository):
         sweeping = asyncio.create_task(sweeper.run(stop_sweeping))
         try:
@@ -100,7 +101,7 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
     client = await connect_with_retry(settings)
     async with opened_store(settings) as repository:
-        app = create_app(repository, _runner(client, settings))
+        app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker))
         if not with_worker:
             await _serve_http(app, host, port, stop)
             return

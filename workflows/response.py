@@ -138,6 +138,7 @@ class ResponseWorkflow:
                 InferenceInput(
                     response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
                     tool_results=self.tool_results, mcp_functions=functions,
+                    max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
                 ),
                 result_type=InferenceResult,
                 **local_activity_options(self.settings.inference),
@@ -303,6 +304,13 @@ class ResponseWorkflow:
         return True
 
     # ---- the response ------------------------------------------------------------------
+
+    @staticmethod
+    def _lease_seconds() -> float:
+        """Twice the workflow task timeout: a turn moves to another worker only after its task
+        timed out there, and a claim outlives a holder that is only slow to renew it."""
+        timeout = workflow.info().task_timeout
+        return 2 * timeout.total_seconds() if timeout else 20.0
 
     def _fail(self, message: str, code: str = "server_error") -> None:
         assert self.response is not None

@@ -1,0 +1,38 @@
+"""One run of a piece of work per key in this process.
+
+A local activity runs again when its workflow task is retried: the task timed out on a
+loaded worker, or the workflow was evicted from the worker's cache. The first execution may
+still be working then. A second caller with the same key awaits the first one's outcome
+instead of starting its own, so the model is asked once. The work runs in a task of its own,
+so a caller that is cancelled (evicted) leaves it running for the one that takes its place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class SingleFlight:
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Task[Any]] = {}
+
+    async def run(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> T:
+        task = self._running.get(key)
+        if task is None:
+            task = asyncio.ensure_future(work())
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._forget(key, done))
+        return await asyncio.shield(task)
+
+    def _forget(self, key: Hashable, task: asyncio.Task[Any]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure nobody awaited any more is not logged as lost
+
+    def __len__(self) -> int:
+        return len(self._running)
