@@ -7,18 +7,17 @@ tail; the response goes on.
 
 from __future__ import annotations
 
-import json
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
-from store.event_log import TERMINAL_EVENT_TYPES
+from store.event_log import TERMINAL_EVENT_TYPES, StoredEvent
 from store.repository import ResponseRepository
 
 # How often a tail with no new events checks that its response has not ended another way.
 STALL_CHECK_SECONDS = 2.0
 
 
-def frame(event: dict[str, Any]) -> str:
-    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
+def frame(event: StoredEvent) -> str:
+    return f"event: {event.type}\ndata: {event.data}\n\n"
 
 
 async def tail(
@@ -38,9 +37,9 @@ async def tail(
         finally:
             notifier.unsubscribe(response_id, waiter)
         for event in batch:
-            last = event["sequence_number"]
+            last = event.sequence_number
             yield frame(event)
-            if event["type"] in TERMINAL_EVENT_TYPES:
+            if event.type in TERMINAL_EVENT_TYPES:
                 if forget_at_end:
                     await repository.purge(response_id)
                 return

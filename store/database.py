@@ -1,16 +1,22 @@
-"""The database under the store: SQLAlchemy Core statements, run the cheapest way each
-engine allows, behind one small interface (`read()` and `write()` transactions whose
-`execute` returns SQLAlchemy results).
+"""The database under the store: plain SQL with `:named` parameters, run straight on the
+driver, behind one small interface (`read()` and `write()` transactions).
 
-- **SQLite** runs in the event loop itself, on two synchronous connections (one that reads,
-  one that writes). A statement on a local file in WAL mode takes microseconds; a hop to a
-  thread (aiosqlite) under SQLAlchemy's async adapter costs about a millisecond of CPU per
-  operation, which was a quarter of a response's Python time. The loop never waits on a
-  lock held by another process: the writing connection has no busy timeout, and a busy
-  database is retried with `asyncio.sleep`. Writers in this process queue on an asyncio
-  lock. Checkpoints, SQLite's only fsyncs in WAL mode with `synchronous=NORMAL`, run in a
-  thread. Database files are created readable by their owner only.
-- **PostgreSQL** uses SQLAlchemy's async engine over asyncpg.
+SQLAlchemy owns the schema (`store/schema.py`); the statements a response runs on its way
+are SQL text in the subset SQLite and PostgreSQL share. Running them through SQLAlchemy's
+async layer cost about a millisecond of CPU each (statement building, cache keys, greenlets,
+a thread hop per call for SQLite), a quarter of a response's Python time; straight on the
+driver a statement costs microseconds.
+
+- **SQLite** runs in the event loop itself, on two synchronous `sqlite3` connections (one
+  reads, one writes). A statement on a local file in WAL mode takes microseconds, less than
+  handing it to a thread would. The loop never waits on a lock another process holds: the
+  writing connection has no busy timeout, and a busy database is retried with
+  `asyncio.sleep`. Writers in this process queue on an asyncio lock. Checkpoints, SQLite's
+  only fsyncs in WAL mode with `synchronous=NORMAL`, run in a thread. Database files are
+  created readable by their owner only.
+- **PostgreSQL** runs on an asyncpg pool; `:name` parameters become `$n`.
+
+A parameter whose value is a list stands for a comma-separated list (`IN (:ids)`).
 """
 
 from __future__ import annotations
@@ -19,17 +25,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
-
-from sqlalchemy import Connection, create_engine, event
-from sqlalchemy.engine import CursorResult
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
-from sqlalchemy.sql import Executable
 
 from store.schema import metadata
 
@@ -39,9 +41,25 @@ BUSY_WAIT_SECONDS = 30.0
 """How long a write waits for another process to release SQLite's write lock."""
 CHECKPOINT_SECONDS = 1.0
 
+Row = Mapping[str, Any]
+
+
+class Conflict(Exception):
+    """A row with that key is there already (a unique or primary-key constraint held)."""
+
 
 class Transaction(Protocol):
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult: ...
+    async def all(self, query: str, **params: Any) -> list[Row]: ...
+
+    async def one(self, query: str, **params: Any) -> Row | None: ...
+
+    async def value(self, query: str, **params: Any) -> Any:
+        """The first column of the first row, or None."""
+
+    async def run(self, query: str, **params: Any) -> int:
+        """Execute; returns how many rows it changed."""
+
+    async def run_many(self, query: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
 
 
 class Database(Protocol):
@@ -61,23 +79,62 @@ def open_database(database_url: str) -> Database:
     if database_url.startswith("sqlite:///"):
         return SqliteDatabase(database_url.removeprefix("sqlite:///"))
     if database_url.startswith(("postgresql://", "postgres://")):
-        return PostgresDatabase("postgresql+asyncpg://" + database_url.split("://", 1)[1])
+        return PostgresDatabase(database_url)
     raise ValueError(f"unsupported database URL {database_url!r}: use sqlite:///path or postgresql://...")
+
+
+_NAMED = re.compile(r"(?<!:):([a-zA-Z_][a-zA-Z0-9_]*)")
+
+
+def _expand_lists(query: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`:ids` with a list value becomes `:ids_0, :ids_1, ...` (NULL for an empty list)."""
+    lists = {name: value for name, value in params.items() if isinstance(value, (list, tuple, set, frozenset))}
+    if not lists:
+        return query, dict(params)
+    flat = {name: value for name, value in params.items() if name not in lists}
+    for name, values in lists.items():
+        names = [f"{name}_{index}" for index in range(len(values))]
+        flat.update(zip(names, values))
+        query = re.sub(rf"(?<!:):{name}\b", ", ".join(f":{each}" for each in names) or "NULL", query)
+    return query, flat
 
 
 # ---- SQLite ------------------------------------------------------------------------------
 
 
-class _SyncTransaction:
-    def __init__(self, connection: Connection) -> None:
+class _SqliteTransaction:
+    def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
 
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult:
-        return self._connection.execute(statement, parameters)
+    def _execute(self, query: str, params: Mapping[str, Any]) -> sqlite3.Cursor:
+        query, flat = _expand_lists(query, params)
+        try:
+            return self._connection.execute(query, flat)
+        except sqlite3.IntegrityError as error:
+            raise Conflict(str(error)) from error
+
+    async def all(self, query: str, **params: Any) -> list[Row]:
+        return self._execute(query, params).fetchall()
+
+    async def one(self, query: str, **params: Any) -> Row | None:
+        return self._execute(query, params).fetchone()
+
+    async def value(self, query: str, **params: Any) -> Any:
+        row = self._execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+    async def run(self, query: str, **params: Any) -> int:
+        return self._execute(query, params).rowcount
+
+    async def run_many(self, query: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        try:
+            self._connection.executemany(query, rows)
+        except sqlite3.IntegrityError as error:
+            raise Conflict(str(error)) from error
 
 
-def _is_busy(error: OperationalError) -> bool:
-    return isinstance(error.orig, sqlite3.OperationalError) and "locked" in str(error.orig)
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
 
 
 class SqliteDatabase:
@@ -88,46 +145,52 @@ class SqliteDatabase:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # owner-only from the start; -wal and -shm files follow it
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self._engine = create_engine(f"sqlite:///{self.path}", pool_size=2, max_overflow=0)
-        event.listen(self._engine, "connect", _configure_sqlite)
-        event.listen(self._engine, "begin", _begin_sqlite)
-        self._reader = self._engine.connect()
-        self._writer = self._engine.connect()
-        self._writer.info["writes"] = True
+        self._reader = self._connect(busy_timeout_ms=1000)
+        self._writer = self._connect(busy_timeout_ms=0)
         self._reading = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
 
+    def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        connection.row_factory = sqlite3.Row
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_timeout_ms}",
+                       "wal_autocheckpoint=0"):
+            connection.execute(f"PRAGMA {pragma}")
+        return connection
+
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
         async with self._reading:
-            with self._reader.begin():
-                yield _SyncTransaction(self._reader)
+            self._reader.execute("BEGIN")
+            try:
+                yield _SqliteTransaction(self._reader)
+            finally:
+                self._reader.execute("COMMIT")
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Transaction]:
         async with self._writing:
-            transaction = await self._begin_immediate()
+            await self._begin_immediate()
             try:
-                yield _SyncTransaction(self._writer)
+                yield _SqliteTransaction(self._writer)
             except BaseException:
-                transaction.rollback()
+                self._writer.execute("ROLLBACK")
                 raise
-            transaction.commit()
+            self._writer.execute("COMMIT")
             self._checkpoint_soon()
 
-    async def _begin_immediate(self):  # noqa: ANN202 - a SQLAlchemy RootTransaction
+    async def _begin_immediate(self) -> None:
         """Take the write lock without blocking the loop: retry while another process holds it."""
         deadline = time.monotonic() + BUSY_WAIT_SECONDS
         pause = 0.001
         while True:
             try:
-                return self._writer.begin()
-            except OperationalError as error:
+                self._writer.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
                 if not _is_busy(error) or time.monotonic() > deadline:
                     raise
-                with contextlib.suppress(Exception):
-                    self._writer.rollback()
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.05)
 
@@ -143,28 +206,20 @@ class SqliteDatabase:
             log.warning("SQLite checkpoint failed: %s", error)
 
     async def create_schema(self) -> None:
-        async with self.write():
-            metadata.create_all(self._writer)
+        from sqlalchemy import create_engine
+
+        engine = create_engine(f"sqlite:///{self.path}")
+        try:
+            metadata.create_all(engine)
+        finally:
+            engine.dispose()
 
     async def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.cancel()
         self._reader.close()
         self._writer.close()
-        self._engine.dispose()
         await asyncio.to_thread(_checkpoint, self.path)
-
-
-def _configure_sqlite(dbapi_connection: sqlite3.Connection, _record: object) -> None:
-    dbapi_connection.isolation_level = None  # transactions are begun by `_begin_sqlite`
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=0", "wal_autocheckpoint=0"):
-        dbapi_connection.execute(f"PRAGMA {pragma}")
-
-
-def _begin_sqlite(connection: Connection) -> None:
-    # A writer takes the write lock at BEGIN. A deferred transaction that read first could not
-    # upgrade to writing once another process has written: SQLite fails that at once.
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.info.get("writes") else "BEGIN")
 
 
 def _checkpoint(path: Path) -> None:
@@ -179,33 +234,97 @@ def _checkpoint(path: Path) -> None:
 # ---- PostgreSQL --------------------------------------------------------------------------
 
 
-class _AsyncTransaction:
-    def __init__(self, connection: AsyncConnection) -> None:
+@lru_cache(maxsize=512)
+def _positional(query: str) -> tuple[str, tuple[str, ...]]:
+    """`:name` parameters as asyncpg's `$n`, and the names in their order."""
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in order:
+            order.append(name)
+        return f"${order.index(name) + 1}"
+
+    return _NAMED.sub(number, query), tuple(order)
+
+
+class _PostgresTransaction:
+    def __init__(self, connection: Any) -> None:
         self._connection = connection
 
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult:
-        return await self._connection.execute(statement, parameters)
+    async def _call(self, method: str, query: str, params: Mapping[str, Any]) -> Any:
+        import asyncpg
+
+        query, flat = _expand_lists(query, params)
+        text, names = _positional(query)
+        try:
+            return await getattr(self._connection, method)(text, *[flat[name] for name in names])
+        except asyncpg.UniqueViolationError as error:
+            raise Conflict(str(error)) from error
+
+    async def all(self, query: str, **params: Any) -> list[Row]:
+        return await self._call("fetch", query, params)
+
+    async def one(self, query: str, **params: Any) -> Row | None:
+        return await self._call("fetchrow", query, params)
+
+    async def value(self, query: str, **params: Any) -> Any:
+        return await self._call("fetchval", query, params)
+
+    async def run(self, query: str, **params: Any) -> int:
+        status = await self._call("execute", query, params)
+        count = status.rsplit(" ", 1)[-1]
+        return int(count) if count.isdigit() else 0
+
+    async def run_many(self, query: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        import asyncpg
+
+        text, names = _positional(query)
+        try:
+            await self._connection.executemany(text, [[row[name] for name in names] for row in rows])
+        except asyncpg.UniqueViolationError as error:
+            raise Conflict(str(error)) from error
 
 
 class PostgresDatabase:
     dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
-        self._engine = create_async_engine(url, pool_size=10, max_overflow=20)
+        self.url = "postgresql://" + url.split("://", 1)[1]
+        self._pool: Any = None
+        self._opening = asyncio.Lock()
+
+    async def _connections(self) -> Any:
+        if self._pool is None:
+            async with self._opening:
+                if self._pool is None:
+                    import asyncpg
+
+                    self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=10)
+        return self._pool
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
-        async with self._engine.connect() as connection, connection.begin():
-            yield _AsyncTransaction(connection)
+        pool = await self._connections()
+        async with pool.acquire() as connection, connection.transaction(readonly=True):
+            yield _PostgresTransaction(connection)
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Transaction]:
-        async with self._engine.begin() as connection:
-            yield _AsyncTransaction(connection)
+        pool = await self._connections()
+        async with pool.acquire() as connection, connection.transaction():
+            yield _PostgresTransaction(connection)
 
     async def create_schema(self) -> None:
-        async with self._engine.begin() as connection:
-            await connection.run_sync(metadata.create_all)
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine("postgresql+asyncpg://" + self.url.split("://", 1)[1])
+        try:
+            async with engine.begin() as connection:
+                await connection.run_sync(metadata.create_all)
+        finally:
+            await engine.dispose()
 
     async def close(self) -> None:
-        await self._engine.dispose()
+        if self._pool is not None:
+            await self._pool.close()

@@ -2,25 +2,32 @@
 order, inside the appending transaction; a concurrent appender that loses the race on a
 number retries with the next.
 
+Each event is kept as the JSON text a stream sends, so a tail passes it on as it is.
 Readers wait on `EventLog.notifier`: an append made in this process wakes them at once,
 appends made by other processes at the notifier's next poll.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select
-from sqlalchemy.exc import IntegrityError
-
-from store.database import Database, Transaction
+from store.codec import dumps, loads
+from store.database import Conflict, Database, Transaction
 from store.notifier import Notifier
-from store.schema import events
 from store.turns import Fence
 
 TERMINAL_EVENT_TYPES = frozenset(
     {"response.completed", "response.failed", "response.incomplete", "response.cancelled", "error"}
 )
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    sequence_number: int
+    type: str
+    data: str
+    """The event as JSON text, `sequence_number` included."""
 
 
 class EventLog:
@@ -33,12 +40,12 @@ class EventLog:
     async def _changed_since_last_poll(self, response_ids: list[str]) -> list[str]:
         """The responses whose last sequence number moved since the previous poll."""
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(events.c.response_id, func.max(events.c.sequence_number))
-                .where(events.c.response_id.in_(response_ids))
-                .group_by(events.c.response_id)
+            rows = await transaction.all(
+                "SELECT response_id, MAX(sequence_number) AS last FROM events WHERE response_id IN (:ids) "
+                "GROUP BY response_id",
+                ids=response_ids,
             )
-            latest = dict(rows.all())
+        latest = {row["response_id"]: row["last"] for row in rows}
         changed = [response_id for response_id, number in latest.items() if self._last_seen.get(response_id) != number]
         self._last_seen = latest
         return changed
@@ -54,7 +61,7 @@ class EventLog:
                     if fence is not None:
                         await fence.check(transaction)
                     numbers = await self.append_in(transaction, response_id, batch)
-            except IntegrityError:
+            except Conflict:
                 continue  # another appender took these numbers first
             self.notifier.notify(response_id)
             return numbers
@@ -65,12 +72,11 @@ class EventLog:
         by (output index, type): for the steps of an item, which happen once each."""
         indexes = {event["output_index"] for event in batch if event.get("output_index") is not None}
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(events.c.output_index, events.c.type).where(
-                    and_(events.c.response_id == response_id, events.c.output_index.in_(indexes))
-                )
+            rows = await transaction.all(
+                "SELECT output_index, type FROM events WHERE response_id = :id AND output_index IN (:indexes)",
+                id=response_id, indexes=sorted(indexes),
             )
-            present = set(rows.all())
+        present = {(row["output_index"], row["type"]) for row in rows}
         fresh = [event for event in batch if (event.get("output_index"), event["type"]) not in present]
         await self.append(response_id, fresh)
         return len(fresh)
@@ -82,11 +88,8 @@ class EventLog:
         `new_log`: the response was created in this transaction, so its log starts at 0."""
         last = None
         if not new_log:
-            last = (
-                await transaction.execute(
-                    select(func.max(events.c.sequence_number)).where(events.c.response_id == response_id)
-                )
-            ).scalar_one_or_none()
+            last = await transaction.value("SELECT MAX(sequence_number) FROM events WHERE response_id = :id",
+                                           id=response_id)
         first = 0 if last is None else last + 1
         rows = [
             {
@@ -94,36 +97,36 @@ class EventLog:
                 "sequence_number": first + offset,
                 "type": event["type"],
                 "output_index": event.get("output_index"),
-                "data": event | {"sequence_number": first + offset},
+                "data": dumps(event | {"sequence_number": first + offset}),
             }
             for offset, event in enumerate(batch)
         ]
-        await transaction.execute(insert(events), rows)
+        await transaction.run_many(
+            "INSERT INTO events (response_id, sequence_number, type, output_index, data) "
+            "VALUES (:response_id, :sequence_number, :type, :output_index, :data)",
+            rows,
+        )
         return [row["sequence_number"] for row in rows]
 
-    async def read(self, response_id: str, *, after: int, limit: int = 1000) -> list[dict[str, Any]]:
+    async def read(self, response_id: str, *, after: int, limit: int = 1000) -> list[StoredEvent]:
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(events.c.data)
-                .where(and_(events.c.response_id == response_id, events.c.sequence_number > after))
-                .order_by(events.c.sequence_number)
-                .limit(limit)
+            rows = await transaction.all(
+                "SELECT sequence_number, type, data FROM events WHERE response_id = :id AND sequence_number > :after "
+                "ORDER BY sequence_number LIMIT :limit",
+                id=response_id, after=after, limit=limit,
             )
-            return list(rows.scalars().all())
+        return [StoredEvent(row["sequence_number"], row["type"], row["data"]) for row in rows]
 
     async def item_events(self, response_id: str, *, from_output_index: int) -> list[dict[str, Any]]:
         """Item events already streamed at or after an output index (what a retry must respect)."""
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(events.c.data)
-                .where(and_(events.c.response_id == response_id, events.c.output_index >= from_output_index))
-                .order_by(events.c.sequence_number)
+            rows = await transaction.all(
+                "SELECT data FROM events WHERE response_id = :id AND output_index >= :index ORDER BY sequence_number",
+                id=response_id, index=from_output_index,
             )
-            return list(rows.scalars().all())
+        return [loads(row["data"]) for row in rows]
 
     async def has_events(self, response_id: str) -> bool:
         async with self.db.read() as transaction:
-            found = await transaction.execute(
-                select(events.c.sequence_number).where(events.c.response_id == response_id).limit(1)
-            )
-            return found.first() is not None
+            return await transaction.value("SELECT 1 FROM events WHERE response_id = :id LIMIT 1",
+                                           id=response_id) is not None

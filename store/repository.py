@@ -1,4 +1,6 @@
-"""Reads and writes of responses, input items and chat context. No business rules here."""
+"""Reads and writes of responses, their input items, chat context, cancels and MCP state. No
+business rules here. Documents are JSON text (`store/codec.py`); a response is written with
+pydantic's `model_dump_json` and read with `model_validate_json`, never through a dict."""
 
 from __future__ import annotations
 
@@ -6,35 +8,27 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
-
 from models.errors import ApprovalAlreadyAnsweredError, SecretsUnavailableError
-from models.mcp import McpListing
 from models.events import LifecycleEvent
+from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
-from store.database import Database, Transaction
+from store.codec import dumps, loads
+from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
 from store.outcomes import Outcomes
-from store.rows import put_row
-from store.turns import Turns
-from store.schema import (
-    approval_decisions,
-    cancel_requests,
-    chat_contexts,
-    events,
-    inference_claims,
-    inference_results,
-    input_items,
-    mcp_listings,
-    mcp_secrets,
-    responses,
-)
 from store.secret_box import SecretBox
+from store.turns import Turns, put_chat_context
 
 Order = Literal["asc", "desc"]
+
+TERMINAL = tuple(sorted(TERMINAL_STATUSES))
+
+# Every table that keeps rows of a response, by its response id (the events last: a stream
+# that is still read keeps them).
+RESPONSE_TABLES = ("input_items", "chat_contexts", "inference_results", "inference_claims", "cancel_requests",
+                   "mcp_secrets", "mcp_listings", "events")
 
 
 @dataclass(frozen=True)
@@ -83,83 +77,66 @@ class ResponseRepository:
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
         server label) and answers to approval requests (by request id), in one transaction."""
+        sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
+        response_id = response.id
         try:
-            await self._create(response, items, first_events, secrets or {}, decisions or {})
-        except IntegrityError as error:
+            async with self.db.write() as transaction:
+                await transaction.run(
+                    "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data) "
+                    "VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, :data)",
+                    id=response_id, created_at=response.created_at, sort_key=time.time_ns() // 1000,
+                    status=response.status, stored=response.store, previous=response.previous_response_id,
+                    data=response.model_dump_json(),
+                )
+                if items:
+                    await transaction.run_many(
+                        "INSERT INTO input_items (response_id, position, item_id, data) "
+                        "VALUES (:response_id, :position, :item_id, :data)",
+                        [{"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
+                         for position, (item_id, data) in enumerate(items)],
+                    )
+                if sealed:
+                    await transaction.run_many(
+                        "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
+                        "VALUES (:response_id, :server_label, :sealed)",
+                        [{"response_id": response_id, "server_label": label, "sealed": value}
+                         for label, value in sealed.items()],
+                    )
+                if decisions:
+                    await transaction.run_many(
+                        "INSERT INTO approval_decisions (approval_request_id, response_id, approve) "
+                        "VALUES (:request_id, :response_id, :approve)",
+                        [{"request_id": request_id, "response_id": response_id, "approve": approve}
+                         for request_id, approve in decisions.items()],
+                    )
+                if first_events:
+                    await self.events.append_in(transaction, response_id, first_events, new_log=True)
+        except Conflict as error:
             if decisions and "approval_decisions" in str(error):
                 raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
             raise
 
-    async def _create(
-        self,
-        response: Response,
-        items: list[tuple[str, dict[str, Any]]],
-        first_events: list[dict[str, Any]] | None,
-        secrets: dict[str, McpSecrets],
-        decisions: dict[str, bool],
-    ) -> None:
-        sealed = {label: self._seal(value) for label, value in secrets.items()}
-        async with self.db.write() as transaction:
-            await transaction.execute(
-                insert(responses).values(
-                    id=response.id,
-                    created_at=response.created_at,
-                    sort_key=time.time_ns() // 1000,
-                    status=response.status,
-                    stored=response.store,
-                    previous_response_id=response.previous_response_id,
-                    data=response.model_dump(mode="json", by_alias=True),
-                )
-            )
-            if items:
-                await transaction.execute(
-                    insert(input_items),
-                    [
-                        {"response_id": response.id, "position": position, "item_id": item_id, "data": data}
-                        for position, (item_id, data) in enumerate(items)
-                    ],
-                )
-            if sealed:
-                await transaction.execute(
-                    insert(mcp_secrets),
-                    [{"response_id": response.id, "server_label": label, "sealed": value} for label, value in sealed.items()],
-                )
-            if decisions:
-                await transaction.execute(
-                    insert(approval_decisions),
-                    [
-                        {"approval_request_id": request_id, "response_id": response.id, "approve": approve}
-                        for request_id, approve in decisions.items()
-                    ],
-                )
-            if first_events:
-                await self.events.append_in(transaction, response.id, first_events, new_log=True)
-
     async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
-        query = select(responses.c.data).where(responses.c.id == response_id)
-        if not include_unstored:
-            query = query.where(responses.c.stored.is_(True))
         async with self.db.read() as transaction:
-            data = (await transaction.execute(query)).scalar_one_or_none()
-        return None if data is None else Response.model_validate(data)
+            data = await transaction.value(
+                "SELECT data FROM responses WHERE id = :id" + ("" if include_unstored else " AND stored = :stored"),
+                id=response_id, **({} if include_unstored else {"stored": True}),
+            )
+        return None if data is None else Response.model_validate_json(data)
 
     async def advance_status(self, response_id: str, status: ResponseStatus, *, with_event: bool) -> bool:
         """Move a running response to `status`, with the event that announces it; False when
         it has that status already. A response that has ended keeps its end: a step that runs
         again never takes it back. Raises LookupError when the response is not in the store."""
         async with self.db.write() as transaction:
-            current = (
-                await transaction.execute(select(responses.c.status, responses.c.data).where(responses.c.id == response_id))
-            ).first()
+            current = await transaction.one("SELECT status, data FROM responses WHERE id = :id", id=response_id)
             if current is None:
                 raise LookupError(response_id)
-            if current.status == status or current.status in TERMINAL_STATUSES:
+            if current["status"] == status or current["status"] in TERMINAL_STATUSES:
                 return False
-            updated = Response.model_validate(current.data).model_copy(update={"status": status})
-            await transaction.execute(
-                update(responses).where(responses.c.id == response_id)
-                .values(status=status, data=updated.model_dump(mode="json", by_alias=True))
-            )
+            updated = Response.model_validate_json(current["data"]).model_copy(update={"status": status})
+            await transaction.run("UPDATE responses SET status = :status, data = :data WHERE id = :id",
+                                  id=response_id, status=status, data=updated.model_dump_json())
             if with_event:
                 event = LifecycleEvent(type=f"response.{status}", response=updated).wire()
                 await self.events.append_in(transaction, response_id, [event])
@@ -185,31 +162,28 @@ class ResponseRepository:
         Returns the response as it ends, or None when an unstored one already has."""
         response_id = response.id
         async with self.db.write() as transaction:
-            current = (
-                await transaction.execute(select(responses.c.status, responses.c.data).where(responses.c.id == response_id))
-            ).first()
-            if current is None:
-                return None
-            if current.status in TERMINAL_STATUSES:
-                return Response.model_validate(current.data)
-            if response.store:
-                await transaction.execute(
-                    update(responses).where(responses.c.id == response_id)
-                    .values(status=response.status, data=response.model_dump(mode="json", by_alias=True))
-                )
-                if tool_messages:
-                    context = (
-                        await transaction.execute(
-                            select(chat_contexts.c.messages).where(chat_contexts.c.response_id == response_id)
-                        )
-                    ).scalar_one_or_none() or []
-                    await put_row(transaction, chat_contexts, response_id, messages=context + tool_messages)
-                if listings:
-                    await put_row(transaction, mcp_listings, response_id,
-                                       listings=[listing.model_dump(mode="json") for listing in listings])
-                await transaction.execute(delete(mcp_secrets).where(mcp_secrets.c.response_id == response_id))
-            else:
+            changed = await transaction.run(
+                "UPDATE responses SET status = :status, data = :data WHERE id = :id AND status NOT IN (:terminal)",
+                id=response_id, status=response.status, data=response.model_dump_json(), terminal=TERMINAL,
+            )
+            if changed == 0:
+                data = await transaction.value("SELECT data FROM responses WHERE id = :id", id=response_id)
+                return None if data is None else Response.model_validate_json(data)
+            if not response.store:
                 await self._delete_rows(transaction, response_id, keep_events=event is not None)
+            else:
+                if tool_messages:
+                    context = loads(await transaction.value(
+                        "SELECT messages FROM chat_contexts WHERE response_id = :id", id=response_id)) or []
+                    await put_chat_context(transaction, response_id, context + tool_messages)
+                if listings:
+                    await transaction.run(
+                        "INSERT INTO mcp_listings (response_id, listings) VALUES (:id, :listings) "
+                        "ON CONFLICT (response_id) DO UPDATE SET listings = excluded.listings",
+                        id=response_id, listings=dumps([listing.model_dump(mode="json") for listing in listings]),
+                    )
+                if any(tool.type == "mcp" for tool in response.tools):
+                    await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
             if event is not None:
                 await self.events.append_in(transaction, response_id, [event])
         if event is not None:
@@ -224,108 +198,87 @@ class ResponseRepository:
 
     @staticmethod
     async def _delete_rows(transaction: Transaction, response_id: str, *, keep_events: bool) -> bool:
-        removed = await transaction.execute(delete(responses).where(responses.c.id == response_id))
-        for table in (input_items, chat_contexts, inference_results, inference_claims, cancel_requests, mcp_secrets,
-                      mcp_listings,
-                      *(() if keep_events else (events,))):
-            await transaction.execute(delete(table).where(table.c.response_id == response_id))
-        return removed.rowcount > 0
+        removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
+        for table in RESPONSE_TABLES[:-1] if keep_events else RESPONSE_TABLES:
+            await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
+        return removed > 0
 
     async def running_created_between(self, start: float, end: float) -> list[Response]:
         """Responses (stored or not) still queued or in progress, created in [start, end)
         (Unix seconds)."""
-        query = (
-            select(responses.c.data)
-            .where(responses.c.status.in_(("queued", "in_progress")))
-            .where(responses.c.sort_key >= int(start * 1_000_000))
-            .where(responses.c.sort_key < int(end * 1_000_000))
-            .order_by(responses.c.sort_key)
-        )
         async with self.db.read() as transaction:
-            rows = (await transaction.execute(query)).scalars().all()
-        return [Response.model_validate(data) for data in rows]
+            rows = await transaction.all(
+                "SELECT data FROM responses WHERE status IN ('queued', 'in_progress') "
+                "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key",
+                start=int(start * 1_000_000), end=int(end * 1_000_000),
+            )
+        return [Response.model_validate_json(row["data"]) for row in rows]
 
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
-        query = select(responses.c.data).where(responses.c.stored.is_(True))
-        key = (responses.c.sort_key, responses.c.id)
-        if after is not None:
-            cursor = await self._response_cursor(after)
-            query = query.where(_beyond(key, cursor, order))
-        ordering = [column.asc() if order == "asc" else column.desc() for column in key]
+        direction, beyond = ("ASC", ">") if order == "asc" else ("DESC", "<")
         async with self.db.read() as transaction:
-            rows = (await transaction.execute(query.order_by(*ordering).limit(limit + 1))).scalars().all()
-        return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
-
-    async def _response_cursor(self, response_id: str) -> tuple[int, str]:
-        async with self.db.read() as transaction:
-            sort_key = (
-                await transaction.execute(select(responses.c.sort_key).where(responses.c.id == response_id))
-            ).scalar_one_or_none()
-        if sort_key is None:
-            raise LookupError(response_id)
-        return sort_key, response_id
+            where, params = "stored = :stored", {"stored": True, "limit": limit + 1}
+            if after is not None:
+                sort_key = await transaction.value("SELECT sort_key FROM responses WHERE id = :id", id=after)
+                if sort_key is None:
+                    raise LookupError(after)
+                where += (f" AND (sort_key {beyond} :sort_key OR (sort_key = :sort_key AND id {beyond} :after))")
+                params |= {"sort_key": sort_key, "after": after}
+            rows = await transaction.all(
+                f"SELECT data FROM responses WHERE {where} ORDER BY sort_key {direction}, id {direction} LIMIT :limit",
+                **params,
+            )
+        return Page(data=[loads(row["data"]) for row in rows[:limit]], has_more=len(rows) > limit)
 
     # ---- cancel requests -------------------------------------------------------------
 
     async def request_cancel(self, response_id: str) -> None:
-        """Record that the client cancelled the response (idempotent) and wake local watchers."""
+        """Record that the client cancelled the response (idempotent, also when several
+        processes cancel it at once) and wake local watchers."""
         async with self.db.write() as transaction:
-            known = await transaction.execute(
-                select(cancel_requests.c.response_id).where(cancel_requests.c.response_id == response_id)
+            await transaction.run(
+                "INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, :at) "
+                "ON CONFLICT (response_id) DO NOTHING",
+                id=response_id, at=time.time_ns() // 1000,
             )
-            if known.first() is None:
-                await transaction.execute(
-                    insert(cancel_requests).values(response_id=response_id, requested_at=time.time_ns() // 1000)
-                )
         self.cancels.notify(response_id)
 
     async def cancel_requested(self, response_ids: list[str]) -> set[str]:
         """Which of these responses a client has cancelled."""
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(cancel_requests.c.response_id).where(cancel_requests.c.response_id.in_(response_ids))
-            )
-            return set(rows.scalars().all())
+            rows = await transaction.all("SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)",
+                                         ids=response_ids)
+        return {row["response_id"] for row in rows}
 
     # ---- input items -----------------------------------------------------------------
 
     async def list_input_items(
         self, response_id: str, *, after: str | None, before: str | None, limit: int, order: Order
     ) -> Page:
-        query = select(input_items.c.data).where(input_items.c.response_id == response_id)
-        for cursor_id, direction in ((after, order), (before, _flip(order))):
-            if cursor_id is not None:
-                position = await self._item_position(response_id, cursor_id)
-                query = query.where(
-                    input_items.c.position > position if direction == "asc" else input_items.c.position < position
-                )
-        ordering = input_items.c.position.asc() if order == "asc" else input_items.c.position.desc()
+        where, params = "response_id = :id", {"id": response_id, "limit": limit + 1}
         async with self.db.read() as transaction:
-            rows = (await transaction.execute(query.order_by(ordering).limit(limit + 1))).scalars().all()
-        return Page(data=list(rows[:limit]), has_more=len(rows) > limit)
-
-    async def _item_position(self, response_id: str, item_id: str) -> int:
-        async with self.db.read() as transaction:
-            position = (
-                await transaction.execute(
-                    select(input_items.c.position).where(
-                        and_(input_items.c.response_id == response_id, input_items.c.item_id == item_id)
-                    )
+            for name, cursor_id, direction in (("after", after, order), ("before", before, _flip(order))):
+                if cursor_id is None:
+                    continue
+                position = await transaction.value(
+                    "SELECT position FROM input_items WHERE response_id = :id AND item_id = :item_id",
+                    id=response_id, item_id=cursor_id,
                 )
-            ).scalar_one_or_none()
-        if position is None:
-            raise LookupError(item_id)
-        return position
+                if position is None:
+                    raise LookupError(cursor_id)
+                where += f" AND position {'>' if direction == 'asc' else '<'} :{name}"
+                params[name] = position
+            rows = await transaction.all(
+                f"SELECT data FROM input_items WHERE {where} ORDER BY position {order.upper()} LIMIT :limit", **params
+            )
+        return Page(data=[loads(row["data"]) for row in rows[:limit]], has_more=len(rows) > limit)
 
     # ---- chat context ----------------------------------------------------------------
 
     async def chat_context(self, response_id: str) -> list[dict[str, Any]] | None:
         async with self.db.read() as transaction:
-            return (
-                await transaction.execute(
-                    select(chat_contexts.c.messages).where(chat_contexts.c.response_id == response_id)
-                )
-            ).scalar_one_or_none()
+            return loads(await transaction.value("SELECT messages FROM chat_contexts WHERE response_id = :id",
+                                                 id=response_id))
 
     # ---- MCP: secrets, listings, approval decisions ---------------------------------------
 
@@ -336,13 +289,10 @@ class ResponseRepository:
 
     async def mcp_secrets(self, response_id: str, server_label: str) -> McpSecrets | None:
         async with self.db.read() as transaction:
-            sealed = (
-                await transaction.execute(
-                    select(mcp_secrets.c.sealed).where(
-                        and_(mcp_secrets.c.response_id == response_id, mcp_secrets.c.server_label == server_label)
-                    )
-                )
-            ).scalar_one_or_none()
+            sealed = await transaction.value(
+                "SELECT sealed FROM mcp_secrets WHERE response_id = :id AND server_label = :label",
+                id=response_id, label=server_label,
+            )
         if sealed is None:
             return None
         if self.secret_box is None:
@@ -351,44 +301,35 @@ class ResponseRepository:
 
     async def listings(self, response_id: str) -> list[McpListing]:
         async with self.db.read() as transaction:
-            saved = (
-                await transaction.execute(select(mcp_listings.c.listings).where(mcp_listings.c.response_id == response_id))
-            ).scalar_one_or_none()
+            saved = loads(await transaction.value("SELECT listings FROM mcp_listings WHERE response_id = :id",
+                                                  id=response_id))
         return [McpListing.model_validate(listing) for listing in saved or []]
 
     async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
         """Which of these approval requests are answered already: request id -> the response
         that answered it."""
         async with self.db.read() as transaction:
-            rows = await transaction.execute(
-                select(approval_decisions.c.approval_request_id, approval_decisions.c.response_id).where(
-                    approval_decisions.c.approval_request_id.in_(approval_request_ids)
-                )
+            rows = await transaction.all(
+                "SELECT approval_request_id, response_id FROM approval_decisions WHERE approval_request_id IN (:ids)",
+                ids=approval_request_ids,
             )
-            return dict(rows.all())
+        return {row["approval_request_id"]: row["response_id"] for row in rows}
 
     async def record_decision(self, approval_request_id: str, response_id: str, approve: bool) -> None:
         try:
             async with self.db.write() as transaction:
-                await transaction.execute(
-                    insert(approval_decisions).values(
-                        approval_request_id=approval_request_id, response_id=response_id, approve=approve
-                    )
+                await transaction.run(
+                    "INSERT INTO approval_decisions (approval_request_id, response_id, approve) "
+                    "VALUES (:request_id, :response_id, :approve)",
+                    request_id=approval_request_id, response_id=response_id, approve=approve,
                 )
-        except IntegrityError:
+        except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
 
     async def ping(self) -> None:
         async with self.db.read() as transaction:
-            await transaction.execute(select(func.count()).select_from(select(responses.c.id).limit(1).subquery()))
+            await transaction.value("SELECT 1 FROM responses LIMIT 1")
 
 
 def _flip(order: Order) -> Order:
     return "desc" if order == "asc" else "asc"
-
-
-def _beyond(key: tuple, cursor: tuple[int, str], order: Order):
-    sort_key, identifier = key
-    if order == "asc":
-        return or_(sort_key > cursor[0], and_(sort_key == cursor[0], identifier > cursor[1]))
-    return or_(sort_key < cursor[0], and_(sort_key == cursor[0], identifier < cursor[1]))
