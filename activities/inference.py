@@ -9,33 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
-import time
 from datetime import timedelta
 from typing import Any
 
-import httpx
-import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
+from activities.chat_client import ChatClient
 from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
-from models.errors import CancelRequestedError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
+from models.errors import CancelRequestedError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, repository: ResponseRepository, client: ChatClient) -> None:
         self.repository = repository
         self.client = client
         self.calls = SingleFlight()
@@ -64,16 +58,15 @@ class InferenceActivities:
         try:
             _raise_if_spent(start, request.max_attempts)
             context = self._context(request, start)
-            kwargs = chat_format.build_chat_request(
-                request.response, context, str(self.client.base_url), request.mcp_functions
-            )
+            body = chat_format.build_chat_request(request.response, context, self.client.base_url,
+                                                  request.mcp_functions)
             try:
                 if request.emit_events:
-                    result, message = await self._streamed(request, kwargs, fence)
+                    result, message = await self._streamed(request, body, fence)
                 else:
-                    result, message = await self._whole(request, kwargs)
-            except (openai.OpenAIError, httpx.HTTPError) as error:
-                raise to_application_error(classify(error)) from error
+                    result, message = await self._whole(request, body)
+            except UpstreamError as error:
+                raise to_application_error(error) from error
             except TurnLost as error:  # this execution stalled past its lease; another took over
                 raise ApplicationError(str(error), type=type(error).__name__) from error
             await self.repository.turns.record(
@@ -104,21 +97,22 @@ class InferenceActivities:
             if not await self.repository.turns.renew(fence, lease_seconds):
                 return  # lost: the fence refuses this execution's writes from now on
 
-    async def _whole(self, request: InferenceInput, kwargs: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
-        completion = await self.client.chat.completions.create(**kwargs)
-        if not completion.choices:
-            raise to_application_error(RetryableUpstreamError("the backend answered with no choices"))
-        choice = completion.choices[0]
-        message = _with_call_ids(choice.message.model_dump(exclude_none=True))
+    async def _whole(self, request: InferenceInput, body: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+        completion = await self.client.complete(body)
+        choices = completion.get("choices") or []
+        if not choices:
+            raise RetryableUpstreamError("inference backend answered with no choices")
+        choice = choices[0]
+        message = _with_call_ids(_present(choice.get("message") or {}))
         result = InferenceResult(
             output=chat_format.assistant_to_output(message, request.mcp_functions),
-            finish_reason=_finish_reason(choice.finish_reason, message),
-            usage=_usage(completion.usage),
+            finish_reason=_finish_reason(choice.get("finish_reason"), message),
+            usage=_usage(completion.get("usage")),
         )
         return result, message
 
     async def _streamed(
-        self, request: InferenceInput, kwargs: dict[str, Any], fence: Fence
+        self, request: InferenceInput, body: dict[str, Any], fence: Fence
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
@@ -129,23 +123,20 @@ class InferenceActivities:
         )
         emitter = EventEmitter(self.repository.events, response_id, fence)
         finish_reason: str | None = None
-        usage: Any = None
+        usage: dict[str, Any] | None = None
         try:
-            stream = await self.client.chat.completions.create(
-                **kwargs, stream=True, stream_options={"include_usage": True}
-            )
-            async for chunk in stream:
-                usage = chunk.usage or usage
-                for choice in chunk.choices:
-                    finish_reason = choice.finish_reason or finish_reason
-                    emitter.emit(assembler.feed(choice.delta.model_dump(exclude_none=True)))
+            async with self.client.stream(body | {"stream_options": {"include_usage": True}}) as chunks:
+                async for chunk in chunks:
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk.get("choices") or []:
+                        finish_reason = choice.get("finish_reason") or finish_reason
+                        emitter.emit(assembler.feed(choice.get("delta") or {}))
             events, output, message = assembler.finish()
             emitter.emit(events)
         finally:
             await emitter.close()
-        result = InferenceResult(
-            output=output, finish_reason=_finish_reason(finish_reason, message), usage=_usage(usage)
-        )
+        result = InferenceResult(output=output, finish_reason=_finish_reason(finish_reason, message),
+                                 usage=_usage(usage))
         return result, message
 
     @staticmethod
@@ -193,33 +184,23 @@ def _finish_reason(reason: str | None, message: dict[str, Any]) -> str:
     return "tool_calls" if message.get("tool_calls") else "stop"
 
 
-def _usage(usage: Any) -> Usage:
-    if usage is None:
+def _present(message: dict[str, Any]) -> dict[str, Any]:
+    """The message without the keys a backend sent as null."""
+    return {key: value for key, value in message.items() if value is not None}
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    if not usage:
         return Usage()
-    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
-    reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None) or 0
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
+        input_tokens=usage.get("prompt_tokens") or 0,
         input_tokens_details=InputTokensDetails(cached_tokens=cached),
-        output_tokens=usage.completion_tokens or 0,
+        output_tokens=usage.get("completion_tokens") or 0,
         output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
-        total_tokens=usage.total_tokens or 0,
+        total_tokens=usage.get("total_tokens") or 0,
     )
-
-
-def classify(error: openai.OpenAIError | httpx.HTTPError) -> UpstreamError:
-    """Whether retrying can help: 408/409/429/5xx and connection failures can."""
-    if isinstance(error, httpx.HTTPError):  # a stream broken after its headers arrived
-        return RetryableUpstreamError(f"inference backend stream broke: {error!r}")
-    if isinstance(error, openai.APIStatusError):
-        status = error.status_code
-        message = f"inference backend answered {status}: {_backend_message(error)}"
-        if status in RETRYABLE_STATUS or status >= 500:
-            return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(error.response))
-        return RejectedByUpstreamError(message, status_code=status)
-    if isinstance(error, (openai.APIConnectionError, openai.APITimeoutError)):
-        return RetryableUpstreamError(f"inference backend unreachable: {error}")
-    return RejectedByUpstreamError(f"inference backend error: {error}")
 
 
 def to_application_error(error: UpstreamError) -> ApplicationError:
@@ -232,27 +213,3 @@ def to_application_error(error: UpstreamError) -> ApplicationError:
     return ApplicationError(error.message, type=type(error).__name__, non_retryable=True)
 
 
-def _backend_message(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-    return error.message
-
-
-def _retry_after(response: Any) -> float | None:
-    headers = getattr(response, "headers", None) or {}
-    if headers.get("retry-after-ms"):
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None

@@ -116,10 +116,12 @@ async def concurrently(create: Callable[[], Awaitable[openai.types.responses.Res
     return loaded
 
 
-async def chain(durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, model: str,
+async def chain(durable: openai.AsyncOpenAI, backend: httpx.AsyncClient, backend_url: str, model: str,
                 turns: int) -> tuple[list[float], list[float], list[str]]:
     """One `previous_response_id` chain of `turns` turns, each turn alternating with the backend
-    alone given the same growing conversation; returns per-turn ms (direct, durable) and ids."""
+    alone given the same growing conversation (sent as plain JSON, so the client's own cost of
+    a growing request does not count as the backend's); returns per-turn ms (direct, durable)
+    and the response ids."""
     messages: list[dict] = []
     previous: str | None = None
     direct_ms, durable_ms, ids = [], [], []
@@ -127,11 +129,12 @@ async def chain(durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, model: 
         text = f"turn {turn}: tell me more"
         messages.append({"role": "user", "content": text})
         started = time.perf_counter()
-        completion = await direct.chat.completions.create(model=model, messages=messages)
+        completion = (await backend.post(f"{backend_url}/chat/completions",
+                                          json={"model": model, "messages": messages})).json()
         middle = time.perf_counter()
         response = await durable.responses.create(model=model, input=text, previous_response_id=previous)
         ended = time.perf_counter()
-        messages.append({"role": "assistant", "content": completion.choices[0].message.content})
+        messages.append({"role": "assistant", "content": completion["choices"][0]["message"]["content"]})
         direct_ms.append((middle - started) * 1000)
         durable_ms.append((ended - middle) * 1000)
         previous = response.id

@@ -110,7 +110,8 @@ async def run(args: argparse.Namespace) -> str:
                 loads[concurrency].cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
 
             # 4. a 30-turn chain, three times
-            chains = [await load.chain(durable, direct, f"bench-chain-{index}", args.turns) for index in range(3)]
+            chains = [await load.chain(durable, http, backend.base_url, f"bench-chain-{index}", args.turns)
+                      for index in range(3)]
             database = os.path.join(data_dir, "responses.db")
             stored = [[load.stored_bytes(database, response_id) for response_id in ids] for _, _, ids in chains]
 

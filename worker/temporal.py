@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import openai
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from activities.chat_client import ChatClient
 from activities.inference import InferenceActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
@@ -21,14 +21,10 @@ async def connect(settings: Settings) -> Client:
     )
 
 
-def inference_client(settings: Settings) -> openai.AsyncOpenAI:
+def inference_client(settings: Settings) -> ChatClient:
     # Temporal owns retries: the client never retries on its own.
-    return openai.AsyncOpenAI(
-        base_url=settings.inference_base_url,
-        api_key=settings.inference_api_key or "unused",
-        max_retries=0,
-        timeout=settings.execution.inference.start_to_close_seconds,
-    )
+    return ChatClient(settings.inference_base_url, settings.inference_api_key,
+                      timeout_seconds=settings.execution.inference.start_to_close_seconds)
 
 
 # Workflows run unsandboxed: the sandbox re-imports and proxies modules on every workflow
