@@ -6,12 +6,13 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from api import routes
+from api.admission import Admission
 from api.errors import EXCEPTION_HANDLERS
 from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 
 
-def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starlette:
+def create_app(repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000) -> Starlette:
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -27,4 +28,5 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner) -> Starle
     )
     app.state.repository = repository
     app.state.runner = runner
+    app.state.admission = Admission(max_in_flight)
     return app

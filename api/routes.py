@@ -9,6 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
+from api.admission import Admission
 from api.preparation import parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
@@ -33,10 +34,27 @@ def _runner(request: Request) -> ResponseRunner:
     return request.app.state.runner
 
 
+def _admission(request: Request) -> Admission:
+    return request.app.state.admission
+
+
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 async def create_response(request: Request) -> HttpResponse:
+    admission = _admission(request)
+    admission.enter()
+    streaming = False
+    try:
+        answer = await _create(request)
+        streaming = isinstance(answer, StreamingResponse)
+        return answer
+    finally:
+        if not streaming:
+            admission.leave()
+
+
+async def _create(request: Request) -> HttpResponse:
     prepared = await prepare(await request.body(), _repository(request))
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
@@ -52,15 +70,17 @@ async def create_response(request: Request) -> HttpResponse:
         await repository.purge(response.id)
         raise
     if prepared.request.stream:
-        return _event_stream(request, response.id, after=-1, forget_at_end=not response.store)
+        events = tail(repository, response.id, after=-1, forget_at_end=not response.store)
+        return StreamingResponse(_admission(request).until_streamed(events), media_type="text/event-stream",
+                                 headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
     return _json(await runner.ended(started))
 
 
-def _event_stream(request: Request, response_id: str, *, after: int, forget_at_end: bool = False) -> StreamingResponse:
-    events = tail(_repository(request), response_id, after=after, forget_at_end=forget_at_end)
-    return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:
+    return StreamingResponse(tail(_repository(request), response_id, after=after), media_type="text/event-stream",
+                             headers=SSE_HEADERS)
 
 
 async def retrieve_response(request: Request) -> HttpResponse:

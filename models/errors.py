@@ -7,6 +7,8 @@
     │   ├── NotFoundError                 404  no stored response (or item) with that id
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
+    │       └── OverloadedError           503  with `retry-after`: as many responses in flight as
+    │                                          this API process takes
     ├── UpstreamError                     raised inside activities about the inference backend
     │   ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
     │   └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
@@ -80,6 +82,12 @@ class ConflictError(ApiError):
 class UnavailableError(ApiError):
     status_code = 503
     error_type = "server_error"
+
+
+class OverloadedError(UnavailableError):
+    def __init__(self, message: str, *, retry_after_seconds: int = 1) -> None:
+        super().__init__(message, code="server_overloaded")
+        self.retry_after_seconds = retry_after_seconds
 
 
 class UpstreamError(DurableResponsesError):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import httpx
 import openai
@@ -110,7 +112,7 @@ class Stack:
 @contextlib.asynccontextmanager
 async def running_stack(
     temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
-    task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION,
+    task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process."""
     settings = Settings(
@@ -127,8 +129,9 @@ async def running_stack(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
             repository=repository, local_worker=with_worker,
         )
-        app = create_app(repository, runner)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        app = create_app(repository, runner, max_in_flight=max_in_flight)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+                                               timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
             while not server.started:
@@ -138,7 +141,10 @@ async def running_stack(
                 yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, data_dir)
             finally:
                 server.should_exit = True
-                await serving
+                try:  # connections still open are closed after the graceful timeout
+                    await asyncio.wait_for(serving, 15)
+                except TimeoutError:
+                    pytest.fail("the test stack's HTTP server did not stop within 15 s")
 
 
 @pytest.fixture(scope="session")
@@ -166,14 +172,43 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("INFERENCE_API_KEY", "test")
 
 
+async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30, poll_seconds: float = 0.05) -> Any:
+    """Until `check()` (plain or async) gives something truthy, which is returned; a test that
+    waits longer than `seconds` fails naming what it waited for, rather than hanging."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {seconds:g} s for {what}")
+        await asyncio.sleep(poll_seconds)
+
+
 async def until_requested(backend: ScriptedBackend, model: str, count: int = 1) -> None:
     """Until the backend has received `count` requests for this model."""
-    while len(backend.requests(model)) < count:
-        await asyncio.sleep(0.02)
+    await eventually(lambda: len(backend.requests(model)) >= count,
+                     f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})")
 
 
-async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05):
+async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05, seconds: float = 60):
     """Poll the response until it reaches a terminal status; returns it."""
-    while (response := await client.responses.retrieve(response_id)).status in ("queued", "in_progress"):
-        await asyncio.sleep(poll_seconds)
-    return response
+
+    async def ended():  # noqa: ANN202
+        response = await client.responses.retrieve(response_id)
+        return response if response.status not in ("queued", "in_progress") else None
+
+    return await eventually(ended, f"response {response_id} to end", seconds=seconds, poll_seconds=poll_seconds)
+
+
+async def until_awaiting_approval(client: openai.AsyncOpenAI, response_id: str, seconds: float = 30):
+    """Until the background response shows, last in its output, an approval request it waits for."""
+
+    async def asking():  # noqa: ANN202
+        response = await client.responses.retrieve(response_id)
+        assert response.status in ("queued", "in_progress"), response
+        return response if response.output and response.output[-1].type == "mcp_approval_request" else None
+
+    return await eventually(asking, f"response {response_id} to ask for approval", seconds=seconds)

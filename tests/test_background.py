@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import openai
 
-from tests.conftest import Stack, until_terminal
+from tests.conftest import Stack, eventually, until_terminal
 from tests.scripted_backend import Reply, ScriptedBackend
 
 TEXT = " ".join(f"word{index}" for index in range(60))
@@ -19,10 +18,16 @@ async def test_background_response_shows_its_output_so_far(
     created = await sdk.responses.create(model=model, input="long", background=True)
     assert created.status == "queued" and created.background is True and created.output == []
     partial_texts = []
-    while (seen := await sdk.responses.retrieve(created.id)).status in ("queued", "in_progress"):
-        if seen.output:
-            partial_texts.append(seen.output_text)
-        await asyncio.sleep(0.05)
+
+    async def ended():  # noqa: ANN202
+        seen = await sdk.responses.retrieve(created.id)
+        if seen.status in ("queued", "in_progress"):
+            if seen.output:
+                partial_texts.append(seen.output_text)
+            return None
+        return seen
+
+    seen = await eventually(ended, f"background response {created.id} to end")
     assert seen.status == "completed" and seen.output_text == TEXT
     partial = [text for text in partial_texts if text != TEXT]
     assert partial, "no GET saw the response part-way"

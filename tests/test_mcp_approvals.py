@@ -11,7 +11,7 @@ import subprocess
 import openai
 import pytest
 
-from tests.conftest import Stack, until_terminal
+from tests.conftest import Stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -92,24 +92,13 @@ async def test_a_follow_up_that_ignores_a_request_tells_the_model_it_was_not_run
     assert messages[-1] == {"role": "user", "content": "never mind"}
 
 
-async def _until_waiting(sdk: openai.AsyncOpenAI, response_id: str):
-    """Until the background response shows an approval request it waits for."""
-    for _ in range(400):
-        response = await sdk.responses.retrieve(response_id)
-        if response.output and response.output[-1].type == "mcp_approval_request":
-            return response
-        assert response.status in ("queued", "in_progress"), response
-        await asyncio.sleep(0.05)
-    raise AssertionError("the response never asked for approval")
-
-
 async def test_background_waits_for_approval_then_continues_in_place(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
     path = f"/tmp/{model}-bg"
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted in place")])
     created = await sdk.responses.create(model=model, input="delete", tools=gated(mcp_server), background=True)
-    waiting = await _until_waiting(sdk, created.id)
+    waiting = await until_awaiting_approval(sdk, created.id)
     request = waiting.output[-1]
     assert waiting.status == "in_progress" and request.name == "delete_file"
     async with stack.http() as http:
@@ -145,7 +134,7 @@ async def test_background_denied_with_the_cli(
 ):
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/z"})]), Reply(text="kept it")])
     created = await sdk.responses.create(model=model, input="delete", tools=gated(mcp_server), background=True)
-    request = (await _until_waiting(sdk, created.id)).output[-1]
+    request = (await until_awaiting_approval(sdk, created.id)).output[-1]
     api_url = stack.base_url.removesuffix("/v1")
     denied = await asyncio.to_thread(subprocess.run, [
         CLI, "approve", created.id, request.id, "--deny", "--reason", "not today", "--api-url", api_url,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import openai
 
-from tests.conftest import running_stack, until_terminal
+from tests.conftest import eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -17,13 +17,6 @@ from tests.scripted_backend import Reply, ScriptedBackend
 
 def tools(server: McpTestServer, require_approval: object = "never") -> list[dict]:
     return [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": require_approval}]
-
-
-async def _until(condition, timeout: float = 30) -> None:  # noqa: ANN001
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
 
 
 async def test_a_long_tool_call_outlives_a_killed_worker(
@@ -37,7 +30,7 @@ async def test_a_long_tool_call_outlives_a_killed_worker(
             async with stack.sdk(timeout=60) as client:
                 created = await client.responses.create(model=model, input="run it", tools=tools(server),
                                                         background=True)
-                await _until(lambda: len(server.calls_of("slow")) == 1)
+                await eventually(lambda: len(server.calls_of("slow")) == 1, "the slow tool to be called")
                 kill(first)
                 second = spawn_worker(stack)
                 final = await until_terminal(client, created.id)
@@ -63,12 +56,7 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
             async with stack.sdk(timeout=60) as client, stack.http() as http:
                 created = await client.responses.create(model=model, input="delete", background=True,
                                                         tools=tools(mcp_server, "always"))
-                request = None
-                while request is None:
-                    current = await client.responses.retrieve(created.id)
-                    if current.output and current.output[-1].type == "mcp_approval_request":
-                        request = current.output[-1]
-                    await asyncio.sleep(0.05)
+                request = (await until_awaiting_approval(client, created.id)).output[-1]
                 kill(first)
                 second = spawn_worker(stack)
                 decided = await http.post(f"/v1/responses/{created.id}/approvals",
@@ -106,7 +94,7 @@ async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
 ):
     backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 60})])])
     calling = await sdk.responses.create(model=model, input="go", tools=tools(mcp_server), background=True)
-    await _until(lambda: {"seconds": 60} in mcp_server.calls_of("slow"))
+    await eventually(lambda: {"seconds": 60} in mcp_server.calls_of("slow"), "the 60 s call to start")
     cancelled = await sdk.responses.cancel(calling.id)
     assert cancelled.status == "cancelled"
     assert (await sdk.responses.retrieve(calling.id)).status == "cancelled"
@@ -114,8 +102,6 @@ async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/never"})])])
     waiting = await sdk.responses.create(model=model, input="delete", tools=tools(mcp_server, "always"),
                                          background=True)
-    while not (current := await sdk.responses.retrieve(waiting.id)).output or \
-            current.output[-1].type != "mcp_approval_request":
-        await asyncio.sleep(0.05)
+    await until_awaiting_approval(sdk, waiting.id)
     assert (await sdk.responses.cancel(waiting.id)).status == "cancelled"
     assert {"path": "/tmp/never"} not in mcp_server.calls_of("delete_file")

@@ -16,7 +16,7 @@ from pathlib import Path
 import openai
 
 from models.workflow_io import ExecutionSettings, RetryBudget
-from tests.conftest import running_stack, until_requested, until_terminal
+from tests.conftest import eventually, running_stack, until_requested, until_terminal
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -132,8 +132,8 @@ async def test_many_concurrent_responses_with_random_faults_all_end_and_match_th
         try:
             async with stack.sdk(timeout=120) as client:
                 async def crash_a_worker_half_way() -> None:
-                    while sum(len(backend.requests(case.model)) for case in cases) < COUNT // 2:
-                        await asyncio.sleep(0.05)
+                    await eventually(lambda: sum(len(backend.requests(case.model)) for case in cases) >= COUNT // 2,
+                                     f"{COUNT // 2} upstream calls", seconds=120)
                     kill(workers[0])
                     workers[0] = spawn_worker(stack)
 

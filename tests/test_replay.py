@@ -8,7 +8,6 @@ already there are kept, so they go on testing the code that recorded them).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.conftest import Stack, until_requested
+from tests.conftest import Stack, until_awaiting_approval, until_requested
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -90,9 +89,7 @@ async def _mcp_scenarios(
         input=[{"type": "mcp_approval_response", "approval_request_id": asking.output[-1].id, "approve": True}],
     )).id
     waiting = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated, background=True)
-    while not (current := await sdk.responses.retrieve(waiting.id)).output or \
-            current.output[-1].type != "mcp_approval_request":
-        await asyncio.sleep(0.05)
+    current = await until_awaiting_approval(sdk, waiting.id)
     async with stack.http() as http:
         decided = await http.post(f"/v1/responses/{waiting.id}/approvals",
                                   json={"approval_request_id": current.output[-1].id, "approve": True})

@@ -88,8 +88,9 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-async def _serve_http(app, host: str, port: int, stop: asyncio.Event) -> None:  # noqa: ANN001
-    server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float) -> None:  # noqa: ANN001
+    server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
+                                         timeout_graceful_shutdown=grace_seconds))
     serving = asyncio.create_task(server.serve())
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -101,9 +102,10 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
     client = await connect_with_retry(settings)
     async with opened_store(settings) as repository:
-        app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker))
+        app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
+                         max_in_flight=settings.max_in_flight_responses)
         if not with_worker:
-            await _serve_http(app, host, port, stop)
+            await _serve_http(app, host, port, stop, settings.shutdown_grace_seconds)
             return
         async with working(client, settings, repository):
-            await _serve_http(app, host, port, stop)
+            await _serve_http(app, host, port, stop, settings.shutdown_grace_seconds)

@@ -34,6 +34,11 @@ class Settings(BaseModel):
     workflow_task_timeout_seconds: float = 10.0
     secrets_key: str = Field(default="", repr=False)
     """Seals MCP `headers`/`authorization` in the store; API and workers need the same one."""
+    max_in_flight_responses: int = 1000
+    """Responses one API process takes at once (being created, waited for or streamed); more
+    are refused with a 503 and `retry-after`."""
+    shutdown_grace_seconds: float = 10.0
+    """How long a stopping API process lets open requests and streams finish."""
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
@@ -67,6 +72,8 @@ class Settings(BaseModel):
             "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
+            "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),
+            "shutdown_grace_seconds": _env_float("SHUTDOWN_GRACE_SECONDS", 10.0),
         }
         for name, env in (
             ("temporal_address", "TEMPORAL_ADDRESS"),
