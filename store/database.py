@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 BUSY_WAIT_SECONDS = 30.0
 """How long a write waits for another process to release SQLite's write lock."""
 CHECKPOINT_SECONDS = 1.0
+WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
+WAL_TRUNCATE_BYTES = 32 * 1024 * 1024
 
 Row = Mapping[str, Any]
 
@@ -154,8 +156,10 @@ class SqliteDatabase:
     def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
         connection.row_factory = sqlite3.Row
+        # The WAL is checkpointed in a thread (`_checkpoint`); after the log restarts, SQLite
+        # cuts the file back to `journal_size_limit` rather than keeping its largest size.
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_timeout_ms}",
-                       "wal_autocheckpoint=0"):
+                       "wal_autocheckpoint=0", f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}"):
             connection.execute(f"PRAGMA {pragma}")
         return connection
 
@@ -223,10 +227,16 @@ class SqliteDatabase:
 
 
 def _checkpoint(path: Path) -> None:
-    """Copy the WAL into the database file (PASSIVE: waits for no reader or writer)."""
-    connection = sqlite3.connect(path, timeout=1)
+    """Copy the WAL into the database file. PASSIVE waits for nobody, but while writes go on
+    the log never restarts; once the file has grown past `WAL_TRUNCATE_BYTES`, a TRUNCATE
+    checkpoint (PASSIVE has copied most frames already) takes the write lock for a moment and
+    empties it. Writers in the loop meanwhile find the database busy and retry."""
+    connection = sqlite3.connect(path, timeout=2)
     try:
         connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > WAL_TRUNCATE_BYTES:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         connection.close()
 
