@@ -9,8 +9,9 @@ fresh data dir, and later a `serve` process, then measures:
 2. time to the first text delta, through `dev` and through `serve` (another process);
 3. throughput: 200 non-streaming responses at concurrency 10 and at 50, with the CPU time
    the `dev` process and its Temporal server used per response (read from /proc);
-4. a 30-turn `previous_response_id` chain: per-turn overhead at its start and end, and the
-   bytes the store keeps per turn;
+4. eight 30-turn `previous_response_id` chains: per-turn overhead at their start and end
+   (the backend alone is given the same growing conversation), and the bytes the store
+   keeps per turn;
 5. the Temporal floor (`bench/floor.py`: an eager start, two empty local activities and the
    result) on the same Temporal server, and our overhead as a multiple of it;
 6. overload: 200 responses at concurrency 50 while a CPU hog holds one core, with the
@@ -40,6 +41,9 @@ import openai
 
 from bench import load
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_serve, stop
+
+
+CHAINS = 8
 
 
 def _row(cells: list[str]) -> str:
@@ -109,9 +113,9 @@ async def run(args: argparse.Namespace) -> str:
                 done = max(1, len(loads[concurrency].latencies_ms))
                 loads[concurrency].cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
 
-            # 4. a 30-turn chain, three times
+            # 4. a 30-turn chain, eight times (fewer chains leave the per-turn medians noisy)
             chains = [await load.chain(durable, http, backend.base_url, f"bench-chain-{index}", args.turns)
-                      for index in range(3)]
+                      for index in range(CHAINS)]
             database = os.path.join(data_dir, "responses.db")
             stored = [[load.stored_bytes(database, response_id) for response_id in ids] for _, _, ids in chains]
 
@@ -172,7 +176,7 @@ async def run(args: argparse.Namespace) -> str:
     per_turn = [statistics.median(chain[1][turn] - chain[0][turn] for chain in chains) for turn in range(args.turns)]
     head, tail = statistics.median(per_turn[:5]), statistics.median(per_turn[-5:])
     bytes_per_turn = [statistics.median(each[turn] for each in stored) for turn in range(args.turns)]
-    lines += ["", _row([f"{args.turns}-turn chain (3 chains)", "overhead turns 1–5", f"overhead turns {args.turns - 4}–{args.turns}",
+    lines += ["", _row([f"{args.turns}-turn chain ({CHAINS} chains)", "overhead turns 1–5", f"overhead turns {args.turns - 4}–{args.turns}",
                         "end / start", "bytes stored: turn 1 / 15 / 30", "goal"]), _row(["---"] * 6)]
     lines.append(_row([
         "`previous_response_id`", _ms(head), _ms(tail), f"{tail / head:.2f}x",

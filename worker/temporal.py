@@ -27,10 +27,12 @@ def inference_client(settings: Settings) -> ChatClient:
                       timeout_seconds=settings.execution.inference.start_to_close_seconds)
 
 
-# Workflows run unsandboxed: the sandbox re-imports and proxies modules on every workflow
-# task and serializes each payload through it, ~30% of a response's Python CPU on this design.
-# Determinism is guarded instead by the replay tests, which run every recorded history (and a
-# fresh one of each path) through Temporal's default sandboxed runner, and by review.
+# Workflows run unsandboxed: the sandbox proxies module access on every workflow task and
+# routes each payload's serialization through it. Under load that was ~16% of the `dev`
+# process's CPU in a profile, and on the floor benchmark (bench/floor.py) the sandboxed shape
+# costs ~4-5 ms more per response. Determinism is guarded instead by the replay tests, which
+# run every recorded history (and a fresh one of each path) through Temporal's default
+# sandboxed runner, and by review.
 WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
