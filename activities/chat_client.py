@@ -5,18 +5,21 @@ Deliberately small. The `openai` SDK transforms every request's parameters recur
 builds a pydantic model for every streamed chunk and carries its own retry machinery, which
 Temporal replaces: on a streamed response that was about a third of the Python time spent on
 the way to the first delta. Here a request is one JSON body out and JSON (or SSE lines of
-JSON) back, parsed with orjson. It never retries; Temporal owns retries.
+JSON) back, parsed with orjson, over aiohttp (0.1-0.2 ms of CPU a request where httpx took
+0.7-1.0 ms, measured against the scripted backend). It never retries; Temporal owns retries.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from models.errors import RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
@@ -29,54 +32,66 @@ Chunk = dict[str, Any]
 class ChatClient:
     def __init__(self, base_url: str, api_key: str, *, timeout_seconds: float) -> None:
         self.base_url = base_url.rstrip("/")
-        headers = {"content-type": "application/json", "user-agent": "durable-responses"}
+        self._headers = {"content-type": "application/json", "user-agent": "durable-responses"}
         if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(timeout_seconds, connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds)),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
-        )
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds,
+                                              sock_connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
         self._url = f"{self.base_url}/chat/completions"
+        self._session: aiohttp.ClientSession | None = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:  # made in the running loop, on first use
+            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
+                                                  connector=aiohttp.TCPConnector(limit=0))
+        return self._session
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """One whole chat completion."""
         try:
-            answer = await self._http.post(self._url, content=orjson.dumps(body))
-        except httpx.HTTPError as error:
+            async with self._http().post(self._url, data=orjson.dumps(body)) as answer:
+                content = await answer.read()
+                if answer.status >= 400:
+                    raise _status_failure(answer.status, answer.headers, content)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             raise _transport_failure(error) from error
-        if answer.status_code >= 400:
-            raise _status_failure(answer.status_code, answer.headers, answer.content)
-        return _json(answer.content)
+        return _json(content)
 
     @asynccontextmanager
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[Chunk]]:
         """A streamed chat completion: its chunks, as the backend sends them."""
-        request = self._http.build_request("POST", self._url, content=orjson.dumps(body | {"stream": True}))
         try:
-            answer = await self._http.send(request, stream=True)
-        except httpx.HTTPError as error:
+            async with self._http().post(self._url, data=orjson.dumps(body | {"stream": True})) as answer:
+                if answer.status >= 400:
+                    raise _status_failure(answer.status, answer.headers, await answer.read())
+                yield _chunks(answer)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             raise _transport_failure(error) from error
-        try:
-            if answer.status_code >= 400:
-                raise _status_failure(answer.status_code, answer.headers, await answer.aread())
-            yield _chunks(answer)
-        except httpx.HTTPError as error:
-            raise _transport_failure(error) from error
-        finally:
-            await answer.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
 
 
-async def _chunks(answer: httpx.Response) -> AsyncIterator[Chunk]:
+async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The body's lines, however long (aiohttp's own line reader stops at 64 KiB)."""
+    pending = b""
+    async for data in answer.content.iter_any():
+        pending += data
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r")
+    if pending:
+        yield pending
+
+
+async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
     """Server-sent events: each `data:` line holds one chunk; `[DONE]` ends the stream."""
-    async for line in answer.aiter_lines():
-        if not line.startswith("data:"):
+    async for line in _lines(answer):
+        if not line.startswith(b"data:"):
             continue  # blank separators, comments, `event:` names
         data = line[5:].strip()
-        if data == "[DONE]":
+        if data == b"[DONE]":
             return
         chunk = _json(data)
         if "error" in chunk and "choices" not in chunk:  # an error reported inside the stream
@@ -95,25 +110,32 @@ def _json(content: bytes | str) -> dict[str, Any]:
     return parsed
 
 
-def _transport_failure(error: httpx.HTTPError) -> UpstreamError:
-    if isinstance(error, httpx.TimeoutException):
+def _transport_failure(error: aiohttp.ClientError | asyncio.TimeoutError) -> UpstreamError:
+    if isinstance(error, asyncio.TimeoutError):
         return RetryableUpstreamError(f"inference backend did not answer in time ({type(error).__name__})")
-    if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
-        return RetryableUpstreamError(f"inference backend unreachable: {error or type(error).__name__}")
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return RetryableUpstreamError(f"inference backend unreachable: {error.os_error or error}")
     return RetryableUpstreamError(f"inference backend connection broke: {error or type(error).__name__}")
 
 
-def _status_failure(status: int, headers: httpx.Headers, content: bytes) -> UpstreamError:
+def _status_failure(status: int, headers: Mapping[str, str], content: bytes) -> UpstreamError:
     """408/409/429/5xx can be retried; any other 4xx fails the response with the backend's words."""
     try:
         body = orjson.loads(content) if content else None
     except orjson.JSONDecodeError:
         body = None
     said = _message_of(body) if isinstance(body, dict) else content[:300].decode(errors="replace").strip()
-    message = f"inference backend answered {status}: {said or httpx.codes.get_reason_phrase(status)}"
+    message = f"inference backend answered {status}: {said or _reason(status)}"
     if status in RETRYABLE_STATUS or status >= 500:
         return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(headers))
     return RejectedByUpstreamError(message, status_code=status)
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
 
 
 def _message_of(body: dict[str, Any]) -> str:
@@ -125,7 +147,7 @@ def _message_of(body: dict[str, Any]) -> str:
     return str(body.get("message") or "")
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     if headers.get("retry-after-ms"):
         try:
             return float(headers["retry-after-ms"]) / 1000

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -36,11 +39,14 @@ def inference_client(settings: Settings) -> ChatClient:
 WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
-def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> Worker:
-    inference = InferenceActivities(repository, inference_client(settings))
+@asynccontextmanager
+async def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[Worker]:
+    """A running worker for our workflow and activities; its backend client closes with it."""
+    chat = inference_client(settings)
+    inference = InferenceActivities(repository, chat)
     store = StoreActivities(repository)
     mcp = McpActivities(repository)
-    return Worker(
+    worker = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=[ResponseWorkflow],
@@ -51,3 +57,8 @@ def build_worker(client: Client, settings: Settings, repository: ResponseReposit
         ],
         max_cached_workflows=settings.max_cached_workflows,
     )
+    try:
+        async with worker:
+            yield worker
+    finally:
+        await chat.aclose()
