@@ -30,9 +30,9 @@ class InferenceInput(BaseModel):
     """The MCP tools the model may call, besides the request's function tools."""
     max_attempts: int = 6
     """The turn's retry budget, counted across executions of the turn (`store/turns.py`)."""
-    lease_seconds: float = 20.0
-    """How long the call's claim on its turn lasts unrenewed (`store/turns.py`): twice the
-    workflow task timeout, after which another worker runs the turn again."""
+    lease_seconds: float = 10.0
+    """How long the call's claim on its turn lasts unrenewed (`store/turns.py`): the workflow
+    task timeout, after which another worker may run the turn again."""
 
 
 class InferenceResult(BaseModel):

@@ -307,10 +307,10 @@ class ResponseWorkflow:
 
     @staticmethod
     def _lease_seconds() -> float:
-        """Twice the workflow task timeout: a turn moves to another worker only after its task
-        timed out there, and a claim outlives a holder that is only slow to renew it."""
+        """The workflow task timeout: the turn's claim lapses about when a dead worker's task
+        moves to another worker, and a live holder renews it four times within that."""
         timeout = workflow.info().task_timeout
-        return 2 * timeout.total_seconds() if timeout else 20.0
+        return timeout.total_seconds() if timeout else 10.0
 
     def _fail(self, message: str, code: str = "server_error") -> None:
         assert self.response is not None
