@@ -1,10 +1,17 @@
 """Pure conversion between Responses API items and chat-completion messages. No I/O.
 
-`items_to_messages` is the one place that dispatches on an item's `type`.
+`items_to_messages` is the one place that dispatches on an item's `type`. Tool names go
+through `workflows/catalogue.ToolTable` both ways.
+
+Reasoning: backends that think aloud (vLLM, SGLang, DeepSeek's, Ollama) return it as
+`reasoning_content` (or `reasoning`) beside the message. It becomes a `reasoning` item before
+the turn's message and calls, and is kept with the assistant message in the chat context;
+it is sent back upstream only to backends configured to take it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlparse
 
@@ -12,6 +19,7 @@ from pydantic import TypeAdapter
 
 from models.ids import new_id
 from models.items import (
+    CustomToolCallItem,
     InputItem,
     McpApprovalRequestItem,
     McpCallItem,
@@ -20,12 +28,18 @@ from models.items import (
     OutputItem,
     OutputMessage,
     OutputText,
+    ReasoningItem,
+    ReasoningText,
     Refusal,
 )
 from models.mcp import McpFunction
 from models.responses import Response
+from workflows.catalogue import CUSTOM_INPUT, ToolTable
 
 ChatMessage = dict[str, Any]
+REASONING_KEYS = ("reasoning_content", "reasoning")
+"""Where backends put a message's reasoning: vLLM, SGLang and DeepSeek's use the first,
+Ollama and some routers the second."""
 
 _input_item = TypeAdapter(InputItem)
 
@@ -40,30 +54,41 @@ def parse_items(raw_items: list[dict[str, Any]]) -> list[Any]:
 NOT_RUN = "The call was not run: the user did not approve it."
 
 
-def items_to_messages(items: list[Any], tool_results: dict[str, str] | None = None) -> list[ChatMessage]:
-    """Consecutive function calls (and the assistant text before them) share one message.
-    `tool_results`: what calls run by this response returned, by chat tool-call id; an
-    approval request in `items` is followed by its call's result (or by "not run")."""
+def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str, str] | None = None) -> list[ChatMessage]:
+    """Consecutive tool calls (and the assistant text and reasoning before them) share one
+    message. `tool_results`: what calls run by this response returned, by chat tool-call id;
+    an approval request in `items` is followed by its call's result (or by "not run")."""
     results = tool_results or {}
     messages: list[ChatMessage] = []
+    reasoning = ""
     for item in items:
         match item.type:
             case "message":
                 messages.append(_message(item))
             case "function_call":
-                _append_tool_call(messages, item.call_id, item.name, item.arguments)
-            case "function_call_output":
-                messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output_text()})
+                _append_tool_call(messages, item.call_id, table.chat_name(item.name, item.namespace), item.arguments)
+            case "custom_tool_call":
+                _append_tool_call(messages, item.call_id, table.chat_name(item.name, item.namespace),
+                                  json.dumps({CUSTOM_INPUT: item.input}))
+            case "function_call_output" | "custom_tool_call_output":
+                messages.append(_tool_message(item.call_id, item.output_text()))
             case "mcp_call":
                 _append_tool_call(messages, item.chat_call_id, item.name, item.arguments)
                 messages.append(_tool_message(item.chat_call_id, item.result_text()))
             case "mcp_approval_request":
                 _append_tool_call(messages, item.id, item.name, item.arguments)
                 messages.append(_tool_message(item.id, results.get(item.id, NOT_RUN)))
-            case "reasoning" | "mcp_list_tools" | "mcp_approval_response":
+            case "reasoning":
+                reasoning += item.text()
+                continue
+            case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "tool_search_call" | \
+                    "tool_search_output":
                 continue  # nothing a chat-completions backend takes; approvals act through `tool_results`
             case other:
                 raise ValueError(f"item type {other!r} cannot be sent to a chat-completions backend")
+        if reasoning and messages[-1]["role"] == "assistant":
+            messages[-1]["reasoning_content"] = reasoning
+        reasoning = ""
     return messages
 
 
@@ -111,23 +136,25 @@ def _append_tool_call(messages: list[ChatMessage], call_id: str, name: str, argu
 
 
 def build_chat_request(
-    response: Response, context: list[ChatMessage], base_url: str, mcp_functions: list[McpFunction] | None = None
+    response: Response, context: list[ChatMessage], base_url: str, table: ToolTable, *, send_reasoning: bool = False
 ) -> dict[str, Any]:
-    """The keyword arguments of `chat.completions.create` for one inference call."""
-    messages = list(context)
+    """The body of `POST /chat/completions` for one inference call."""
+    messages = context if send_reasoning else [_without_reasoning(message) for message in context]
     if response.instructions:
-        messages.insert(0, {"role": "system", "content": response.instructions})
+        messages = [{"role": "system", "content": response.instructions}, *messages]
     request: dict[str, Any] = {"model": response.model, "messages": messages}
-    tools = [_function_tool(tool) for tool in response.tools if tool.type == "function"]
-    tools += [function.chat_tool() for function in mcp_functions or []]
+    tools = table.chat_tools()
     if tools:
         request["tools"] = tools
-        request["tool_choice"] = _tool_choice(response.tool_choice, mcp_functions or [])
+        request["tool_choice"] = _tool_choice(response.tool_choice, table)
         request["parallel_tool_calls"] = response.parallel_tool_calls
-    if response.temperature is not None:
-        request["temperature"] = response.temperature
-    if response.top_p is not None:
-        request["top_p"] = response.top_p
+    for name in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+        if getattr(response, name) is not None:
+            request[name] = getattr(response, name)
+    if response.top_logprobs or "message.output_text.logprobs" in response.include:
+        request["logprobs"] = True
+        if response.top_logprobs:
+            request["top_logprobs"] = response.top_logprobs
     if response.max_output_tokens is not None:
         request[_max_tokens_parameter(base_url)] = response.max_output_tokens
     if response.reasoning.effort is not None:
@@ -138,20 +165,20 @@ def build_chat_request(
     return request
 
 
-def _function_tool(tool: Any) -> dict[str, Any]:
-    described = {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
-                 "strict": tool.strict}
-    return {"type": "function", "function": {key: value for key, value in described.items() if value is not None}}
+def _without_reasoning(message: ChatMessage) -> ChatMessage:
+    if not any(key in message for key in REASONING_KEYS):
+        return message
+    return {key: value for key, value in message.items() if key not in REASONING_KEYS}
 
 
-def _tool_choice(choice: Any, mcp_functions: list[McpFunction]) -> Any:
+def _tool_choice(choice: Any, table: ToolTable) -> Any:
     if isinstance(choice, str):
         return choice
     if choice.type == "mcp":
-        names = [function.function_name for function in mcp_functions
+        names = [function.function_name for function in table.mcp.values()
                  if function.server_label == choice.server_label and choice.name in (None, function.tool_name)]
         return {"type": "function", "function": {"name": names[0]}} if len(names) == 1 else "required"
-    return {"type": "function", "function": {"name": choice.name}}
+    return {"type": "function", "function": {"name": table.chat_name(choice.name, choice.namespace)}}
 
 
 def _max_tokens_parameter(base_url: str) -> str:
@@ -177,36 +204,62 @@ def _response_format(response: Response) -> dict[str, Any] | None:
 # ---- the chat-completions answer -> Responses output items ---------------------------------
 
 
-def assistant_to_output(message: ChatMessage, mcp_functions: list[McpFunction] | None = None) -> list[OutputItem]:
+def reasoning_of(message: ChatMessage) -> str:
+    return next((message[key] for key in REASONING_KEYS if isinstance(message.get(key), str)), "")
+
+
+def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[dict[str, Any]] | None = None
+                        ) -> list[OutputItem]:
     """Output items of a reply. A call of an MCP tool becomes an `mcp_call` to run, or an
     `mcp_approval_request`; its chat tool-call id becomes the item's id (so it is mutated in
     `message`), which ties the result to the call in the chat context."""
-    functions = {function.function_name: function for function in mcp_functions or []}
     output: list[OutputItem] = []
+    reasoning = reasoning_of(message)
+    if reasoning:
+        output.append(ReasoningItem(id=new_id("rs"), content=[ReasoningText(text=reasoning)]))
     parts: list[Any] = []
     if message.get("content"):
-        parts.append(OutputText(type="output_text", text=message["content"]))
+        parts.append(OutputText(type="output_text", text=message["content"], logprobs=logprobs or []))
     if message.get("refusal"):
         parts.append(Refusal(type="refusal", refusal=message["refusal"]))
     if parts:
         output.append(OutputMessage(id=new_id("msg"), content=parts))
     for call in message.get("tool_calls") or []:
         function = call["function"]
-        mcp = functions.get(function["name"])
-        if mcp is not None:
-            item = mcp_item(mcp, function.get("arguments") or "{}")
+        item = call_item(table, function["name"], function.get("arguments") or "{}", call_id=call["id"])
+        if isinstance(item, (McpCallItem, McpApprovalRequestItem)):
             call["id"] = item.id
-            output.append(item)
-            continue
-        output.append(
-            OutputFunctionCall(
-                id=new_id("fc"),
-                call_id=call["id"],
-                name=function["name"],
-                arguments=function.get("arguments") or "{}",
-            )
-        )
+        output.append(item)
     return output
+
+
+def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str | None = None,
+              item_id: str | None = None) -> OutputItem:
+    """The item a model's call of `chat_name` becomes."""
+    mcp = table.mcp.get(chat_name)
+    if mcp is not None:
+        return mcp_item(mcp, arguments, item_id)
+    client = table.client.get(chat_name)
+    call_id = call_id or new_id("call")
+    if client is not None and client.kind == "custom":
+        return CustomToolCallItem(id=item_id or new_id("ctc"), call_id=call_id, name=client.name,
+                                  input=custom_input(arguments), namespace=client.namespace)
+    return OutputFunctionCall(
+        id=item_id or new_id("fc"), call_id=call_id, name=client.name if client else chat_name,
+        arguments=arguments, namespace=client.namespace if client else None,
+    )
+
+
+def custom_input(arguments: str) -> str:
+    """A custom tool's free text, from the one string argument the model was given for it
+    (or the whole arguments text, when the model sent something else)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT), str):
+        return parsed[CUSTOM_INPUT]
+    return arguments
 
 
 def mcp_item(function: McpFunction, arguments: str, item_id: str | None = None) -> McpCallItem | McpApprovalRequestItem:
@@ -221,9 +274,11 @@ def mcp_item(function: McpFunction, arguments: str, item_id: str | None = None) 
 def assistant_message(message: ChatMessage) -> ChatMessage:
     """The reply as it is kept in the chat context (only what a follow-up call needs)."""
     kept: ChatMessage = {"role": "assistant", "content": message.get("content")}
+    reasoning = reasoning_of(message)
+    if reasoning:
+        kept["reasoning_content"] = reasoning
     if message.get("tool_calls"):
         kept["tool_calls"] = [
             {"id": call["id"], "type": "function", "function": call["function"]} for call in message["tool_calls"]
         ]
     return kept
-

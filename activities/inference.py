@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -24,14 +25,18 @@ from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import CancelRequestedError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
+from models.items import ReasoningText
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
+from workflows.catalogue import ToolTable
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: ChatClient) -> None:
+    def __init__(self, repository: ResponseRepository, client: ChatClient, *, send_reasoning: bool = False) -> None:
         self.repository = repository
         self.client = client
+        self.send_reasoning = send_reasoning
+        """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
 
     @activity.defn(name="run_inference")
@@ -57,14 +62,17 @@ class InferenceActivities:
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
         try:
             _raise_if_spent(start, request.max_attempts)
-            context = self._context(request, start)
-            body = chat_format.build_chat_request(request.response, context, self.client.base_url,
-                                                  request.mcp_functions)
+            table = ToolTable(request.response.tools, request.mcp_functions)
+            conversation = chat_format.items_to_messages(
+                [self._opened(item) for item in chat_format.parse_items(start.conversation)], table)
+            context = self._context(request, start, table)
+            body = chat_format.build_chat_request(request.response, conversation + context, self.client.base_url,
+                                                  table, send_reasoning=self.send_reasoning)
             try:
                 if request.emit_events:
-                    result, message = await self._streamed(request, body, fence)
+                    result, message = await self._streamed(request, body, table, fence)
                 else:
-                    result, message = await self._whole(request, body)
+                    result, message = await self._whole(request, body, table)
             except UpstreamError as error:
                 raise to_application_error(error) from error
             except TurnLost as error:  # this execution stalled past its lease; another took over
@@ -85,8 +93,11 @@ class InferenceActivities:
         """Claim the turn; while another execution holds it, wait for its result or its end."""
         pause = 0.05
         while True:
-            start = await self.repository.turns.claim(fence, request.response.previous_response_id,
-                                                      request.lease_seconds)
+            response = request.response
+            start = await self.repository.turns.claim(
+                fence, response.previous_response_id, response.conversation.id if response.conversation else None,
+                request.lease_seconds,
+            )
             if not start.held:
                 return start
             await asyncio.sleep(pause)
@@ -97,30 +108,31 @@ class InferenceActivities:
             if not await self.repository.turns.renew(fence, lease_seconds):
                 return  # lost: the fence refuses this execution's writes from now on
 
-    async def _whole(self, request: InferenceInput, body: dict[str, Any]) -> tuple[InferenceResult, dict[str, Any]]:
+    async def _whole(
+        self, request: InferenceInput, body: dict[str, Any], table: ToolTable
+    ) -> tuple[InferenceResult, dict[str, Any]]:
         completion = await self.client.complete(body)
         choices = completion.get("choices") or []
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
         choice = choices[0]
         message = _with_call_ids(_present(choice.get("message") or {}))
+        output = chat_format.assistant_to_output(message, table, _logprobs(choice))
         result = InferenceResult(
-            output=chat_format.assistant_to_output(message, request.mcp_functions),
+            output=self._with_sealed_reasoning(request, output),
             finish_reason=_finish_reason(choice.get("finish_reason"), message),
             usage=_usage(completion.get("usage")),
         )
         return result, message
 
     async def _streamed(
-        self, request: InferenceInput, body: dict[str, Any], fence: Fence
+        self, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
-        assembler = StreamAssembler(
-            request.output_offset, streamed_from_events(earlier),
-            mcp_functions={function.function_name: function for function in request.mcp_functions},
-        )
+        assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier), table,
+                                    seal=self._sealer(request))
         emitter = EventEmitter(self.repository.events, response_id, fence)
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
@@ -130,7 +142,7 @@ class InferenceActivities:
                     usage = chunk.get("usage") or usage
                     for choice in chunk.get("choices") or []:
                         finish_reason = choice.get("finish_reason") or finish_reason
-                        emitter.emit(assembler.feed(choice.get("delta") or {}))
+                        emitter.emit(assembler.feed(choice.get("delta") or {}, _logprobs(choice)))
             events, output, message = assembler.finish()
             emitter.emit(events)
         finally:
@@ -139,17 +151,38 @@ class InferenceActivities:
                                  usage=_usage(usage))
         return result, message
 
-    @staticmethod
-    def _context(request: InferenceInput, inputs: TurnStart) -> list[dict[str, Any]]:
+    def _sealer(self, request: InferenceInput) -> Callable[[str], str] | None:
+        """Seals reasoning for a client that asked to carry it (`reasoning.encrypted_content`)."""
+        box = self.repository.secret_box
+        if box is None or "reasoning.encrypted_content" not in request.response.include:
+            return None
+        return box.seal_text
+
+    def _with_sealed_reasoning(self, request: InferenceInput, output: list[Any]) -> list[Any]:
+        seal = self._sealer(request)
+        if seal is None:
+            return output
+        return [item.model_copy(update={"encrypted_content": seal(item.text())}) if item.type == "reasoning" else item
+                for item in output]
+
+    def _context(self, request: InferenceInput, inputs: TurnStart, table: ToolTable) -> list[dict[str, Any]]:
         if request.turn > 0:
             return inputs.context + chat_format.tool_messages(request.tool_results)
-        items = chat_format.parse_items(inputs.items)
+        items = [self._opened(item) for item in chat_format.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
         closing = {call_id: text for call_id, text in request.tool_results.items() if call_id not in in_items}
         return (inputs.context + chat_format.tool_messages(closing)
-                + chat_format.items_to_messages(items, request.tool_results))
+                + chat_format.items_to_messages(items, table, request.tool_results))
+
+    def _opened(self, item: Any) -> Any:
+        """A reasoning item passed back sealed, with its text again (when this server sealed it)."""
+        box = self.repository.secret_box
+        if item.type != "reasoning" or item.content or not item.encrypted_content or box is None:
+            return item
+        text = box.open_text(item.encrypted_content)
+        return item if text is None else item.model_copy(update={"content": [ReasoningText(text=text)]})
 
 
 def _cancelled(error: CancelRequestedError) -> ApplicationError:
@@ -182,6 +215,11 @@ def _finish_reason(reason: str | None, message: dict[str, Any]) -> str:
     if reason in ("stop", "length", "tool_calls", "content_filter"):
         return reason
     return "tool_calls" if message.get("tool_calls") else "stop"
+
+
+def _logprobs(choice: dict[str, Any]) -> list[dict[str, Any]]:
+    """A choice's token log probabilities: chat completions and Responses share their shape."""
+    return (choice.get("logprobs") or {}).get("content") or []
 
 
 def _present(message: dict[str, Any]) -> dict[str, Any]:

@@ -12,21 +12,26 @@ authoritative final text, and the SDK's `get_final_response()` uses them. An ite
 first attempt started that the new one does not produce is closed with `status:
 "incomplete"` and is not part of the final output.
 
-A call of an MCP tool (the model's tool call whose name is in `mcp_functions`) is kept back
-until the reply is complete: then it is announced whole, as an `mcp_call` with its
-arguments (the call activity goes on from there), or as an `mcp_approval_request`.
+Reasoning (`reasoning_content`, or `reasoning`, in the deltas) streams as a `reasoning` item
+of its own, as `response.reasoning_text.delta` events. A call whose item type depends on the
+whole call (an MCP tool's, announced as an `mcp_call` or an `mcp_approval_request`; a custom
+tool's, whose free text is one JSON string argument to the model) is kept back until the
+reply is complete, then announced whole.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.chat_format import mcp_item
+from activities.chat_format import REASONING_KEYS, call_item
 from models.events import (
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
     ContentPartEvent,
+    CustomInputDeltaEvent,
+    CustomInputDoneEvent,
     McpArgumentsDoneEvent,
     OutputItemEvent,
     StreamEvent,
@@ -34,11 +39,25 @@ from models.events import (
     TextDoneEvent,
 )
 from models.ids import new_id
-from models.items import McpCallItem, OutputFunctionCall, OutputItem, OutputMessage, OutputText, Refusal
-from models.mcp import McpFunction
+from models.items import (
+    CustomToolCallItem,
+    McpCallItem,
+    OutputFunctionCall,
+    OutputItem,
+    OutputMessage,
+    OutputText,
+    ReasoningItem,
+    ReasoningText,
+    Refusal,
+)
+from workflows.catalogue import ToolTable
 
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
-ID_PREFIX = {"message": "msg", "function_call": "fc", "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
+WHOLE_KINDS = (*MCP_KINDS, "custom_tool_call")
+"""Announced whole once the reply is complete."""
+ID_PREFIX = {"message": "msg", "reasoning": "rs", "function_call": "fc", "custom_tool_call": "ctc",
+             "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
+TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
 
 @dataclass
@@ -50,6 +69,7 @@ class Streamed:
     call_id: str | None = None
     name: str | None = None
     server_label: str = ""
+    namespace: str | None = None
     text: str = ""
     part_added: bool = False
     done: bool = False
@@ -66,12 +86,13 @@ def streamed_from_events(events: list[dict[str, Any]]) -> dict[int, Streamed]:
                 item = event["item"]
                 streamed[index] = Streamed(
                     type=item["type"], id=item["id"], call_id=item.get("call_id"), name=item.get("name"),
-                    server_label=item.get("server_label", ""),
+                    server_label=item.get("server_label", ""), namespace=item.get("namespace"),
                 )
             case "response.content_part.added" if index in streamed:
                 streamed[index].part_added = True
-            case ("response.output_text.delta" | "response.function_call_arguments.delta"
-                  | "response.mcp_call_arguments.delta") if index in streamed:
+            case ("response.output_text.delta" | "response.reasoning_text.delta"
+                  | "response.function_call_arguments.delta" | "response.mcp_call_arguments.delta"
+                  | "response.custom_tool_call_input.delta") if index in streamed:
                 streamed[index].text += event["delta"]
             case "response.output_item.done" if index in streamed:
                 streamed[index].done = True
@@ -84,40 +105,47 @@ class _Item:
     output_index: int
     id: str
     call_id: str | None = None
-    name: str = ""
+    chat_name: str = ""
+    """The function the model called (a client tool's or MCP tool's name as the model sees it)."""
     text: str = ""
     refusal: str = ""
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
     sent: int = 0  # characters of `text` the client has
     earlier: Streamed | None = None
-    mcp: McpFunction | None = None
 
 
 @dataclass
 class StreamAssembler:
     offset: int
     earlier: dict[int, Streamed] = field(default_factory=dict)
-    mcp_functions: dict[str, McpFunction] = field(default_factory=dict)
+    table: ToolTable = field(default_factory=lambda: ToolTable([]))
+    seal: Callable[[str], str] | None = None
+    """Seals reasoning into `encrypted_content`, for a client that asked to carry it."""
     items: list[_Item] = field(default_factory=list)
     _message: _Item | None = None
+    _reasoning: _Item | None = None
     _calls: dict[int, _Item] = field(default_factory=dict)
     _claimed: set[int] = field(default_factory=set)
 
-    def feed(self, delta: dict[str, Any]) -> list[StreamEvent]:
+    def feed(self, delta: dict[str, Any], logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
         events: list[StreamEvent] = []
+        reasoning = next((delta[key] for key in REASONING_KEYS if isinstance(delta.get(key), str) and delta[key]), "")
+        if reasoning:
+            item = self._reasoning or self._open("reasoning", events)
+            item.text += reasoning
+            events.extend(self._text_beyond_sent(item))
         if delta.get("content") or delta.get("refusal"):
             message = self._message or self._open("message", events)
             message.refusal += delta.get("refusal") or ""
             message.text += delta.get("content") or ""
-            events.extend(self._text_beyond_sent(message))
+            message.logprobs.extend(logprobs or [])
+            events.extend(self._text_beyond_sent(message, logprobs))
         for call in delta.get("tool_calls") or []:
             item = self._calls.get(call.get("index", 0))
             function = call.get("function") or {}
             if item is None:
-                name = function.get("name") or ""
-                mcp = self.mcp_functions.get(name)
-                kind = "function_call" if mcp is None else "mcp_approval_request" if mcp.requires_approval else "mcp_call"
-                item = self._open(kind, events, call_id=call.get("id"), name=name)
-                item.mcp = mcp
+                chat_name = function.get("name") or ""
+                item = self._open(self._kind_of(chat_name), events, call_id=call.get("id"), chat_name=chat_name)
                 self._calls[call.get("index", 0)] = item
             item.text += function.get("arguments") or ""
             events.extend(self._text_beyond_sent(item))
@@ -129,21 +157,28 @@ class StreamAssembler:
         for item in sorted(self.items, key=lambda each: each.output_index):
             final = self._final_item(item)
             output.append(final)
-            if item.earlier is not None and item.earlier.done and item.earlier.text == item.text:
+            if item.earlier is not None and item.earlier.done and item.earlier.text == self._streamed_text(item, final):
                 continue  # an earlier attempt finished this very item
-            if item.type in MCP_KINDS:
-                events.extend(self._announce_mcp(item, final))
+            if item.type in WHOLE_KINDS:
+                events.extend(self._announce_whole(item, final))
                 continue
-            if item.type == "message":
-                part = final.content[0]
-                if part.type == "output_text":
-                    events.append(TextDoneEvent(item_id=item.id, output_index=item.output_index, content_index=0,
-                                                text=item.text))
+            match item.type:
+                case "message":
+                    part = final.content[0]
+                    if part.type == "output_text":
+                        events.append(TextDoneEvent(item_id=item.id, output_index=item.output_index,
+                                                    content_index=0, text=item.text, logprobs=item.logprobs))
+                        events.append(ContentPartEvent(type="response.content_part.done", item_id=item.id,
+                                                       output_index=item.output_index, content_index=0, part=part))
+                case "reasoning":
+                    events.append(TextDoneEvent(type="response.reasoning_text.done", item_id=item.id,
+                                                output_index=item.output_index, content_index=0, text=item.text))
                     events.append(ContentPartEvent(type="response.content_part.done", item_id=item.id,
-                                                   output_index=item.output_index, content_index=0, part=part))
-            else:
-                events.append(ArgumentsDoneEvent(item_id=item.id, output_index=item.output_index, name=item.name,
-                                                 arguments=item.text))
+                                                   output_index=item.output_index, content_index=0,
+                                                   part=ReasoningText(text=item.text)))
+                case _:
+                    events.append(ArgumentsDoneEvent(item_id=item.id, output_index=item.output_index,
+                                                     name=final.name, arguments=item.text or "{}"))
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
         for index, earlier in sorted(self.earlier.items()):
             if index not in self._claimed and not earlier.done:
@@ -153,24 +188,44 @@ class StreamAssembler:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _announce_mcp(self, item: _Item, final: OutputItem) -> list[StreamEvent]:
-        """A complete MCP call as one: added, its arguments, (a request) done."""
+    def _kind_of(self, chat_name: str) -> str:
+        mcp = self.table.mcp.get(chat_name)
+        if mcp is not None:
+            return "mcp_approval_request" if mcp.requires_approval else "mcp_call"
+        client = self.table.client.get(chat_name)
+        return "custom_tool_call" if client is not None and client.kind == "custom" else "function_call"
+
+    @staticmethod
+    def _streamed_text(item: _Item, final: OutputItem) -> str:
+        """The text of the item as a stream shows it (a custom tool's input, not its JSON)."""
+        return final.input if isinstance(final, CustomToolCallItem) else item.text
+
+    def _announce_whole(self, item: _Item, final: OutputItem) -> list[StreamEvent]:
+        """A complete call as one: added, its arguments or input, (a request) done."""
         events: list[StreamEvent] = []
         if item.earlier is None:
-            added = final.model_copy(update={"arguments": "", "status": "in_progress"}) if item.type == "mcp_call" else final
+            blank = {"mcp_call": {"arguments": "", "status": "in_progress"}, "custom_tool_call": {"input": ""}}
+            added = final.model_copy(update=blank.get(item.type, {}))
             events.append(OutputItemEvent(type="response.output_item.added", output_index=item.output_index, item=added))
         if item.type == "mcp_approval_request":
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
             return events
         already = item.earlier.text if item.earlier is not None else ""
-        if item.text.startswith(already) and len(item.text) > len(already):
+        text = self._streamed_text(item, final)
+        beyond = text[len(already):] if text.startswith(already) else ""
+        if item.type == "custom_tool_call":
+            if beyond:
+                events.append(CustomInputDeltaEvent(item_id=item.id, output_index=item.output_index, delta=beyond))
+            events.append(CustomInputDoneEvent(item_id=item.id, output_index=item.output_index, input=text))
+            events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
+            return events
+        if beyond:
             events.append(ArgumentsDeltaEvent(type="response.mcp_call_arguments.delta", item_id=item.id,
-                                              output_index=item.output_index, delta=item.text[len(already):]))
-        events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index,
-                                            arguments=item.text or "{}"))
+                                              output_index=item.output_index, delta=beyond))
+        events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index, arguments=text or "{}"))
         return events
 
-    def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, name: str = "") -> _Item:
+    def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, chat_name: str = "") -> _Item:
         index = self.offset + len(self.items)
         earlier = self.earlier.get(index)
         if earlier is not None and earlier.type != kind:
@@ -178,64 +233,86 @@ class StreamAssembler:
             earlier = None
         if earlier is not None:
             self._claimed.add(index)
-            item = _Item(kind, index, earlier.id, call_id=earlier.call_id, name=name or earlier.name or "",
+            item = _Item(kind, index, earlier.id, call_id=earlier.call_id, chat_name=chat_name,
                          sent=len(earlier.text), earlier=earlier)
-        elif kind in MCP_KINDS:  # announced whole when the reply is complete
-            item = _Item(kind, index, new_id(ID_PREFIX[kind]), name=name)
+        elif kind in WHOLE_KINDS:  # announced whole when the reply is complete
+            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
         else:
-            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), name=name)
-            added = (OutputMessage(id=item.id, status="in_progress", content=[]) if kind == "message"
-                     else OutputFunctionCall(id=item.id, call_id=item.call_id, name=name, arguments="",
-                                             status="in_progress"))
-            events.append(OutputItemEvent(type="response.output_item.added", output_index=index, item=added))
-        if kind == "message":
-            self._message = item
+            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
+            events.append(OutputItemEvent(type="response.output_item.added", output_index=index,
+                                          item=self._started(item)))
+        if kind in ("message", "reasoning"):
+            if kind == "message":
+                self._message = item
+            else:
+                self._reasoning = item
             if earlier is None or not earlier.part_added:
+                part = OutputText(type="output_text", text="") if kind == "message" else ReasoningText(text="")
                 events.append(ContentPartEvent(type="response.content_part.added", item_id=item.id,
-                                               output_index=index, content_index=0,
-                                               part=OutputText(type="output_text", text="")))
+                                               output_index=index, content_index=0, part=part))
         self.items.append(item)
         return item
 
-    def _text_beyond_sent(self, item: _Item) -> list[StreamEvent]:
-        if len(item.text) <= item.sent or item.type in MCP_KINDS:
+    def _started(self, item: _Item) -> OutputItem:
+        match item.type:
+            case "message":
+                return OutputMessage(id=item.id, status="in_progress", content=[])
+            case "reasoning":
+                return ReasoningItem(id=item.id, content=[], status="in_progress")
+        started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)
+        return started.model_copy(update={"status": "in_progress"})
+
+    def _text_beyond_sent(self, item: _Item, logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
+        if len(item.text) <= item.sent or item.type in WHOLE_KINDS:
             return []
         delta, item.sent = item.text[item.sent:], len(item.text)
-        if item.type == "message":
-            return [TextDeltaEvent(item_id=item.id, output_index=item.output_index, content_index=0, delta=delta)]
+        if item.type in TEXT_DELTAS:
+            return [TextDeltaEvent(type=TEXT_DELTAS[item.type], item_id=item.id, output_index=item.output_index,
+                                   content_index=0, delta=delta, logprobs=logprobs or [])]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]
 
     def _final_item(self, item: _Item) -> OutputItem:
-        if item.type == "message":
-            parts: list[Any] = []
-            if item.text or not item.refusal:
-                parts.append(OutputText(type="output_text", text=item.text))
-            if item.refusal:
-                parts.append(Refusal(type="refusal", refusal=item.refusal))
-            return OutputMessage(id=item.id, content=parts)
-        if item.mcp is not None:
-            return mcp_item(item.mcp, item.text or "{}", item_id=item.id)
-        return OutputFunctionCall(id=item.id, call_id=item.call_id or new_id("call"), name=item.name,
-                                  arguments=item.text or "{}")
+        match item.type:
+            case "message":
+                parts: list[Any] = []
+                if item.text or not item.refusal:
+                    parts.append(OutputText(type="output_text", text=item.text, logprobs=item.logprobs))
+                if item.refusal:
+                    parts.append(Refusal(type="refusal", refusal=item.refusal))
+                return OutputMessage(id=item.id, content=parts)
+            case "reasoning":
+                return ReasoningItem(id=item.id, content=[ReasoningText(text=item.text)],
+                                     encrypted_content=self.seal(item.text) if self.seal else None)
+        return call_item(self.table, item.chat_name, item.text or "{}", call_id=item.call_id, item_id=item.id)
 
     def _assistant_message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self._message.text if self._message else None}
-        calls = [item for item in self.items if item.type != "message"]
+        if self._reasoning is not None:
+            message["reasoning_content"] = self._reasoning.text
+        calls = [item for item in self.items if item.type not in ("message", "reasoning")]
         if calls:
             # An MCP call's chat tool-call id is its item's id (see chat_format.assistant_to_output).
             message["tool_calls"] = [
-                {"id": item.id if item.mcp is not None else item.call_id, "type": "function",
-                 "function": {"name": item.name, "arguments": item.text or "{}"}}
+                {"id": item.id if item.type in MCP_KINDS else item.call_id, "type": "function",
+                 "function": {"name": item.chat_name, "arguments": item.text or "{}"}}
                 for item in calls
             ]
         return message
 
 
 def _abandoned(earlier: Streamed) -> OutputItem:
-    if earlier.type == "mcp_call":
-        return McpCallItem(id=earlier.id, server_label=earlier.server_label, name=earlier.name or "",
-                           arguments=earlier.text, status="incomplete")
-    if earlier.type == "message":
-        return OutputMessage(id=earlier.id, status="incomplete", content=[OutputText(type="output_text", text=earlier.text)])
+    match earlier.type:
+        case "mcp_call":
+            return McpCallItem(id=earlier.id, server_label=earlier.server_label, name=earlier.name or "",
+                               arguments=earlier.text, status="incomplete")
+        case "message":
+            return OutputMessage(id=earlier.id, status="incomplete",
+                                 content=[OutputText(type="output_text", text=earlier.text)])
+        case "reasoning":
+            return ReasoningItem(id=earlier.id, content=[ReasoningText(text=earlier.text)], status="incomplete")
+        case "custom_tool_call":
+            return CustomToolCallItem(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",
+                                      input=earlier.text, namespace=earlier.namespace)
     return OutputFunctionCall(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",
-                              arguments=earlier.text, status="incomplete")
+                              arguments=earlier.text, namespace=earlier.namespace, status="incomplete")
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from api import routes
+from api import conversations, routes
 from api.admission import Admission
 from api.errors import EXCEPTION_HANDLERS
 from api.runner import ResponseRunner
@@ -22,6 +22,15 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner, *, max_in
             Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
             Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
+            Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}", conversations.retrieve_conversation, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}", conversations.delete_conversation, methods=["DELETE"]),
+            Route("/v1/conversations/{conversation_id}/items", conversations.list_items, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}/items", conversations.add_items, methods=["POST"]),
+            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
+            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
+                  methods=["DELETE"]),
             Route("/health", routes.health, methods=["GET"]),
         ],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -8,23 +8,27 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from api.errors import from_validation_error
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
 from models.ids import new_id
-from models.items import McpApprovalRequestItem
+from models.items import InputItem, McpApprovalRequestItem
 from models.mcp import ApprovalDecision, McpListing
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import McpSecrets
 from models.workflow_io import ApprovalUpdate
+from store.conversations import conversation_not_found
 from store.repository import ResponseRepository
 
 ITEM_ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
+    "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws",
+    "tool_search_call": "tsc", "tool_search_output": "tso",
     "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
 }
+_input_item = TypeAdapter(InputItem)
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,23 @@ def parse_body(body: bytes) -> dict[str, Any]:
     return payload
 
 
+def with_message_types(items: Any) -> Any:
+    """An "easy" message ({role, content}) may leave out its type."""
+    if not isinstance(items, list):
+        return items
+    return [{"type": "message", **item} if isinstance(item, dict) and "type" not in item and "role" in item else item
+            for item in items]
+
+
+def as_stored(items: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Items as they are kept and listed, each under its id (given, or made for it)."""
+    return [(item_id, item.as_listed(item_id))
+            for item in items for item_id in [item.id or new_id(ITEM_ID_PREFIX[item.type])]]
+
+
 def validate(payload: dict[str, Any]) -> CreateResponseRequest:
-    if isinstance(payload.get("input"), list):
-        # An "easy" message ({role, content}) may leave out its type.
-        payload["input"] = [
-            {"type": "message", **item} if isinstance(item, dict) and "type" not in item and "role" in item else item
-            for item in payload["input"]
-        ]
+    if "input" in payload:
+        payload["input"] = with_message_types(payload["input"])
     try:
         return CreateResponseRequest.model_validate(payload)
     except ValidationError as error:
@@ -79,8 +93,13 @@ def parse_approval(body: bytes) -> ApprovalUpdate:
 
 async def prepare(body: bytes, repository: ResponseRepository) -> PreparedResponse:
     request = validate(parse_body(body))
-    items = request.input_items()
-    previous_context: list[dict[str, Any]] = []
+    if request.previous_response_id is not None and request.conversation is not None:
+        raise InvalidRequestError(
+            "Mutually exclusive parameters: send either 'previous_response_id' or 'conversation', not both.",
+            code="mutually_exclusive_parameters",
+        )
+    items = await resolved(request.input_items(), repository)
+    known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
         previous = await repository.get_response(request.previous_response_id)
@@ -96,23 +115,51 @@ async def prepare(body: bytes, repository: ResponseRepository) -> PreparedRespon
                 "wait for it to finish before continuing from it.",
                 param="previous_response_id",
             )
-        previous_context = await repository.chat_context(previous.id) or []
-    if not items and request.previous_response_id is None:
+        known_context = await repository.chat_context(previous.id) or []
+    known_items: list[Any] = []
+    if request.conversation_id is not None:
+        if await repository.conversations.get(request.conversation_id) is None:
+            raise conversation_not_found(request.conversation_id, "conversation")
+        known_items = [_input_item.validate_python(item) for item in
+                       await repository.conversations.items(request.conversation_id)]
+    if not items and request.previous_response_id is None and request.conversation is None:
         raise InvalidRequestError("Missing required parameter: 'input'.", param="input",
                                   code="missing_required_parameter")
-    _check_items(items, previous_context)
+    _check_items(items, _call_ids(known_context, known_items))
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
-    approvals = await _approvals(request, items, previous, repository)
+    approvals = await _approvals(request, items, previous, repository, known_items)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
-    stored = [
-        (item_id, item.as_listed(item_id))
-        for item in items
-        for item_id in [item.id or new_id(ITEM_ID_PREFIX[item.type])]
-    ]
-    return PreparedResponse(request=request, response=response, items=stored, secrets=secrets, listings=listings,
-                            approvals=approvals)
+    return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
+                            listings=listings, approvals=approvals)
+
+
+async def resolved(items: list[Any], repository: ResponseRepository) -> list[Any]:
+    """Input items with each `item_reference` replaced by the item it names: an item of any
+    stored response or conversation."""
+    resolved = []
+    for index, item in enumerate(items):
+        if item.type != "item_reference":
+            resolved.append(item)
+            continue
+        found = await repository.find_item(item.id)
+        if found is None:
+            raise NotFoundError(f"Item with id '{item.id}' not found.", param=f"input[{index}].id",
+                                code="item_not_found")
+        try:
+            resolved.append(_input_item.validate_python(found))
+        except ValidationError:
+            raise InvalidRequestError(f"Item with id '{item.id}' cannot be used as input.",
+                                      param=f"input[{index}].id", code="invalid_value") from None
+    return resolved
+
+
+def _call_ids(context: list[dict[str, Any]], items: list[Any]) -> set[str]:
+    """Calls a tool output may answer: those of the chat context or items a response continues."""
+    known = {call["id"] for message in context for call in message.get("tool_calls") or []}
+    known.update(item.call_id for item in items if item.type in ("function_call", "custom_tool_call"))
+    return known
 
 
 def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> dict[str, McpSecrets]:
@@ -128,19 +175,22 @@ def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> 
 
 
 async def _approvals(
-    request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository
+    request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository,
+    history: list[Any],
 ) -> list[ApprovalDecision]:
     """Each `mcp_approval_response` must answer an open approval request of the previous
-    response (or one passed back in `input`), once. Requests of the previous response left
-    unanswered are closed: the model is told they were not run."""
+    response (or of the conversation, or one passed back in `input`), once. Requests of the
+    previous response left unanswered are closed: the model is told they were not run (a
+    conversation's items tell it so themselves)."""
     requests: dict[str, McpApprovalRequestItem] = {}
     settled: set[str] = set()  # run or answered already, in the previous response itself
-    for item in previous.output if previous is not None else []:
+    for item in [*(previous.output if previous is not None else []), *history]:
         if item.type == "mcp_approval_request":
             requests[item.id] = item
         elif item.type == "mcp_call" and item.approval_request_id:
             settled.add(item.approval_request_id)
-    from_previous = [request_id for request_id in requests if request_id not in settled]
+    from_previous = [item.id for item in (previous.output if previous is not None else [])
+                     if item.type == "mcp_approval_request" and item.id not in settled]
     requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
     answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
     if not answers and not from_previous:
@@ -173,23 +223,17 @@ async def _approvals(
     return list(decisions.values())
 
 
-def _check_items(items: list[Any], previous_context: list[dict[str, Any]]) -> None:
-    known_calls = {
-        call["id"] for message in previous_context for call in message.get("tool_calls") or []
-    }
+def _check_items(items: list[Any], known_calls: set[str]) -> None:
     for index, item in enumerate(items):
         param = f"input[{index}]"
         match item.type:
-            case "item_reference":
-                raise InvalidRequestError(
-                    "Item references are not supported; send the item itself.", param=param, code="unsupported_value"
-                )
-            case "function_call":
+            case "function_call" | "custom_tool_call":
                 known_calls.add(item.call_id)
-            case "function_call_output":
+            case "function_call_output" | "custom_tool_call_output":
                 if item.call_id not in known_calls:
+                    kind = "function" if item.type == "function_call_output" else "custom tool"
                     raise InvalidRequestError(
-                        f"No tool call found for function call output with call_id {item.call_id}.",
+                        f"No tool call found for {kind} call output with call_id {item.call_id}.",
                         param=param, code="invalid_value",
                     )
             case "message":

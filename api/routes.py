@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
 from api.admission import Admission
+from api.params import json_response as _json, page_params, repository as _repository
 from api.preparation import parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
@@ -22,12 +23,6 @@ from store.repository import ResponseRepository
 log = logging.getLogger(__name__)
 
 
-def _json(model: Response | DeletedResponse, status_code: int = 200) -> HttpResponse:
-    return HttpResponse(model.model_dump_json(by_alias=True), status_code=status_code, media_type="application/json")
-
-
-def _repository(request: Request) -> ResponseRepository:
-    return request.app.state.repository
 
 
 def _runner(request: Request) -> ResponseRunner:
@@ -169,10 +164,10 @@ async def decide_approval(request: Request) -> HttpResponse:
 
 async def list_input_items(request: Request) -> HttpResponse:
     response = await _stored(request, request.path_params["response_id"])
-    after, before, limit, order = _page_params(request, with_before=True)
+    page_at = page_params(request, with_before=True)
     try:
         page = await _repository(request).list_input_items(
-            response.id, after=after, before=before, limit=limit, order=order
+            response.id, after=page_at.after, before=page_at.before, limit=page_at.limit, order=page_at.order
         )
     except LookupError as missing:
         raise InvalidRequestError(f"No input item with id '{missing}' in this response.", param="after") from None
@@ -180,9 +175,10 @@ async def list_input_items(request: Request) -> HttpResponse:
 
 
 async def list_responses(request: Request) -> HttpResponse:
-    after, _before, limit, order = _page_params(request, with_before=False)
+    page_at = page_params(request)
     try:
-        page = await _repository(request).list_responses(after=after, limit=limit, order=order)
+        page = await _repository(request).list_responses(after=page_at.after, limit=page_at.limit,
+                                                         order=page_at.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
     return JSONResponse(page.to_wire())
@@ -211,18 +207,3 @@ async def _stored(request: Request, response_id: str) -> Response:
     if response is None:
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return response
-
-
-def _page_params(request: Request, *, with_before: bool) -> tuple[str | None, str | None, int, str]:
-    query = request.query_params
-    try:
-        limit = int(query.get("limit", "20"))
-    except ValueError:
-        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit") from None
-    if not 1 <= limit <= 100:
-        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit")
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
-    before = query.get("before") if with_before else None
-    return query.get("after"), before, limit, order

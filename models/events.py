@@ -6,13 +6,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from models.items import McpApprovalRequestItem, McpCallItem, McpListToolsItem, OutputContentPart, OutputItem
-from models.responses import Response
+from models.items import (
+    McpApprovalRequestItem,
+    McpCallItem,
+    McpListToolsItem,
+    OutputContentPart,
+    OutputItem,
+    ReasoningText,
+)
+from models.responses import WIRE, Response
 
 
 class StreamEvent(BaseModel):
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(mode="json", by_alias=True, context=WIRE)
 
 
 class LifecycleEvent(StreamEvent):
@@ -34,11 +41,13 @@ class ContentPartEvent(StreamEvent):
     item_id: str
     output_index: int
     content_index: int
-    part: OutputContentPart
+    part: OutputContentPart | ReasoningText
 
 
 class TextDeltaEvent(StreamEvent):
-    type: Literal["response.output_text.delta"] = "response.output_text.delta"
+    """A piece of a message's text, or (`response.reasoning_text.delta`) of reasoning."""
+
+    type: Literal["response.output_text.delta", "response.reasoning_text.delta"] = "response.output_text.delta"
     item_id: str
     output_index: int
     content_index: int
@@ -47,12 +56,26 @@ class TextDeltaEvent(StreamEvent):
 
 
 class TextDoneEvent(StreamEvent):
-    type: Literal["response.output_text.done"] = "response.output_text.done"
+    type: Literal["response.output_text.done", "response.reasoning_text.done"] = "response.output_text.done"
     item_id: str
     output_index: int
     content_index: int
     text: str
     logprobs: list[Any] = Field(default_factory=list)
+
+
+class CustomInputDeltaEvent(StreamEvent):
+    type: Literal["response.custom_tool_call_input.delta"] = "response.custom_tool_call_input.delta"
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class CustomInputDoneEvent(StreamEvent):
+    type: Literal["response.custom_tool_call_input.done"] = "response.custom_tool_call_input.done"
+    item_id: str
+    output_index: int
+    input: str
 
 
 class ArgumentsDeltaEvent(StreamEvent):
@@ -93,10 +116,17 @@ class McpArgumentsDoneEvent(StreamEvent):
 
 
 class ErrorEvent(StreamEvent):
+    """A stream that fails outside a response. OpenAI's SDK reads the error's fields at the
+    top level, the OpenResponses schema inside `error`: both are sent."""
+
     type: Literal["error"] = "error"
     code: str | None = None
     message: str
     param: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        fields = {"type": "server_error", "code": self.code, "message": self.message, "param": self.param}
+        return super().wire() | {"error": fields}
 
 
 TERMINAL_TYPE_BY_STATUS = {

@@ -100,6 +100,7 @@ class FunctionCallItem(WireModel):
     call_id: str
     name: str
     arguments: str
+    namespace: str | None = None
     status: ItemStatus | None = None
 
     def as_listed(self, item_id: str) -> dict[str, Any]:
@@ -122,6 +123,29 @@ class FunctionCallOutputItem(WireModel):
         return self.model_dump(exclude_none=True) | {"id": item_id, "status": self.status or "completed"}
 
 
+class CustomToolCallItem(ListedAsSent):
+    """A call of a custom tool: free text `input`, rather than JSON arguments."""
+
+    type: Literal["custom_tool_call"] = "custom_tool_call"
+    id: str | None = None
+    call_id: str
+    name: str
+    input: str
+    namespace: str | None = None
+
+
+class CustomToolCallOutputItem(ListedAsSent):
+    type: Literal["custom_tool_call_output"]
+    id: str | None = None
+    call_id: str
+    output: str | list[ContentPart]
+
+    def output_text(self) -> str:
+        if isinstance(self.output, str):
+            return self.output
+        return "".join(getattr(part, "text", "") for part in self.output)
+
+
 class ItemReference(WireModel):
     type: Literal["item_reference"]
     id: str
@@ -130,12 +154,32 @@ class ItemReference(WireModel):
         raise TypeError("item references are resolved before they are stored")
 
 
-class ReasoningItem(ListedAsSent):
-    """Passed back by clients that replay output; chat completions has no place for it."""
+class ReasoningText(WireModel):
+    type: Literal["reasoning_text"] = "reasoning_text"
+    text: str
 
-    type: Literal["reasoning"]
+
+class ReasoningItem(ListedAsSent):
+    """The model's reasoning: `content` as the backend gave it, `encrypted_content` the same
+    sealed for a client that keeps no state (`include: ["reasoning.encrypted_content"]`)."""
+
+    type: Literal["reasoning"] = "reasoning"
     id: str | None = None
     summary: list[dict[str, Any]] = Field(default_factory=list)
+    content: list[ReasoningText] | None = None
+    encrypted_content: str | None = None
+    status: ItemStatus | None = None
+
+    def text(self) -> str:
+        return "".join(part.text for part in self.content or [])
+
+
+class PassedBackItem(ListedAsSent):
+    """Items of hosted tools a client passes back from earlier output (web or tool search):
+    kept in the input as sent, with nothing in them for a chat-completions backend."""
+
+    type: Literal["web_search_call", "tool_search_call", "tool_search_output"]
+    id: str | None = None
 
 
 
@@ -245,8 +289,11 @@ InputItem = Annotated[
         MessageItem,
         FunctionCallItem,
         FunctionCallOutputItem,
+        CustomToolCallItem,
+        CustomToolCallOutputItem,
         ItemReference,
         ReasoningItem,
+        PassedBackItem,
         McpListToolsItem,
         McpCallItem,
         McpApprovalRequestItem,
@@ -273,10 +320,12 @@ class OutputFunctionCall(WireModel):
     call_id: str
     name: str
     arguments: str
+    namespace: str | None = None
     status: ItemStatus = "completed"
 
 
 OutputItem = Annotated[
-    Union[OutputMessage, OutputFunctionCall, McpListToolsItem, McpCallItem, McpApprovalRequestItem],
+    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, McpListToolsItem, McpCallItem,
+          McpApprovalRequestItem],
     Field(discriminator="type"),
 ]

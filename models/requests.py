@@ -7,9 +7,9 @@ those OpenAI documents as advisory are accepted and echoed; the rest are rejecte
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from models.items import InputItem, MessageItem
 from models.tools import Tool, ToolChoice
@@ -22,22 +22,50 @@ ADVISORY_PARAMETERS = (
     "prompt_cache_retention",
     "prompt_cache_options",
     "service_tier",
-    "include",
     "stream_options",
     "truncation",
+    "client_metadata",
 )
 
 # Known to OpenAI, not implemented here: a request that sets them is refused, naming them.
 REJECTED_PARAMETERS = {
     "prompt": "prompt templates are stored on OpenAI's platform; send `input` and `instructions` instead",
-    "conversation": "the Conversations API is not implemented; chain responses with `previous_response_id`",
     "context_management": "server-side context compaction is not implemented",
-    "top_logprobs": "log probabilities are not returned by this server",
     "image": "image generation options are not implemented",
     "moderation": "moderation policies are not implemented",
     "access_programs": "access programs are not implemented",
     "background_options": "background options are not implemented; `background: true` alone is supported",
 }
+
+def _metadata_limits(value: dict[str, str]) -> dict[str, str]:
+    if len(value) > 16:
+        raise ValueError("metadata can have at most 16 keys")
+    for key, item in value.items():
+        if len(key) > 64:
+            raise ValueError(f"metadata key '{key[:20]}...' is longer than 64 characters")
+        if len(item) > 512:
+            raise ValueError(f"metadata value of '{key}' is longer than 512 characters")
+    return value
+
+
+Metadata = Annotated[dict[str, str], AfterValidator(_metadata_limits)]
+"""Up to 16 keys of up to 64 characters, with values of up to 512: OpenAI's limits."""
+
+Includable = Literal[
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+    "message.input_image.image_url",
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+]
+
+
+class ConversationReference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=80)
 
 
 class JsonSchemaFormat(BaseModel):
@@ -90,10 +118,14 @@ class CreateResponseRequest(BaseModel):
     max_tool_calls: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    conversation: str | ConversationReference | None = None
     text: TextConfig | None = None
     reasoning: ReasoningConfig | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
 
     user: str | None = None
     safety_identifier: str | None = None
@@ -101,32 +133,17 @@ class CreateResponseRequest(BaseModel):
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
     service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
-    include: list[str] | None = None
+    include: list[Includable] | None = None
     stream_options: dict[str, Any] | None = None
     truncation: Literal["auto", "disabled"] | None = None
+    client_metadata: dict[str, Any] | None = None
 
     prompt: Any = None
-    conversation: Any = None
     context_management: Any = None
-    top_logprobs: int | None = None
     image: Any = None
     moderation: Any = None
     access_programs: Any = None
     background_options: Any = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is None:
-            return value
-        if len(value) > 16:
-            raise ValueError("metadata can have at most 16 keys")
-        for key, item in value.items():
-            if len(key) > 64:
-                raise ValueError(f"metadata key '{key[:20]}...' is longer than 64 characters")
-            if len(item) > 512:
-                raise ValueError(f"metadata value of '{key}' is longer than 512 characters")
-        return value
 
     @model_validator(mode="after")
     def _refuse_unimplemented(self) -> "CreateResponseRequest":
@@ -135,22 +152,39 @@ class CreateResponseRequest(BaseModel):
                 raise UnsupportedParameter(name, why)
         if self.background and not self.store:
             raise UnsupportedParameter("background", "background responses must be stored (`store: true`)")
-        functions = [tool.name for tool in self.tools if tool.type == "function"]
-        if len(set(functions)) != len(functions):
-            raise UnsupportedParameter("tools", "tool names must be unique")
+        named = self.client_tool_names()
+        if len(set(named)) != len(named):
+            raise UnsupportedParameter("tools", "tool names must be unique (within their namespace)")
         labels = [tool.server_label for tool in self.tools if tool.type == "mcp"]
         if len(set(labels)) != len(labels):
             raise UnsupportedParameter("tools", "each MCP tool needs a `server_label` of its own")
         choice = self.tool_choice
-        if not isinstance(choice, str) and choice.type == "function" and choice.name not in functions:
+        if not isinstance(choice, str) and choice.type in ("function", "custom") and \
+                (choice.namespace, choice.name) not in named:
             raise UnsupportedParameter(
-                "tool_choice", f"tool_choice names function '{choice.name}', which is not in `tools`"
+                "tool_choice", f"tool_choice names {choice.type} tool '{choice.name}', which is not in `tools`"
             )
         if not isinstance(choice, str) and choice.type == "mcp" and choice.server_label not in labels:
             raise UnsupportedParameter(
                 "tool_choice", f"tool_choice names MCP server '{choice.server_label}', which is not in `tools`"
             )
         return self
+
+    def client_tool_names(self) -> list[tuple[str | None, str]]:
+        """(namespace, name) of every function and custom tool, namespaced ones included."""
+        names: list[tuple[str | None, str]] = []
+        for tool in self.tools:
+            if tool.type in ("function", "custom"):
+                names.append((None, tool.name))
+            elif tool.type == "namespace":
+                names.extend((tool.name, inner.name) for inner in tool.tools)
+        return names
+
+    @property
+    def conversation_id(self) -> str | None:
+        if isinstance(self.conversation, ConversationReference):
+            return self.conversation.id
+        return self.conversation
 
     def input_items(self) -> list:
         if isinstance(self.input, str):

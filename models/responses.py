@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from models.items import OutputItem, WireModel
 from models.requests import CreateResponseRequest, ReasoningConfig, TextConfig
@@ -12,6 +12,14 @@ from models.tools import Tool, ToolChoice
 
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete"})
+
+WIRE = {"wire": True}
+"""Serialization context for what clients see (`model_dump(context=WIRE)`)."""
+
+# What a response shows for a sampling parameter its request left out: the values OpenAI
+# documents as defaults. Inside, an unset parameter stays None, and is not sent upstream.
+SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+                     "top_logprobs": 0}
 
 
 class InputTokensDetails(BaseModel):
@@ -54,6 +62,10 @@ class IncompleteDetails(BaseModel):
     reason: Literal["max_output_tokens", "content_filter"]
 
 
+class ConversationRef(BaseModel):
+    id: str
+
+
 class Response(WireModel):
     id: str
     object: Literal["response"] = "response"
@@ -77,6 +89,9 @@ class Response(WireModel):
     service_tier: str = "default"
     store: bool = True
     temperature: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    top_logprobs: int | None = None
     text: TextConfig = Field(default_factory=TextConfig)
     tool_choice: ToolChoice = "auto"
     tools: list[Tool] = Field(default_factory=list)
@@ -84,6 +99,20 @@ class Response(WireModel):
     truncation: Literal["auto", "disabled"] = "disabled"
     usage: Usage | None = None
     user: str | None = None
+    conversation: ConversationRef | None = None
+    include: list[str] = Field(default_factory=list)
+    """What the request asked to be included (`reasoning.encrypted_content`, logprobs): it
+    shapes the output, and is not part of the object clients see."""
+
+    @model_serializer(mode="wrap")
+    def _effective_sampling(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data = handler(self)
+        if info.context and info.context.get("wire"):
+            data.pop("include", None)
+            for name, default in SAMPLING_DEFAULTS.items():
+                if data.get(name) is None:
+                    data[name] = default
+        return data
 
     @property
     def is_terminal(self) -> bool:
@@ -95,9 +124,11 @@ class Response(WireModel):
             include={
                 "instructions", "max_output_tokens", "max_tool_calls", "model", "parallel_tool_calls",
                 "previous_response_id", "safety_identifier", "prompt_cache_key", "store", "temperature",
-                "tool_choice", "top_p", "user", "background",
+                "tool_choice", "top_p", "user", "background", "presence_penalty", "frequency_penalty",
+                "top_logprobs",
             }
         )
+        conversation_id = request.conversation_id
         return cls(
             id=response_id,
             created_at=created_at,
@@ -108,6 +139,8 @@ class Response(WireModel):
             tools=[tool.redacted() if tool.type == "mcp" else tool for tool in request.tools],
             service_tier=request.service_tier if request.service_tier not in (None, "auto") else "default",
             truncation=request.truncation or "disabled",
+            conversation=ConversationRef(id=conversation_id) if conversation_id else None,
+            include=list(request.include or []),
             **echoed,
         )
 

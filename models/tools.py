@@ -1,5 +1,11 @@
 """Tool definitions and `tool_choice`, discriminated on `type`.
 
+The client's own tools: `function`, `custom` (freeform text input, such as Codex's
+`apply_patch`) and `namespace` (functions and custom tools grouped under a name); the
+model calls them and the client runs them. `mcp` tools run here. `web_search` and
+`tool_search` are accepted and left out of what the model sees: this server has no search
+provider, and it offers every function at once, so nothing is deferred to a search.
+
 `McpTool` is OpenAI's remote MCP tool. Its `headers` and `authorization` are secrets: the
 API takes them out (`McpTool.secrets`) and keeps them sealed in the store, and everything
 that is stored, logged or sent to Temporal carries the tool `redacted()`.
@@ -13,15 +19,58 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.items import WireModel
 
-SUPPORTED_TOOL_TYPES = ("function", "mcp")
+TOOL_NAME = r"^[a-zA-Z0-9_-]+$"
 
 
 class FunctionTool(WireModel):
     type: Literal["function"]
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z0-9_-]+$")
+    name: str = Field(min_length=1, max_length=128, pattern=TOOL_NAME)
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+
+
+class TextInputFormat(WireModel):
+    type: Literal["text"]
+
+
+class GrammarInputFormat(WireModel):
+    type: Literal["grammar"]
+    syntax: Literal["lark", "regex"]
+    definition: str
+
+
+class CustomTool(WireModel):
+    """A tool whose input is free text rather than JSON arguments."""
+
+    type: Literal["custom"]
+    name: str = Field(min_length=1, max_length=128, pattern=TOOL_NAME)
+    description: str | None = None
+    format: Annotated[Union[TextInputFormat, GrammarInputFormat], Field(discriminator="type")] | None = None
+
+
+NamespacedTool = Annotated[Union[FunctionTool, CustomTool], Field(discriminator="type")]
+
+
+class NamespaceTool(WireModel):
+    """Function and custom tools grouped under a name; their calls carry `namespace`."""
+
+    type: Literal["namespace"]
+    name: str = Field(min_length=1, max_length=64, pattern=TOOL_NAME)
+    description: str | None = None
+    tools: list[NamespacedTool] = Field(min_length=1)
+
+
+class WebSearchTool(WireModel):
+    """Accepted, and not offered to the model: this server has no search provider."""
+
+    type: Literal["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"]
+
+
+class ToolSearchTool(WireModel):
+    """Accepted, and not offered to the model: every function is offered at once."""
+
+    type: Literal["tool_search"]
 
 
 class McpToolFilter(BaseModel):
@@ -118,12 +167,21 @@ class McpTool(WireModel):
         return self.model_copy(update={"headers": None, "authorization": None})
 
 
-Tool = Annotated[Union[FunctionTool, McpTool], Field(discriminator="type")]
+Tool = Annotated[
+    Union[FunctionTool, CustomTool, NamespaceTool, McpTool, WebSearchTool, ToolSearchTool], Field(discriminator="type")
+]
 
 
 class ToolChoiceFunction(WireModel):
     type: Literal["function"]
     name: str
+    namespace: str | None = None
+
+
+class ToolChoiceCustom(WireModel):
+    type: Literal["custom"]
+    name: str
+    namespace: str | None = None
 
 
 class ToolChoiceMcp(WireModel):
@@ -133,4 +191,6 @@ class ToolChoiceMcp(WireModel):
 
 
 ToolChoiceMode = Literal["none", "auto", "required"]
-ToolChoice = Union[ToolChoiceMode, Annotated[Union[ToolChoiceFunction, ToolChoiceMcp], Field(discriminator="type")]]
+ToolChoice = Union[
+    ToolChoiceMode, Annotated[Union[ToolChoiceFunction, ToolChoiceCustom, ToolChoiceMcp], Field(discriminator="type")]
+]

@@ -14,6 +14,7 @@ from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from store.codec import dumps, loads
+from store.conversations import Conversations
 from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
@@ -27,8 +28,8 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 
 # Every table that keeps rows of a response, by its response id (the events last: a stream
 # that is still read keeps them).
-RESPONSE_TABLES = ("input_items", "chat_contexts", "inference_results", "inference_claims", "cancel_requests",
-                   "mcp_secrets", "mcp_listings", "events")
+RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
+                   "cancel_requests", "mcp_secrets", "mcp_listings", "events")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class ResponseRepository:
         self.secret_box = secret_box
         self.events = EventLog(db, stream_poll_seconds)
         self.turns = Turns(db)
+        self.conversations = Conversations(db)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
@@ -76,7 +78,9 @@ class ResponseRepository:
         decisions: dict[str, bool] | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
-        server label) and answers to approval requests (by request id), in one transaction."""
+        server label) and answers to approval requests (by request id), in one transaction
+        that also takes its conversation's lock (`ConversationLockedError` when a running
+        response holds it)."""
         sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
         response_id = response.id
         try:
@@ -111,6 +115,8 @@ class ResponseRepository:
                     )
                 if first_events:
                     await self.events.append_in(transaction, response_id, first_events, new_log=True)
+                if response.conversation is not None:
+                    await Conversations.lock(transaction, response.conversation.id, response_id)
         except Conflict as error:
             if decisions and "approval_decisions" in str(error):
                 raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
@@ -169,9 +175,19 @@ class ResponseRepository:
             if changed == 0:
                 data = await transaction.value("SELECT data FROM responses WHERE id = :id", id=response_id)
                 return None if data is None else Response.model_validate_json(data)
+            if response.conversation is not None:
+                await Conversations.append_turn(transaction, response.conversation.id, response_id,
+                                                await self._turn_items(transaction, response))
             if not response.store:
                 await self._delete_rows(transaction, response_id, keep_events=event is not None)
             else:
+                await transaction.run_many(
+                    "INSERT INTO output_items (response_id, position, item_id, data) "
+                    "VALUES (:response_id, :position, :item_id, :data)",
+                    [{"response_id": response_id, "position": position, "item_id": item.id,
+                      "data": item.model_dump_json(exclude_none=True)}
+                     for position, item in enumerate(response.output)],
+                )
                 if tool_messages:
                     context = loads(await transaction.value(
                         "SELECT messages FROM chat_contexts WHERE response_id = :id", id=response_id)) or []
@@ -189,6 +205,27 @@ class ResponseRepository:
         if event is not None:
             self.events.notifier.notify(response_id)
         return response
+
+    @staticmethod
+    async def _turn_items(transaction: Transaction, response: Response) -> list[tuple[str, dict[str, Any]]]:
+        """What a response adds to its conversation: its input and its output, if it ended well."""
+        if response.status not in ("completed", "incomplete"):
+            return []
+        rows = await transaction.all(
+            "SELECT item_id, data FROM input_items WHERE response_id = :id ORDER BY position", id=response.id)
+        return ([(row["item_id"], loads(row["data"])) for row in rows]
+                + [(item.id, item.model_dump(mode="json", exclude_none=True)) for item in response.output])
+
+    async def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """An item of any stored response (input or output) or conversation, by its id."""
+        async with self.db.read() as transaction:
+            for query in ("SELECT data FROM output_items WHERE item_id = :id LIMIT 1",
+                          "SELECT data FROM input_items WHERE item_id = :id LIMIT 1",
+                          "SELECT data FROM conversation_items WHERE item_id = :id LIMIT 1"):
+                data = await transaction.value(query, id=item_id)
+                if data is not None:
+                    return loads(data)
+        return None
 
     async def purge(self, response_id: str, *, keep_events: bool = False) -> bool:
         """Remove every row of a response (but its event log, with `keep_events`, for a

@@ -119,3 +119,37 @@ approval_decisions = Table(
     Column("response_id", String(80), nullable=False),
     Column("approve", Boolean, nullable=False),
 )
+
+# Conversations (OpenAI's Conversations API): a durable list of items that responses read as
+# their context and add their input and output to. `active_response_id` is the lock a running
+# response holds, so two responses never interleave on one conversation.
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("active_response_id", String(80), nullable=True),
+)
+
+conversation_items = Table(
+    "conversation_items",
+    metadata,
+    Column("conversation_id", String(80), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", String(255), nullable=False),
+    Column("data", JSON, nullable=False),
+)
+Index("ix_conversation_items_item_id", conversation_items.c.item_id)
+
+# The output items of stored responses, by id: what `item_reference` input items resolve
+# against (with input items and conversation items).
+output_items = Table(
+    "output_items",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", String(255), nullable=False),
+    Column("data", JSON, nullable=False),
+)
+Index("ix_output_items_item_id", output_items.c.item_id)

@@ -1,4 +1,5 @@
-"""Seals the secrets clients send for MCP servers before they are stored.
+"""Seals the secrets clients send for MCP servers before they are stored, and the reasoning a
+client without state carries between requests (`reasoning.encrypted_content`).
 
 Fernet (AES-128-CBC with HMAC-SHA256) from `cryptography`, keyed by `SECRETS_KEY`. The API
 seals; workers open. Both must be given the same key (`durable-responses dev` keeps one in
@@ -23,6 +24,16 @@ class SecretBox:
 
     def seal(self, secrets: McpSecrets) -> str:
         return self._fernet.encrypt(secrets.model_dump_json().encode()).decode()
+
+    def seal_text(self, text: str) -> str:
+        return self._fernet.encrypt(text.encode()).decode()
+
+    def open_text(self, sealed: str) -> str | None:
+        """The text, or None when it was not sealed with this key (another server's)."""
+        try:
+            return self._fernet.decrypt(sealed.encode()).decode()
+        except (InvalidToken, ValueError):
+            return None
 
     def open(self, sealed: str) -> McpSecrets:
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.codec import dumps, loads
+from store.conversations import Conversations
 from store.database import Database, Transaction
 
 TURN = "response_id = :response_id AND turn = :turn"
@@ -59,6 +60,8 @@ class TurnStart:
     context: list[dict[str, Any]] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
     """This response's input items (a first turn only)."""
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    """The items of the response's conversation, which every turn starts from."""
 
 
 def _now_us() -> int:
@@ -77,10 +80,12 @@ class Turns:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def claim(self, fence: Fence, previous_response_id: str | None, lease_seconds: float) -> TurnStart:
-        """Claim a turn, in one transaction with reading what it starts from: the response's
-        own chat context after its first turn; before it, the previous response's and this
-        response's input items."""
+    async def claim(
+        self, fence: Fence, previous_response_id: str | None, conversation_id: str | None, lease_seconds: float
+    ) -> TurnStart:
+        """Claim a turn, in one transaction with reading what it starts from: the items of the
+        response's conversation, then the response's own chat context after its first turn;
+        before it, the previous response's and this response's input items."""
         response_id, turn = fence.response_id, fence.turn
         async with self.db.write() as transaction:
             recorded = await transaction.value(f"SELECT result FROM inference_results WHERE {TURN}", **fence.key)
@@ -109,8 +114,9 @@ class Turns:
                 rows = await transaction.all(
                     "SELECT data FROM input_items WHERE response_id = :id ORDER BY position", id=response_id)
                 items = [loads(row["data"]) for row in rows]
+            conversation = await Conversations.items_in(transaction, conversation_id) if conversation_id else []
             return TurnStart(failures=claim["failures"], last_error=loads(claim["last_error"]), context=context,
-                             items=items)
+                             items=items, conversation=conversation)
 
     async def renew(self, fence: Fence, lease_seconds: float) -> bool:
         """Extend a claim this execution still holds; False when it holds it no more."""

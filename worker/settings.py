@@ -28,6 +28,9 @@ class Settings(BaseModel):
     database_url: str = "sqlite:///./.durable-responses/responses.db"
     inference_base_url: str = "https://api.openai.com/v1"
     inference_api_key: str = Field(default="", repr=False)
+    inference_send_reasoning: bool = False
+    """Send earlier turns' reasoning back upstream (`reasoning_content` on assistant messages):
+    only for backends that accept it."""
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     stream_poll_seconds: float = 0.02
     cancel_poll_seconds: float = 0.25
@@ -66,6 +69,7 @@ class Settings(BaseModel):
         values: dict[str, object] = {
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL", "https://api.openai.com/v1"),
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
+            "inference_send_reasoning": os.environ.get("INFERENCE_SEND_REASONING", "").lower() in ("1", "true", "yes"),
             "execution": execution,
             "stream_poll_seconds": _env_float("STREAM_POLL_SECONDS", 0.02),
             "cancel_poll_seconds": _env_float("CANCEL_POLL_SECONDS", 0.25),

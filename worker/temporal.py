@@ -43,7 +43,7 @@ WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 async def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[Worker]:
     """A running worker for our workflow and activities; its backend client closes with it."""
     chat = inference_client(settings)
-    inference = InferenceActivities(repository, chat)
+    inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
     mcp = McpActivities(repository)
     worker = Worker(

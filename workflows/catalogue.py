@@ -1,8 +1,17 @@
-"""Pure: the request's MCP tools and their servers' listings -> the functions the model sees.
+"""Pure: a request's tools and its MCP servers' listings -> the functions the model sees, and
+back from a function the model called to the item it becomes.
 
-A tool keeps its own name unless another server or a function tool has it too; then it is
-called `<server_label>__<name>`. Whether a call needs approval is decided here, once, from
-the tool's `require_approval`.
+A chat-completions backend knows functions only. So:
+
+- a `function` tool is a function of its own name;
+- a `custom` tool (free text input) is a function with one string argument, `input`;
+- a tool inside a `namespace` is a function called `<namespace>__<name>`, and its calls carry
+  `namespace` again;
+- an MCP tool keeps its own name unless another server or a client tool has it too; then it is
+  called `<server_label>__<name>`. Whether a call needs approval is decided here, once, from
+  the tool's `require_approval`.
+
+Names are cut to 64 characters of `[a-zA-Z0-9_-]`, what backends accept, and kept unique.
 """
 
 from __future__ import annotations
@@ -10,16 +19,79 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from models.items import McpListToolsItem
 from models.mcp import McpFunction
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+CUSTOM_INPUT = "input"
+"""The one argument of a custom tool, as the model sees it."""
+
+
+def _safe(name: str) -> str:
+    return _UNSAFE.sub("_", name)[:64]
+
+
+@dataclass(frozen=True)
+class ClientFunction:
+    """A tool the client runs, as the model sees it."""
+
+    chat_name: str
+    kind: Literal["function", "custom"]
+    name: str
+    namespace: str | None
+    tool: Any
+    """The request's `FunctionTool` or `CustomTool`."""
+
+    def chat_tool(self) -> dict[str, Any]:
+        tool = self.tool
+        if self.kind == "function":
+            described = {"name": self.chat_name, "description": tool.description, "parameters": tool.parameters,
+                         "strict": tool.strict}
+            return {"type": "function", "function": {key: value for key, value in described.items() if value is not None}}
+        return {"type": "function", "function": {
+            "name": self.chat_name,
+            "description": _custom_description(tool),
+            "parameters": {"type": "object", "properties": {CUSTOM_INPUT: {"type": "string"}},
+                           "required": [CUSTOM_INPUT], "additionalProperties": False},
+        }}
+
+
+def _custom_description(tool: Any) -> str:
+    lines = [tool.description or f"The {tool.name} tool."]
+    lines.append(f"Pass the tool's whole input, as free text, in the `{CUSTOM_INPUT}` argument.")
+    if tool.format is not None and tool.format.type == "grammar":
+        lines.append(f"The input must match this {tool.format.syntax} grammar:\n{tool.format.definition}")
+    return "\n\n".join(lines)
+
+
+def client_functions(tools: Sequence[Any]) -> list[ClientFunction]:
+    """Every function and custom tool of the request, namespaced ones included."""
+    found: list[ClientFunction] = []
+    taken: set[str] = set()
+
+    def add(tool: Any, namespace: str | None) -> None:
+        wanted = _safe(f"{namespace}__{tool.name}" if namespace else tool.name)
+        chat_name, suffix = wanted, 2
+        while chat_name in taken:
+            chat_name = f"{wanted[:60]}_{suffix}"
+            suffix += 1
+        taken.add(chat_name)
+        found.append(ClientFunction(chat_name, tool.type, tool.name, namespace, tool))
+
+    for tool in tools:
+        if tool.type in ("function", "custom"):
+            add(tool, None)
+        elif tool.type == "namespace":
+            for inner in tool.tools:
+                add(inner, tool.name)
+    return found
 
 
 def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]) -> list[McpFunction]:
-    function_names = {tool.name for tool in tools if tool.type == "function"}
+    client_names = {function.chat_name for function in client_functions(tools)}
     offered = [
         (tool, listed)
         for tool in tools
@@ -31,8 +103,8 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
     functions = []
     for tool, listed in offered:
         name = listed.name
-        if counts[name] > 1 or name in function_names or _UNSAFE.search(name) or len(name) > 64:
-            name = _UNSAFE.sub("_", f"{tool.server_label}__{listed.name}")[:64]
+        if counts[name] > 1 or name in client_names or _UNSAFE.search(name) or len(name) > 64:
+            name = _safe(f"{tool.server_label}__{listed.name}")
         functions.append(
             McpFunction(
                 function_name=name,
@@ -44,3 +116,23 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
             )
         )
     return functions
+
+
+class ToolTable:
+    """The functions the model sees for one inference call, by the names it calls them."""
+
+    def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = ()) -> None:
+        self.client = {function.chat_name: function for function in client_functions(tools)}
+        self.mcp = {function.function_name: function for function in mcp}
+        self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
+
+    def chat_tools(self) -> list[dict[str, Any]]:
+        return ([function.chat_tool() for function in self.client.values()]
+                + [function.chat_tool() for function in self.mcp.values()])
+
+    def chat_name(self, name: str, namespace: str | None) -> str:
+        """What the model calls a client tool (also one this request no longer offers)."""
+        function = self._client_by_name.get((namespace, name))
+        if function is not None:
+            return function.chat_name
+        return _safe(f"{namespace}__{name}" if namespace else name)

@@ -1,0 +1,121 @@
+"""Route handlers of OpenAI's Conversations API: `/v1/conversations` and its items.
+
+A conversation is a list of items that responses created with `conversation` read as their
+context and add to when they end. Items may also be added and deleted directly, except
+while a response runs on the conversation (400 `conversation_locked`, as OpenAI answers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response as HttpResponse
+
+from api.errors import from_validation_error
+from api.params import page_params, repository
+from api.preparation import as_stored, parse_body, resolved, with_message_types
+from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
+from models.errors import InvalidRequestError, NotFoundError
+from models.ids import new_id
+from store.conversations import ConversationRow, conversation_not_found, new_conversation
+
+
+def _parsed(model: type, body: bytes) -> Any:
+    payload = parse_body(body)
+    if "items" in payload:
+        payload["items"] = with_message_types(payload["items"])
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        raise from_validation_error(error) from None
+
+
+def _include(request: Request) -> None:
+    """`include` is accepted on item routes, as OpenAI's are; nothing here is left out to include."""
+    try:
+        ItemsQuery(include=request.query_params.getlist("include") or request.query_params.getlist("include[]"))
+    except ValidationError as error:
+        raise from_validation_error(error) from None
+
+
+async def _conversation(request: Request) -> ConversationRow:
+    conversation_id = request.path_params["conversation_id"]
+    found = await repository(request).conversations.get(conversation_id)
+    if found is None:
+        raise conversation_not_found(conversation_id)
+    return found
+
+
+def _items_page(items: list[dict[str, Any]], has_more: bool) -> JSONResponse:
+    return JSONResponse({"object": "list", "data": items, "first_id": items[0]["id"] if items else "",
+                         "last_id": items[-1]["id"] if items else "", "has_more": has_more})
+
+
+async def create_conversation(request: Request) -> HttpResponse:
+    body = _parsed(CreateConversation, await request.body())
+    items = as_stored(await resolved(body.items or [], repository(request)))
+    row = new_conversation(new_id("conv"), body.metadata)
+    await repository(request).conversations.create(row, items)
+    return JSONResponse(row.to_wire())
+
+
+async def retrieve_conversation(request: Request) -> HttpResponse:
+    return JSONResponse((await _conversation(request)).to_wire())
+
+
+async def update_conversation(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    body = _parsed(UpdateConversation, await request.body())
+    updated = await repository(request).conversations.update(conversation.id, body.metadata or {})
+    if updated is None:
+        raise conversation_not_found(conversation.id)
+    return JSONResponse(updated.to_wire())
+
+
+async def delete_conversation(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    await repository(request).conversations.delete(conversation.id)
+    return JSONResponse({"id": conversation.id, "object": "conversation.deleted", "deleted": True})
+
+
+async def list_items(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    _include(request)
+    page = page_params(request)
+    try:
+        items, has_more = await repository(request).conversations.list_items(
+            conversation.id, after=page.after, limit=page.limit, order=page.order)
+    except LookupError as missing:
+        raise InvalidRequestError(f"No item with id '{missing}' in this conversation.", param="after") from None
+    return _items_page(items, has_more)
+
+
+async def add_items(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    _include(request)
+    body = _parsed(AddConversationItems, await request.body())
+    items = as_stored(await resolved(body.items, repository(request)))
+    await repository(request).conversations.add_items(conversation.id, items)
+    return _items_page([data for _, data in items], False)
+
+
+async def retrieve_item(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    _include(request)
+    item_id = request.path_params["item_id"]
+    item = await repository(request).conversations.item(conversation.id, item_id)
+    if item is None:
+        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
+                            param="item_id")
+    return JSONResponse(item)
+
+
+async def delete_item(request: Request) -> HttpResponse:
+    conversation = await _conversation(request)
+    item_id = request.path_params["item_id"]
+    if not await repository(request).conversations.delete_item(conversation.id, item_id):
+        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
+                            param="item_id")
+    return JSONResponse(conversation.to_wire())

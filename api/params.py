@@ -1,0 +1,44 @@
+"""What route handlers share: the app's parts, and the paging parameters of list routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response as HttpResponse
+
+from models.errors import InvalidRequestError
+from models.responses import WIRE
+from store.repository import ResponseRepository
+
+
+def repository(request: Request) -> ResponseRepository:
+    return request.app.state.repository
+
+
+def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN001 - any pydantic model
+    """A model as clients see it (`WIRE`: effective values filled in)."""
+    return HttpResponse(model.model_dump_json(by_alias=True, context=WIRE), status_code=status_code,
+                        media_type="application/json")
+
+
+@dataclass(frozen=True)
+class PageParams:
+    after: str | None
+    before: str | None
+    limit: int
+    order: str
+
+
+def page_params(request: Request, *, with_before: bool = False, default_order: str = "desc") -> PageParams:
+    query = request.query_params
+    try:
+        limit = int(query.get("limit", "20"))
+    except ValueError:
+        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit") from None
+    if not 1 <= limit <= 100:
+        raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit")
+    order = query.get("order", default_order)
+    if order not in ("asc", "desc"):
+        raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
+    return PageParams(query.get("after"), query.get("before") if with_before else None, limit, order)
