@@ -7,10 +7,15 @@ tail; the response goes on.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import AsyncIterator
 
+from models.events import ErrorEvent
 from store.event_log import TERMINAL_EVENT_TYPES, StoredEvent
 from store.repository import ResponseRepository
+
+log_error = logging.getLogger(__name__)
 
 # How often a tail with no new events checks that its response has not ended another way.
 STALL_CHECK_SECONDS = 2.0
@@ -23,26 +28,41 @@ def frame(event: StoredEvent) -> str:
 async def tail(
     repository: ResponseRepository, response_id: str, *, after: int, forget_at_end: bool = False
 ) -> AsyncIterator[str]:
+    """The response's events after `after`, then its new ones as they come, to its terminal
+    event. A stream that cannot reach one (its response ended without logging it, or the
+    store fails) ends with an `error` event instead of a silent close."""
     log, notifier = repository.events, repository.events.notifier
     last = after
-    while True:
-        waiter = notifier.subscribe(response_id)
-        try:
-            batch = await log.read(response_id, after=last)
-            if not batch:
-                waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
-                if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(repository, response_id, last):
+    try:
+        while True:
+            waiter = notifier.subscribe(response_id)
+            try:
+                batch = await log.read(response_id, after=last)
+                if not batch:
+                    waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
+                    if waited >= STALL_CHECK_SECONDS and \
+                            await _ended_without_terminal_event(repository, response_id, last):
+                        yield _error_frame(last + 1, "stream_ended",
+                                           f"Response {response_id} ended without its stream being completed.")
+                        return
+                    continue
+            finally:
+                notifier.unsubscribe(response_id, waiter)
+            for event in batch:
+                last = event.sequence_number
+                yield frame(event)
+                if event.type in TERMINAL_EVENT_TYPES:
+                    if forget_at_end:
+                        await repository.purge(response_id)
                     return
-                continue
-        finally:
-            notifier.unsubscribe(response_id, waiter)
-        for event in batch:
-            last = event.sequence_number
-            yield frame(event)
-            if event.type in TERMINAL_EVENT_TYPES:
-                if forget_at_end:
-                    await repository.purge(response_id)
-                return
+    except Exception:  # noqa: BLE001 - the client learns that its stream broke, the log has the rest
+        log_error.exception("stream of response %s broke after event %d", response_id, last)
+        yield _error_frame(last + 1, "server_error", "The stream broke; resume it with `starting_after`.")
+
+
+def _error_frame(sequence_number: int, code: str, message: str) -> str:
+    event = ErrorEvent(code=code, message=message).wire() | {"sequence_number": sequence_number}
+    return f"event: error\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
 
 
 async def _ended_without_terminal_event(repository: ResponseRepository, response_id: str, last: int) -> bool:

@@ -113,6 +113,7 @@ class Stack:
 async def running_stack(
     temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
+    send_reasoning: bool = False,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process."""
     settings = Settings(
@@ -122,6 +123,7 @@ async def running_stack(
         inference_base_url=backend.base_url,
         execution=execution,
         secrets_key=SECRETS_KEY,
+        inference_send_reasoning=send_reasoning,
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:

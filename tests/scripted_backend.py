@@ -45,6 +45,10 @@ class Reply:
     cut_after_chunks: int | None = None
     """Break the connection: streamed, after this many chunks; not streamed, halfway through
     the body (a connection reset mid-answer)."""
+    reasoning: str | None = None
+    """Reasoning, as vLLM and DeepSeek's backends return it (`reasoning_content`), streamed
+    before the text."""
+    reasoning_tokens: int = 0
 
 
 class ScriptedBackend:
@@ -77,6 +81,7 @@ class ScriptedBackend:
             Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
             Route("/v1/_script", self._script_over_http, methods=["POST"]),
             Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
+            Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
         ])
         self._server = ThreadedServer(app, "scripted-backend", port, lifespan="off").start()
         self.port = self._server.port
@@ -98,6 +103,10 @@ class ScriptedBackend:
         """How many requests each model has received."""
         with self._lock:
             return JSONResponse({model: len(requests) for model, requests in self._requests.items()})
+
+    async def _requests_over_http(self, request: Request) -> Response:
+        """The bodies of the requests one model has received (`?model=`)."""
+        return JSONResponse(self.requests(request.query_params.get("model", "")))
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         model = body.get("model", "")
@@ -125,6 +134,8 @@ class ScriptedBackend:
                 headers=reply.headers,
             )
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": f"call_{index}_{int(time.time() * 1e6)}", "type": "function",
@@ -133,14 +144,17 @@ class ScriptedBackend:
             ]
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         prompt_tokens, completion_tokens = reply.usage
+        logprobs = {"content": _logprobs(reply.text or "", body.get("top_logprobs") or 0)} \
+            if body.get("logprobs") else None
         completion = {
             "id": f"chatcmpl-{int(time.time() * 1e6)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens}},
         }
         if body.get("stream"):
             return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream")
@@ -177,9 +191,18 @@ def _chunks(completion: dict[str, Any]):  # noqa: ANN201
         return f"data: {json.dumps(payload)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
+    reasoning = message.get("reasoning_content") or ""
+    for start in range(0, len(reasoning), 4):
+        yield chunk({"reasoning_content": reasoning[start:start + 4]})
     text = message.get("content") or ""
+    logprobs = (completion["choices"][0]["logprobs"] or {}).get("content")
     for start in range(0, len(text), 4):
-        yield chunk({"content": text[start:start + 4]})
+        piece = chunk({"content": text[start:start + 4]})
+        if logprobs:
+            payload = json.loads(piece[len("data: "):])
+            payload["choices"][0]["logprobs"] = {"content": logprobs[start // 4:start // 4 + 1]}
+            piece = f"data: {json.dumps(payload)}\n\n"
+        yield piece
     for index, call in enumerate(message.get("tool_calls") or []):
         yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                      "function": {"name": call["function"]["name"], "arguments": ""}}]})
@@ -189,6 +212,14 @@ def _chunks(completion: dict[str, Any]):  # noqa: ANN201
     yield chunk({}, completion["choices"][0]["finish_reason"])
     yield chunk({}, usage=completion["usage"])
     yield "data: [DONE]\n\n"
+
+
+def _logprobs(text: str, top: int) -> list[dict[str, Any]]:
+    """One made-up token per four characters, as a backend reports them when asked."""
+    tokens = [text[start:start + 4] for start in range(0, len(text), 4)]
+    return [{"token": token, "logprob": -0.25, "bytes": list(token.encode()),
+             "top_logprobs": [{"token": token, "logprob": -0.25, "bytes": list(token.encode())}][:top]}
+            for token in tokens]
 
 
 if __name__ == "__main__":
