@@ -19,6 +19,7 @@ from models.errors import InvalidRequestError, NotFoundError
 from models.responses import TERMINAL_STATUSES
 from store.codec import dumps, loads
 from store.database import Database, Transaction
+from store.paging import page_of_items
 
 Order = Literal["asc", "desc"]
 
@@ -99,22 +100,9 @@ class Conversations:
     async def list_items(
         self, conversation_id: str, *, after: str | None, limit: int, order: Order
     ) -> tuple[list[dict[str, Any]], bool]:
-        where, params = "conversation_id = :id", {"id": conversation_id, "limit": limit + 1}
         async with self.db.read() as transaction:
-            if after is not None:
-                position = await transaction.value(
-                    "SELECT position FROM conversation_items WHERE conversation_id = :id AND item_id = :item_id",
-                    id=conversation_id, item_id=after,
-                )
-                if position is None:
-                    raise LookupError(after)
-                where += f" AND position {'>' if order == 'asc' else '<'} :after"
-                params["after"] = position
-            rows = await transaction.all(
-                f"SELECT data FROM conversation_items WHERE {where} ORDER BY position {order.upper()} LIMIT :limit",
-                **params,
-            )
-        return [loads(row["data"]) for row in rows[:limit]], len(rows) > limit
+            return await page_of_items(transaction, "conversation_items", conversation_id, after=after, before=None,
+                                       limit=limit, order=order)
 
     async def item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
         async with self.db.read() as transaction:

@@ -19,6 +19,7 @@ from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
 from store.outcomes import Outcomes
+from store.paging import page_of_items
 from store.secret_box import SecretBox
 from store.turns import Turns, put_chat_context
 
@@ -292,23 +293,10 @@ class ResponseRepository:
     async def list_input_items(
         self, response_id: str, *, after: str | None, before: str | None, limit: int, order: Order
     ) -> Page:
-        where, params = "response_id = :id", {"id": response_id, "limit": limit + 1}
         async with self.db.read() as transaction:
-            for name, cursor_id, direction in (("after", after, order), ("before", before, _flip(order))):
-                if cursor_id is None:
-                    continue
-                position = await transaction.value(
-                    "SELECT position FROM input_items WHERE response_id = :id AND item_id = :item_id",
-                    id=response_id, item_id=cursor_id,
-                )
-                if position is None:
-                    raise LookupError(cursor_id)
-                where += f" AND position {'>' if direction == 'asc' else '<'} :{name}"
-                params[name] = position
-            rows = await transaction.all(
-                f"SELECT data FROM input_items WHERE {where} ORDER BY position {order.upper()} LIMIT :limit", **params
-            )
-        return Page(data=[loads(row["data"]) for row in rows[:limit]], has_more=len(rows) > limit)
+            items, has_more = await page_of_items(transaction, "input_items", response_id, after=after, before=before,
+                                                  limit=limit, order=order)
+        return Page(data=items, has_more=has_more)
 
     # ---- chat context ----------------------------------------------------------------
 
@@ -366,7 +354,3 @@ class ResponseRepository:
     async def ping(self) -> None:
         async with self.db.read() as transaction:
             await transaction.value("SELECT 1 FROM responses LIMIT 1")
-
-
-def _flip(order: Order) -> Order:
-    return "desc" if order == "asc" else "asc"
