@@ -7,12 +7,15 @@ from starlette.routing import Route
 
 from api import conversations, routes
 from api.admission import Admission
+from api.body import Limits
 from api.errors import EXCEPTION_HANDLERS
 from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 
 
-def create_app(repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000) -> Starlette:
+def create_app(
+    repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None
+) -> Starlette:
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -38,4 +41,5 @@ def create_app(repository: ResponseRepository, runner: ResponseRunner, *, max_in
     app.state.repository = repository
     app.state.runner = runner
     app.state.admission = Admission(max_in_flight)
+    app.state.limits = limits or Limits()
     return app

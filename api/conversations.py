@@ -14,22 +14,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse
 
 from api.errors import from_validation_error
-from api.params import page_params, repository
-from api.preparation import as_stored, parse_body, resolved, with_message_types
+from api.params import limits, page_params, plausible_id, repository
+from api.body import read_json
+from api.preparation import as_stored, resolved, with_message_types
 from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from store.conversations import ConversationRow, conversation_not_found, new_conversation
 
 
-def _parsed(model: type, body: bytes) -> Any:
-    payload = parse_body(body)
+async def _parsed(model: type, request: Request) -> Any:
+    payload = await read_json(request, limits(request))
     if "items" in payload:
         payload["items"] = with_message_types(payload["items"])
     try:
         return model.model_validate(payload)
     except ValidationError as error:
-        raise from_validation_error(error) from None
+        raise from_validation_error(error, payload) from None
 
 
 def _include(request: Request) -> None:
@@ -42,7 +43,7 @@ def _include(request: Request) -> None:
 
 async def _conversation(request: Request) -> ConversationRow:
     conversation_id = request.path_params["conversation_id"]
-    found = await repository(request).conversations.get(conversation_id)
+    found = await repository(request).conversations.get(conversation_id) if plausible_id(conversation_id) else None
     if found is None:
         raise conversation_not_found(conversation_id)
     return found
@@ -54,7 +55,7 @@ def _items_page(items: list[dict[str, Any]], has_more: bool) -> JSONResponse:
 
 
 async def create_conversation(request: Request) -> HttpResponse:
-    body = _parsed(CreateConversation, await request.body())
+    body = await _parsed(CreateConversation, request)
     items = as_stored(await resolved(body.items or [], repository(request)))
     row = new_conversation(new_id("conv"), body.metadata)
     await repository(request).conversations.create(row, items)
@@ -67,7 +68,7 @@ async def retrieve_conversation(request: Request) -> HttpResponse:
 
 async def update_conversation(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
-    body = _parsed(UpdateConversation, await request.body())
+    body = await _parsed(UpdateConversation, request)
     updated = await repository(request).conversations.update(conversation.id, body.metadata or {})
     if updated is None:
         raise conversation_not_found(conversation.id)
@@ -95,7 +96,7 @@ async def list_items(request: Request) -> HttpResponse:
 async def add_items(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     _include(request)
-    body = _parsed(AddConversationItems, await request.body())
+    body = await _parsed(AddConversationItems, request)
     items = as_stored(await resolved(body.items, repository(request)))
     await repository(request).conversations.add_items(conversation.id, items)
     return _items_page([data for _, data in items], False)
@@ -105,7 +106,7 @@ async def retrieve_item(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     _include(request)
     item_id = request.path_params["item_id"]
-    item = await repository(request).conversations.item(conversation.id, item_id)
+    item = await repository(request).conversations.item(conversation.id, item_id) if plausible_id(item_id) else None
     if item is None:
         raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
                             param="item_id")
@@ -115,7 +116,7 @@ async def retrieve_item(request: Request) -> HttpResponse:
 async def delete_item(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     item_id = request.path_params["item_id"]
-    if not await repository(request).conversations.delete_item(conversation.id, item_id):
+    if not plausible_id(item_id) or not await repository(request).conversations.delete_item(conversation.id, item_id):
         raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
                             param="item_id")
     return JSONResponse(conversation.to_wire())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
@@ -15,15 +16,16 @@ from models.requests import UnsupportedParameter
 log = logging.getLogger(__name__)
 
 
-def from_validation_error(error: ValidationError, prefix: str = "") -> InvalidRequestError:
+def from_validation_error(error: ValidationError, payload: Any = None) -> InvalidRequestError:
     """The most specific problem (deepest location: for `str | list` fields that is the
-    branch the client meant), located as OpenAI spells it (`input[0].content`)."""
+    branch the client meant), located as OpenAI spells it (`input[0].content`). `payload`,
+    the body that was validated, tells the tags of discriminated unions from field names."""
     first = max(error.errors(include_url=False), key=lambda problem: len(problem["loc"]))
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, UnsupportedParameter):
         return InvalidRequestError(f"Unsupported parameter: '{cause.param}': {cause.why}.", param=cause.param,
                                    code="unsupported_parameter")
-    param = prefix + _location(first["loc"])
+    param = _location(first["loc"], payload)
     match first["type"]:
         case "extra_forbidden":
             return InvalidRequestError(f"Unknown parameter: '{param}'.", param=param, code="unknown_parameter")
@@ -37,18 +39,24 @@ def from_validation_error(error: ValidationError, prefix: str = "") -> InvalidRe
                 f"Invalid value: '{tag}'. Supported values for '{param}.type' are: {expected}.",
                 param=f"{param}.type", code="invalid_value",
             )
-    return InvalidRequestError(f"Invalid '{param}': {first['msg']}.", param=param or None, code="invalid_value")
+    message = first["msg"].removeprefix("Value error, ")
+    return InvalidRequestError(f"Invalid '{param}': {message}.", param=param or None, code="invalid_value")
 
 
-def _location(location: tuple) -> str:
+def _location(location: tuple, payload: Any) -> str:
     text = ""
+    at = payload
     for part in location:
         if isinstance(part, int):
             text += f"[{part}]"
-        elif "[" in str(part) or "function-" in str(part) or part in ("str", "list"):
+            at = at[part] if isinstance(at, list) and part < len(at) else None
+            continue
+        if isinstance(at, dict) and part not in at and at.get("type") == part:
+            continue  # the tag of a discriminated union, not a field
+        if "[" in str(part) or "function-" in str(part) or part in ("str", "list"):
             continue  # pydantic's names for union members, not fields
-        else:
-            text += f".{part}" if text else str(part)
+        text += f".{part}" if text else str(part)
+        at = at.get(part) if isinstance(at, dict) else None
     return text
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response as HttpResponse
 
+from api.body import Limits
 from models.errors import InvalidRequestError
 from models.responses import WIRE
 from store.repository import ResponseRepository
@@ -16,10 +17,20 @@ def repository(request: Request) -> ResponseRepository:
     return request.app.state.repository
 
 
+def limits(request: Request) -> Limits:
+    return request.app.state.limits
+
+
 def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN001 - any pydantic model
     """A model as clients see it (`WIRE`: effective values filled in)."""
     return HttpResponse(model.model_dump_json(by_alias=True, context=WIRE), status_code=status_code,
                         media_type="application/json")
+
+
+def plausible_id(value: str) -> bool:
+    """Whether a path's id could name anything here: ids never hold control characters and
+    are short, so anything else is not found without asking the store."""
+    return 0 < len(value) <= 255 and value.isprintable()
 
 
 @dataclass(frozen=True)
@@ -41,4 +52,8 @@ def page_params(request: Request, *, with_before: bool = False, default_order: s
     order = query.get("order", default_order)
     if order not in ("asc", "desc"):
         raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
-    return PageParams(query.get("after"), query.get("before") if with_before else None, limit, order)
+    after, before = query.get("after"), query.get("before") if with_before else None
+    for name, cursor in (("after", after), ("before", before)):
+        if cursor is not None and not plausible_id(cursor):
+            raise InvalidRequestError(f"Invalid '{name}': expected an item id.", param=name)
+    return PageParams(after, before, limit, order)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from api.body import Limits
 from api.errors import from_validation_error
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
 from models.ids import new_id
@@ -48,18 +49,6 @@ class PreparedResponse:
         return {decision.request.id: decision.approve for decision in self.approvals if decision.approve is not None}
 
 
-def parse_body(body: bytes) -> dict[str, Any]:
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise InvalidRequestError(
-            "We could not parse the JSON body of your request. Send a valid JSON object.", code="invalid_json"
-        ) from None
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_json")
-    return payload
-
-
 def with_message_types(items: Any) -> Any:
     """An "easy" message ({role, content}) may leave out its type."""
     if not isinstance(items, list):
@@ -80,19 +69,24 @@ def validate(payload: dict[str, Any]) -> CreateResponseRequest:
     try:
         return CreateResponseRequest.model_validate(payload)
     except ValidationError as error:
-        raise from_validation_error(error) from None
+        raise from_validation_error(error, payload) from None
 
 
-def parse_approval(body: bytes) -> ApprovalUpdate:
+def parse_approval(payload: dict[str, Any]) -> ApprovalUpdate:
     """The body of `POST /v1/responses/{id}/approvals`."""
     try:
-        return ApprovalUpdate.model_validate(parse_body(body))
+        return ApprovalUpdate.model_validate(payload)
     except ValidationError as error:
-        raise from_validation_error(error) from None
+        raise from_validation_error(error, payload) from None
 
 
-async def prepare(body: bytes, repository: ResponseRepository) -> PreparedResponse:
-    request = validate(parse_body(body))
+async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits) -> PreparedResponse:
+    request = validate(payload)
+    if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
+        raise InvalidRequestError(
+            f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",
+            param="max_output_tokens", code="invalid_value",
+        )
     if request.previous_response_id is not None and request.conversation is not None:
         raise InvalidRequestError(
             "Mutually exclusive parameters: send either 'previous_response_id' or 'conversation', not both.",
@@ -131,6 +125,7 @@ async def prepare(body: bytes, repository: ResponseRepository) -> PreparedRespon
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
     approvals = await _approvals(request, items, previous, repository, known_items)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
+    _check_weight(response, limits)
     return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
                             listings=listings, approvals=approvals)
 
@@ -221,6 +216,20 @@ async def _approvals(
         if request_id not in decisions and request_id not in answered_before:
             decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)
     return list(decisions.values())
+
+
+def _check_weight(response: Response, limits: Limits) -> None:
+    """What the response's workflow carries (instructions, tools, metadata: not the input,
+    which stays in the store) must fit Temporal's history; refused here, naming the heaviest."""
+    if len(response.model_dump_json()) <= limits.max_workflow_input_bytes:
+        return
+    parts = {"instructions": len(response.instructions or ""), "tools": len(response.model_dump_json(include={"tools"}))}
+    heaviest = max(parts, key=parts.get)
+    raise InvalidRequestError(
+        f"Invalid '{heaviest}': too large ({parts[heaviest] // 1024} KiB). Instructions and tools together may "
+        f"weigh at most {limits.max_workflow_input_bytes // 1024} KiB; send long context as input items instead.",
+        param=heaviest, code="invalid_value",
+    )
 
 
 def _check_items(items: list[Any], known_calls: set[str]) -> None:

@@ -10,7 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
 from api.admission import Admission
-from api.params import json_response as _json, page_params, repository as _repository
+from api.body import read_json
+from api.params import json_response as _json, limits, page_params, plausible_id, repository as _repository
 from api.preparation import parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
@@ -50,7 +51,7 @@ async def create_response(request: Request) -> HttpResponse:
 
 
 async def _create(request: Request) -> HttpResponse:
-    prepared = await prepare(await request.body(), _repository(request))
+    prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request))
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
@@ -85,7 +86,10 @@ async def retrieve_response(request: Request) -> HttpResponse:
     try:
         after = int(request.query_params.get("starting_after", "-1"))
     except ValueError:
-        raise InvalidRequestError("Invalid 'starting_after': expected an integer.", param="starting_after") from None
+        after = None
+    if after is None or not -1 <= after < 2**31:
+        raise InvalidRequestError("Invalid 'starting_after': expected an event's sequence number.",
+                                  param="starting_after")
     if not await _repository(request).events.has_events(response.id):
         raise InvalidRequestError(
             f"Response with id '{response.id}' has no event stream: only responses created with "
@@ -142,7 +146,7 @@ async def decide_approval(request: Request) -> HttpResponse:
     """Approve or deny an MCP call a background response waits for; answers the response as
     it stands once the decision is in."""
     response = await _stored(request, request.path_params["response_id"])
-    decision = parse_approval(await request.body())
+    decision = parse_approval(await read_json(request, limits(request)))
     if response.is_terminal:
         raise ConflictError(
             f"Response with id '{response.id}' is {response.status} and waits for no approval; answer its "
@@ -203,7 +207,7 @@ async def health(request: Request) -> HttpResponse:
 
 
 async def _stored(request: Request, response_id: str) -> Response:
-    response = await _repository(request).get_response(response_id)
+    response = await _repository(request).get_response(response_id) if plausible_id(response_id) else None
     if response is None:
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return response

@@ -5,6 +5,7 @@
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
     │   │   └── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
     │   ├── NotFoundError                 404  no stored response (or item) with that id
+    │   ├── PayloadTooLargeError          413  the request body is larger than the server takes
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
     │       └── OverloadedError           503  with `retry-after`: as many responses in flight as
@@ -71,6 +72,11 @@ class ApprovalAlreadyAnsweredError(InvalidRequestError):
 
 class NotFoundError(ApiError):
     status_code = 404
+    error_type = "invalid_request_error"
+
+
+class PayloadTooLargeError(ApiError):
+    status_code = 413
     error_type = "invalid_request_error"
 
 

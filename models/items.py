@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
+ItemId = Annotated[str, Field(min_length=1, max_length=255)]
+"""An item's or a call's id, as a client may give it."""
 
 
 class WireModel(BaseModel):
@@ -72,7 +74,7 @@ OutputContentPart = Annotated[Union[OutputText, Refusal], Field(discriminator="t
 
 class MessageItem(WireModel):
     type: Literal["message"] = "message"
-    id: str | None = None
+    id: ItemId | None = None
     role: Literal["user", "system", "developer", "assistant"]
     content: str | list[ContentPart]
     status: ItemStatus | None = None
@@ -96,8 +98,8 @@ class MessageItem(WireModel):
 
 class FunctionCallItem(WireModel):
     type: Literal["function_call"]
-    id: str | None = None
-    call_id: str
+    id: ItemId | None = None
+    call_id: ItemId
     name: str
     arguments: str
     namespace: str | None = None
@@ -109,8 +111,8 @@ class FunctionCallItem(WireModel):
 
 class FunctionCallOutputItem(WireModel):
     type: Literal["function_call_output"]
-    id: str | None = None
-    call_id: str
+    id: ItemId | None = None
+    call_id: ItemId
     output: str | list[ContentPart]
     status: ItemStatus | None = None
 
@@ -127,8 +129,8 @@ class CustomToolCallItem(ListedAsSent):
     """A call of a custom tool: free text `input`, rather than JSON arguments."""
 
     type: Literal["custom_tool_call"] = "custom_tool_call"
-    id: str | None = None
-    call_id: str
+    id: ItemId | None = None
+    call_id: ItemId
     name: str
     input: str
     namespace: str | None = None
@@ -136,8 +138,8 @@ class CustomToolCallItem(ListedAsSent):
 
 class CustomToolCallOutputItem(ListedAsSent):
     type: Literal["custom_tool_call_output"]
-    id: str | None = None
-    call_id: str
+    id: ItemId | None = None
+    call_id: ItemId
     output: str | list[ContentPart]
 
     def output_text(self) -> str:
@@ -164,7 +166,7 @@ class ReasoningItem(ListedAsSent):
     sealed for a client that keeps no state (`include: ["reasoning.encrypted_content"]`)."""
 
     type: Literal["reasoning"] = "reasoning"
-    id: str | None = None
+    id: ItemId | None = None
     summary: list[dict[str, Any]] = Field(default_factory=list)
     content: list[ReasoningText] | None = None
     encrypted_content: str | None = None
@@ -179,7 +181,7 @@ class PassedBackItem(ListedAsSent):
     kept in the input as sent, with nothing in them for a chat-completions backend."""
 
     type: Literal["web_search_call", "tool_search_call", "tool_search_output"]
-    id: str | None = None
+    id: ItemId | None = None
 
 
 
@@ -277,10 +279,10 @@ class McpApprovalRequestItem(ListedAsSent):
 
 class McpApprovalResponseItem(ListedAsSent):
     type: Literal["mcp_approval_response"] = "mcp_approval_response"
-    id: str | None = None
-    approval_request_id: str
-    approve: bool
-    reason: str | None = None
+    id: ItemId | None = None
+    approval_request_id: ItemId
+    approve: StrictBool
+    reason: str | None = Field(default=None, max_length=4096)
 
 
 
@@ -317,7 +319,7 @@ class OutputMessage(WireModel):
 class OutputFunctionCall(WireModel):
     type: Literal["function_call"] = "function_call"
     id: str
-    call_id: str
+    call_id: ItemId
     name: str
     arguments: str
     namespace: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from models.items import InputItem, MessageItem
 from models.tools import Tool, ToolChoice
@@ -74,7 +74,7 @@ class JsonSchemaFormat(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     schema_: dict[str, Any] = Field(alias="schema")
     description: str | None = None
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
 
 class JsonObjectFormat(BaseModel):
@@ -105,23 +105,23 @@ class ReasoningConfig(BaseModel):
 class CreateResponseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1)
+    model: str = Field(min_length=1, max_length=256)
     input: str | list[InputItem] = Field(default_factory=list)
     instructions: str | None = None
-    previous_response_id: str | None = None
-    store: bool = True
-    stream: bool = False
-    background: bool = False
-    tools: list[Tool] = Field(default_factory=list)
+    previous_response_id: str | None = Field(default=None, max_length=80)
+    store: StrictBool = True
+    stream: StrictBool = False
+    background: StrictBool = False
+    tools: list[Tool] = Field(default_factory=list, max_length=512)
     tool_choice: ToolChoice = "auto"
-    parallel_tool_calls: bool = True
-    max_tool_calls: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    parallel_tool_calls: StrictBool = True
+    max_tool_calls: StrictInt | None = Field(default=None, ge=1, le=10_000)
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2)
+    top_p: StrictFloat | None = Field(default=None, ge=0, le=1)
+    presence_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: StrictFloat | None = Field(default=None, ge=-2, le=2)
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=2**31 - 1)
     conversation: str | ConversationReference | None = None
     text: TextConfig | None = None
     reasoning: ReasoningConfig | None = None

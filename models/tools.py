@@ -13,13 +13,18 @@ that is stored, logged or sent to Temporal carries the tool `redacted()`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from models.items import WireModel
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]+$"
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""Characters no header value may hold (a tab may)."""
 
 
 class FunctionTool(WireModel):
@@ -27,7 +32,7 @@ class FunctionTool(WireModel):
     name: str = Field(min_length=1, max_length=128, pattern=TOOL_NAME)
     description: str | None = None
     parameters: dict[str, Any] | None = None
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
 
 class TextInputFormat(WireModel):
@@ -79,7 +84,7 @@ class McpToolFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     tool_names: list[str] | None = None
-    read_only: bool | None = None
+    read_only: StrictBool | None = None
 
     def matches(self, name: str, read_only: bool) -> bool:
         if self.tool_names is None and self.read_only is None:
@@ -126,8 +131,21 @@ class McpTool(WireModel):
             raise ValueError(
                 "connectors and MCP tunnels are OpenAI-hosted services; give the server's `server_url` instead"
             )
-        if not self.server_url or not self.server_url.startswith(("http://", "https://")):
-            raise ValueError(f"MCP server '{self.server_label}' needs a `server_url` starting with http:// or https://")
+        url = urlsplit(self.server_url or "")
+        if url.scheme not in ("http", "https") or not url.hostname or len(self.server_url or "") > 2048:
+            raise ValueError(f"MCP server '{self.server_label}' needs a `server_url`: an http:// or https:// URL")
+        if url.username is not None or url.password is not None:
+            raise ValueError(f"the `server_url` of MCP server '{self.server_label}' carries credentials; send them "
+                             "in `headers` or `authorization` instead, where they are kept secret")
+        for name, value in (self.headers or {}).items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header names of MCP server '{self.server_label}' must be HTTP tokens")
+            if _CONTROL.search(value):
+                raise ValueError(f"the value of header '{name}' of MCP server '{self.server_label}' holds a control "
+                                 "character (CR, LF, NUL, ...)")
+        if self.authorization is not None and _CONTROL.search(self.authorization):
+            raise ValueError(f"the `authorization` of MCP server '{self.server_label}' holds a control character "
+                             "(CR, LF, NUL, ...)")
         return self
 
     def allows(self, name: str, read_only: bool) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
@@ -47,9 +47,9 @@ class ApprovalUpdate(BaseModel):
     """The body of `POST /v1/responses/{id}/approvals`, as the workflow's update receives it."""
 
     model_config = ConfigDict(extra="forbid")
-    approval_request_id: str = Field(min_length=1)
-    approve: bool
-    reason: str | None = None
+    approval_request_id: str = Field(min_length=1, max_length=255)
+    approve: StrictBool
+    reason: str | None = Field(default=None, max_length=4096)
 
 
 class ApprovalUpdateResult(BaseModel):

@@ -23,7 +23,7 @@ input_items = Table(
     metadata,
     Column("response_id", String(80), primary_key=True),
     Column("position", Integer, primary_key=True),
-    Column("item_id", String(80), nullable=False),
+    Column("item_id", String(255), nullable=False),
     Column("data", JSON, nullable=False),
 )
 Index("ix_input_items_item_id", input_items.c.item_id)

@@ -3,9 +3,9 @@ started by a worker's sweep, once, and completes."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from api.body import Limits
 from api.preparation import prepare
 from api.runner import ResponseRunner
 from models.events import opening_events
@@ -22,8 +22,7 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
         async with stack.sdk() as client:
             finished = await client.responses.create(model=model, input="already done")
             # What the API writes before it starts the workflow; then it "dies".
-            body = json.dumps({"model": model, "input": "orphan", "background": True}).encode()
-            prepared = await prepare(body, repository)
+            prepared = await prepare({"model": model, "input": "orphan", "background": True}, repository, Limits())
             orphan = prepared.response
             await repository.create_response(orphan, prepared.items, opening_events(orphan))
 

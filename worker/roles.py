@@ -103,7 +103,7 @@ async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event,
     client = await connect_with_retry(settings)
     async with opened_store(settings) as repository:
         app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
-                         max_in_flight=settings.max_in_flight_responses)
+                         max_in_flight=settings.max_in_flight_responses, limits=settings.limits())
         if not with_worker:
             await _serve_http(app, host, port, stop, settings.shutdown_grace_seconds)
             return

@@ -6,6 +6,7 @@ import os
 
 from pydantic import BaseModel, Field
 
+from api.body import Limits
 from models.workflow_io import ExecutionSettings, RetryBudget
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -40,11 +41,20 @@ class Settings(BaseModel):
     max_in_flight_responses: int = 1000
     """Responses one API process takes at once (being created, waited for or streamed); more
     are refused with a 503 and `retry-after`."""
+    max_request_bytes: int = 16 * 1024 * 1024
+    """The largest request body the API reads."""
+    max_json_depth: int = 64
+    max_output_tokens: int = 1_000_000
+    """The largest `max_output_tokens` a request may ask for."""
     shutdown_grace_seconds: float = 10.0
     """How long a stopping API process lets open requests and streams finish."""
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
+
+    def limits(self) -> Limits:
+        return Limits(max_request_bytes=self.max_request_bytes, max_json_depth=self.max_json_depth,
+                      max_output_tokens=self.max_output_tokens)
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -77,6 +87,9 @@ class Settings(BaseModel):
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
             "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),
+            "max_request_bytes": _env_int("MAX_REQUEST_BYTES", 16 * 1024 * 1024),
+            "max_json_depth": _env_int("MAX_JSON_DEPTH", 64),
+            "max_output_tokens": _env_int("MAX_OUTPUT_TOKENS", 1_000_000),
             "shutdown_grace_seconds": _env_float("SHUTDOWN_GRACE_SECONDS", 10.0),
         }
         for name, env in (

@@ -1,0 +1,139 @@
+"""The door: every JSON request body is read here, once, before any model sees it.
+
+What a model cannot check is checked here, each refusal a 4xx in OpenAI's shape that names
+the parameter:
+
+- the content type is JSON (`application/json`, any charset parameter);
+- the body is at most `Limits.max_request_bytes`, refused as soon as it is known to be larger
+  (from `content-length`, or while it arrives), so a huge body is never held in memory;
+- it is valid JSON (orjson: valid UTF-8, no lone surrogates — a lone surrogate can be
+  neither stored nor sent upstream) of at most `Limits.max_json_depth` levels;
+- no string holds a NUL (PostgreSQL cannot store one; no backend expects one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+
+from models.errors import InvalidRequestError, PayloadTooLargeError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the door lets in; `serve` and `dev` read them from the environment."""
+
+    max_request_bytes: int = 16 * 1024 * 1024
+    max_json_depth: int = 64
+    max_output_tokens: int = 1_000_000
+    max_workflow_input_bytes: int = 1024 * 1024
+    """What a response's workflow input (instructions, tools, metadata) may weigh: it lives in
+    Temporal's history, whose payloads are refused past 2 MB."""
+
+
+async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
+    """The body as a JSON object, or a refusal."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise InvalidRequestError(
+            f"Request bodies must be JSON: send `Content-Type: application/json` (got {content_type or 'none'!r}).",
+            code="invalid_content_type",
+        )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_request_bytes:
+        raise _too_large(limits)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_request_bytes:
+            raise _too_large(limits)
+        chunks.append(chunk)
+    return parse_json(b"".join(chunks), limits)
+
+
+def parse_json(body: bytes, limits: Limits) -> dict[str, Any]:
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise _why_not_json(body) from None
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_json")
+    check_values(payload, limits.max_json_depth)
+    return payload
+
+
+def check_values(payload: Any, max_depth: int) -> None:
+    """Refuse NULs in strings and nesting deeper than `max_depth`, naming where (iteratively:
+    a deep document cannot exhaust the stack)."""
+    stack: list[tuple[Any, str, int]] = [(payload, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > max_depth:
+            raise InvalidRequestError(
+                f"Invalid '{path or 'body'}': JSON nested deeper than {max_depth} levels.",
+                param=path or None, code="invalid_value",
+            )
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise InvalidRequestError(f"Invalid '{path}': strings may not contain NUL characters.",
+                                          param=path or None, code="invalid_value")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if "\x00" in key:
+                    raise InvalidRequestError(f"Invalid '{path or 'body'}': keys may not contain NUL characters.",
+                                              param=path or None, code="invalid_value")
+                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))
+
+
+def _why_not_json(body: bytes) -> InvalidRequestError:
+    """orjson refused the body: either it is not JSON, or a string in it cannot be encoded
+    (a lone surrogate, which Python's parser accepts, so it can say where)."""
+    try:
+        lenient = json.loads(body)
+    except (ValueError, RecursionError):
+        return InvalidRequestError(
+            "We could not parse the JSON body of your request: send valid JSON, in UTF-8, nested at most "
+            "a few dozen levels.", code="invalid_json",
+        )
+    path = _first_unencodable(lenient)
+    return InvalidRequestError(
+        f"Invalid '{path or 'body'}': the string contains a lone surrogate (\\ud800-\\udfff) that is not valid "
+        "Unicode text.", param=path or None, code="invalid_value",
+    )
+
+
+def _first_unencodable(payload: Any) -> str:
+    stack: list[tuple[Any, str]] = [(payload, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str) and not _encodable(value):
+            return path
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not _encodable(key):
+                    return path
+                stack.append((item, f"{path}.{key}" if path else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
+    return ""
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _too_large(limits: Limits) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"The request body is larger than this server takes ({limits.max_request_bytes // (1024 * 1024)} MiB, "
+        "MAX_REQUEST_BYTES).", code="request_too_large",
+    )
