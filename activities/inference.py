@@ -22,6 +22,7 @@ from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
+from models import history_budget
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import CancelRequestedError, RetryableUpstreamError, UpstreamError
 from models.ids import new_id
@@ -38,6 +39,11 @@ class InferenceActivities:
         self.send_reasoning = send_reasoning
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
+
+    async def stop(self) -> None:
+        """Abandon the calls still running (their claims are released, so another worker takes
+        their turns over at once): a stopping worker does not wait for a slow model."""
+        await self.calls.cancel_all()
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
@@ -56,7 +62,7 @@ class InferenceActivities:
         fence = Fence(request.response.id, request.turn, holder=new_id("call"))
         start = await self._claim(fence, request)
         if start.recorded is not None:
-            return InferenceResult.model_validate(start.recorded)
+            return await self._carried(request, InferenceResult.model_validate(start.recorded))
         if start.cancelled:
             raise CancelRequestedError(f"response {request.response.id} was cancelled")
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
@@ -65,7 +71,8 @@ class InferenceActivities:
             table = ToolTable(request.response.tools, request.mcp_functions)
             conversation = chat_format.items_to_messages(
                 [self._opened(item) for item in chat_format.parse_items(start.conversation)], table)
-            context = self._context(request, start, table)
+            tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
+            context = self._context(request, start, table, tool_results)
             body = chat_format.build_chat_request(request.response, conversation + context, self.client.base_url,
                                                   table, send_reasoning=self.send_reasoning)
             try:
@@ -80,7 +87,7 @@ class InferenceActivities:
             await self.repository.turns.record(
                 fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json")
             )
-            return result
+            return await self._carried(request, result)
         except BaseException as error:
             failed = error if isinstance(error, ApplicationError) and error.type != TurnLost.__name__ else None
             with contextlib.suppress(Exception):
@@ -165,16 +172,33 @@ class InferenceActivities:
         return [item.model_copy(update={"encrypted_content": seal(item.text())}) if item.type == "reasoning" else item
                 for item in output]
 
-    def _context(self, request: InferenceInput, inputs: TurnStart, table: ToolTable) -> list[dict[str, Any]]:
+    async def _carried(self, request: InferenceInput, result: InferenceResult) -> InferenceResult:
+        """The result as it travels through history: large items as stubs, their heavy fields
+        parked in the store (again, idempotently, for a turn whose result was recorded)."""
+        output, parked = history_budget.split(result.output)
+        await self.repository.parked.put(request.response.id, parked)
+        carried = result.model_copy(update={"output": output, "parked": list(parked)})
+        size = history_budget.size_of(carried)
+        if size > history_budget.MAX_RESULT_BYTES:
+            raise ApplicationError(
+                f"The model's reply has {len(output)} output items, too many to keep ({size // 1024} KiB once "
+                f"large ones are set aside; at most {history_budget.MAX_RESULT_BYTES // 1024} KiB).",
+                type="ReplyTooLarge", non_retryable=True,
+            )
+        return carried
+
+    def _context(
+        self, request: InferenceInput, inputs: TurnStart, table: ToolTable, tool_results: dict[str, str]
+    ) -> list[dict[str, Any]]:
         if request.turn > 0:
-            return inputs.context + chat_format.tool_messages(request.tool_results)
+            return inputs.context + chat_format.tool_messages(tool_results)
         items = [self._opened(item) for item in chat_format.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
-        closing = {call_id: text for call_id, text in request.tool_results.items() if call_id not in in_items}
+        closing = {call_id: text for call_id, text in tool_results.items() if call_id not in in_items}
         return (inputs.context + chat_format.tool_messages(closing)
-                + chat_format.items_to_messages(items, table, request.tool_results))
+                + chat_format.items_to_messages(items, table, tool_results))
 
     def _opened(self, item: Any) -> Any:
         """A reasoning item passed back sealed, with its text again (when this server sealed it)."""

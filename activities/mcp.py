@@ -21,14 +21,16 @@ from mcp import Client
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.mcp_client import connected, content_json, listed_tool, output_text
+from activities.cancel_watch import unless_cancelled
+from activities.mcp_client import MAX_RESULT_BYTES, connected, content_json, listed_tool, output_text
+from models import history_budget
 from models.activity_io import (
     CallMcpToolInput,
     CallMcpToolResult,
     ListMcpToolsInput,
     ListMcpToolsResult,
 )
-from models.errors import McpRejectedError, McpServerError, McpUnreachableError, SecretsUnavailableError
+from models.errors import CancelRequestedError, McpRejectedError, McpServerError, McpUnreachableError, SecretsUnavailableError
 from models.events import (
     StreamEvent,
     list_tools_closing,
@@ -45,8 +47,9 @@ INVALID_PARAMS = -32602
 
 
 class McpActivities:
-    def __init__(self, repository: ResponseRepository) -> None:
+    def __init__(self, repository: ResponseRepository, *, max_result_bytes: int = MAX_RESULT_BYTES) -> None:
         self.repository = repository
+        self.max_result_bytes = max_result_bytes
 
     @activity.defn(name="list_mcp_tools")
     async def list_mcp_tools(self, request: ListMcpToolsInput) -> ListMcpToolsResult:
@@ -56,7 +59,8 @@ class McpActivities:
             await self._emit(request.response_id, list_tools_opening(item, request.output_index))
         headers = await self._headers(request.response_id, tool.server_label)
         try:
-            async with connected(tool.server_label, tool.server_url or "", headers) as client:
+            async with connected(tool.server_label, tool.server_url or "", headers,
+                                 max_result_bytes=self.max_result_bytes) as client:
                 listed = await client.list_tools()
                 tools = list(listed.tools)
                 while listed.next_cursor:
@@ -67,33 +71,66 @@ class McpActivities:
         # Only the tools `allowed_tools` lets through are listed, and offered to the model.
         listed = [listed_tool(each) for each in tools]
         item = item.model_copy(update={"tools": [each for each in listed if tool.allows(each.name, each.read_only)]})
+        size = history_budget.size_of(item)
+        if size > history_budget.MAX_LISTING_BYTES:
+            raise ApplicationError(
+                f"its tool list is {size // 1024} KiB, more than this server keeps for one MCP server "
+                f"({history_budget.MAX_LISTING_BYTES // 1024} KiB); choose fewer tools with `allowed_tools`",
+                type="ListingTooLarge", non_retryable=True,
+            )
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
         return ListMcpToolsResult(item=item)
 
     @activity.defn(name="call_mcp_tool")
     async def call_mcp_tool(self, request: CallMcpToolInput) -> CallMcpToolResult:
-        call = request.call
-        if request.emit_events:
-            await self._emit(request.response_id, mcp_call_opening(call, request.output_index))
-        finished = await self._call(request)
-        if request.emit_events:
-            await self._emit(request.response_id, mcp_call_closing(finished, request.output_index))
-        return CallMcpToolResult(call=finished)
+        """Run the call, unless (or until) the client cancels the response: a cancelled
+        response starts no call, and stops the one it runs."""
+        response_id = request.response_id
+        try:
+            return await unless_cancelled(self.repository.cancels, response_id, self._run(request))
+        except CancelRequestedError as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
 
-    async def _call(self, request: CallMcpToolInput) -> McpCallItem:
-        call = request.call
+    async def _run(self, request: CallMcpToolInput) -> CallMcpToolResult:
+        response_id = request.response_id
+        call = await self._with_arguments(request)
+        if await self.repository.cancel_requested([response_id]):
+            raise CancelRequestedError(f"response {response_id} was cancelled")
+        if request.emit_events:
+            await self._emit(response_id, mcp_call_opening(call, request.output_index))
+        finished = await self._call(request.server_url, call, response_id)
+        if request.emit_events:
+            await self._emit(response_id, mcp_call_closing(finished, request.output_index))
+        # A large result (or large arguments) travels as a stub; its fields wait in the store.
+        (carried,), parked = history_budget.split([finished])
+        await self.repository.parked.put(response_id, parked)
+        return CallMcpToolResult(call=carried, parked=bool(parked))
+
+    async def _with_arguments(self, request: CallMcpToolInput) -> McpCallItem:
+        """The call with its arguments, read from the store when they were too large to travel."""
+        parked_in = request.arguments_parked_in
+        if parked_in is None:
+            return request.call
+        fields = (await self.repository.parked.get(request.response_id, [parked_in])).get(parked_in, {})
+        if request.call.arguments or "arguments" not in fields:
+            return request.call
+        return request.call.model_copy(update={"arguments": fields["arguments"]})
+
+    async def _call(self, server_url: str, call: McpCallItem, response_id: str) -> McpCallItem:
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
-            error = McpProtocolError(code=INVALID_PARAMS, message=f"arguments are not a JSON object: {call.arguments!r}")
+            error = McpProtocolError(code=INVALID_PARAMS,
+                                     message=f"arguments are not a JSON object: {_excerpt(call.arguments)}")
             return call.model_copy(update={"error": error, "status": "failed"})
-        headers = await self._headers(request.response_id, call.server_label)
+        headers = await self._headers(response_id, call.server_label)
 
         async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
-            async with connected(call.server_label, request.server_url, headers) as client:
+            async with connected(call.server_label, server_url, headers,
+                                 max_result_bytes=self.max_result_bytes) as client:
                 vitals.connected(client)
                 return await client.call_tool(call.name, arguments, progress_callback=vitals.alive)
 
@@ -168,6 +205,10 @@ async def _while_alive(label: str, body: Callable[[_Vitals], Awaitable[T]]) -> T
     finally:
         if not task.done():
             task.cancel()
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _application_error(error: McpServerError) -> ApplicationError:

@@ -29,6 +29,9 @@ RETRYABLE_STATUS = frozenset({408, 429})
 # which a long call needs to tell a working server from a hung one.
 PROTOCOL_MODE = "legacy"
 CONNECT_TIMEOUT_SECONDS = 10.0
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+"""The largest message a streamable-HTTP MCP server may send (a tool result), by default
+(MCP_MAX_RESULT_BYTES). The SDK's legacy SSE transport keeps its own 1 MiB."""
 
 
 def is_sse(url: str) -> bool:
@@ -36,7 +39,9 @@ def is_sse(url: str) -> bool:
 
 
 @asynccontextmanager
-async def connected(label: str, url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
+async def connected(
+    label: str, url: str, headers: dict[str, str], *, max_result_bytes: int = MAX_RESULT_BYTES
+) -> AsyncIterator[Client]:
     """An initialized MCP client session; failures to connect raise `McpServerError`."""
     # No read timeout: a tool may take hours. A server that stops answering is found by the
     # caller's pings (see activities/mcp.py), a hung listing by its activity's timeout.
@@ -48,7 +53,8 @@ async def connected(label: str, url: str, headers: dict[str, str]) -> AsyncItera
                 yield client
         else:
             async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
-                async with Client(streamable_http_client(url, http_client=http), mode=PROTOCOL_MODE) as client:
+                transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_result_bytes)
+                async with Client(transport, mode=PROTOCOL_MODE) as client:
                     yield client
     except Exception as error:  # noqa: BLE001 - every failure is classified
         raise classify(label, error) from error

@@ -14,7 +14,6 @@ from models.activity_io import (
     RecordStatusInput,
     RecordStatusResult,
 )
-from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from store.repository import ResponseRepository
 
 
@@ -38,14 +37,13 @@ class StoreActivities:
 
     @activity.defn(name="finalize_response")
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
-        """Write the final response (an unstored one leaves nothing behind but the end of its
-        stream), then hand it to a request in this process that waits for it."""
+        """Write the final response, its stubs whole again, then hand it to a request in this
+        process that waits for it."""
         response = request.response
-        event = None
-        if request.emit_events:
-            event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
+        tool_results = await self.repository.parked.tool_texts(response.id, request.tool_results)
         ended = await self.repository.finish(
-            response, event, tool_messages=tool_messages(request.tool_results), listings=request.listings,
+            response, with_event=request.emit_events, parked=request.parked,
+            tool_messages=tool_messages(tool_results), listings=request.listings,
         )
         if ended is not None:
             self.repository.outcomes.publish(ended)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 
+from models import history_budget
 from models.errors import InvalidRequestError, PayloadTooLargeError
 
 
@@ -30,9 +31,7 @@ class Limits:
     max_request_bytes: int = 16 * 1024 * 1024
     max_json_depth: int = 64
     max_output_tokens: int = 1_000_000
-    max_workflow_input_bytes: int = 1024 * 1024
-    """What a response's workflow input (instructions, tools, metadata) may weigh: it lives in
-    Temporal's history, whose payloads are refused past 2 MB."""
+    max_workflow_input_bytes: int = history_budget.MAX_WORKFLOW_INPUT_BYTES
 
 
 async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
@@ -59,7 +58,7 @@ def parse_json(body: bytes, limits: Limits) -> dict[str, Any]:
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise _why_not_json(body) from None
+        raise _why_not_json(body, limits.max_json_depth) from None
     if not isinstance(payload, dict):
         raise InvalidRequestError("The request body must be a JSON object.", code="invalid_json")
     check_values(payload, limits.max_json_depth)
@@ -91,7 +90,7 @@ def check_values(payload: Any, max_depth: int) -> None:
             stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))
 
 
-def _why_not_json(body: bytes) -> InvalidRequestError:
+def _why_not_json(body: bytes, max_depth: int) -> InvalidRequestError:
     """orjson refused the body: either it is not JSON, or a string in it cannot be encoded
     (a lone surrogate, which Python's parser accepts, so it can say where)."""
     try:
@@ -99,7 +98,7 @@ def _why_not_json(body: bytes) -> InvalidRequestError:
     except (ValueError, RecursionError):
         return InvalidRequestError(
             "We could not parse the JSON body of your request: send valid JSON, in UTF-8, nested at most "
-            "a few dozen levels.", code="invalid_json",
+            f"{max_depth} levels.", code="invalid_json",
         )
     path = _first_unencodable(lenient)
     return InvalidRequestError(

@@ -3,15 +3,16 @@ refuse a request happens here, before anything reaches Temporal."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from api.body import Limits
 from api.errors import from_validation_error
+from models import history_budget
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
 from models.ids import new_id
 from models.items import InputItem, McpApprovalRequestItem
@@ -21,6 +22,7 @@ from models.responses import Response
 from models.tools import McpSecrets
 from models.workflow_io import ApprovalUpdate
 from store.conversations import conversation_not_found
+from store.parked import Parked
 from store.repository import ResponseRepository
 
 ITEM_ID_PREFIX = {
@@ -43,6 +45,8 @@ class PreparedResponse:
     """The chain's MCP listings, which this response reuses."""
     approvals: list[ApprovalDecision]
     """Answers to approval requests (and requests the previous response left unanswered)."""
+    parked: Parked
+    """Heavy fields of the approval requests in `approvals` that travel as stubs."""
 
     @property
     def answers(self) -> dict[str, bool]:
@@ -125,9 +129,10 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
     approvals = await _approvals(request, items, previous, repository, known_items)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
-    _check_weight(response, limits)
+    approvals, parked = _stubbed(approvals)
+    listings = _within_budget(response, listings, approvals, limits)
     return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
-                            listings=listings, approvals=approvals)
+                            listings=listings, approvals=approvals, parked=parked)
 
 
 async def resolved(items: list[Any], repository: ResponseRepository) -> list[Any]:
@@ -218,18 +223,46 @@ async def _approvals(
     return list(decisions.values())
 
 
-def _check_weight(response: Response, limits: Limits) -> None:
-    """What the response's workflow carries (instructions, tools, metadata: not the input,
-    which stays in the store) must fit Temporal's history; refused here, naming the heaviest."""
-    if len(response.model_dump_json()) <= limits.max_workflow_input_bytes:
-        return
-    parts = {"instructions": len(response.instructions or ""), "tools": len(response.model_dump_json(include={"tools"}))}
-    heaviest = max(parts, key=parts.get)
-    raise InvalidRequestError(
-        f"Invalid '{heaviest}': too large ({parts[heaviest] // 1024} KiB). Instructions and tools together may "
-        f"weigh at most {limits.max_workflow_input_bytes // 1024} KiB; send long context as input items instead.",
-        param=heaviest, code="invalid_value",
-    )
+def _stubbed(approvals: list[ApprovalDecision]) -> tuple[list[ApprovalDecision], Parked]:
+    """Approval requests with large arguments travel as stubs; their arguments are parked."""
+    parked: Parked = {}
+    carried = []
+    for decision in approvals:
+        if history_budget.should_park(decision.request):
+            parked[decision.request.id] = history_budget.heavy_fields(decision.request)
+            decision = decision.model_copy(update={"request": history_budget.stubbed(decision.request)})
+        carried.append(decision)
+    return carried, parked
+
+
+def _within_budget(
+    response: Response, listings: list[McpListing], approvals: list[ApprovalDecision], limits: Limits
+) -> list[McpListing]:
+    """What the response's workflow starts with must fit Temporal's history: the request's
+    own part is refused past the limit, naming the heaviest parameter; the chain's MCP
+    listings that do not fit are left out (those servers are listed again)."""
+    budget = limits.max_workflow_input_bytes
+    weight = history_budget.size_of(response) + sum(history_budget.size_of(decision) for decision in approvals)
+    if weight > budget:
+        parts = {"instructions": len(response.instructions or ""), "tools": _size(response.tools),
+                 "metadata": _size(response.metadata), "input": _size(approvals)}
+        heaviest = max(parts, key=lambda name: parts[name])
+        raise InvalidRequestError(
+            f"Invalid '{heaviest}': too large ({parts[heaviest] // 1024} KiB). What a response carries besides its "
+            f"input items (instructions, tools, metadata, approvals) may weigh at most {budget // 1024} KiB; send "
+            "long context as input items instead.",
+            param=heaviest, code="invalid_value",
+        )
+    kept = []
+    for listing in listings:
+        weight += history_budget.size_of(listing)
+        if weight <= budget:
+            kept.append(listing)
+    return kept
+
+
+def _size(value: Any) -> int:
+    return len(orjson.dumps(value, default=lambda model: model.model_dump(mode="json")))
 
 
 def _check_items(items: list[Any], known_calls: set[str]) -> None:

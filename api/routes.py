@@ -16,7 +16,7 @@ from api.preparation import parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
-from models.errors import ConflictError, InvalidRequestError, NotFoundError, UnavailableError
+from models.errors import ConflictError, InvalidRequestError, NotFoundError
 from models.events import opening_events
 from models.responses import DeletedResponse, Response
 from store.repository import ResponseRepository
@@ -57,13 +57,15 @@ async def _create(request: Request) -> HttpResponse:
     emit_events = prepared.request.stream or prepared.request.background
     await repository.create_response(
         response, prepared.items, opening_events(response) if emit_events else None,
-        secrets=prepared.secrets, decisions=prepared.answers,
+        secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
     )
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
-                                     approvals=prepared.approvals)
-    except UnavailableError:
-        await repository.purge(response.id)
+                                     approvals=prepared.approvals, parked=list(prepared.parked))
+    except asyncio.CancelledError:
+        raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
+    except BaseException:
+        await repository.purge(response.id)  # refused or failed: nothing is left behind
         raise
     if prepared.request.stream:
         events = tail(repository, response.id, after=-1, forget_at_end=not response.store)
@@ -71,7 +73,10 @@ async def _create(request: Request) -> HttpResponse:
                                  headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
-    return _json(await runner.ended(started))
+    ended = await runner.ended(started)
+    if not response.store:
+        await repository.purge(response.id, with_decisions=False)  # kept only until this request had it
+    return _json(ended)
 
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:

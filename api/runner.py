@@ -67,13 +67,14 @@ class ResponseRunner:
         if_never_started: bool = False,
         listings: list[McpListing] | None = None,
         approvals: list[ApprovalDecision] | None = None,
+        parked: list[str] | None = None,
     ) -> Started:
         """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
         when a workflow with its id runs or has run (recovery must not run a response twice).
         A response without an event log is waited for (`ended`): its end is expected in-process."""
         workflow_input = ResponseWorkflowInput(
             response=response, settings=self.settings, emit_events=emit_events,
-            listings=listings or [], approvals=approvals or [],
+            listings=listings or [], approvals=approvals or [], parked=parked or [],
         )
         eager = self.local_worker and not if_never_started
         handover = self.repository.outcomes.expect(response.id) if eager and not emit_events else None
@@ -129,8 +130,8 @@ class ResponseRunner:
         return await self._ended(handle)
 
     async def _ended(self, handle: WorkflowHandle) -> Response:
-        """The workflow's result, or the response as its store keeps it (the first end written
-        stays there, while a workflow task that ran again may have computed another)."""
+        """The response as its store keeps it once its workflow has ended (the first end
+        written stays there, while a workflow task that ran again may have computed another)."""
         try:
             ended = await handle.result()
         except RPCError as error:
@@ -138,9 +139,8 @@ class ResponseRunner:
         except WorkflowFailureError as error:  # only a bug gets here: the workflow ends responses itself
             log.error("workflow %s failed: %s", handle.id, error.cause)
             raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
-        if not ended.store:
-            return ended
-        return await self.repository.get_response(ended.id) or ended
+        # The workflow's result carries large items as stubs; the store has them whole.
+        return await self.repository.get_response(ended.id, include_unstored=True) or ended
 
     async def cancel(self, response_id: str) -> None:
         try:

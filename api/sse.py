@@ -53,7 +53,7 @@ async def tail(
                 yield frame(event)
                 if event.type in TERMINAL_EVENT_TYPES:
                     if forget_at_end:
-                        await repository.purge(response_id)
+                        await repository.purge(response_id, with_decisions=False)
                     return
     except Exception:  # noqa: BLE001 - the client learns that its stream broke, the log has the rest
         log_error.exception("stream of response %s broke after event %d", response_id, last)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from models.history_budget import ToolResult
 from models.items import McpCallItem, McpListToolsItem, OutputItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
@@ -24,7 +25,7 @@ class InferenceInput(BaseModel):
     """Stream from upstream and append the deltas to the event log."""
     output_offset: int = 0
     """The output index of this call's first item."""
-    tool_results: dict[str, str] = Field(default_factory=dict)
+    tool_results: dict[str, ToolResult] = Field(default_factory=dict)
     """What the tools run since the last inference call returned, by chat tool-call id."""
     mcp_functions: list[McpFunction] = Field(default_factory=list)
     """The MCP tools the model may call, besides the request's function tools."""
@@ -37,8 +38,11 @@ class InferenceInput(BaseModel):
 
 class InferenceResult(BaseModel):
     output: list[OutputItem]
+    """The new items; those in `parked` as stubs (`models/history_budget.py`)."""
     finish_reason: FinishReason
     usage: Usage
+    parked: list[str] = Field(default_factory=list)
+    """Ids of the items whose heavy fields wait in the store."""
 
 
 class RecordStatusInput(BaseModel):
@@ -54,7 +58,10 @@ class RecordStatusResult(BaseModel):
 class FinalizeInput(BaseModel):
     response: Response
     emit_events: bool = False
-    tool_results: dict[str, str] = Field(default_factory=dict)
+    parked: dict[str, str] = Field(default_factory=dict)
+    """Output items that are stubs -> the item whose parked fields complete them: the final
+    response has them whole."""
+    tool_results: dict[str, ToolResult] = Field(default_factory=dict)
     """Results of tools run after the last inference call: kept in the chat context."""
     listings: list[McpListing] = Field(default_factory=list)
     """Every MCP listing this response saw, kept for the rest of its chain."""
@@ -79,10 +86,15 @@ class CallMcpToolInput(BaseModel):
     call: McpCallItem
     output_index: int
     emit_events: bool = False
+    arguments_parked_in: str | None = None
+    """The item (this call, or the approval request it runs) whose parked fields hold the
+    call's arguments, when they were too large to travel."""
 
 
 class CallMcpToolResult(BaseModel):
     call: McpCallItem
+    parked: bool = False
+    """The call travels as a stub: its arguments, output and error are parked under its id."""
 
 
 class EmitEventsInput(BaseModel):

@@ -41,6 +41,9 @@ class ResponseWorkflowInput(BaseModel):
     """MCP listings the chain already has: those servers are not listed again."""
     approvals: list[ApprovalDecision] = Field(default_factory=list)
     """Answers (in `input`) to the previous response's approval requests."""
+    parked: list[str] = Field(default_factory=list)
+    """Approval requests among `approvals` that travel as stubs: their arguments are parked
+    in the store under this response (`models/history_budget.py`)."""
 
 
 class ApprovalUpdate(BaseModel):

@@ -4,12 +4,14 @@ pydantic's `model_dump_json` and read with `model_validate_json`, never through 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from models.errors import ApprovalAlreadyAnsweredError, SecretsUnavailableError
-from models.events import LifecycleEvent
+from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
+from models.history_budget import restored
 from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
@@ -20,8 +22,11 @@ from store.event_log import EventLog
 from store.notifier import Notifier
 from store.outcomes import Outcomes
 from store.paging import page_of_items
+from store.parked import Parked, ParkedFields
 from store.secret_box import SecretBox
 from store.turns import Turns, put_chat_context
+
+log = logging.getLogger(__name__)
 
 Order = Literal["asc", "desc"]
 
@@ -30,7 +35,8 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 # Every table that keeps rows of a response, by its response id (the events last: a stream
 # that is still read keeps them).
 RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
-                   "cancel_requests", "mcp_secrets", "mcp_listings", "events")
+                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events")
+
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class ResponseRepository:
         self.events = EventLog(db, stream_poll_seconds)
         self.turns = Turns(db)
         self.conversations = Conversations(db)
+        self.parked = ParkedFields(db)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
@@ -77,6 +84,7 @@ class ResponseRepository:
         *,
         secrets: dict[str, McpSecrets] | None = None,
         decisions: dict[str, bool] | None = None,
+        parked: Parked | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
         server label) and answers to approval requests (by request id), in one transaction
@@ -114,6 +122,8 @@ class ResponseRepository:
                         [{"request_id": request_id, "response_id": response_id, "approve": approve}
                          for request_id, approve in decisions.items()],
                     )
+                if parked:
+                    await ParkedFields.put_in(transaction, response_id, parked)
                 if first_events:
                     await self.events.append_in(transaction, response_id, first_events, new_log=True)
                 if response.conversation is not None:
@@ -154,21 +164,27 @@ class ResponseRepository:
     async def finish(
         self,
         response: Response,
-        event: dict[str, Any] | None,
         *,
+        with_event: bool,
+        parked: dict[str, str] | None = None,
         tool_messages: list[dict[str, Any]] | None = None,
         listings: list[McpListing] | None = None,
     ) -> Response | None:
-        """Write a response's end in one transaction: the final response and its terminal
-        event; for a stored response also what its chain needs (results of tools run after its
-        last inference call join its chat context; its MCP listings), and its MCP secrets go.
-        An unstored response is removed instead, all but the event log a stream still reads.
+        """Write a response's end in one transaction: the final response, its output items
+        whole again (`parked`: those that travelled as stubs -> the item their fields are parked
+        under) and, `with_event`,
+        its terminal event; for a stored response also what its chain needs (results of tools
+        run after its last inference call join its chat context; its MCP listings), and its
+        MCP secrets go. An unstored response keeps only its row and its event log, until the
+        request or stream that waits for it has it (`purge`) or `sweep_unstored` runs.
 
         The first end written stays: a finalize that runs again (its workflow task was retried
-        after the first one wrote) changes nothing and gets the response as it was stored.
-        Returns the response as it ends, or None when an unstored one already has."""
+        after the first one wrote) changes nothing and gets the response as it was written.
+        Returns the response as it ends, or None when it is gone."""
         response_id = response.id
         async with self.db.write() as transaction:
+            if parked:
+                response = await self._restored(transaction, response, parked)
             changed = await transaction.run(
                 "UPDATE responses SET status = :status, data = :data WHERE id = :id AND status NOT IN (:terminal)",
                 id=response_id, status=response.status, data=response.model_dump_json(), terminal=TERMINAL,
@@ -179,8 +195,11 @@ class ResponseRepository:
             if response.conversation is not None:
                 await Conversations.append_turn(transaction, response.conversation.id, response_id,
                                                 await self._turn_items(transaction, response))
+            had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
             if not response.store:
-                await self._delete_rows(transaction, response_id, keep_events=event is not None)
+                for table in RESPONSE_TABLES:
+                    if table != "events":
+                        await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
             else:
                 await transaction.run_many(
                     "INSERT INTO output_items (response_id, position, item_id, data) "
@@ -199,13 +218,23 @@ class ResponseRepository:
                         "ON CONFLICT (response_id) DO UPDATE SET listings = excluded.listings",
                         id=response_id, listings=dumps([listing.model_dump(mode="json") for listing in listings]),
                     )
-                if any(tool.type == "mcp" for tool in response.tools):
-                    await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
-            if event is not None:
+                for table in ("parked_fields", "inference_claims"):
+                    await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
+            if with_event:
+                event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
                 await self.events.append_in(transaction, response_id, [event])
-        if event is not None:
+        if with_event:
             self.events.notifier.notify(response_id)
+        if had_secrets:
+            self.db.erase_deleted_soon()
         return response
+
+    @staticmethod
+    async def _restored(transaction: Transaction, response: Response, parked: dict[str, str]) -> Response:
+        fields = await ParkedFields.get_in(transaction, response.id, sorted(set(parked.values())))
+        output = [restored(item, fields.get(parked[item.id], {})) if item.id in parked else item
+                  for item in response.output]
+        return response.model_copy(update={"output": output})
 
     @staticmethod
     async def _turn_items(transaction: Transaction, response: Response) -> list[tuple[str, dict[str, Any]]]:
@@ -228,18 +257,58 @@ class ResponseRepository:
                     return loads(data)
         return None
 
-    async def purge(self, response_id: str, *, keep_events: bool = False) -> bool:
-        """Remove every row of a response (but its event log, with `keep_events`, for a
-        stream still being read). True when the response existed."""
+    async def purge(self, response_id: str, *, with_decisions: bool = True) -> bool:
+        """Remove every row of a response; `with_decisions`: also the approval decisions it
+        made and those made on its requests (an unstored response's stay: they keep a request
+        it answered from being answered, and run, again). True when the response existed."""
         async with self.db.write() as transaction:
-            return await self._delete_rows(transaction, response_id, keep_events=keep_events)
+            removed, had_secrets = await self._delete_rows(transaction, response_id, with_decisions=with_decisions)
+        if had_secrets:
+            self.db.erase_deleted_soon()
+        return removed
 
     @staticmethod
-    async def _delete_rows(transaction: Transaction, response_id: str, *, keep_events: bool) -> bool:
+    async def _delete_rows(transaction: Transaction, response_id: str, *, with_decisions: bool) -> tuple[bool, bool]:
+        """Whether the response was there, and whether it still held sealed secrets."""
+        if with_decisions:
+            await transaction.run(
+                "DELETE FROM approval_decisions WHERE response_id = :id OR approval_request_id IN "
+                "(SELECT item_id FROM output_items WHERE response_id = :id)", id=response_id,
+            )
         removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
-        for table in RESPONSE_TABLES[:-1] if keep_events else RESPONSE_TABLES:
-            await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
-        return removed > 0
+        secrets = 0
+        for table in RESPONSE_TABLES:
+            deleted = await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
+            secrets += deleted if table == "mcp_secrets" else 0
+        return removed > 0, secrets > 0
+
+    async def sweep_unstored(self, ended_before: float) -> int:
+        """Remove what unstored responses created before `ended_before` (Unix seconds) left
+        behind: those that ended but whose request or stream never took their end (its
+        client went away), and event logs whose response is gone. Returns how many."""
+        async with self.db.write() as transaction:
+            rows = await transaction.all(
+                "SELECT id FROM responses WHERE stored = :stored AND status IN (:terminal) AND sort_key < :before "
+                "LIMIT 500",
+                stored=False, terminal=TERMINAL, before=int(ended_before * 1_000_000),
+            )
+            for row in rows:
+                await self._delete_rows(transaction, row["id"], with_decisions=False)  # no secrets: they went at the end
+            orphaned = await transaction.run(
+                "DELETE FROM events WHERE response_id IN (SELECT DISTINCT events.response_id FROM events "
+                "LEFT JOIN responses ON responses.id = events.response_id WHERE responses.id IS NULL LIMIT 500)"
+            )
+        return len(rows) + (1 if orphaned else 0)
+
+    async def expired(self, created_before: float, limit: int = 100) -> list[str]:
+        """Stored responses that ended and were created before `created_before` (Unix seconds)."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT id FROM responses WHERE stored = :stored AND status IN (:terminal) AND sort_key < :before "
+                "ORDER BY sort_key LIMIT :limit",
+                stored=True, terminal=TERMINAL, before=int(created_before * 1_000_000), limit=limit,
+            )
+        return [row["id"] for row in rows]
 
     async def running_created_between(self, start: float, end: float) -> list[Response]:
         """Responses (stored or not) still queued or in progress, created in [start, end)
@@ -250,7 +319,13 @@ class ResponseRepository:
                 "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key",
                 start=int(start * 1_000_000), end=int(end * 1_000_000),
             )
-        return [Response.model_validate_json(row["data"]) for row in rows]
+        running = []
+        for row in rows:
+            try:
+                running.append(Response.model_validate_json(row["data"]))
+            except ValueError as error:  # a row no version of this server can read is skipped, not fatal
+                log.warning("skipping unreadable response row: %s", error)
+        return running
 
     async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
         direction, beyond = ("ASC", ">") if order == "asc" else ("DESC", "<")

@@ -153,3 +153,15 @@ output_items = Table(
     Column("data", JSON, nullable=False),
 )
 Index("ix_output_items_item_id", output_items.c.item_id)
+
+# The heavy fields of items too large to travel through Temporal's history
+# (`models/history_budget.py`): the workflow carries the item emptied of them, and they are put
+# back where the item is needed whole (the final response, a tool call, the next inference).
+parked_fields = Table(
+    "parked_fields",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("item_id", String(255), primary_key=True),
+    Column("field", String(40), primary_key=True),
+    Column("value", JSON, nullable=False),
+)

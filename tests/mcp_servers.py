@@ -27,6 +27,9 @@ class McpTestServer:
     intervals: list[tuple[float, float]] = field(default_factory=list)
     """(start, end) of each `slow` call, by the monotonic clock."""
     port: int = 0
+    tool_count: int = 0
+    """Extra tools (`tool_<n>`) to list, each with a description of `description_size` characters."""
+    description_size: int = 0
 
     def __post_init__(self) -> None:
         self._server: ThreadedServer | None = None
@@ -83,6 +86,16 @@ class McpTestServer:
             time.sleep(seconds)  # blocks the server's event loop: pings go unanswered
             return "woke up"
 
+        @server.tool(description="Answer with this many characters.")
+        def big(size: int) -> str:
+            self._record("big", {"size": size})
+            return "x" * size
+
+        @server.tool(description="Say how long a text is.")
+        def measure(text: str) -> str:
+            self._record("measure", {"length": len(text)})
+            return f"{len(text)} characters"
+
         @server.tool(description="Say which credentials came with this call (not their values).")
         def whoami() -> str:
             self._record("whoami", {})
@@ -90,11 +103,15 @@ class McpTestServer:
                 last = self.headers_seen[-1] if self.headers_seen else {}
             return " ".join(f"{name}={'yes' if last.get(name) else 'no'}" for name in ("authorization", "x-api-key"))
 
+        for number in range(self.tool_count):
+            server.add_tool(lambda: "", name=f"tool_{number}", description="d" * self.description_size)
         return server
 
     def start(self) -> "McpTestServer":
         server = self.build()
-        app = server.sse_app() if self.transport == "sse" else server.streamable_http_app()
+        # Large enough for the tests' 5 MB arguments (the SDK's default is 4 MiB).
+        limit = {"max_request_body_size": 64 * 1024 * 1024}
+        app = server.sse_app(**limit) if self.transport == "sse" else server.streamable_http_app(**limit)
 
         async def recording(scope, receive, send):  # noqa: ANN001 - ASGI
             if scope["type"] == "http":

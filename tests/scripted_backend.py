@@ -180,6 +180,11 @@ async def _half_then_reset(whole: bytes):
     raise ConnectionResetError("scripted cut mid-body")
 
 
+def _step(text: str, small: int) -> int:
+    """Chunk size: a few characters, as models stream; a huge text in about 256 chunks."""
+    return small if len(text) < 64 * 1024 else len(text) // 256
+
+
 def _chunks(completion: dict[str, Any]):  # noqa: ANN201
     base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     message = completion["choices"][0]["message"]
@@ -196,8 +201,9 @@ def _chunks(completion: dict[str, Any]):  # noqa: ANN201
         yield chunk({"reasoning_content": reasoning[start:start + 4]})
     text = message.get("content") or ""
     logprobs = (completion["choices"][0]["logprobs"] or {}).get("content")
-    for start in range(0, len(text), 4):
-        piece = chunk({"content": text[start:start + 4]})
+    step = _step(text, 4)
+    for start in range(0, len(text), step):
+        piece = chunk({"content": text[start:start + step]})
         if logprobs:
             payload = json.loads(piece[len("data: "):])
             payload["choices"][0]["logprobs"] = {"content": logprobs[start // 4:start // 4 + 1]}
@@ -207,8 +213,9 @@ def _chunks(completion: dict[str, Any]):  # noqa: ANN201
         yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                      "function": {"name": call["function"]["name"], "arguments": ""}}]})
         arguments = call["function"]["arguments"]
-        for start in range(0, len(arguments), 8):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + 8]}}]})
+        step = _step(arguments, 8)
+        for start in range(0, len(arguments), step):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + step]}}]})
     yield chunk({}, completion["choices"][0]["finish_reason"])
     yield chunk({}, usage=completion["usage"])
     yield "data: [DONE]\n\n"

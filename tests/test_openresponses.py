@@ -175,7 +175,7 @@ async def test_a_stream_that_cannot_end_sends_an_error_event(http: httpx.AsyncCl
         repository = ResponseRepository(db)
         response = Response(id=f"resp_{model}", created_at=0, status="in_progress", model=model)
         await repository.create_response(response, [], opening_events(response))
-        await repository.finish(response.model_copy(update={"status": "completed"}), None)
+        await repository.finish(response.model_copy(update={"status": "completed"}), with_event=False)
     finally:
         await db.close()
     events = []

@@ -17,7 +17,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.conftest import Stack, until_awaiting_approval, until_requested
+from tests.conftest import Stack, eventually, until_awaiting_approval, until_requested
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -97,6 +97,15 @@ async def _mcp_scenarios(
     ids["mcp_background_approval"] = waiting.id
     unreachable = [{"type": "mcp", "server_label": "gone", "server_url": f"http://127.0.0.1:{free_port()}/mcp"}]
     ids["mcp_list_failed"] = (await sdk.responses.create(model=model, input="hi", tools=unreachable)).id
+    # Items too large for history travel as stubs: a long reply, a long tool result.
+    backend.script(f"{model}-large", [Reply(tool_calls=[("big", {"size": 100_000})]), Reply(text="y" * 100_000)])
+    ids["mcp_parked_items"] = (await sdk.responses.create(model=f"{model}-large", input="big", tools=never)).id
+    # A cancel while a tool call runs waits for the call to stop.
+    backend.script(f"{model}-slow-tool", [Reply(tool_calls=[("slow", {"seconds": 30})]), Reply(text="never")])
+    slow = await sdk.responses.create(model=f"{model}-slow-tool", input="slow", tools=never, background=True)
+    await eventually(lambda: any(arguments == {"seconds": 30} for arguments in server.calls_of("slow")),
+                     "the slow tool call to start")
+    ids["mcp_call_cancelled"] = (await sdk.responses.cancel(slow.id)).id
     return ids
 
 

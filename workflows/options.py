@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 
 from models.errors import CancelRequestedError, McpRejectedError, RejectedByUpstreamError, SecretsUnavailableError
 from models.workflow_io import RetryBudget
@@ -39,10 +40,13 @@ def local_activity_options(budget: RetryBudget) -> dict[str, Any]:
     }
 
 
-def tool_call_options(budget: RetryBudget, heartbeat_seconds: float) -> dict[str, Any]:
-    """A regular activity: it may run for hours on any worker, and is watched by heartbeats."""
+def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool) -> dict[str, Any]:
+    """A regular activity: it may run for hours on any worker, and is watched by heartbeats.
+    `wait_for_cancel`: a cancelled workflow waits for the call to stop before it ends."""
     return {
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
         "heartbeat_timeout": timedelta(seconds=heartbeat_seconds),
         "retry_policy": _retry_policy(budget),
+        "cancellation_type": (ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if wait_for_cancel
+                              else ActivityCancellationType.TRY_CANCEL),
     }

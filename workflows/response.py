@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.errors import CancelRequestedError, ResponseFailedError
     from models.events import StreamEvent, list_tools_closing, mcp_call_closing
+    from models.history_budget import ToolResult
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
@@ -54,9 +55,12 @@ class ResponseWorkflow:
         self.response: Response | None = None
         self.awaited: dict[str, McpApprovalRequestItem] = {}
         self.decisions: dict[str, ApprovalDecision] = {}
-        self.tool_results: dict[str, str] = {}
+        self.tool_results: dict[str, ToolResult] = {}
         """Results of tools run since the last inference call, by chat tool-call id."""
         self.listings: list[McpListing] = []
+        self.parked: dict[str, str] = {}
+        """Output items that travel as stubs -> the item whose parked fields complete them
+        (itself, or for a call approved from a large request, the request)."""
 
     @workflow.run
     async def run(self, request: ResponseWorkflowInput) -> Response:
@@ -64,6 +68,7 @@ class ResponseWorkflow:
         self.settings = request.settings
         self.emit_events = request.emit_events
         self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
+        self.parked.update({item_id: item_id for item_id in request.parked})
         try:
             await self._respond(request)
         except (ActivityError, ApplicationError) as error:
@@ -145,6 +150,7 @@ class ResponseWorkflow:
             )
             self.tool_results = {}
             response.output.extend(result.output)
+            self.parked.update({item_id: item_id for item_id in result.parked})
             response.usage = (response.usage or Usage()) + result.usage
             while True:
                 step = next_step(response.output, turn_start, result.finish_reason, self.decisions,
@@ -225,13 +231,16 @@ class ResponseWorkflow:
         for decision in decisions:
             self.decisions[decision.request.id] = decision
             if not decision.approve:
-                self.tool_results[decision.request.id] = decision.refusal_text()
+                self.tool_results[decision.request.id] = ToolResult(text=decision.refusal_text())
                 continue
             request = decision.request
+            call_id = f"mcp_{workflow.uuid4().hex}"
             response.output.append(McpCallItem(
-                id=f"mcp_{workflow.uuid4().hex}", server_label=request.server_label, name=request.name,
+                id=call_id, server_label=request.server_label, name=request.name,
                 arguments=request.arguments, approval_request_id=request.id, status="in_progress",
             ))
+            if request.id in self.parked:
+                self.parked[call_id] = self.parked[request.id]
             approved.append(len(response.output) - 1)
         return approved
 
@@ -256,8 +265,8 @@ class ResponseWorkflow:
             call = response.output[index]
             assert isinstance(call, McpCallItem)
             response.output[index] = call.model_copy(update={"status": "incomplete"})
-            self.tool_results[call.chat_call_id] = (
-                f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
+            self.tool_results[call.chat_call_id] = ToolResult(
+                text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
         return indexes[:allowed]
 
     async def _run_call(self, index: int) -> None:
@@ -267,28 +276,38 @@ class ResponseWorkflow:
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
         # and the API refuses an approval for a server missing from `tools`.
-        finished = await self._call(call, self.servers[call.server_label], index)
+        finished, parked = await self._call(call, self.servers[call.server_label], index)
         response.output[index] = finished
-        self.tool_results[finished.chat_call_id] = finished.result_text()
+        if parked:
+            self.parked[finished.id] = finished.id
+            self.tool_results[finished.chat_call_id] = ToolResult(parked_in=finished.id)
+        else:
+            self.tool_results[finished.chat_call_id] = ToolResult(text=finished.result_text())
 
-    async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> McpCallItem:
+    async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> tuple[McpCallItem, bool]:
+        """The call as it ended, and whether it travels as a stub (its fields parked)."""
         assert self.response is not None
+        # A cancel waits for a running call to stop (it watches the store's cancel record), so
+        # no call starts after the client has its cancelled response.
+        wait_for_cancel = workflow.patched("tool-calls-end-before-a-cancel-is-answered")
         try:
             result = await workflow.execute_activity(
                 "call_mcp_tool",
                 CallMcpToolInput(response_id=self.response.id, server_url=tool.server_url or "", call=call,
-                                 output_index=index, emit_events=self.emit_events),
+                                 output_index=index, emit_events=self.emit_events,
+                                 arguments_parked_in=self.parked.get(call.id)),
                 result_type=CallMcpToolResult,
-                **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds),
+                **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds,
+                                    wait_for_cancel=wait_for_cancel),
             )
-            return result.call
+            return result.call, result.parked
         except ActivityError as error:
-            if is_cancelled_exception(error):
+            if is_cancelled_exception(error) or _is_cancel_request(error):
                 raise
             code, message = _call_failure(error, call, self.settings.mcp_heartbeat_seconds)
             finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
             await self._emit(mcp_call_closing(finished, index))
-            return finished
+            return finished, False
 
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
@@ -316,6 +335,14 @@ class ResponseWorkflow:
         assert self.response is not None
         self.machine.fire("fail")
         self.response.error = ResponseErrorInfo(code=code, message=message)
+
+    def _ended_items(self, final: Response) -> Response:
+        """A response that ends cancelled or failed leaves no item in progress."""
+        if final.status not in ("cancelled", "failed"):
+            return final
+        output = [item.model_copy(update={"status": "incomplete"})
+                  if getattr(item, "status", None) in ("in_progress", "calling") else item for item in final.output]
+        return final.model_copy(update={"output": output})
 
     def _snapshot(self) -> Response | None:
         if self.response is None:
@@ -346,11 +373,12 @@ class ResponseWorkflow:
         final = self._snapshot()
         assert final is not None
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
+        final = self._ended_items(final)
         writing = asyncio.ensure_future(
             workflow.execute_local_activity(
                 "finalize_response",
                 FinalizeInput(response=final, emit_events=self.emit_events, tool_results=self.tool_results,
-                              listings=self.listings),
+                              listings=self.listings, parked=self.parked),
                 result_type=FinalizeResult,
                 **local_activity_options(self.settings.store),
             )
@@ -369,6 +397,12 @@ def _application_failure(error: ActivityError | ApplicationError) -> Application
     regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
     return cause if isinstance(cause, ApplicationError) else None
+
+
+def _is_cancel_request(error: ActivityError) -> bool:
+    """The call saw the client's cancel in the store and stopped."""
+    failure = _application_failure(error)
+    return failure is not None and failure.type == CancelRequestedError.__name__
 
 
 def _call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: float) -> tuple[int, str]:
