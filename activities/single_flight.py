@@ -34,5 +34,12 @@ class SingleFlight:
         if not task.cancelled():
             task.exception()  # retrieved: a failure nobody awaited any more is not logged as lost
 
+    async def cancel_all(self) -> None:
+        """Stop every piece of work still running (the worker is stopping) and wait for them."""
+        running = list(self._running.values())
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
     def __len__(self) -> int:
         return len(self._running)

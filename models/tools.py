@@ -17,7 +17,7 @@ import re
 from typing import Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from models.items import WireModel
 
@@ -125,27 +125,47 @@ class McpTool(WireModel):
     connector_id: str | None = None
     tunnel_id: str | None = None
 
+    @field_validator("server_url")
+    @classmethod
+    def _plain_http_url(cls, url: str | None, info: ValidationInfo) -> str | None:
+        label = info.data.get("server_label", "")
+        parts = urlsplit(url or "")
+        if parts.scheme not in ("http", "https") or not parts.hostname or len(url or "") > 2048:
+            raise ValueError(f"MCP server '{label}' needs a `server_url`: an http:// or https:// URL")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(f"the `server_url` of MCP server '{label}' carries credentials; send them in "
+                             "`headers` or `authorization` instead, where they are kept secret")
+        return url
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable_headers(cls, headers: dict[str, str] | None, info: ValidationInfo) -> dict[str, str] | None:
+        """Values are never quoted back: they are secrets, and one with a newline is a mistake."""
+        label = info.data.get("server_label", "")
+        for name, value in (headers or {}).items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header names of MCP server '{label}' must be HTTP tokens")
+            if _CONTROL.search(value):
+                raise ValueError(f"the value of header '{name}' of MCP server '{label}' holds a control "
+                                 "character (CR, LF, NUL, ...)")
+        return headers
+
+    @field_validator("authorization")
+    @classmethod
+    def _sendable_authorization(cls, authorization: str | None, info: ValidationInfo) -> str | None:
+        if authorization is not None and _CONTROL.search(authorization):
+            raise ValueError(f"the `authorization` of MCP server '{info.data.get('server_label', '')}' holds a "
+                             "control character (CR, LF, NUL, ...)")
+        return authorization
+
     @model_validator(mode="after")
     def _needs_a_server_url(self) -> "McpTool":
         if self.connector_id is not None or self.tunnel_id is not None:
             raise ValueError(
                 "connectors and MCP tunnels are OpenAI-hosted services; give the server's `server_url` instead"
             )
-        url = urlsplit(self.server_url or "")
-        if url.scheme not in ("http", "https") or not url.hostname or len(self.server_url or "") > 2048:
+        if self.server_url is None:
             raise ValueError(f"MCP server '{self.server_label}' needs a `server_url`: an http:// or https:// URL")
-        if url.username is not None or url.password is not None:
-            raise ValueError(f"the `server_url` of MCP server '{self.server_label}' carries credentials; send them "
-                             "in `headers` or `authorization` instead, where they are kept secret")
-        for name, value in (self.headers or {}).items():
-            if not _HEADER_NAME.fullmatch(name):
-                raise ValueError(f"header names of MCP server '{self.server_label}' must be HTTP tokens")
-            if _CONTROL.search(value):
-                raise ValueError(f"the value of header '{name}' of MCP server '{self.server_label}' holds a control "
-                                 "character (CR, LF, NUL, ...)")
-        if self.authorization is not None and _CONTROL.search(self.authorization):
-            raise ValueError(f"the `authorization` of MCP server '{self.server_label}' holds a control character "
-                             "(CR, LF, NUL, ...)")
         return self
 
     def allows(self, name: str, read_only: bool) -> bool:

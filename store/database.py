@@ -73,6 +73,9 @@ class Database(Protocol):
 
     async def create_schema(self) -> None: ...
 
+    def erase_deleted_soon(self) -> None:
+        """Deleted rows held secrets: make sure their bytes leave the database's files soon."""
+
     async def close(self) -> None: ...
 
 
@@ -152,14 +155,16 @@ class SqliteDatabase:
         self._reading = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
+        self._truncate_next = False
 
     def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
         connection.row_factory = sqlite3.Row
         # The WAL is checkpointed in a thread (`_checkpoint`); after the log restarts, SQLite
         # cuts the file back to `journal_size_limit` rather than keeping its largest size.
+        # `secure_delete`: a deleted row's bytes are overwritten with zeros, not left in free pages.
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_timeout_ms}",
-                       "wal_autocheckpoint=0", f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}"):
+                       "wal_autocheckpoint=0", f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}", "secure_delete=ON"):
             connection.execute(f"PRAGMA {pragma}")
         return connection
 
@@ -202,11 +207,20 @@ class SqliteDatabase:
         if self._checkpointer is None or self._checkpointer.done():
             self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoint_later())
 
+    def erase_deleted_soon(self) -> None:
+        """`secure_delete` zeroes a deleted row in the database file, but the WAL still holds
+        the pages it was written in: the next checkpoint (within a second) truncates the WAL."""
+        self._truncate_next = True
+        self._checkpoint_soon()
+
     async def _checkpoint_later(self) -> None:
         await asyncio.sleep(CHECKPOINT_SECONDS)
+        truncate, self._truncate_next = self._truncate_next, False
         try:
-            await asyncio.to_thread(_checkpoint, self.path)
+            if not await asyncio.to_thread(_checkpoint, self.path, truncate):
+                self._truncate_next = self._truncate_next or truncate  # readers held it: next time
         except sqlite3.Error as error:  # the next one tries again
+            self._truncate_next = self._truncate_next or truncate
             log.warning("SQLite checkpoint failed: %s", error)
 
     async def create_schema(self) -> None:
@@ -223,20 +237,24 @@ class SqliteDatabase:
             self._checkpointer.cancel()
         self._reader.close()
         self._writer.close()
-        await asyncio.to_thread(_checkpoint, self.path)
+        await asyncio.to_thread(_checkpoint, self.path, True)
 
 
-def _checkpoint(path: Path) -> None:
+def _checkpoint(path: Path, truncate: bool = False) -> bool:
     """Copy the WAL into the database file. PASSIVE waits for nobody, but while writes go on
     the log never restarts; once the file has grown past `WAL_TRUNCATE_BYTES`, a TRUNCATE
     checkpoint (PASSIVE has copied most frames already) takes the write lock for a moment and
-    empties it. Writers in the loop meanwhile find the database busy and retry."""
+    empties it; so does one asked for (`truncate`: deleted secrets must leave the log). Writers
+    in the loop meanwhile find the database busy and retry. False when a TRUNCATE could not
+    finish (readers held the log)."""
     connection = sqlite3.connect(path, timeout=2)
     try:
         connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
         wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > WAL_TRUNCATE_BYTES:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if truncate or (wal.exists() and wal.stat().st_size > WAL_TRUNCATE_BYTES):
+            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return busy == 0
+        return True
     finally:
         connection.close()
 
@@ -334,6 +352,10 @@ class PostgresDatabase:
                 await connection.run_sync(metadata.create_all)
         finally:
             await engine.dispose()
+
+    def erase_deleted_soon(self) -> None:
+        """A deleted row stays in its page until VACUUM reclaims it (autovacuum does); sealed
+        secrets there cannot be opened without SECRETS_KEY, which the database never holds."""
 
     async def close(self) -> None:
         if self._pool is not None:

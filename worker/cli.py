@@ -8,8 +8,16 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from worker.settings import DEFAULT_TASK_QUEUE, Settings
+
+log = logging.getLogger("durable_responses")
+
+STOP_MARGIN_SECONDS = 10.0
+"""What a stopping process may take beyond SHUTDOWN_GRACE_SECONDS (the worker's own stop,
+the Temporal child's) before what is left is cancelled."""
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -90,12 +98,30 @@ async def _run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, stop.set)
     match args.command:
         case "dev":
-            return await run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop, ui_port=args.ui_port)
+            role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop, ui_port=args.ui_port)
         case "worker":
-            await run_worker(_settings(args), stop)
-        case "serve":
-            await run_api(_settings(args), args.host, args.port, stop, with_worker=False)
-    return 0
+            role = run_worker(_settings(args), stop)
+        case _:
+            role = run_api(_settings(args), args.host, args.port, stop, with_worker=False)
+    return await _until_stopped(role, stop, Settings.from_env().shutdown_grace_seconds)
+
+
+async def _until_stopped(role: Coroutine[Any, Any, Any], stop: asyncio.Event, grace_seconds: float) -> int:
+    """Run a role until it ends; once `stop` is set, give it its grace and a margin to stop,
+    then cancel it (its cleanup, such as stopping the Temporal child, still runs), so no stuck
+    request or activity keeps the process from exiting."""
+    running = asyncio.ensure_future(role)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not running.done():
+        done, _ = await asyncio.wait({running}, timeout=grace_seconds + STOP_MARGIN_SECONDS)
+        if not done:
+            log.error("still stopping %g s after the signal: cancelling what is left", grace_seconds + STOP_MARGIN_SECONDS)
+            running.cancel()
+            await asyncio.wait({running}, timeout=STOP_MARGIN_SECONDS)
+            return 1
+    return 0 if running.result() in (None, 0) else int(running.result())
 
 
 def _event_loop_run(main_coroutine):  # noqa: ANN001, ANN202
@@ -113,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "approve":
         sys.exit(_approve(args))
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "transitions"):
+    # httpx2 (the MCP SDK's HTTP client) logs every request's URL at INFO, like httpx.
+    for noisy in ("httpx", "httpx2", "transitions"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     code = _event_loop_run(_run(args))
     sys.stdout.flush()

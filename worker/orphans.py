@@ -10,7 +10,6 @@ never runs a response twice, and several workers may sweep at once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -30,36 +29,27 @@ class OrphanSweeper:
         *,
         grace_seconds: float = 30.0,
         window_seconds: float = 24 * 3600.0,
-        interval_seconds: float = 60.0,
     ) -> None:
         self.repository = repository
         self.runner = runner
         self.grace_seconds = grace_seconds
         self.window_seconds = window_seconds
-        self.interval_seconds = interval_seconds
 
     async def sweep(self) -> list[str]:
-        """Start every orphan found now; returns their ids."""
+        """Start every orphan found now; returns their ids. A response that cannot be read or
+        started is logged and skipped: it never stops the recovery of the others."""
         now = time.time()
         started = []
         candidates = await self.repository.running_created_between(now - self.window_seconds, now - self.grace_seconds)
         for response in candidates:
-            emit_events = await self.repository.events.has_events(response.id)
             try:
+                emit_events = await self.repository.events.has_events(response.id)
                 await self.runner.start(response, emit_events=emit_events, if_never_started=True)
             except WorkflowAlreadyStartedError:
+                continue
+            except Exception as error:  # noqa: BLE001 - one response's trouble is not the sweep's
+                log.warning("could not start the workflow of orphaned response %s: %s", response.id, error)
                 continue
             log.warning("started the workflow of response %s, which its API server never started", response.id)
             started.append(response.id)
         return started
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.sweep()
-            except Exception as error:  # noqa: BLE001 - the next sweep tries again
-                log.warning("orphan sweep failed: %s", error)
-            try:
-                await asyncio.wait_for(stop.wait(), self.interval_seconds)
-            except TimeoutError:
-                pass

@@ -18,7 +18,9 @@ from api.runner import ResponseRunner
 from store.database import open_database
 from store.repository import ResponseRepository
 from store.secret_box import SecretBox
+from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
+from worker.retention import Retention
 from worker.settings import Settings
 from worker.temporal import build_worker, connect
 
@@ -61,11 +63,15 @@ def _runner(client: Client, settings: Settings, repository: ResponseRepository, 
 
 @asynccontextmanager
 async def working(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[None]:
-    """A worker polling the task queue, and the sweeper that recovers unstarted responses."""
+    """A worker polling the task queue, and its chores: starting responses their API server
+    never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
-    sweeper = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
+    orphans = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
+    retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
+                          retention_days=settings.response_retention_days)
+    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep}
     async with build_worker(client, settings, repository):
-        sweeping = asyncio.create_task(sweeper.run(stop_sweeping))
+        sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
         try:
             yield
         finally:

@@ -45,7 +45,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     chat = inference_client(settings)
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
-    mcp = McpActivities(repository)
+    mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
@@ -59,6 +59,9 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     )
     try:
         async with worker:
-            yield worker
+            try:
+                yield worker
+            finally:
+                await inference.stop()
     finally:
         await chat.aclose()

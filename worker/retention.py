@@ -1,0 +1,53 @@
+"""What the store and Temporal keep, and for how long.
+
+- An unstored response (`store: false`) keeps its row and event log after it ends only until
+  its request or stream has taken its end; one whose client went away is removed once it is
+  `unstored_seconds` old.
+- With `retention_days` set (off by default), a stored response that ended and is older is
+  deleted, with everything it left in the store and its workflow history in Temporal.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from store.repository import ResponseRepository
+
+log = logging.getLogger(__name__)
+
+
+class Retention:
+    def __init__(
+        self, repository: ResponseRepository, client: Client, *, unstored_seconds: float, retention_days: float
+    ) -> None:
+        self.repository = repository
+        self.client = client
+        self.unstored_seconds = unstored_seconds
+        self.retention_days = retention_days
+
+    async def sweep(self) -> int:
+        """One pass; returns how many responses (or leftover logs) it removed."""
+        now = time.time()
+        removed = await self.repository.sweep_unstored(now - self.unstored_seconds)
+        if self.retention_days > 0:
+            for response_id in await self.repository.expired(now - self.retention_days * 86400):
+                await self._delete_history(response_id)
+                await self.repository.purge(response_id)
+                removed += 1
+        return removed
+
+    async def _delete_history(self, response_id: str) -> None:
+        """Temporal's first, so a failure leaves the response in the store to be tried again."""
+        try:
+            await self.client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
+                namespace=self.client.namespace, workflow_execution=WorkflowExecution(workflow_id=response_id),
+            ))
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
