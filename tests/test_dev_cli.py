@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -15,71 +15,9 @@ import httpx
 import openai
 import pytest
 
+from tests.dev_stack import DevStack, port_open
 from tests.processes import CLI, free_port
 from tests.scripted_backend import Reply, ScriptedBackend
-
-def port_open(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-class DevStack:
-    def __init__(self, data_dir: Path, backend: ScriptedBackend) -> None:
-        self.data_dir = data_dir
-        self.port = free_port()
-        self.temporal_port = free_port()
-        self.backend = backend
-        self.process: subprocess.Popen | None = None
-        self.log = data_dir / "dev.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test",
-                            "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"}
-        self.process = subprocess.Popen(
-            [CLI, "dev", "--data-dir", str(self.data_dir), "--port", str(self.port),
-             "--temporal-port", str(self.temporal_port)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,  # its own process group, so a test can kill the whole tree
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            pytest.fail("dev stack did not become healthy:\n" + self.log.read_text())
-        deadline = time.monotonic() + 10
-        while "Temporal UI" not in self.log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    def crash(self) -> None:
-        """SIGKILL every process of the stack at once, as a power cut would."""
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while (port_open(self.port) or port_open(self.temporal_port)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not port_open(self.port) and not port_open(self.temporal_port)
-
-    def sdk(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="x", _strict_response_validation=True,
-                             max_retries=0, timeout=30)
-
-    def stop(self, signum: int = signal.SIGTERM) -> int:
-        assert self.process is not None
-        self.process.send_signal(signum)
-        return self.process.wait(timeout=30)
-
 
 @pytest.fixture
 def dev(tmp_path: Path, backend: ScriptedBackend):
@@ -191,3 +129,43 @@ def test_whole_stack_killed_mid_response_every_response_ends_after_restart(dev: 
     assert everything[-1].type == "response.completed"
     assert client.responses.retrieve(kept.id).model_dump() == kept.model_dump()
     assert dev.stop() == 0
+
+
+def test_dev_stops_in_bounded_time_with_work_in_flight_and_logs_no_request_urls(
+    tmp_path: Path, backend: ScriptedBackend, mcp_server
+):
+    """A request waiting on a slow model does not hold a stopping `dev`; MCP calls' HTTP
+    requests (the `httpx2` logger) and their secrets never reach the log."""
+    dev = DevStack(tmp_path / "data", backend, env={"SHUTDOWN_GRACE_SECONDS": "2"})
+    dev.start()
+    try:
+        tag = uuid.uuid4().hex[:8]
+        backend.script(f"add-{tag}", [Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3")])
+        secret = f"sk-{tag}-never-logged"
+        tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never",
+                "headers": {"X-Api-Key": secret}}
+        added = dev.sdk().responses.create(model=f"add-{tag}", input="add", tools=[tool])
+        assert added.output_text == "3"
+
+        backend.script(f"slow-{tag}", [Reply(text="too late", delay=120)])
+        waiting = threading.Thread(target=lambda: _ignore_errors(
+            lambda: dev.sdk().responses.create(model=f"slow-{tag}", input="wait")), daemon=True)
+        waiting.start()
+        deadline = time.monotonic() + 10
+        while not backend.requests(f"slow-{tag}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopping = time.monotonic()
+        assert dev.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - stopping < 2 + 10, "a request in flight held the process past its grace"
+        log = dev.log.read_text()
+        assert "HTTP Request" not in log and secret not in log and mcp_server.url not in log
+    finally:
+        if dev.process is not None and dev.process.poll() is None:
+            os.killpg(dev.process.pid, signal.SIGKILL)
+
+
+def _ignore_errors(call) -> None:  # noqa: ANN001
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - the server stops under it, on purpose
+        pass
