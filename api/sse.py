@@ -21,8 +21,18 @@ log_error = logging.getLogger(__name__)
 STALL_CHECK_SECONDS = 2.0
 
 
+# Characters that are text to JSON and to the SSE spec, but that many line splitters (Python's
+# `str.splitlines`, and so httpx's `iter_lines`) take for line breaks, cutting an event in two.
+# Inside JSON they can only be in strings, where their escapes mean the same.
+_LINE_BREAKS_TO_SOME = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def frame(event: StoredEvent) -> str:
-    return f"event: {event.type}\ndata: {event.data}\n\n"
+    data = event.data
+    for character, escaped in _LINE_BREAKS_TO_SOME.items():
+        if character in data:
+            data = data.replace(character, escaped)
+    return f"event: {event.type}\ndata: {data}\n\n"
 
 
 async def tail(

@@ -104,11 +104,11 @@ async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_nothing(stack
         assert (await http.get("/v1/responses")).status_code == 200
 
 
-async def test_a_surrogate_in_an_approval_reason_is_refused(stack: Stack):
+async def test_a_surrogate_in_an_approval_reason_is_refused(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
+    response = await sdk.responses.create(model=model, input="hi")
     answer = await post_raw(stack, b'{"approval_request_id": "mcpr_1", "approve": false, "reason": "\\udfff"}',
-                            "/v1/responses/resp_missing/approvals")
-    assert answer.status_code in (400, 404), answer.text  # never a 500, whichever check comes first
-    assert answer.json()["error"]["type"] == "invalid_request_error"
+                            f"/v1/responses/{response.id}/approvals")
+    assert "surrogate" in refused(answer, 400, "reason")["message"]
 
 
 # ---- 2. nesting depth ---------------------------------------------------------------------
@@ -501,3 +501,16 @@ async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack, tmp_path: 
         database.execute("DELETE FROM responses WHERE id = 'resp_unreadable'")
         database.commit()
         database.close()
+
+
+async def test_unicode_line_separators_do_not_cut_stream_events(stack: Stack, backend: ScriptedBackend, model: str):
+    """U+0085, U+2028 and U+2029 are text to JSON and SSE, but line breaks to many clients'
+    line splitters (Python's `str.splitlines`): each event must stay one line anyway."""
+    backend.script(model, [Reply(text="a\u2028b\x85c\u2029d")])
+    body = {"model": model, "input": "x\u2028y", "stream": True, "metadata": {"k": "\x85\u2028\u2029"}}
+    async with stack.http() as http:
+        async with http.stream("POST", "/v1/responses", json=body) as answer:
+            data = [json.loads(line[5:]) async for line in answer.aiter_lines() if line.startswith("data:")]
+    assert data[-1]["type"] == "response.completed"
+    assert data[-1]["response"]["metadata"] == {"k": "\x85\u2028\u2029"}
+    assert data[-1]["response"]["output"][0]["content"][0]["text"] == "a\u2028b\x85c\u2029d"
