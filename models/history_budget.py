@@ -28,6 +28,10 @@ MAX_LISTING_BYTES = 256 * 1024
 """An MCP server's tool listing larger than this fails the listing: the workflow carries
 listings whole (they are what the model may call)."""
 
+MAX_HISTORY_BYTES = 16 * 1024 * 1024
+"""A response whose workflow history has grown past this fails before its next inference call
+(Temporal warns at 10 MB and ends a workflow at 50 MB)."""
+
 MAX_WORKFLOW_INPUT_BYTES = 1024 * 1024
 """What a response's workflow starts with (instructions, tools, metadata, the chain's MCP
 listings and the approvals it carries), well under Temporal's 2 MB."""

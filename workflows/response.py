@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.errors import CancelRequestedError, ResponseFailedError
     from models.events import StreamEvent, list_tools_closing, mcp_call_closing
-    from models.history_budget import ToolResult
+    from models.history_budget import MAX_HISTORY_BYTES, ToolResult
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
@@ -137,6 +137,11 @@ class ResponseWorkflow:
             if turn >= MAX_TURNS:
                 # History must stay bounded: a model that never stops calling tools is stopped.
                 raise ResponseFailedError(f"the model called tools for {MAX_TURNS} turns without answering; stopped")
+            if workflow.info().get_current_history_size() > MAX_HISTORY_BYTES:
+                # Every step is bounded, but thousands of them (many parallel calls, turn after
+                # turn) could still reach Temporal's 50 MB, which ends a workflow without a word.
+                raise ResponseFailedError("the response took too many steps to keep (its workflow history "
+                                          f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped")
             turn_start = len(response.output)
             result = await workflow.execute_local_activity(
                 "run_inference",
