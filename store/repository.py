@@ -32,11 +32,10 @@ Order = Literal["asc", "desc"]
 
 TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 
-# Every table that keeps rows of a response, by its response id (the events last: a stream
-# that is still read keeps them).
+# Every table that keeps rows of a response, by its response id (besides `responses` itself and
+# `approval_decisions`, which `purge` handles on its own).
 RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
                    "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events")
-
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,8 @@ class ResponseRepository:
         parked: Parked | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
-        server label) and answers to approval requests (by request id), in one transaction
+        server label), answers to approval requests (by request id) and the parked fields of
+        approval requests it carries as stubs, in one transaction
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it)."""
         sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
