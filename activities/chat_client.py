@@ -1,5 +1,7 @@
 """The chat-completions backend over HTTP: one request, answered whole or as a stream of
-chunks, every failure raised as an `UpstreamError` that says whether retrying can help.
+chunks, every failure raised as an `UpstreamError` that says whether retrying can help and,
+in words a newcomer can act on, which backend failed and why: a host that does not resolve,
+a refused connection, a TLS failure, a refused key, an unknown model.
 
 Deliberately small. The `openai` SDK transforms every request's parameters recursively,
 builds a pydantic model for every streamed chunk and carries its own retry machinery, which
@@ -15,23 +17,47 @@ import asyncio
 import email.utils
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
-from models.errors import RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
+from models.errors import MisconfiguredUpstreamError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 CONNECT_TIMEOUT_SECONDS = 10.0
 Chunk = dict[str, Any]
 
 
+class ChatBackend(Protocol):
+    """What the inference activity needs of a backend: this module's HTTP client, or the
+    built-in demo model (`demo/`)."""
+
+    base_url: str
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def shown_url(url: str) -> str:
+    """A URL as logs and error messages may show it: no credentials, no query."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        url = url.replace(parts.netloc, parts.netloc.rsplit("@", 1)[1], 1)
+    return url.split("#", 1)[0].split("?", 1)[0]
+
+
 class ChatClient:
     def __init__(self, base_url: str, api_key: str, *, timeout_seconds: float) -> None:
         self.base_url = base_url.rstrip("/")
+        self._shown = shown_url(self.base_url)
+        self._has_key = bool(api_key)
         self._headers = {"content-type": "application/json", "user-agent": "durable-responses"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
@@ -52,9 +78,9 @@ class ChatClient:
             async with self._http().post(self._url, data=orjson.dumps(body)) as answer:
                 content = await answer.read()
                 if answer.status >= 400:
-                    raise _status_failure(answer.status, answer.headers, content)
+                    raise self._status_failure(answer.status, answer.headers, content, body)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
-            raise _transport_failure(error) from error
+            raise self._transport_failure(error) from error
         return _json(content)
 
     @asynccontextmanager
@@ -63,14 +89,51 @@ class ChatClient:
         try:
             async with self._http().post(self._url, data=orjson.dumps(body | {"stream": True})) as answer:
                 if answer.status >= 400:
-                    raise _status_failure(answer.status, answer.headers, await answer.read())
+                    raise self._status_failure(answer.status, answer.headers, await answer.read(), body)
                 yield _chunks(answer)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
-            raise _transport_failure(error) from error
+            raise self._transport_failure(error) from error
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+    def _transport_failure(self, error: aiohttp.ClientError | asyncio.TimeoutError) -> UpstreamError:
+        """Connection failures. A host that does not resolve and a failed TLS handshake are
+        settings to fix, not weather to wait out: they fail the response at once."""
+        where = f"inference backend {self._shown}"
+        if isinstance(error, asyncio.TimeoutError):
+            return RetryableUpstreamError(f"{where} did not answer in time ({type(error).__name__})")
+        if isinstance(error, aiohttp.ClientConnectorDNSError):
+            host = urlsplit(self.base_url).hostname
+            return MisconfiguredUpstreamError(
+                f"{where}: name resolution failed for {host!r} ({_os_cause(error)}); check INFERENCE_BASE_URL")
+        if isinstance(error, aiohttp.ClientSSLError):
+            return MisconfiguredUpstreamError(f"{where}: TLS handshake failed ({_os_cause(error)})")
+        if isinstance(error, aiohttp.ClientConnectorError):
+            if isinstance(error.os_error, ConnectionRefusedError):
+                return RetryableUpstreamError(f"{where} is unreachable: connection refused (is it running?)")
+            return RetryableUpstreamError(f"{where} is unreachable: {_os_cause(error)}")
+        return RetryableUpstreamError(f"{where}: the connection broke ({error or type(error).__name__})")
+
+    def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes,
+                        body: dict[str, Any]) -> UpstreamError:
+        """408/409/429/5xx can be retried; any other 4xx fails the response at once, with the
+        backend's words and, for the usual ones, what to check."""
+        try:
+            parsed = orjson.loads(content) if content else None
+        except orjson.JSONDecodeError:
+            parsed = None
+        said = _message_of(parsed) if isinstance(parsed, dict) else content[:300].decode(errors="replace").strip()
+        message = f"inference backend {self._shown} answered {status}: {said or _reason(status)}"
+        if status in RETRYABLE_STATUS or status >= 500:
+            return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(headers))
+        if status == 401:
+            hint = "the API key was refused" if self._has_key else "it wants an API key and none is set"
+            message += f" ({hint}: set INFERENCE_API_KEY)"
+        elif status == 404:
+            message += f" (is model {body.get('model')!r} served there, and does INFERENCE_BASE_URL end in /v1?)"
+        return RejectedByUpstreamError(message, status_code=status)
 
 
 async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
@@ -110,25 +173,9 @@ def _json(content: bytes | str) -> dict[str, Any]:
     return parsed
 
 
-def _transport_failure(error: aiohttp.ClientError | asyncio.TimeoutError) -> UpstreamError:
-    if isinstance(error, asyncio.TimeoutError):
-        return RetryableUpstreamError(f"inference backend did not answer in time ({type(error).__name__})")
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return RetryableUpstreamError(f"inference backend unreachable: {error.os_error or error}")
-    return RetryableUpstreamError(f"inference backend connection broke: {error or type(error).__name__}")
-
-
-def _status_failure(status: int, headers: Mapping[str, str], content: bytes) -> UpstreamError:
-    """408/409/429/5xx can be retried; any other 4xx fails the response with the backend's words."""
-    try:
-        body = orjson.loads(content) if content else None
-    except orjson.JSONDecodeError:
-        body = None
-    said = _message_of(body) if isinstance(body, dict) else content[:300].decode(errors="replace").strip()
-    message = f"inference backend answered {status}: {said or _reason(status)}"
-    if status in RETRYABLE_STATUS or status >= 500:
-        return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(headers))
-    return RejectedByUpstreamError(message, status_code=status)
+def _os_cause(error: aiohttp.ClientConnectorError) -> str:
+    cause = error.os_error
+    return (getattr(cause, "strerror", None) or str(cause) or type(cause).__name__) if cause else str(error)
 
 
 def _reason(status: int) -> str:

@@ -8,16 +8,25 @@
     │   ├── PayloadTooLargeError          413  the request body is larger than the server takes
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
-    │       └── OverloadedError           503  with `retry-after`: as many responses in flight as
-    │                                          this API process takes
+    │       ├── OverloadedError           503  with `retry-after`: as many responses in flight as
+    │       │                                  this API process takes
+    │       └── StoppingError             503  with `x-should-retry: false`: the process stopped
+    │                                          while the response ran on (a retry would start
+    │                                          another); it names where to get the response
     ├── UpstreamError                     raised inside activities about the inference backend
-    │   ├── RetryableUpstreamError        408/409/429/5xx and connection failures: Temporal retries
-    │   └── RejectedByUpstreamError       other 4xx: the response fails with the backend's message
+    │   ├── RetryableUpstreamError        408/409/429/5xx, refused or broken connections,
+    │   │                                 timeouts: Temporal retries
+    │   ├── RejectedByUpstreamError       other 4xx (a bad key, an unknown model): the response
+    │   │                                 fails at once with the backend's message
+    │   └── MisconfiguredUpstreamError    a host that does not resolve, a TLS handshake that
+    │                                     fails: the setting is wrong, the response fails at once
     ├── McpServerError                    raised inside MCP activities about an MCP server
     │   ├── McpUnreachableError           connection failures, timeouts, 408/429/5xx: Temporal retries
     │   └── McpRejectedError              other 4xx, protocol errors: retrying cannot help
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
     │                                     or not the one that sealed them
+    ├── StartupError                      a process cannot start: a setting names what does not
+    │                                     exist or cannot be reached; the CLI says so in one line
     ├── ResponseFailedError               raised in the workflow to end a response `failed` with
     │                                     its message (an MCP server that cannot be listed)
     └── CancelRequestedError              raised inside an activity that stopped because the
@@ -43,6 +52,10 @@ class ApiError(DurableResponsesError):
         self.message = message
         self.param = param
         self.code = code
+
+    def headers(self) -> dict[str, str] | None:
+        """HTTP headers that go with the answer."""
+        return None
 
     def to_body(self) -> dict:
         return {
@@ -95,6 +108,17 @@ class OverloadedError(UnavailableError):
         super().__init__(message, code="server_overloaded")
         self.retry_after_seconds = retry_after_seconds
 
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(self.retry_after_seconds)}
+
+
+class StoppingError(UnavailableError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="server_stopping")
+
+    def headers(self) -> dict[str, str]:
+        return {"x-should-retry": "false"}  # the OpenAI SDKs' own header: do not retry
+
 
 class UpstreamError(DurableResponsesError):
     """A failure of the inference backend, raised inside an activity."""
@@ -115,6 +139,14 @@ class RetryableUpstreamError(UpstreamError):
 
 class RejectedByUpstreamError(UpstreamError):
     pass
+
+
+class MisconfiguredUpstreamError(UpstreamError):
+    """The backend's address cannot work as configured: retrying cannot mend it."""
+
+
+class StartupError(DurableResponsesError):
+    """A process cannot start; its message is the one line the CLI prints before exiting."""
 
 
 class CancelRequestedError(DurableResponsesError):

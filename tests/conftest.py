@@ -113,14 +113,16 @@ class Stack:
 async def running_stack(
     temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
-    send_reasoning: bool = False,
+    send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
 ) -> AsyncIterator[Stack]:
-    """The API (and, `with_worker`, a worker) in this process."""
+    """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
+    backend at `inference_base_url`) for inference."""
     settings = Settings(
         temporal_address=temporal_address,
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
         database_url=f"sqlite:///{data_dir / 'responses.db'}",
-        inference_base_url=backend.base_url,
+        inference_base_url=inference_base_url or backend.base_url,
+        inference_api_key=inference_api_key,
         execution=execution,
         secrets_key=SECRETS_KEY,
         inference_send_reasoning=send_reasoning,

@@ -10,7 +10,8 @@ import time
 import openai
 import pytest
 
-from tests.conftest import Stack, running_stack
+from models.workflow_io import RetryBudget
+from tests.conftest import TEST_EXECUTION, Stack, running_stack
 from tests.scripted_backend import Reply, ScriptedBackend
 
 BAD_REQUESTS = [
@@ -129,7 +130,7 @@ async def test_persistent_upstream_failure_ends_failed_after_the_budget(
     assert len(backend.requests(model)) == attempts
 
 
-async def test_unreachable_backend_fails_with_the_reason(temporal_address: str, tmp_path, model: str):
+async def test_unreachable_backend_is_retried_then_fails_naming_it(temporal_address: str, tmp_path, model: str):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = ScriptedBackend()
@@ -137,4 +138,50 @@ async def test_unreachable_backend_fails_with_the_reason(temporal_address: str, 
     async with running_stack(temporal_address, closed, tmp_path) as stack, stack.sdk() as client:
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
-    assert "unreachable" in response.error.message
+    assert response.error.message == f"inference backend {closed.base_url} is unreachable: connection refused " \
+                                     "(is it running?)"
+
+
+# A retry would come 20 s after the first attempt: a response that ends sooner was not retried.
+NO_RETRY_WITHIN = TEST_EXECUTION.model_copy(update={"inference": RetryBudget(
+    start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=20, maximum_interval_seconds=20)})
+
+
+@pytest.mark.parametrize(("base_url", "words"), [
+    ("http://no-such-host.invalid/v1", "name resolution failed for 'no-such-host.invalid'"),
+    ("https://127.0.0.1:{port}/v1", "TLS handshake failed"),
+])
+async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
+    temporal_address: str, tmp_path, backend: ScriptedBackend, model: str, base_url: str, words: str
+):
+    """A host that does not resolve, TLS to a plain-HTTP server: settings to fix, which no
+    retry mends, so the response fails at once with the URL and the cause."""
+    url = base_url.format(port=backend.port)
+    async with running_stack(temporal_address, backend, tmp_path, inference_base_url=url,
+                             execution=NO_RETRY_WITHIN) as stack, stack.sdk() as client:
+        started = time.monotonic()
+        response = await client.responses.create(model=model, input="hi")
+        took = time.monotonic() - started
+    assert response.status == "failed"
+    assert response.error.message.startswith(f"inference backend {url}")
+    assert words in response.error.message
+    assert took < 15, "failed only after a retry"
+
+
+@pytest.mark.parametrize(("status", "api_key", "words"), [
+    (401, "", "it wants an API key and none is set: set INFERENCE_API_KEY"),
+    (401, "sk-wrong", "the API key was refused: set INFERENCE_API_KEY"),
+    (404, "", "is model '{model}' served there, and does INFERENCE_BASE_URL end in /v1?"),
+])
+async def test_a_refused_key_or_an_unknown_model_fails_at_once_saying_what_to_check(
+    temporal_address: str, tmp_path, backend: ScriptedBackend, model: str, status: int, api_key: str, words: str
+):
+    backend.script(model, [Reply(status=status, error_message="nope")])
+    async with running_stack(temporal_address, backend, tmp_path, inference_api_key=api_key) as stack, \
+            stack.sdk() as client:
+        response = await client.responses.create(model=model, input="hi")
+    assert response.status == "failed"
+    assert response.error.message == (f"inference backend {backend.base_url} answered {status}: nope "
+                                      f"({words.format(model=model)})")
+    assert api_key == "" or api_key not in response.error.message
+    assert len(backend.requests(model)) == 1, "retrying cannot mend a refused key or an unknown model"
