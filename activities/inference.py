@@ -17,7 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
-from activities.chat_client import ChatClient
+from activities.chat_client import ChatBackend
 from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
@@ -33,7 +33,7 @@ from store.turns import Fence, TurnLost, TurnStart
 from workflows.catalogue import ToolTable
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: ChatClient, *, send_reasoning: bool = False) -> None:
+    def __init__(self, repository: ResponseRepository, client: ChatBackend, *, send_reasoning: bool = False) -> None:
         self.repository = repository
         self.client = client
         self.send_reasoning = send_reasoning
@@ -42,8 +42,9 @@ class InferenceActivities:
 
     async def stop(self) -> None:
         """Abandon the calls still running (their claims are released, so another worker takes
-        their turns over at once): a stopping worker does not wait for a slow model."""
-        await self.calls.cancel_all()
+        their turns over at once) and make no new ones: a stopping worker does not wait for a
+        slow model, nor call it again."""
+        await self.calls.close()
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:

@@ -19,8 +19,14 @@ T = TypeVar("T")
 class SingleFlight:
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Task[Any]] = {}
+        self._closed = False
 
     async def run(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> T:
+        if self._closed:
+            # A stopping worker takes no new work. Temporal's core retries a local activity
+            # even while its worker shuts down, so this waits (until the process ends and
+            # cancels it) instead of failing, which would spend the retry budget in moments.
+            await asyncio.get_running_loop().create_future()
         task = self._running.get(key)
         if task is None:
             task = asyncio.ensure_future(work())
@@ -34,8 +40,13 @@ class SingleFlight:
         if not task.cancelled():
             task.exception()  # retrieved: a failure nobody awaited any more is not logged as lost
 
+    async def close(self) -> None:
+        """Stop every piece of work still running and take no more (the worker is stopping)."""
+        self._closed = True
+        await self.cancel_all()
+
     async def cancel_all(self) -> None:
-        """Stop every piece of work still running (the worker is stopping) and wait for them."""
+        """Stop every piece of work still running and wait for them."""
         running = list(self._running.values())
         for task in running:
             task.cancel()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from api import conversations, routes
 from api.admission import Admission
@@ -14,8 +16,11 @@ from store.repository import ResponseRepository
 
 
 def create_app(
-    repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None
+    repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None,
+    served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
 ) -> Starlette:
+    """`served_model` names the model that answers for the one a request asks for (the demo
+    model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools)."""
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -35,6 +40,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
             Route("/health", routes.health, methods=["GET"]),
+            *mounts,
         ],
         exception_handlers=EXCEPTION_HANDLERS,
     )
@@ -42,4 +48,5 @@ def create_app(
     app.state.runner = runner
     app.state.admission = Admission(max_in_flight)
     app.state.limits = limits or Limits()
+    app.state.served_model = served_model
     return app

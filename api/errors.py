@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from models.errors import ApiError, InvalidRequestError, OverloadedError
+from models.errors import ApiError, InvalidRequestError
 from models.requests import UnsupportedParameter
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ def _location(location: tuple, payload: Any) -> str:
 
 
 def error_response(error: ApiError) -> JSONResponse:
-    headers = {"retry-after": str(error.retry_after_seconds)} if isinstance(error, OverloadedError) else None
-    return JSONResponse(error.to_body(), status_code=error.status_code, headers=headers)
+    return JSONResponse(error.to_body(), status_code=error.status_code, headers=error.headers())
 
 
 async def handle_api_error(_request: Request, error: Exception) -> JSONResponse:

@@ -4,6 +4,7 @@ refuse a request happens here, before anything reaches Temporal."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,8 +85,11 @@ def parse_approval(payload: dict[str, Any]) -> ApprovalUpdate:
         raise from_validation_error(error, payload) from None
 
 
-async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits) -> PreparedResponse:
+async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits, *,
+                  served_model: Callable[[str], str] | None = None) -> PreparedResponse:
     request = validate(payload)
+    if served_model is not None:
+        request = request.model_copy(update={"model": served_model(request.model)})
     if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
         raise InvalidRequestError(
             f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",

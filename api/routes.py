@@ -51,7 +51,8 @@ async def create_response(request: Request) -> HttpResponse:
 
 
 async def _create(request: Request) -> HttpResponse:
-    prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request))
+    prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
+                             served_model=request.app.state.served_model)
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
@@ -73,7 +74,7 @@ async def _create(request: Request) -> HttpResponse:
                                  headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
-    ended = await runner.ended(started)
+    ended = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
     if not response.store:
         await repository.purge(response.id, with_decisions=False)  # kept only until this request had it
     return _json(ended)

@@ -116,9 +116,12 @@ class ResponseRunner:
             except TimeoutError:
                 pass
             asked = asyncio.ensure_future(self._ended(started.handle))
-            await asyncio.wait({handover, asked}, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await asyncio.wait({handover, asked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not asked.done():
+                    asked.cancel()  # answered by the handover, or no longer waited for
             if handover.done():
-                asked.cancel()
                 return handover.result()
             return asked.result()
         finally:

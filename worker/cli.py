@@ -1,4 +1,15 @@
-"""The `durable-responses` command: `dev`, `worker`, `serve`."""
+"""durable-responses: an OpenAI-compatible Responses API in which every response is a durable
+Temporal workflow.
+
+  dev       everything on this machine: a Temporal dev server, a worker and the HTTP API
+            (the built-in demo model answers until an inference backend is configured)
+  serve     the HTTP API only, for a deployment with separate workers
+  worker    runs responses (workflows and activities) from a Temporal task queue
+  approve   approve or deny an MCP tool call a background response waits for
+
+The inference backend and everything else not given as a flag come from the environment
+(INFERENCE_BASE_URL, INFERENCE_API_KEY, ...; see the README's configuration table).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +22,9 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from models.errors import StartupError
 from worker.settings import DEFAULT_TASK_QUEUE, Settings
+from worker.shutdown import Shutdown
 
 log = logging.getLogger("durable_responses")
 
@@ -20,39 +33,74 @@ STOP_MARGIN_SECONDS = 10.0
 the Temporal child's) before what is left is cancelled."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written; an option's default after its help, unless the help says it
+    (a default that comes from the environment) or it is a switch."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _command(commands: argparse._SubParsersAction, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    return commands.add_parser(name, help=summary, description=description, formatter_class=_HelpFormatter)
+
+
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--temporal-address", default=None, help="host:port of Temporal (default localhost:7233)")
-    parser.add_argument("--namespace", default=None, help="Temporal namespace (default 'default')")
-    parser.add_argument("--task-queue", default=None, help=f"Temporal task queue (default {DEFAULT_TASK_QUEUE!r})")
-    parser.add_argument("--database-url", default=None, help="sqlite:///path or postgresql://...")
+    parser.add_argument("--temporal-address", default=None, metavar="HOST:PORT",
+                        help="the Temporal frontend (default: $TEMPORAL_ADDRESS or localhost:7233)")
+    parser.add_argument("--namespace", default=None,
+                        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE or 'default')")
+    parser.add_argument("--task-queue", default=None,
+                        help=f"the Temporal task queue (default: $TEMPORAL_TASK_QUEUE or {DEFAULT_TASK_QUEUE!r})")
+    parser.add_argument("--database-url", default=None, metavar="URL",
+                        help="sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB "
+                             "(default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
+
+
+def _add_http_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="the address the HTTP API listens on")
+    parser.add_argument("--port", type=int, default=8000, help="the HTTP API's port")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="durable-responses", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="durable-responses", description=__doc__, formatter_class=_HelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    dev = commands.add_parser("dev", help="Temporal dev server + worker + HTTP API, all local")
-    dev.add_argument("--host", default="127.0.0.1")
-    dev.add_argument("--port", type=int, default=8000)
-    dev.add_argument("--data-dir", default="./.durable-responses")
-    dev.add_argument("--temporal-port", type=int, default=7233)
-    dev.add_argument("--ui-port", type=int, default=None)
+    dev = _command(commands, "dev", "Temporal dev server + worker + HTTP API, all local",
+                   "Start a Temporal dev server (a child process), a worker and the HTTP API, with their data in "
+                   "--data-dir, and the demo MCP tools at /demo/mcp.\nWith no INFERENCE_BASE_URL and no "
+                   "INFERENCE_API_KEY/OPENAI_API_KEY set (or with --demo), the built-in demo model answers.")
+    _add_http_options(dev)
+    dev.add_argument("--data-dir", default="./.durable-responses",
+                     help="where the responses, Temporal's history and the secrets key are kept")
+    dev.add_argument("--temporal-port", type=int, default=7233, help="the Temporal dev server's gRPC port")
+    dev.add_argument("--ui-port", type=int, default=None,
+                     help="the Temporal UI's port (default: the first free one from --temporal-port + 1000)")
+    dev.add_argument("--demo", action="store_true",
+                     help="answer with the built-in demo model even if an inference backend is configured")
 
-    worker = commands.add_parser("worker", help="run workflows and activities")
+    worker = _command(commands, "worker", "run responses (workflows and activities)",
+                      "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
+                      "store writes. Run as many as you need.")
     _add_cluster_options(worker)
 
-    serve = commands.add_parser("serve", help="the HTTP API only")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve = _command(commands, "serve", "the HTTP API only",
+                     "Serve the HTTP API; responses run on `worker` processes of the same task queue.")
+    _add_http_options(serve)
     _add_cluster_options(serve)
 
-    approve = commands.add_parser("approve", help="approve (or deny) an MCP call a background response waits for")
-    approve.add_argument("response_id")
-    approve.add_argument("approval_request_id")
+    approve = _command(commands, "approve", "approve (or deny) an MCP call a background response waits for",
+                       "Answer an MCP approval request of a background response that waits for it "
+                       "(POST /v1/responses/RESPONSE_ID/approvals).")
+    approve.add_argument("response_id", metavar="RESPONSE_ID", help="the waiting response (resp_...)")
+    approve.add_argument("approval_request_id", metavar="APPROVAL_REQUEST_ID",
+                         help="the id of its mcp_approval_request item (mcpr_...)")
     approve.add_argument("--deny", action="store_true", help="deny the call instead of approving it")
     approve.add_argument("--reason", default=None, help="why (the model is told, on a denial)")
     approve.add_argument("--api-url", default=os.environ.get("DURABLE_RESPONSES_URL", "http://127.0.0.1:8000"),
-                         help="the durable-responses API (default $DURABLE_RESPONSES_URL or http://127.0.0.1:8000)")
+                         help="the durable-responses API ($DURABLE_RESPONSES_URL when set)")
     return parser
 
 
@@ -92,32 +140,53 @@ async def _run(args: argparse.Namespace) -> int:
     from worker.dev import run_dev
     from worker.roles import run_api, run_worker
 
-    stop = asyncio.Event()
+    shutdown = Shutdown()
+    grace_seconds = Settings.from_env().shutdown_grace_seconds
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, _on_signal, shutdown, grace_seconds)
     match args.command:
         case "dev":
-            role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, stop, ui_port=args.ui_port)
+            role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, shutdown,
+                           ui_port=args.ui_port, demo=args.demo)
         case "worker":
-            role = run_worker(_settings(args), stop)
+            role = run_worker(_settings(args), shutdown)
         case _:
-            role = run_api(_settings(args), args.host, args.port, stop, with_worker=False)
-    return await _until_stopped(role, stop, Settings.from_env().shutdown_grace_seconds)
+            role = run_api(_settings(args), args.host, args.port, shutdown, with_worker=False)
+    return await _until_stopped(role, shutdown, grace_seconds)
 
 
-async def _until_stopped(role: Coroutine[Any, Any, Any], stop: asyncio.Event, grace_seconds: float) -> int:
-    """Run a role until it ends; once `stop` is set, give it its grace and a margin to stop,
-    then cancel it (its cleanup, such as stopping the Temporal child, still runs), so no stuck
-    request or activity keeps the process from exiting."""
+def _on_signal(shutdown: Shutdown, grace_seconds: float) -> None:
+    """The first signal asks to stop and says what that waits for; the second forces it."""
+    if shutdown.requested.is_set():
+        print("stopping now", file=sys.stderr, flush=True)
+    else:
+        waited, abandoned = shutdown.waiting_for(), shutdown.abandoning()
+        parts = [f"waiting up to {grace_seconds:g} s for {waited} to finish" if waited else "nothing to wait for"]
+        if abandoned:
+            parts.append(f"{abandoned} still running then will be abandoned and made again at the next start")
+        parts.append(f"exiting within {grace_seconds + STOP_MARGIN_SECONDS:g} s (press Ctrl-C again to stop now)")
+        print("stopping: " + "; ".join(parts), file=sys.stderr, flush=True)
+    shutdown.signalled()
+
+
+async def _until_stopped(role: Coroutine[Any, Any, Any], shutdown: Shutdown, grace_seconds: float) -> int:
+    """Run a role until it ends; once a stop is asked for, give it its grace and a margin,
+    then (or at once, on a second signal) cancel it (its cleanup, such as stopping the
+    Temporal child, still runs), so no stuck request or activity keeps the process alive."""
     running = asyncio.ensure_future(role)
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
+    asked = asyncio.ensure_future(shutdown.requested.wait())
+    await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
+    asked.cancel()
     if not running.done():
-        done, _ = await asyncio.wait({running}, timeout=grace_seconds + STOP_MARGIN_SECONDS)
-        if not done:
-            log.error("still stopping %g s after the signal: cancelling what is left", grace_seconds + STOP_MARGIN_SECONDS)
+        forced = asyncio.ensure_future(shutdown.forced.wait())
+        await asyncio.wait({running, forced}, timeout=grace_seconds + STOP_MARGIN_SECONDS,
+                           return_when=asyncio.FIRST_COMPLETED)
+        forced.cancel()
+        if not running.done():
+            if not shutdown.forced.is_set():
+                log.error("still stopping %g s after the signal: cancelling what is left",
+                          grace_seconds + STOP_MARGIN_SECONDS)
             running.cancel()
             await asyncio.wait({running}, timeout=STOP_MARGIN_SECONDS)
             return 1
@@ -142,7 +211,11 @@ def main(argv: list[str] | None = None) -> None:
     # httpx2 (the MCP SDK's HTTP client) logs every request's URL at INFO, like httpx.
     for noisy in ("httpx", "httpx2", "transitions"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    code = _event_loop_run(_run(args))
+    try:
+        code = _event_loop_run(_run(args))
+    except StartupError as error:
+        print(f"durable-responses {args.command}: {error}", file=sys.stderr, flush=True)
+        code = 1
     sys.stdout.flush()
     # The Temporal client can crash at interpreter exit (sdk-python #300): leave at once.
     os._exit(code)

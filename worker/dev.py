@@ -1,5 +1,6 @@
 """`durable-responses dev`: the Temporal dev server (a child process, SQLite file in the data
-dir) plus, in this process, a worker and the HTTP API."""
+dir) plus, in this process, a worker and the HTTP API, with the demo MCP tools at `/demo/mcp`.
+With no backend configured (or `--demo`) the demo model answers, and `dev` says so."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from pathlib import Path
 
 import httpx
 
+from demo.backend import DEMO_BASE_URL
+from demo.tools import DEMO_TOOLS_PATH, demo_tools_mount
 from store.secret_box import SecretBox
 from worker.roles import run_api
-from worker.settings import Settings
+from worker.settings import Settings, backend_configured
+from worker.shutdown import Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,8 @@ def secrets_key_in(directory: Path) -> str:
 
 
 async def run_dev(
-    host: str, port: int, data_dir: str, temporal_port: int, stop: asyncio.Event, *, ui_port: int | None = None
+    host: str, port: int, data_dir: str, temporal_port: int, shutdown: Shutdown, *, ui_port: int | None = None,
+    demo: bool = False,
 ) -> int:
     directory = Path(data_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -101,20 +106,23 @@ async def run_dev(
     settings = Settings.from_env(
         temporal_address=f"127.0.0.1:{temporal_port}",
         database_url=f"sqlite:///{directory / 'responses.db'}",
+        inference_base_url=DEMO_BASE_URL if demo or not backend_configured() else None,
     )
     if not settings.secrets_key:
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
+    settings.check_backend()
     child = start_temporal(directory, temporal_port, ui_port)
-    announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory))
+    announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory, settings))
     try:
-        await run_api(settings, host, port, stop, with_worker=True)
+        async with demo_tools_mount(host) as tools:
+            await run_api(settings, host, port, shutdown, with_worker=True, mounts=[tools])
         return 0
     finally:
         announcer.cancel()
         stop_child(child)
 
 
-async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: Path) -> None:
+async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: Path, settings: Settings) -> None:
     url = f"http://{host}:{port}"
     async with httpx.AsyncClient() as client:
         while True:
@@ -124,5 +132,15 @@ async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: 
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(0.2)
-    print(f"durable-responses is ready\n  API:         {url}/v1\n  Temporal UI: http://127.0.0.1:{ui_port}\n"
-          f"  data dir:    {directory}", flush=True)
+    lines = [
+        "durable-responses is ready",
+        f"  API:         {url}/v1",
+        f"  Temporal UI: http://127.0.0.1:{ui_port}",
+        f"  demo tools:  {url}{DEMO_TOOLS_PATH}/mcp (an MCP server)",
+        f"  data dir:    {directory}",
+        f"  {settings.backend_summary()}",
+    ]
+    if settings.uses_demo_model:
+        lines += ["", "  *** DEMO MODEL: answers are echoes, not a real LLM (models demo/echo, demo/slow, "
+                      "demo/flaky, demo/fail). ***"]
+    print("\n".join(lines), flush=True)

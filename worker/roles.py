@@ -1,20 +1,27 @@
 """The long-running roles: the worker, the HTTP API, and both in one process.
 
-Each runs until `stop` is set (the CLI sets it on SIGINT/SIGTERM).
+Each runs until its `Shutdown` is requested (the CLI requests it on SIGINT/SIGTERM), and
+each says at start what it serves and which inference backend it uses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
+from collections.abc import Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import AsyncIterator
 
 import uvicorn
+from starlette.routing import BaseRoute
 from temporalio.client import Client
 
+from activities.chat_client import shown_url
 from api.app import create_app
 from api.runner import ResponseRunner
+from demo.model import served_model
+from models.errors import StartupError
 from store.database import open_database
 from store.repository import ResponseRepository
 from store.secret_box import SecretBox
@@ -22,6 +29,8 @@ from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
 from worker.retention import Retention
 from worker.settings import Settings
+from worker.shutdown import Shutdown
+from worker.startup import wait_for
 from worker.temporal import build_worker, connect
 
 log = logging.getLogger(__name__)
@@ -29,8 +38,16 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
-    db = open_database(settings.database_url)
-    await db.create_schema()
+    try:
+        db = open_database(settings.database_url)
+    except (ValueError, OSError, sqlite3.Error) as error:
+        raise StartupError(f"cannot open the database {shown_url(settings.database_url)}: {error}") from error
+    try:
+        await wait_for(f"the database {shown_url(settings.database_url)}", db.create_schema,
+                       seconds=settings.startup_wait_seconds)
+    except BaseException:
+        await db.close()
+        raise
     try:
         yield ResponseRepository(
             db,
@@ -42,16 +59,10 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
         await db.close()
 
 
-async def connect_with_retry(settings: Settings, *, attempts: int = 60) -> Client:
-    for attempt in range(attempts):
-        try:
-            return await connect(settings)
-        except Exception as error:  # noqa: BLE001 - any failure to connect is retried
-            if attempt == attempts - 1:
-                raise
-            log.info("waiting for Temporal at %s (%s)", settings.temporal_address, error)
-            await asyncio.sleep(0.5)
-    raise AssertionError("unreachable")
+async def connect_with_retry(settings: Settings) -> Client:
+    return await wait_for(f"Temporal at {settings.temporal_address}", lambda: connect(settings),
+                          seconds=settings.startup_wait_seconds,
+                          hint=" (is it running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)")
 
 
 def _runner(client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool) -> ResponseRunner:
@@ -62,7 +73,8 @@ def _runner(client: Client, settings: Settings, repository: ResponseRepository, 
 
 
 @asynccontextmanager
-async def working(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[None]:
+async def working(client: Client, settings: Settings, repository: ResponseRepository,
+                  shutdown: Shutdown | None = None) -> AsyncIterator[None]:
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
@@ -70,7 +82,7 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
     retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
                           retention_days=settings.response_retention_days)
     chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep}
-    async with build_worker(client, settings, repository):
+    async with build_worker(client, settings, repository, shutdown=shutdown):
         sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
         try:
             yield
@@ -79,11 +91,26 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
             await sweeping
 
 
-async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
-    client = await connect_with_retry(settings)
-    async with opened_store(settings) as repository, working(client, settings, repository):
-        log.info("worker polling task queue %r", settings.task_queue)
-        await stop.wait()
+def announce_backend(settings: Settings) -> None:
+    """Which backend answers, and whether a key is set (never the key), once at start."""
+    log.info("%s", settings.backend_summary())
+    for warning in settings.backend_warnings():
+        log.warning("%s", warning)
+
+
+async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
+    settings.check_backend()
+    async with opened_store(settings) as repository:
+        client = await connect_with_retry(settings)
+        async with working(client, settings, repository, shutdown):
+            log.info("worker polling task queue %r on Temporal at %s", settings.task_queue, settings.temporal_address)
+            announce_backend(settings)
+            await shutdown.requested.wait()
+
+
+CLOSING_NOTICE_SECONDS = 0.5
+"""Before the grace period ends, requests still waiting for their responses are answered
+(503, naming the response) this long ahead of being cut off."""
 
 
 class _QuietServer(uvicorn.Server):
@@ -99,19 +126,37 @@ async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seco
                                          timeout_graceful_shutdown=grace_seconds))
     serving = asyncio.create_task(server.serve())
     stopping = asyncio.create_task(stop.wait())
+    while not (server.started or serving.done()):
+        await asyncio.sleep(0.01)
+    if serving.done():  # the port was taken (uvicorn has logged why)
+        stopping.cancel()
+        raise StartupError(f"cannot serve HTTP on {host}:{port} (is the port in use?)")
+    log.info("API listening on http://%s:%d/v1", host, port)
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
-    await serving
+    closing = asyncio.get_running_loop().call_later(max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS),
+                                                    app.state.admission.closing.set)
+    try:
+        await serving
+    finally:
+        closing.cancel()
 
 
-async def run_api(settings: Settings, host: str, port: int, stop: asyncio.Event, *, with_worker: bool) -> None:
-    """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly."""
-    client = await connect_with_retry(settings)
+async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, *, with_worker: bool,
+                  mounts: Sequence[BaseRoute] = ()) -> None:
+    """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly.
+    `mounts` are more routes for the app (`dev`'s demo tools)."""
+    settings.check_backend()
     async with opened_store(settings) as repository:
+        client = await connect_with_retry(settings)
         app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
-                         max_in_flight=settings.max_in_flight_responses, limits=settings.limits())
+                         max_in_flight=settings.max_in_flight_responses, limits=settings.limits(),
+                         served_model=served_model if settings.uses_demo_model else None, mounts=mounts)
+        shutdown.track("open request", lambda: app.state.admission.in_flight)
+        announce_backend(settings)
+        grace = settings.shutdown_grace_seconds
         if not with_worker:
-            await _serve_http(app, host, port, stop, settings.shutdown_grace_seconds)
+            await _serve_http(app, host, port, shutdown.requested, grace)
             return
-        async with working(client, settings, repository):
-            await _serve_http(app, host, port, stop, settings.shutdown_grace_seconds)
+        async with working(client, settings, repository, shutdown):
+            await _serve_http(app, host, port, shutdown.requested, grace)

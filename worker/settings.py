@@ -6,20 +6,36 @@ import os
 
 from pydantic import BaseModel, Field
 
+from activities.chat_client import shown_url
 from api.body import Limits
+from demo.backend import DEMO_BASE_URL
+from demo.model import DEFAULT_DEMO_MODEL
+from models.errors import StartupError
 from models.workflow_io import ExecutionSettings, RetryBudget
 
 DEFAULT_TASK_QUEUE = "durable-responses"
+DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
+
+
+def backend_configured() -> bool:
+    """Whether the environment names an inference backend or a key for one."""
+    return any(os.environ.get(name) for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY"))
 
 
 def _env_float(name: str, default: float) -> float:
     value = os.environ.get(name)
-    return float(value) if value else default
+    try:
+        return float(value) if value else default
+    except ValueError:
+        raise StartupError(f"{name} must be a number, not {value!r}") from None
 
 
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
-    return int(value) if value else default
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise StartupError(f"{name} must be a whole number, not {value!r}") from None
 
 
 class Settings(BaseModel):
@@ -27,7 +43,8 @@ class Settings(BaseModel):
     namespace: str = "default"
     task_queue: str = DEFAULT_TASK_QUEUE
     database_url: str = "sqlite:///./.durable-responses/responses.db"
-    inference_base_url: str = "https://api.openai.com/v1"
+    inference_base_url: str = DEFAULT_INFERENCE_BASE_URL
+    """An OpenAI-compatible chat-completions API (`.../v1`), or `demo` for the built-in demo model."""
     inference_api_key: str = Field(default="", repr=False)
     inference_send_reasoning: bool = False
     """Send earlier turns' reasoning back upstream (`reasoning_content` on assistant messages):
@@ -56,9 +73,36 @@ class Settings(BaseModel):
     """Stored responses that ended this long ago are deleted, with their Temporal histories
     (0: kept until deleted)."""
     housekeeping_interval_seconds: float = 60.0
+    startup_wait_seconds: float = 30.0
+    """How long a starting process waits for Temporal and the database to answer."""
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
+
+    @property
+    def uses_demo_model(self) -> bool:
+        return self.inference_base_url == DEMO_BASE_URL
+
+    def check_backend(self) -> None:
+        if self.uses_demo_model or self.inference_base_url.startswith(("http://", "https://")):
+            return
+        raise StartupError(f"INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or "
+                           f"'{DEMO_BASE_URL}', not {self.inference_base_url!r}")
+
+    def backend_summary(self) -> str:
+        """One line: which backend answers, and whether a key is set (never the key)."""
+        if self.uses_demo_model:
+            return (f"inference backend: the built-in demo model ({DEFAULT_DEMO_MODEL}); no LLM is called. "
+                    "Set INFERENCE_BASE_URL (and INFERENCE_API_KEY) to use a real one")
+        key = "API key set" if self.inference_api_key else "no API key"
+        return f"inference backend: {shown_url(self.inference_base_url)} ({key})"
+
+    def backend_warnings(self) -> list[str]:
+        if not self.uses_demo_model and not self.inference_api_key \
+                and shown_url(self.inference_base_url).startswith("https://api.openai.com"):
+            return ["no API key is set, so api.openai.com will refuse every request: set INFERENCE_API_KEY "
+                    "(or OPENAI_API_KEY), or INFERENCE_BASE_URL=demo for the demo model"]
+        return []
 
     def limits(self) -> Limits:
         return Limits(max_request_bytes=self.max_request_bytes, max_json_depth=self.max_json_depth,
@@ -85,7 +129,7 @@ class Settings(BaseModel):
             approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
         )
         values: dict[str, object] = {
-            "inference_base_url": os.environ.get("INFERENCE_BASE_URL", "https://api.openai.com/v1"),
+            "inference_base_url": os.environ.get("INFERENCE_BASE_URL") or DEFAULT_INFERENCE_BASE_URL,
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
             "inference_send_reasoning": os.environ.get("INFERENCE_SEND_REASONING", "").lower() in ("1", "true", "yes"),
             "execution": execution,
@@ -103,6 +147,7 @@ class Settings(BaseModel):
             "unstored_retention_seconds": _env_float("UNSTORED_RETENTION_SECONDS", 3600.0),
             "response_retention_days": _env_float("RESPONSE_RETENTION_DAYS", 0.0),
             "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
+            "startup_wait_seconds": _env_float("STARTUP_WAIT_SECONDS", 30.0),
         }
         for name, env in (
             ("temporal_address", "TEMPORAL_ADDRESS"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,12 +11,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.chat_client import ChatClient
+from activities.chat_client import ChatBackend, ChatClient
 from activities.inference import InferenceActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
+from demo.backend import DemoBackend
 from store.repository import ResponseRepository
 from worker.settings import Settings
+from worker.shutdown import Shutdown
 from workflows.response import ResponseWorkflow
 
 
@@ -24,10 +28,15 @@ async def connect(settings: Settings) -> Client:
     )
 
 
-def inference_client(settings: Settings) -> ChatClient:
+def inference_client(settings: Settings) -> ChatBackend:
+    if settings.uses_demo_model:
+        return DemoBackend()
     # Temporal owns retries: the client never retries on its own.
     return ChatClient(settings.inference_base_url, settings.inference_api_key,
                       timeout_seconds=settings.execution.inference.start_to_close_seconds)
+
+
+log = logging.getLogger(__name__)
 
 
 # Workflows run unsandboxed: the sandbox proxies module access on every workflow task and
@@ -40,8 +49,10 @@ WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
 @asynccontextmanager
-async def build_worker(client: Client, settings: Settings, repository: ResponseRepository) -> AsyncIterator[Worker]:
-    """A running worker for our workflow and activities; its backend client closes with it."""
+async def build_worker(client: Client, settings: Settings, repository: ResponseRepository, *,
+                       shutdown: Shutdown | None = None) -> AsyncIterator[Worker]:
+    """A running worker for our workflow and activities; its backend client closes with it.
+    A `shutdown` learns how many model calls it has running."""
     chat = inference_client(settings)
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
@@ -57,11 +68,32 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         ],
         max_cached_workflows=settings.max_cached_workflows,
     )
+    if shutdown is not None:
+        shutdown.track("model call", lambda: len(inference.calls), waited=False)
     try:
-        async with worker:
-            try:
-                yield worker
-            finally:
-                await inference.stop()
+        # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
+        await worker.__aenter__()
+        try:
+            yield worker
+        finally:
+            await inference.stop()
+            await _left_within(worker, WORKER_STOP_SECONDS)
     finally:
         await chat.aclose()
+
+
+WORKER_STOP_SECONDS = 3.0
+"""How long a stopping worker waits for Temporal's worker to finish its tasks once its model
+calls are abandoned. Temporal's core retries a local activity even while its worker shuts
+down (sdk-core #709), and the abandoned model calls never end, so a workflow task that waits
+on one would hold the stop until the process is killed; past this bound the process leaves
+it to Temporal, which hands the task to the next worker when its timeout passes."""
+
+
+async def _left_within(worker: Worker, seconds: float) -> None:
+    leaving = asyncio.ensure_future(worker.__aexit__(None, None, None))
+    done, _ = await asyncio.wait({leaving}, timeout=seconds)
+    if leaving in done:
+        leaving.result()
+    else:
+        log.info("worker stopped with workflow tasks unfinished; Temporal gives them to the next worker")

@@ -1,0 +1,204 @@
+"""What the demo model says: a pure function of a chat-completions request.
+
+It echoes the last user message; when the request offers tools and the message names one
+(`roll_dice`, or `roll dice`), or `tool_choice` demands one, it calls it with arguments taken
+from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
+for strings); after tool results it reports what each tool answered. Which demo model a
+request names decides only its pace and how it fails (`DEMO_MODELS`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DEMO_PREFIX = "demo/"
+DEFAULT_DEMO_MODEL = "demo/echo"
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    name: str
+    seconds_per_word: float
+    first_word_seconds: float
+    failure: Literal["none", "first_attempt", "always"]
+    description: str
+
+
+DEMO_MODELS = {model.name: model for model in (
+    DemoModel("demo/echo", 0.04, 0.15, "none", "echoes your message word by word, calls the tools you name"),
+    DemoModel("demo/slow", 1.0, 0.5, "none", "the same, one word a second: time to press Ctrl-C and restart"),
+    DemoModel("demo/flaky", 0.04, 0.15, "first_attempt",
+              "the same, but the first attempt of each answer breaks halfway; the retry carries on"),
+    DemoModel("demo/fail", 0.0, 0.0, "always", "always fails with a 500, so you can watch the retries run out"),
+)}
+
+
+def served_model(requested: str) -> str:
+    """The model a response names when the demo answers: a `demo/...` model as asked, any
+    other name as `demo/echo`, so no response pretends a real model wrote it."""
+    return requested if requested.startswith(DEMO_PREFIX) else DEFAULT_DEMO_MODEL
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class DemoReply:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+
+    def words(self) -> list[str]:
+        """The text in the pieces it streams in: each word with the space after it."""
+        return re.findall(r"\S+\s*", self.text)
+
+
+def reply_to(body: dict[str, Any]) -> DemoReply:
+    messages = [message for message in _list(body.get("messages")) if isinstance(message, dict)]
+    results = _trailing_tool_results(messages)
+    if results:
+        return DemoReply(text=" ".join(f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
+    said = _text(next((message.get("content") for message in reversed(messages) if message.get("role") == "user"),
+                      None))
+    tools = _functions(body)
+    calls = _calls(said, tools, body.get("tool_choice"), body.get("parallel_tool_calls", True))
+    if calls:
+        return DemoReply(tool_calls=calls, finish_reason="tool_calls")
+    text = f"You said: {said}" if said else "Hello! I am the demo model; say something and I will echo it."
+    if tools:
+        text += f" (Name a tool and I will call it: {', '.join(tools)}.)"
+    return _within_limit(DemoReply(text=text), body.get("max_completion_tokens") or body.get("max_tokens"))
+
+
+def _within_limit(reply: DemoReply, limit: Any) -> DemoReply:
+    """A word is a token here: a reply longer than `max_output_tokens` is cut, as models do."""
+    words = reply.words()
+    if isinstance(limit, int) and 0 < limit < len(words):
+        return DemoReply(text="".join(words[:limit]).rstrip(), finish_reason="length")
+    return reply
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        return " ".join(part["text"] for part in content
+                        if isinstance(part, dict) and isinstance(part.get("text"), str)).strip()
+    return ""
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _trailing_tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The tool results after the last assistant message, with the names of their calls."""
+    results: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, message)
+    if not results:
+        return []
+    calls: dict[str, str] = {}
+    for message in messages:
+        for call in _list(message.get("tool_calls")):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(call.get("id"), str) and isinstance(function.get("name"), str):
+                calls[call["id"]] = function["name"]
+    return [(calls.get(_string(result.get("tool_call_id")), "?"), _text(result.get("content"))) for result in results]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _functions(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The offered functions by name, with their JSON schemas."""
+    functions = {}
+    for tool in _list(body.get("tools")):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"].strip():
+            parameters = function.get("parameters")
+            functions[function["name"]] = parameters if isinstance(parameters, dict) else {}
+    return functions
+
+
+def _mentioned(name: str, said: str) -> int | None:
+    """Where the message names a tool (`weather`, `roll_dice` or `roll dice`; for an MCP tool
+    shown as `label__tool`, its own name will do), or None."""
+    lowered = said.lower()
+    for form in {name, name.split("__")[-1]}:
+        for spelling in {form.lower(), form.lower().replace("_", " ")}:
+            found = re.search(rf"(?<![\w]){re.escape(spelling)}(?![\w])", lowered)
+            if found:
+                return found.start()
+    return None
+
+
+def _calls(said: str, tools: dict[str, dict[str, Any]], choice: Any, parallel: Any) -> list[ToolCall]:
+    if not tools or choice == "none":
+        return []
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        forced = function.get("name") if isinstance(function, dict) else None
+        names = [forced] if isinstance(forced, str) and forced in tools else []
+    else:
+        places = {name: _mentioned(name, said) for name in tools}
+        names = sorted((name for name, place in places.items() if place is not None), key=lambda name: places[name])
+        if not names and choice == "required":
+            names = [next(iter(tools))]
+    if parallel is False:
+        names = names[:1]
+    return [ToolCall(name, _arguments(tools[name], said, name)) for name in names]
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"[\"“']([^\"”']+)[\"”']")
+
+
+def _arguments(schema: dict[str, Any], said: str, name: str) -> dict[str, Any]:
+    """Arguments for a call, from the message: numbers in order for numeric parameters, a
+    quoted phrase (or the words after the tool's name) for strings, `true` for booleans."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = {key for key in _list(schema.get("required")) if isinstance(key, str)}
+    numbers = iter(_NUMBER.findall(said))
+    quoted = _QUOTED.search(said)
+    place = _mentioned(name, said)
+    after = said[place:].split(None, 1)[1] if place is not None and len(said[place:].split(None, 1)) > 1 else ""
+    phrase = quoted.group(1) if quoted else (_NUMBER.sub("", after).strip(" .,:;!?") or said)
+    arguments: dict[str, Any] = {}
+    for key, spec in properties.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if isinstance(spec, dict) and spec.get("enum") and isinstance(spec["enum"], list):
+            value: Any = spec["enum"][0]
+        elif kind in ("integer", "number"):
+            number = next(numbers, None)
+            value = (int(float(number)) if kind == "integer" else float(number)) if number is not None \
+                else _default(spec, 1 if key in required else None)
+        elif kind == "string":
+            value = phrase
+        elif kind == "boolean":
+            value = _default(spec, True)
+        elif kind == "array":
+            value = [] if key in required else None
+        elif kind == "object":
+            value = {} if key in required else None
+        else:
+            value = phrase if key in required else None
+        if value is not None:
+            arguments[key] = value
+    return arguments
+
+
+def _default(spec: dict[str, Any], otherwise: Any) -> Any:
+    return spec.get("default", otherwise)
