@@ -23,8 +23,13 @@ def port_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+BACKEND_VARIABLES = ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY")
+
+
 class DevStack:
-    def __init__(self, data_dir: Path, backend: ScriptedBackend, env: dict[str, str] | None = None) -> None:
+    """`backend=None` starts `dev` as a newcomer would: no backend configured at all."""
+
+    def __init__(self, data_dir: Path, backend: ScriptedBackend | None, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.env = env or {}
         self.port = free_port()
@@ -39,8 +44,12 @@ class DevStack:
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test",
-                            "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"} | self.env
+        if self.backend is None:
+            inherited = {name: value for name, value in os.environ.items() if name not in BACKEND_VARIABLES}
+            env = inherited | {"WORKFLOW_TASK_TIMEOUT_SECONDS": "2"} | self.env
+        else:
+            env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test",
+                                "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"} | self.env
         self.process = subprocess.Popen(
             [CLI, "dev", "--data-dir", str(self.data_dir), "--port", str(self.port),
              "--temporal-port", str(self.temporal_port)],
