@@ -19,6 +19,7 @@ from models.errors import InvalidRequestError, NotFoundError
 from models.responses import TERMINAL_STATUSES
 from store.codec import dumps, loads
 from store.database import Database, Transaction
+from store.schema import NO_PROJECT
 from store.paging import page_of_items
 
 Order = Literal["asc", "desc"]
@@ -43,6 +44,7 @@ class ConversationRow:
     id: str
     created_at: int
     metadata: dict[str, str]
+    project: str = NO_PROJECT
 
     def to_wire(self) -> dict[str, Any]:
         return {"id": self.id, "object": "conversation", "created_at": self.created_at, "metadata": self.metadata}
@@ -55,16 +57,18 @@ class Conversations:
     async def create(self, row: ConversationRow, items: list[tuple[str, dict[str, Any]]]) -> None:
         async with self.db.write() as transaction:
             await transaction.run(
-                "INSERT INTO conversations (id, created_at, metadata) VALUES (:id, :created_at, :metadata)",
-                id=row.id, created_at=row.created_at, metadata=dumps(row.metadata),
+                "INSERT INTO conversations (id, created_at, metadata, project) "
+                "VALUES (:id, :created_at, :metadata, :project)",
+                id=row.id, created_at=row.created_at, metadata=dumps(row.metadata), project=row.project,
             )
             await self._append(transaction, row.id, items)
 
     async def get(self, conversation_id: str) -> ConversationRow | None:
         async with self.db.read() as transaction:
-            found = await transaction.one("SELECT id, created_at, metadata FROM conversations WHERE id = :id",
-                                          id=conversation_id)
-        return None if found is None else ConversationRow(found["id"], found["created_at"], loads(found["metadata"]))
+            found = await transaction.one(
+                "SELECT id, created_at, metadata, project FROM conversations WHERE id = :id", id=conversation_id)
+        return None if found is None else ConversationRow(found["id"], found["created_at"], loads(found["metadata"]),
+                                                          found["project"])
 
     async def update(self, conversation_id: str, metadata: dict[str, str]) -> ConversationRow | None:
         async with self.db.write() as transaction:
@@ -179,6 +183,6 @@ class Conversations:
         )
 
 
-def new_conversation(conversation_id: str, metadata: dict[str, str] | None) -> ConversationRow:
-    return ConversationRow(conversation_id, int(time.time()), metadata or {})
+def new_conversation(conversation_id: str, metadata: dict[str, str] | None, project: str) -> ConversationRow:
+    return ConversationRow(conversation_id, int(time.time()), metadata or {}, project)
 

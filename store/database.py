@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from store.schema import metadata
+from store.schema import create_or_extend
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,8 @@ class SqliteDatabase:
 
         engine = create_engine(f"sqlite:///{self.path}")
         try:
-            metadata.create_all(engine)
+            with engine.begin() as connection:
+                create_or_extend(connection)
         finally:
             engine.dispose()
 
@@ -349,7 +350,7 @@ class PostgresDatabase:
         engine = create_async_engine("postgresql+asyncpg://" + self.url.split("://", 1)[1])
         try:
             async with engine.begin() as connection:
-                await connection.run_sync(metadata.create_all)
+                await connection.run_sync(create_or_extend)
         finally:
             await engine.dispose()
 

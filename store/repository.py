@@ -22,6 +22,7 @@ from store.event_log import EventLog
 from store.notifier import Notifier
 from store.outcomes import Outcomes
 from store.paging import page_of_items
+from store.schema import NO_PROJECT
 from store.parked import Parked, ParkedFields
 from store.secret_box import SecretBox
 from store.turns import Turns, put_chat_context
@@ -84,10 +85,13 @@ class ResponseRepository:
         secrets: dict[str, McpSecrets] | None = None,
         decisions: dict[str, bool] | None = None,
         parked: Parked | None = None,
+        project: str = NO_PROJECT,
+        decided_by: str | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
-        server label), answers to approval requests (by request id) and the parked fields of
-        approval requests it carries as stubs, in one transaction
+        server label), answers to approval requests (by request id, decided by the key
+        `decided_by`) and the parked fields of approval requests it carries as stubs, for
+        `project`, in one transaction
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it)."""
         sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
@@ -95,11 +99,11 @@ class ResponseRepository:
         try:
             async with self.db.write() as transaction:
                 await transaction.run(
-                    "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data) "
-                    "VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, :data)",
+                    "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
+                    "project) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, :data, :project)",
                     id=response_id, created_at=response.created_at, sort_key=time.time_ns() // 1000,
                     status=response.status, stored=response.store, previous=response.previous_response_id,
-                    data=response.model_dump_json(),
+                    data=response.model_dump_json(), project=project,
                 )
                 if items:
                     await transaction.run_many(
@@ -117,10 +121,10 @@ class ResponseRepository:
                     )
                 if decisions:
                     await transaction.run_many(
-                        "INSERT INTO approval_decisions (approval_request_id, response_id, approve) "
-                        "VALUES (:request_id, :response_id, :approve)",
-                        [{"request_id": request_id, "response_id": response_id, "approve": approve}
-                         for request_id, approve in decisions.items()],
+                        "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
+                        "VALUES (:request_id, :response_id, :approve, :decided_by)",
+                        [{"request_id": request_id, "response_id": response_id, "approve": approve,
+                          "decided_by": decided_by} for request_id, approve in decisions.items()],
                     )
                 if parked:
                     await ParkedFields.put_in(transaction, response_id, parked)
@@ -133,12 +137,17 @@ class ResponseRepository:
                 raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
             raise
 
-    async def get_response(self, response_id: str, *, include_unstored: bool = False) -> Response | None:
+    async def get_response(self, response_id: str, *, include_unstored: bool = False,
+                           project: str | None = None) -> Response | None:
+        """A response by id; with `project`, only one of that project (else None, as for an
+        unknown id)."""
+        query, params = "SELECT data FROM responses WHERE id = :id", {"id": response_id}
+        if not include_unstored:
+            query, params = query + " AND stored = :stored", params | {"stored": True}
+        if project is not None:
+            query, params = query + " AND project = :project", params | {"project": project}
         async with self.db.read() as transaction:
-            data = await transaction.value(
-                "SELECT data FROM responses WHERE id = :id" + ("" if include_unstored else " AND stored = :stored"),
-                id=response_id, **({} if include_unstored else {"stored": True}),
-            )
+            data = await transaction.value(query, **params)
         return None if data is None else Response.model_validate_json(data)
 
     async def advance_status(self, response_id: str, status: ResponseStatus, *, with_event: bool) -> bool:
@@ -246,16 +255,31 @@ class ResponseRepository:
         return ([(row["item_id"], loads(row["data"])) for row in rows]
                 + [(item.id, item.model_dump(mode="json", exclude_none=True)) for item in response.output])
 
-    async def find_item(self, item_id: str) -> dict[str, Any] | None:
-        """An item of any stored response (input or output) or conversation, by its id."""
+    async def find_item(self, item_id: str, project: str) -> dict[str, Any] | None:
+        """An item of any stored response (input or output) or conversation of `project`, by its id."""
         async with self.db.read() as transaction:
-            for query in ("SELECT data FROM output_items WHERE item_id = :id LIMIT 1",
-                          "SELECT data FROM input_items WHERE item_id = :id LIMIT 1",
-                          "SELECT data FROM conversation_items WHERE item_id = :id LIMIT 1"):
-                data = await transaction.value(query, id=item_id)
+            for query in (
+                "SELECT i.data FROM output_items i JOIN responses r ON r.id = i.response_id "
+                "WHERE i.item_id = :id AND r.project = :project LIMIT 1",
+                "SELECT i.data FROM input_items i JOIN responses r ON r.id = i.response_id "
+                "WHERE i.item_id = :id AND r.project = :project AND r.stored = :stored LIMIT 1",
+                "SELECT i.data FROM conversation_items i JOIN conversations c ON c.id = i.conversation_id "
+                "WHERE i.item_id = :id AND c.project = :project LIMIT 1",
+            ):
+                data = await transaction.value(query, id=item_id, project=project,
+                                               **({"stored": True} if "stored" in query else {}))
                 if data is not None:
                     return loads(data)
         return None
+
+    async def stored_output_items(self, item_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Those of these ids that are output items of a stored response (of any project):
+        id -> (the response's project, the item)."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT i.item_id, i.data, r.project FROM output_items i JOIN responses r ON r.id = i.response_id "
+                "WHERE i.item_id IN (:ids)", ids=item_ids)
+        return {row["item_id"]: (row["project"], loads(row["data"])) for row in rows}
 
     async def purge(self, response_id: str, *, with_decisions: bool = True) -> bool:
         """Remove every row of a response; `with_decisions`: also the approval decisions it
@@ -327,12 +351,16 @@ class ResponseRepository:
                 log.warning("skipping unreadable response row: %s", error)
         return running
 
-    async def list_responses(self, *, after: str | None, limit: int, order: Order) -> Page:
+    async def list_responses(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
+        """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""
         direction, beyond = ("ASC", ">") if order == "asc" else ("DESC", "<")
         async with self.db.read() as transaction:
-            where, params = "stored = :stored", {"stored": True, "limit": limit + 1}
+            where, params = "stored = :stored AND project = :project", {"stored": True, "project": project,
+                                                                         "limit": limit + 1}
             if after is not None:
-                sort_key = await transaction.value("SELECT sort_key FROM responses WHERE id = :id", id=after)
+                sort_key = await transaction.value(
+                    "SELECT sort_key FROM responses WHERE id = :id AND project = :project AND stored = :stored",
+                    id=after, project=project, stored=True)
                 if sort_key is None:
                     raise LookupError(after)
                 where += (f" AND (sort_key {beyond} :sort_key OR (sort_key = :sort_key AND id {beyond} :after))")
@@ -415,13 +443,14 @@ class ResponseRepository:
             )
         return {row["approval_request_id"]: row["response_id"] for row in rows}
 
-    async def record_decision(self, approval_request_id: str, response_id: str, approve: bool) -> None:
+    async def record_decision(self, approval_request_id: str, response_id: str, approve: bool,
+                              decided_by: str | None = None) -> None:
         try:
             async with self.db.write() as transaction:
                 await transaction.run(
-                    "INSERT INTO approval_decisions (approval_request_id, response_id, approve) "
-                    "VALUES (:request_id, :response_id, :approve)",
-                    request_id=approval_request_id, response_id=response_id, approve=approve,
+                    "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
+                    "VALUES (:request_id, :response_id, :approve, :decided_by)",
+                    request_id=approval_request_id, response_id=response_id, approve=approve, decided_by=decided_by,
                 )
         except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None

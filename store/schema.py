@@ -1,8 +1,12 @@
 """Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL."""
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Connection, Index, Integer, MetaData, String, Table, Text, \
+    inspect, text
 
 metadata = MetaData()
+
+NO_PROJECT = ""
+"""The project of what was made while the server ran open (no API keys)."""
 
 responses = Table(
     "responses",
@@ -15,8 +19,11 @@ responses = Table(
     Column("stored", Boolean, nullable=False),
     Column("previous_response_id", String(80), nullable=True),
     Column("data", JSON, nullable=False),
+    # The project (tenant) of the API key that created it; every route sees only its own.
+    Column("project", String(80), nullable=False, server_default=text("''")),
 )
 Index("ix_responses_sort_key", responses.c.sort_key, responses.c.id)
+Index("ix_responses_project_sort_key", responses.c.project, responses.c.sort_key, responses.c.id)
 
 input_items = Table(
     "input_items",
@@ -118,6 +125,8 @@ approval_decisions = Table(
     Column("approval_request_id", String(80), primary_key=True),
     Column("response_id", String(80), nullable=False),
     Column("approve", Boolean, nullable=False),
+    # The id of the API key that decided (NULL while the server ran open).
+    Column("decided_by", String(80), nullable=True),
 )
 
 # Conversations (OpenAI's Conversations API): a durable list of items that responses read as
@@ -130,6 +139,7 @@ conversations = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("metadata", JSON, nullable=False),
     Column("active_response_id", String(80), nullable=True),
+    Column("project", String(80), nullable=False, server_default=text("''")),
 )
 
 conversation_items = Table(
@@ -165,3 +175,40 @@ parked_fields = Table(
     Column("field", String(40), primary_key=True),
     Column("value", JSON, nullable=False),
 )
+
+# API keys (`durable-responses keys`): each belongs to a project; only a SHA-256 of the key
+# is kept (keys are long and random, so a fast hash cannot be reversed by guessing). An
+# approver key may read its project's waiting responses and decide approvals, nothing else.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    # The first characters of the key, to tell keys apart in `keys list`.
+    Column("prefix", String(16), nullable=False),
+    Column("approver", Boolean, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("revoked_at", BigInteger, nullable=True),
+)
+
+
+def create_or_extend(connection: Connection) -> None:
+    """Create what is missing: tables, then columns and indexes added to tables that a store
+    made by an earlier version already has (every added column is nullable or has a server
+    default, so existing rows stay valid). Only additive changes are made this way."""
+    metadata.create_all(connection)
+    inspector = inspect(connection)
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=connection.dialect)
+            default = f" DEFAULT {column.server_default.arg.text}" if column.server_default is not None else ""
+            null = "" if column.nullable else " NOT NULL"
+            connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}{default}{null}"))
+        indexed = {index["name"] for index in inspector.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in indexed:
+                index.create(connection)
