@@ -21,6 +21,7 @@ from mcp import Client
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from access.egress import EgressPolicy
 from activities.cancel_watch import unless_cancelled
 from activities.mcp_client import MAX_RESULT_BYTES, connected, content_json, listed_tool, output_text
 from models import history_budget
@@ -47,7 +48,10 @@ INVALID_PARAMS = -32602
 
 
 class McpActivities:
-    def __init__(self, repository: ResponseRepository, *, max_result_bytes: int = MAX_RESULT_BYTES) -> None:
+    def __init__(self, repository: ResponseRepository, *, max_result_bytes: int = MAX_RESULT_BYTES,
+                 egress: EgressPolicy = EgressPolicy()) -> None:
+        self.egress = egress
+        """Which addresses MCP servers may have (`access/egress.py`)."""
         self.repository = repository
         self.max_result_bytes = max_result_bytes
 
@@ -60,7 +64,7 @@ class McpActivities:
         headers = await self._headers(request.response_id, tool.server_label)
         try:
             async with connected(tool.server_label, tool.server_url or "", headers,
-                                 max_result_bytes=self.max_result_bytes) as client:
+                                 egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
                 listed = await client.list_tools()
                 tools = list(listed.tools)
                 while listed.next_cursor:
@@ -130,7 +134,7 @@ class McpActivities:
 
         async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
             async with connected(call.server_label, server_url, headers,
-                                 max_result_bytes=self.max_result_bytes) as client:
+                                 egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
                 vitals.connected(client)
                 return await client.call_tool(call.name, arguments, progress_callback=vitals.alive)
 

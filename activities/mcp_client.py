@@ -18,9 +18,9 @@ import mcp_types
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from access.egress import EgressPolicy, EgressRefusedError, guarded_http_client
 from models.errors import McpRejectedError, McpServerError, McpUnreachableError
 from models.items import McpListedTool
 
@@ -40,19 +40,27 @@ def is_sse(url: str) -> bool:
 
 @asynccontextmanager
 async def connected(
-    label: str, url: str, headers: dict[str, str], *, max_result_bytes: int = MAX_RESULT_BYTES
+    label: str, url: str, headers: dict[str, str], *, egress: EgressPolicy,
+    max_result_bytes: int = MAX_RESULT_BYTES,
 ) -> AsyncIterator[Client]:
-    """An initialized MCP client session; failures to connect raise `McpServerError`."""
+    """An initialized MCP client session over connections the egress policy allows; failures
+    to connect raise `McpServerError`."""
     # No read timeout: a tool may take hours. A server that stops answering is found by the
     # caller's pings (see activities/mcp.py), a hung listing by its activity's timeout.
     timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=None)
+
+    def http_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+                    auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return guarded_http_client(egress, headers=headers, timeout=timeout, auth=auth)
+
     try:
         if is_sse(url):
             async with Client(sse_client(url, headers=headers, timeout=CONNECT_TIMEOUT_SECONDS,
-                                         sse_read_timeout=24 * 3600), mode=PROTOCOL_MODE) as client:
+                                         sse_read_timeout=24 * 3600, httpx_client_factory=http_client),
+                              mode=PROTOCOL_MODE) as client:
                 yield client
         else:
-            async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
+            async with http_client(headers=headers, timeout=timeout) as http:
                 transport = streamable_http_client(url, http_client=http, max_sse_event_size=max_result_bytes)
                 async with Client(transport, mode=PROTOCOL_MODE) as client:
                     yield client
@@ -66,6 +74,10 @@ def classify(label: str, error: BaseException) -> McpServerError:
     where = f"MCP server '{label}'"
     if isinstance(leaf, McpServerError):
         return leaf
+    if isinstance(leaf, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
+        return McpRejectedError(f"{where} has a URL this server cannot use ({leaf})", code=400)
+    if isinstance(leaf, EgressRefusedError):
+        return McpRejectedError(f"{where} may not be reached from this server (egress policy)", code=403)
     if isinstance(leaf, httpx2.HTTPStatusError):
         status = leaf.response.status_code
         message = f"{where} answered HTTP {status}"

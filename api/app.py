@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Route
 
+from access.egress import EgressPolicy
+from access.hosts import HostCheck
+from access.keys import KeyRing, KeyStore
+from access.middleware import AccessMiddleware
+from access.quotas import Quotas, QuotaSettings
 from api import conversations, routes
 from api.admission import Admission
 from api.body import Limits
@@ -18,9 +25,21 @@ from store.repository import ResponseRepository
 def create_app(
     repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None,
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
+    egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
+    cors_allow_origins: Sequence[str] = (),
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
-    model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools)."""
+    model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
+    `egress` says which addresses MCP servers may have; `allowed_hosts` the names the API
+    answers to; `cors_allow_origins` the web origins whose pages may call it (none)."""
+    ring = KeyRing(KeyStore(repository.db))
+    per_key = Quotas(quotas or QuotaSettings())
+    middleware = [Middleware(HostCheck, allowed_hosts=list(allowed_hosts))]
+    if cors_allow_origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_allow_origins),
+                                     allow_methods=["GET", "POST", "DELETE"],
+                                     allow_headers=["authorization", "content-type"]))
+    middleware.append(Middleware(AccessMiddleware, ring=ring, quotas=per_key))
     app = Starlette(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
@@ -42,6 +61,7 @@ def create_app(
             Route("/health", routes.health, methods=["GET"]),
             *mounts,
         ],
+        middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.repository = repository
@@ -49,4 +69,7 @@ def create_app(
     app.state.admission = Admission(max_in_flight)
     app.state.limits = limits or Limits()
     app.state.served_model = served_model
+    app.state.egress = egress or EgressPolicy()
+    app.state.keys = ring
+    app.state.quotas = per_key
     return app

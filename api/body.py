@@ -5,7 +5,9 @@ the parameter:
 
 - the content type is JSON (`application/json`, any charset parameter);
 - the body is at most `Limits.max_request_bytes`, refused as soon as it is known to be larger
-  (from `content-length`, or while it arrives), so a huge body is never held in memory;
+  (from `content-length`, or while it arrives), so a huge body is never held in memory, and
+  it arrives whole within `Limits.body_timeout_seconds` (408 otherwise: a client that sends
+  slowly, or stops halfway, does not hold a request open);
 - it is valid JSON (orjson: valid UTF-8, no lone surrogates — a lone surrogate can be
   neither stored nor sent upstream) of at most `Limits.max_json_depth` levels;
 - no string holds a NUL (PostgreSQL cannot store one; no backend expects one).
@@ -13,6 +15,7 @@ the parameter:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +24,7 @@ import orjson
 from starlette.requests import Request
 
 from models import history_budget
-from models.errors import InvalidRequestError, PayloadTooLargeError
+from models.errors import InvalidRequestError, PayloadTooLargeError, RequestTimeoutError
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Limits:
     max_json_depth: int = 64
     max_output_tokens: int = 1_000_000
     max_workflow_input_bytes: int = history_budget.MAX_WORKFLOW_INPUT_BYTES
+    body_timeout_seconds: float = 30.0
 
 
 async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
@@ -45,12 +49,19 @@ async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limits.max_request_bytes:
         raise _too_large(limits)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.max_request_bytes:
-            raise _too_large(limits)
-        chunks.append(chunk)
+    chunks: list[bytes] = []
+    try:
+        async with asyncio.timeout(limits.body_timeout_seconds):
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_request_bytes:
+                    raise _too_large(limits)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestTimeoutError(
+            f"The request body did not arrive within {limits.body_timeout_seconds:g} s.", code="request_timeout",
+        ) from None
     return parse_json(b"".join(chunks), limits)
 
 

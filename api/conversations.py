@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse
 
 from api.errors import from_validation_error
-from api.params import limits, page_params, plausible_id, repository
+from api.params import limits, page_params, plausible_id, principal, repository
 from api.body import read_json
 from api.preparation import as_stored, resolved, with_message_types
 from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
@@ -44,7 +44,7 @@ def _include(request: Request) -> None:
 async def _conversation(request: Request) -> ConversationRow:
     conversation_id = request.path_params["conversation_id"]
     found = await repository(request).conversations.get(conversation_id) if plausible_id(conversation_id) else None
-    if found is None:
+    if found is None or found.project != principal(request).project:
         raise conversation_not_found(conversation_id)
     return found
 
@@ -56,8 +56,9 @@ def _items_page(items: list[dict[str, Any]], has_more: bool) -> JSONResponse:
 
 async def create_conversation(request: Request) -> HttpResponse:
     body = await _parsed(CreateConversation, request)
-    items = as_stored(await resolved(body.items or [], repository(request)))
-    row = new_conversation(new_id("conv"), body.metadata)
+    project = principal(request).project
+    items = as_stored(await resolved(body.items or [], repository(request), project))
+    row = new_conversation(new_id("conv"), body.metadata, project)
     await repository(request).conversations.create(row, items)
     return JSONResponse(row.to_wire())
 
@@ -97,7 +98,7 @@ async def add_items(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     _include(request)
     body = await _parsed(AddConversationItems, request)
-    items = as_stored(await resolved(body.items, repository(request)))
+    items = as_stored(await resolved(body.items, repository(request), conversation.project))
     await repository(request).conversations.add_items(conversation.id, items)
     return _items_page([data for _, data in items], False)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response as HttpResponse
 
+from access.principal import OPEN, Principal
 from api.body import Limits
 from models.errors import InvalidRequestError
 from models.responses import WIRE
@@ -15,6 +16,11 @@ from store.repository import ResponseRepository
 
 def repository(request: Request) -> ResponseRepository:
     return request.app.state.repository
+
+
+def principal(request: Request) -> Principal:
+    """Who the request acts for (set by `access.middleware`)."""
+    return request.scope.get("state", {}).get("principal", OPEN)
 
 
 def limits(request: Request) -> Limits:

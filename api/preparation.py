@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from access.egress import EgressPolicy, EgressRefusedError
 from api.body import Limits
 from api.errors import from_validation_error
 from models import history_budget
@@ -21,7 +22,8 @@ from models.mcp import ApprovalDecision, McpListing
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import McpSecrets
-from models.workflow_io import ApprovalUpdate
+from models.workflow_io import ApprovalBody, ApprovalUpdate
+from store.schema import NO_PROJECT
 from store.conversations import conversation_not_found
 from store.parked import Parked
 from store.repository import ResponseRepository
@@ -77,19 +79,24 @@ def validate(payload: dict[str, Any]) -> CreateResponseRequest:
         raise from_validation_error(error, payload) from None
 
 
-def parse_approval(payload: dict[str, Any]) -> ApprovalUpdate:
-    """The body of `POST /v1/responses/{id}/approvals`."""
+def parse_approval(payload: dict[str, Any], decided_by: str | None) -> ApprovalUpdate:
+    """The body of `POST /v1/responses/{id}/approvals`, decided by the key `decided_by`."""
     try:
-        return ApprovalUpdate.model_validate(payload)
+        body = ApprovalBody.model_validate(payload)
     except ValidationError as error:
         raise from_validation_error(error, payload) from None
+    return ApprovalUpdate(**body.model_dump(), decided_by=decided_by)
 
 
 async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits, *,
-                  served_model: Callable[[str], str] | None = None) -> PreparedResponse:
+                  served_model: Callable[[str], str] | None = None, project: str = NO_PROJECT,
+                  decided_by: str | None = None, egress: EgressPolicy | None = None) -> PreparedResponse:
+    """Everything the request names (a previous response, a conversation, referenced items,
+    approval requests) must belong to `project`; what does not is unknown, as an unknown id is."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
+    await _reachable_servers(request, egress or EgressPolicy())
     if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
         raise InvalidRequestError(
             f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",
@@ -100,11 +107,11 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
             "Mutually exclusive parameters: send either 'previous_response_id' or 'conversation', not both.",
             code="mutually_exclusive_parameters",
         )
-    items = await resolved(request.input_items(), repository)
+    items = await resolved(request.input_items(), repository, project)
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
-        previous = await repository.get_response(request.previous_response_id)
+        previous = await repository.get_response(request.previous_response_id, project=project)
         if previous is None:
             raise NotFoundError(
                 f"Previous response with id '{request.previous_response_id}' not found.",
@@ -120,7 +127,8 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
         known_context = await repository.chat_context(previous.id) or []
     known_items: list[Any] = []
     if request.conversation_id is not None:
-        if await repository.conversations.get(request.conversation_id) is None:
+        conversation = await repository.conversations.get(request.conversation_id)
+        if conversation is None or conversation.project != project:
             raise conversation_not_found(request.conversation_id, "conversation")
         known_items = [_input_item.validate_python(item) for item in
                        await repository.conversations.items(request.conversation_id)]
@@ -131,7 +139,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
-    approvals = await _approvals(request, items, previous, repository, known_items)
+    approvals = await _approvals(request, items, previous, repository, known_items, project, decided_by)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     approvals, parked = _stubbed(approvals)
     listings = _within_budget(response, listings, approvals, limits)
@@ -139,15 +147,30 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
                             listings=listings, approvals=approvals, parked=parked)
 
 
-async def resolved(items: list[Any], repository: ResponseRepository) -> list[Any]:
+async def _reachable_servers(request: CreateResponseRequest, egress: EgressPolicy) -> None:
+    """Every MCP `server_url` must be at an address this server may reach; a refusal says the
+    same whatever the reason (the host does not resolve, or resolves to a private address)."""
+    for index, tool in enumerate(request.tools):
+        if tool.type != "mcp" or not tool.server_url:
+            continue
+        try:
+            await egress.check_url(tool.server_url)
+        except EgressRefusedError:
+            raise InvalidRequestError(
+                f"Invalid 'tools[{index}].server_url': this server may not connect to that URL.",
+                param=f"tools[{index}].server_url", code="invalid_value",
+            ) from None
+
+
+async def resolved(items: list[Any], repository: ResponseRepository, project: str) -> list[Any]:
     """Input items with each `item_reference` replaced by the item it names: an item of any
-    stored response or conversation."""
+    stored response or conversation of `project`."""
     resolved = []
     for index, item in enumerate(items):
         if item.type != "item_reference":
             resolved.append(item)
             continue
-        found = await repository.find_item(item.id)
+        found = await repository.find_item(item.id, project)
         if found is None:
             raise NotFoundError(f"Item with id '{item.id}' not found.", param=f"input[{index}].id",
                                 code="item_not_found")
@@ -178,9 +201,26 @@ def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> 
     return secrets
 
 
+async def _foreign_requests(items: list[Any], previous: Response | None, history: list[Any], project: str,
+                            repository: ResponseRepository) -> set[str]:
+    """Approval requests passed back in `input` that are not the client's to answer: a request
+    this server stored for a response of another project, or stored with other content than
+    what is passed back (an id borrowed for a call of the client's making). A request the
+    server never stored (a stateless chain) is the client's own."""
+    in_chain = {item.id for item in [*(previous.output if previous is not None else []), *history]
+                if item.type == "mcp_approval_request"}
+    passed_back = {item.id: item for item in items if item.type == "mcp_approval_request" and item.id not in in_chain}
+    if not passed_back:
+        return set()
+    stored = await repository.stored_output_items(list(passed_back))
+    return {request_id for request_id, (owner, data) in stored.items()
+            if owner != project or any(data.get(field) != getattr(passed_back[request_id], field)
+                                       for field in ("server_label", "name", "arguments"))}
+
+
 async def _approvals(
     request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository,
-    history: list[Any],
+    history: list[Any], project: str, decided_by: str | None,
 ) -> list[ApprovalDecision]:
     """Each `mcp_approval_response` must answer an open approval request of the previous
     response (or of the conversation, or one passed back in `input`), once. Requests of the
@@ -200,27 +240,29 @@ async def _approvals(
     if not answers and not from_previous:
         return []
     answered_before = await repository.answered(list(requests) + [item.approval_request_id for _, item in answers])
+    foreign = await _foreign_requests(items, previous, history, project, repository)
     labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
     decisions: dict[str, ApprovalDecision] = {}
     for index, answer in answers:
         request_id = answer.approval_request_id
         param = f"input[{index}].approval_request_id"
-        if request_id in settled or request_id in answered_before or request_id in decisions:
-            raise ApprovalAlreadyAnsweredError([request_id])
-        approval_request = requests.get(request_id)
-        if approval_request is None:
+        approval_request = requests.get(request_id) if request_id not in foreign else None
+        if approval_request is None:  # unknown, or not the client's: said alike, before anything else
             raise InvalidRequestError(
                 f"No MCP approval request with id '{request_id}' is open: answer a request of the previous "
                 "response (`previous_response_id`), or pass the request back in `input`.",
                 param=param, code="invalid_value",
             )
+        if request_id in settled or request_id in answered_before or request_id in decisions:
+            raise ApprovalAlreadyAnsweredError([request_id])
         if answer.approve and approval_request.server_label not in labels:
             raise InvalidRequestError(
                 f"Approval request '{request_id}' is for MCP server '{approval_request.server_label}', which is not "
                 "in `tools`: send that MCP tool again to run the approved call.",
                 param="tools", code="invalid_value",
             )
-        decisions[request_id] = ApprovalDecision(request=approval_request, approve=answer.approve, reason=answer.reason)
+        decisions[request_id] = ApprovalDecision(request=approval_request, approve=answer.approve, reason=answer.reason,
+                                                 decided_by=decided_by)
     for request_id in from_previous:
         if request_id not in decisions and request_id not in answered_before:
             decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)

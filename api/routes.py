@@ -9,10 +9,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
 
+from access.principal import Principal
+from access.quotas import Quotas
 from api.admission import Admission
 from api.body import read_json
-from api.params import json_response as _json, limits, page_params, plausible_id, repository as _repository
-from api.preparation import parse_approval, prepare
+from api.params import json_response as _json, limits, page_params, plausible_id, principal, \
+    repository as _repository
+from api.preparation import PreparedResponse, parse_approval, prepare
 from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
@@ -34,6 +37,10 @@ def _admission(request: Request) -> Admission:
     return request.app.state.admission
 
 
+def _quotas(request: Request) -> Quotas:
+    return request.app.state.quotas
+
+
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
@@ -51,14 +58,29 @@ async def create_response(request: Request) -> HttpResponse:
 
 
 async def _create(request: Request) -> HttpResponse:
+    acting = principal(request)
     prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
-                             served_model=request.app.state.served_model)
+                             served_model=request.app.state.served_model, project=acting.project,
+                             decided_by=acting.key_id, egress=request.app.state.egress)
+    if not prepared.request.stream:
+        return await _created(request, prepared, acting)
+    _quotas(request).open_stream(acting.limit_key)  # refused (429) before anything is kept
+    try:
+        answer = await _created(request, prepared, acting)
+    except BaseException:
+        _quotas(request).close_stream(acting.limit_key)
+        raise
+    return answer
+
+
+async def _created(request: Request, prepared: PreparedResponse, acting: Principal) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
     await repository.create_response(
         response, prepared.items, opening_events(response) if emit_events else None,
         secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
+        project=acting.project, decided_by=acting.key_id,
     )
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
@@ -70,8 +92,8 @@ async def _create(request: Request) -> HttpResponse:
         raise
     if prepared.request.stream:
         events = tail(repository, response.id, after=-1, forget_at_end=not response.store)
-        return StreamingResponse(_admission(request).until_streamed(events), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        frames = _quotas(request).until_streamed(acting.limit_key, _admission(request).until_streamed(events))
+        return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
     ended = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
@@ -81,8 +103,10 @@ async def _create(request: Request) -> HttpResponse:
 
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:
-    return StreamingResponse(tail(_repository(request), response_id, after=after), media_type="text/event-stream",
-                             headers=SSE_HEADERS)
+    key = principal(request).limit_key
+    _quotas(request).open_stream(key)
+    frames = _quotas(request).until_streamed(key, tail(_repository(request), response_id, after=after))
+    return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def retrieve_response(request: Request) -> HttpResponse:
@@ -152,7 +176,7 @@ async def decide_approval(request: Request) -> HttpResponse:
     """Approve or deny an MCP call a background response waits for; answers the response as
     it stands once the decision is in."""
     response = await _stored(request, request.path_params["response_id"])
-    decision = parse_approval(await read_json(request, limits(request)))
+    decision = parse_approval(await read_json(request, limits(request)), principal(request).key_id)
     if response.is_terminal:
         raise ConflictError(
             f"Response with id '{response.id}' is {response.status} and waits for no approval; answer its "
@@ -167,8 +191,10 @@ async def decide_approval(request: Request) -> HttpResponse:
             param="response_id",
         )
     await _runner(request).decide(response.id, decision)
-    await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve)
-    current = await _stored(request, response.id)
+    await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
+                                               decided_by=decision.decided_by)
+    # As it stands now (for an approver too, though it may already have moved on).
+    current = await _repository(request).get_response(response.id) or response
     return _json(await _with_progress(_repository(request), current))
 
 
@@ -187,8 +213,8 @@ async def list_input_items(request: Request) -> HttpResponse:
 async def list_responses(request: Request) -> HttpResponse:
     page_at = page_params(request)
     try:
-        page = await _repository(request).list_responses(after=page_at.after, limit=page_at.limit,
-                                                         order=page_at.order)
+        page = await _repository(request).list_responses(project=principal(request).project, after=page_at.after,
+                                                         limit=page_at.limit, order=page_at.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
     return JSONResponse(page.to_wire())
@@ -213,7 +239,18 @@ async def health(request: Request) -> HttpResponse:
 
 
 async def _stored(request: Request, response_id: str) -> Response:
-    response = await _repository(request).get_response(response_id) if plausible_id(response_id) else None
-    if response is None:
+    """A stored response of the request's project; an approver key sees only those that wait
+    for a decision. Anything else is not found, exactly as an unknown id."""
+    acting = principal(request)
+    response = await _repository(request).get_response(response_id, project=acting.project) \
+        if plausible_id(response_id) else None
+    if response is None or (acting.approver and not await _waits_for_approval(_repository(request), response)):
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return response
+
+
+async def _waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
+    if response.status != "in_progress":
+        return False
+    output = (await _with_progress(repository, response)).output
+    return bool(output) and output[-1].type == "mcp_approval_request"

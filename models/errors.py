@@ -4,7 +4,12 @@
     ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
     │   │   └── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
-    │   ├── NotFoundError                 404  no stored response (or item) with that id
+    │   ├── AuthenticationError           401  no API key, or not one of this server's
+    │   ├── PermissionDeniedError         403  an approver key asked for more than it may do
+    │   ├── NotFoundError                 404  no stored response (or item) with that id (or
+    │   │                                      not one of the key's project)
+    │   ├── RequestTimeoutError           408  the request body did not arrive in time
+    │   ├── RateLimitedError              429  with `retry-after`: a key's rate or concurrency limit
     │   ├── PayloadTooLargeError          413  the request body is larger than the server takes
     │   ├── ConflictError                 409  the response is not in a state that allows this
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
@@ -83,9 +88,36 @@ class ApprovalAlreadyAnsweredError(InvalidRequestError):
         )
 
 
+class AuthenticationError(ApiError):
+    status_code = 401
+    error_type = "invalid_request_error"
+
+
+class PermissionDeniedError(ApiError):
+    status_code = 403
+    error_type = "invalid_request_error"
+
+
 class NotFoundError(ApiError):
     status_code = 404
     error_type = "invalid_request_error"
+
+
+class RequestTimeoutError(ApiError):
+    status_code = 408
+    error_type = "invalid_request_error"
+
+
+class RateLimitedError(ApiError):
+    status_code = 429
+    error_type = "requests"
+
+    def __init__(self, message: str, *, retry_after_seconds: int = 1) -> None:
+        super().__init__(message, code="rate_limit_exceeded")
+        self.retry_after_seconds = retry_after_seconds
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(self.retry_after_seconds)}
 
 
 class PayloadTooLargeError(ApiError):

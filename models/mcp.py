@@ -41,6 +41,8 @@ class ApprovalDecision(BaseModel):
     request: McpApprovalRequestItem
     approve: bool | None
     reason: str | None = None
+    decided_by: str | None = None
+    """The id of the API key that decided (None while the server runs open, or unanswered)."""
 
     def refusal_text(self) -> str:
         """What the model is told about a call that was not approved."""

@@ -46,13 +46,20 @@ class ResponseWorkflowInput(BaseModel):
     in the store under this response (`models/history_budget.py`)."""
 
 
-class ApprovalUpdate(BaseModel):
-    """The body of `POST /v1/responses/{id}/approvals`, as the workflow's update receives it."""
+class ApprovalBody(BaseModel):
+    """The body of `POST /v1/responses/{id}/approvals`."""
 
     model_config = ConfigDict(extra="forbid")
     approval_request_id: str = Field(min_length=1, max_length=255)
     approve: StrictBool
     reason: str | None = Field(default=None, max_length=4096)
+
+
+class ApprovalUpdate(ApprovalBody):
+    """A decision as the workflow's update receives it: the body, and who decided (the id of
+    the API key; None while the server runs open), so the history says who."""
+
+    decided_by: str | None = None
 
 
 class ApprovalUpdateResult(BaseModel):

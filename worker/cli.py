@@ -6,6 +6,7 @@ Temporal workflow.
   serve     the HTTP API only, for a deployment with separate workers
   worker    runs responses (workflows and activities) from a Temporal task queue
   approve   approve or deny an MCP tool call a background response waits for
+  keys      make, list and revoke API keys (each belongs to a project)
 
 The inference backend and everything else not given as a flag come from the environment
 (INFERENCE_BASE_URL, INFERENCE_API_KEY, ...; see the README's configuration table).
@@ -20,6 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 from models.errors import StartupError
@@ -64,9 +66,28 @@ def _add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="the HTTP API's port")
 
 
+def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", default=None, help="the store of `dev --data-dir DIR`")
+    where.add_argument("--database-url", default=None, metavar="URL",
+                       help="the store of `serve` (default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
+
+
+def _store_url(args: argparse.Namespace) -> str:
+    if args.data_dir is not None:
+        return f"sqlite:///{Path(args.data_dir).resolve() / 'responses.db'}"
+    return args.database_url or Settings.from_env().database_url
+
+
+def _add_open_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--open", action="store_true", dest="allow_open",
+                        help="run without API keys on a non-loopback --host (anyone who reaches it may use it); "
+                             "also ALLOW_OPEN=true. Once a key exists, keys are required anyway")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="durable-responses", description=__doc__, formatter_class=_HelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to run")
 
     dev = _command(commands, "dev", "Temporal dev server + worker + HTTP API, all local",
                    "Start a Temporal dev server (a child process), a worker and the HTTP API, with their data in "
@@ -80,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Temporal UI's port (default: the first free one from --temporal-port + 1000)")
     dev.add_argument("--demo", action="store_true",
                      help="answer with the built-in demo model even if an inference backend is configured")
+    _add_open_option(dev)
 
     worker = _command(commands, "worker", "run responses (workflows and activities)",
                       "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
@@ -90,6 +112,29 @@ def build_parser() -> argparse.ArgumentParser:
                      "Serve the HTTP API; responses run on `worker` processes of the same task queue.")
     _add_http_options(serve)
     _add_cluster_options(serve)
+    _add_open_option(serve)
+
+    keys = _command(commands, "keys", "make, list and revoke API keys",
+                    "API keys, kept (hashed) in the store. Once any key exists, every request needs one "
+                    "(Authorization: Bearer KEY); running servers see new and revoked keys within seconds.")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION",
+                                       help="create, list or revoke")
+    create = key_commands.add_parser("create", help="make a key for a project and print it once",
+                                     description="Make a key for a project; the key is printed once, on stdout.",
+                                     formatter_class=_HelpFormatter)
+    create.add_argument("--project", required=True, help="the project (tenant) the key's requests act for")
+    create.add_argument("--approver", action="store_true",
+                        help="an approve-only key: it may read its project's waiting responses and decide "
+                             "approvals, nothing else")
+    _add_store_options(create)
+    listing = key_commands.add_parser("list", help="list the keys (never the keys themselves)",
+                                      description="List the keys: id, first characters, project, role, state.",
+                                      formatter_class=_HelpFormatter)
+    _add_store_options(listing)
+    revoke = key_commands.add_parser("revoke", help="revoke a key", description="Revoke a key by its id.",
+                                     formatter_class=_HelpFormatter)
+    revoke.add_argument("key_id", metavar="KEY_ID", help="the key's id (key_...), as `keys list` shows it")
+    _add_store_options(revoke)
 
     approve = _command(commands, "approve", "approve (or deny) an MCP call a background response waits for",
                        "Answer an MCP approval request of a background response that waits for it "
@@ -101,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     approve.add_argument("--reason", default=None, help="why (the model is told, on a denial)")
     approve.add_argument("--api-url", default=os.environ.get("DURABLE_RESPONSES_URL", "http://127.0.0.1:8000"),
                          help="the durable-responses API ($DURABLE_RESPONSES_URL when set)")
+    approve.add_argument("--api-key", default=None,
+                         help="an API key of the response's project, full or approver "
+                              "(default: $DURABLE_RESPONSES_API_KEY, else $OPENAI_API_KEY)")
     return parser
 
 
@@ -112,8 +160,10 @@ def _approve(args: argparse.Namespace) -> int:
     if args.reason is not None:
         body["reason"] = args.reason
     url = f"{args.api_url.rstrip('/')}/v1/responses/{args.response_id}/approvals"
+    key = args.api_key or os.environ.get("DURABLE_RESPONSES_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    headers = {"authorization": f"Bearer {key}"} if key else {}
     try:
-        answer = httpx.post(url, json=body, timeout=60)
+        answer = httpx.post(url, json=body, headers=headers, timeout=60)
     except httpx.HTTPError as error:
         print(f"cannot reach {args.api_url}: {error}", file=sys.stderr)
         return 2
@@ -125,6 +175,18 @@ def _approve(args: argparse.Namespace) -> int:
     verb = "denied" if args.deny else "approved"
     print(f"{verb} {args.approval_request_id}; response {response['id']} is {response['status']}")
     return 0
+
+
+def _keys(args: argparse.Namespace) -> int:
+    from access.commands import run_keys_command
+
+    try:
+        return asyncio.run(run_keys_command(args.keys_command, _store_url(args), project=getattr(args, "project", None),
+                                            approver=getattr(args, "approver", False),
+                                            key_id=getattr(args, "key_id", None)))
+    except StartupError as error:
+        print(f"durable-responses keys: {error}", file=sys.stderr)
+        return 1
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -148,11 +210,14 @@ async def _run(args: argparse.Namespace) -> int:
     match args.command:
         case "dev":
             role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, shutdown,
-                           ui_port=args.ui_port, demo=args.demo)
+                           ui_port=args.ui_port, demo=args.demo, allow_open=args.allow_open)
         case "worker":
             role = run_worker(_settings(args), shutdown)
         case _:
-            role = run_api(_settings(args), args.host, args.port, shutdown, with_worker=False)
+            settings = _settings(args)
+            if args.allow_open:
+                settings = settings.model_copy(update={"allow_open": True})
+            role = run_api(settings, args.host, args.port, shutdown, with_worker=False)
     return await _until_stopped(role, shutdown, grace_seconds)
 
 
@@ -207,6 +272,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "approve":
         sys.exit(_approve(args))
+    if args.command == "keys":
+        sys.exit(_keys(args))
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # httpx2 (the MCP SDK's HTTP client) logs every request's URL at INFO, like httpx.
     for noisy in ("httpx", "httpx2", "transitions"):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from access.egress import LOOPBACK_ALLOWLIST
 from demo.backend import DEMO_BASE_URL
 from demo.tools import DEMO_TOOLS_PATH, demo_tools_mount
 from store.secret_box import SecretBox
@@ -97,7 +98,7 @@ def secrets_key_in(directory: Path) -> str:
 
 async def run_dev(
     host: str, port: int, data_dir: str, temporal_port: int, shutdown: Shutdown, *, ui_port: int | None = None,
-    demo: bool = False,
+    demo: bool = False, allow_open: bool = False,
 ) -> int:
     directory = Path(data_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -107,6 +108,8 @@ async def run_dev(
         temporal_address=f"127.0.0.1:{temporal_port}",
         database_url=f"sqlite:///{directory / 'responses.db'}",
         inference_base_url=DEMO_BASE_URL if demo or not backend_configured() else None,
+        egress_allowlist=None if os.environ.get("EGRESS_ALLOWLIST") else LOOPBACK_ALLOWLIST,
+        allow_open=allow_open or None,
     )
     if not settings.secrets_key:
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})

@@ -17,8 +17,11 @@ import uvicorn
 from starlette.routing import BaseRoute
 from temporalio.client import Client
 
+from access.hosts import default_allowed_hosts, loopback
+from access.keys import KeyStore
 from activities.chat_client import shown_url
 from api.app import create_app
+from api.http_protocol import with_header_timeout
 from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
@@ -121,9 +124,26 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float) -> None:  # noqa: ANN001
+async def _check_open(settings: Settings, host: str, repository: ResponseRepository) -> None:
+    """With no API key, a loopback server runs open and says so; one on another address
+    refuses to start unless told to run open (`--open`)."""
+    if await KeyStore(repository.db).all():
+        log.info("API keys are required (Authorization: Bearer ...)")
+        return
+    if loopback(host) or settings.allow_open:
+        log.warning("no API keys exist: anyone who can reach %s may use this server. Create one with "
+                    "`durable-responses keys create --project NAME`; from then on every request needs a key", host)
+        return
+    raise StartupError(
+        f"no API keys exist, and {host} is not a loopback address: create a key with `durable-responses keys create "
+        "--project NAME --database-url ...`, or run open on purpose with --open (ALLOW_OPEN=true)")
+
+
+async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float,  # noqa: ANN001
+                      header_timeout_seconds: float = 10.0) -> None:
     server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
-                                         timeout_graceful_shutdown=grace_seconds))
+                                         timeout_graceful_shutdown=grace_seconds,
+                                         http=with_header_timeout(header_timeout_seconds)))
     serving = asyncio.create_task(server.serve())
     stopping = asyncio.create_task(stop.wait())
     while not (server.started or serving.done()):
@@ -148,15 +168,19 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
     `mounts` are more routes for the app (`dev`'s demo tools)."""
     settings.check_backend()
     async with opened_store(settings) as repository:
+        await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)
         app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
                          max_in_flight=settings.max_in_flight_responses, limits=settings.limits(),
-                         served_model=served_model if settings.uses_demo_model else None, mounts=mounts)
+                         served_model=served_model if settings.uses_demo_model else None, mounts=mounts,
+                         egress=settings.egress(), quotas=settings.quotas(),
+                         allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
+                         cors_allow_origins=settings.cors_allow_origins)
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         grace = settings.shutdown_grace_seconds
         if not with_worker:
-            await _serve_http(app, host, port, shutdown.requested, grace)
+            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds)
             return
         async with working(client, settings, repository, shutdown):
-            await _serve_http(app, host, port, shutdown.requested, grace)
+            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds)

@@ -6,6 +6,8 @@ import os
 
 from pydantic import BaseModel, Field
 
+from access.egress import EgressPolicy
+from access.quotas import QuotaSettings
 from activities.chat_client import shown_url
 from api.body import Limits
 from demo.backend import DEMO_BASE_URL
@@ -28,6 +30,10 @@ def _env_float(name: str, default: float) -> float:
         return float(value) if value else default
     except ValueError:
         raise StartupError(f"{name} must be a number, not {value!r}") from None
+
+
+def _env_list(name: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -75,6 +81,21 @@ class Settings(BaseModel):
     housekeeping_interval_seconds: float = 60.0
     startup_wait_seconds: float = 30.0
     """How long a starting process waits for Temporal and the database to answer."""
+    egress_allowlist: str = ""
+    """Hosts, addresses and networks MCP servers may be at although they are private
+    (`access/egress.py`); `dev` allows loopback unless this is set."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """The names the API answers to (`Host`); empty: loopback names on a loopback address,
+    any name elsewhere."""
+    cors_allow_origins: list[str] = Field(default_factory=list)
+    """Web origins whose pages may call the API (CORS); none by default."""
+    allow_open: bool = False
+    """Whether `serve` on a non-loopback address may run with no API keys."""
+    max_in_flight_per_key: int = 200
+    max_streams_per_key: int = 100
+    rate_limit_per_minute: int = 0
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 30.0
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
@@ -106,7 +127,15 @@ class Settings(BaseModel):
 
     def limits(self) -> Limits:
         return Limits(max_request_bytes=self.max_request_bytes, max_json_depth=self.max_json_depth,
-                      max_output_tokens=self.max_output_tokens)
+                      max_output_tokens=self.max_output_tokens, body_timeout_seconds=self.body_timeout_seconds)
+
+    def egress(self) -> EgressPolicy:
+        return EgressPolicy.parse(self.egress_allowlist)
+
+    def quotas(self) -> QuotaSettings:
+        return QuotaSettings(max_in_flight_per_key=self.max_in_flight_per_key,
+                             max_streams_per_key=self.max_streams_per_key,
+                             requests_per_minute=self.rate_limit_per_minute)
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -148,6 +177,15 @@ class Settings(BaseModel):
             "response_retention_days": _env_float("RESPONSE_RETENTION_DAYS", 0.0),
             "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
             "startup_wait_seconds": _env_float("STARTUP_WAIT_SECONDS", 30.0),
+            "egress_allowlist": os.environ.get("EGRESS_ALLOWLIST", ""),
+            "allowed_hosts": _env_list("ALLOWED_HOSTS"),
+            "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),
+            "allow_open": os.environ.get("ALLOW_OPEN", "").lower() in ("1", "true", "yes"),
+            "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
+            "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
+            "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
+            "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
+            "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
         }
         for name, env in (
             ("temporal_address", "TEMPORAL_ADDRESS"),

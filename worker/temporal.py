@@ -56,7 +56,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     chat = inference_client(settings)
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
-    mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes)
+    mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     worker = Worker(
         client,
         task_queue=settings.task_queue,

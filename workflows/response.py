@@ -98,7 +98,8 @@ class ResponseWorkflow:
     @workflow.update(name="decide_approval")
     async def decide_approval(self, update: ApprovalUpdate) -> ApprovalUpdateResult:
         request = self.awaited[update.approval_request_id]
-        self.decisions[request.id] = ApprovalDecision(request=request, approve=update.approve, reason=update.reason)
+        self.decisions[request.id] = ApprovalDecision(request=request, approve=update.approve, reason=update.reason,
+                                                      decided_by=update.decided_by)
         return ApprovalUpdateResult()
 
     @decide_approval.validator

@@ -1,0 +1,71 @@
+"""The door before the routes: who a request acts for (its API key's project, or `OPEN`
+while no key exists), what an approver key may do, and the per-key limits. Pure ASGI, so a
+request costs a header lookup, a hash and a dict lookup."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from access.keys import KeyRing
+from access.principal import OPEN, Principal
+from access.quotas import Quotas
+from api.errors import error_response
+from models.errors import ApiError, AuthenticationError, PermissionDeniedError
+
+GUARDED_PREFIX = "/v1/"
+APPROVER_MAY = (
+    ("GET", re.compile(r"^/v1/responses/[^/]+$")),
+    ("POST", re.compile(r"^/v1/responses/[^/]+/approvals$")),
+)
+
+
+class AccessMiddleware:
+    def __init__(self, app: Any, ring: KeyRing, quotas: Quotas) -> None:
+        self.app = app
+        self.ring = ring
+        self.quotas = quotas
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await self._principal(scope)
+            self.quotas.enter(principal.limit_key)
+        except ApiError as error:
+            await error_response(error)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.quotas.leave(principal.limit_key)
+
+    async def _principal(self, scope: dict[str, Any]) -> Principal:
+        if not await self.ring.closed():
+            return OPEN
+        key = _bearer(scope)
+        if key is None:
+            raise AuthenticationError(
+                "You didn't provide an API key. You need to provide your API key in an Authorization header "
+                "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+        record = await self.ring.find(key)
+        if record is None:
+            raise AuthenticationError("Incorrect API key provided.", code="invalid_api_key")
+        principal = record.principal()
+        if principal.approver and not any(method == scope["method"] and path.match(scope["path"])
+                                          for method, path in APPROVER_MAY):
+            raise PermissionDeniedError(
+                "This is an approver key: it may read its project's responses that wait for an approval "
+                "(GET /v1/responses/{id}) and decide approvals (POST /v1/responses/{id}/approvals), nothing else.")
+        return principal
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, credentials = value.decode("latin-1").partition(" ")
+            credentials = credentials.strip()
+            return credentials if scheme.lower() == "bearer" and credentials else None
+    return None

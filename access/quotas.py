@@ -1,0 +1,80 @@
+"""Per-key limits: how many requests one key may have open at once, how many streams, and
+(when set) how many requests a minute. Past a limit a request gets a 429 in OpenAI's shape
+with `retry-after`, before anything is read or stored. While the server runs open, every
+request counts against one shared key."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from models.errors import RateLimitedError
+
+
+@dataclass(frozen=True)
+class QuotaSettings:
+    max_in_flight_per_key: int = 200
+    max_streams_per_key: int = 100
+    requests_per_minute: int = 0
+    """0: no rate limit."""
+
+
+class Quotas:
+    def __init__(self, settings: QuotaSettings) -> None:
+        self.settings = settings
+        self._in_flight: dict[str, int] = defaultdict(int)
+        self._streams: dict[str, int] = defaultdict(int)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        """key -> (tokens, when counted): a token bucket as big as a minute's requests."""
+
+    def enter(self, key: str) -> None:
+        """A request of `key` begins (refused past the key's rate or concurrency)."""
+        self._take_token(key)
+        if self._in_flight[key] >= self.settings.max_in_flight_per_key:
+            raise RateLimitedError(
+                f"This API key has {self._in_flight[key]} requests open, as many as it may "
+                "(MAX_INFLIGHT_PER_KEY); retry when one has ended.")
+        self._in_flight[key] += 1
+
+    def leave(self, key: str) -> None:
+        self._in_flight[key] -= 1
+        if not self._in_flight[key]:
+            del self._in_flight[key]
+
+    def open_stream(self, key: str) -> None:
+        if self._streams[key] >= self.settings.max_streams_per_key:
+            raise RateLimitedError(
+                f"This API key has {self._streams[key]} streams open, as many as it may "
+                "(MAX_STREAMS_PER_KEY); retry when one has ended.")
+        self._streams[key] += 1
+
+    def close_stream(self, key: str) -> None:
+        self._streams[key] -= 1
+        if not self._streams[key]:
+            del self._streams[key]
+
+    async def until_streamed(self, key: str, frames: AsyncIterator[str]) -> AsyncIterator[str]:
+        """A stream opened with `open_stream` that closes it when it ends, however it ends."""
+        try:
+            async for frame in frames:
+                yield frame
+        finally:
+            self.close_stream(key)
+
+    def _take_token(self, key: str) -> None:
+        rate = self.settings.requests_per_minute
+        if not rate:
+            return
+        now = time.monotonic()
+        tokens, then = self._buckets.get(key, (float(rate), now))
+        tokens = min(float(rate), tokens + (now - then) * rate / 60)
+        if tokens < 1:
+            self._buckets[key] = (tokens, now)
+            wait = math.ceil((1 - tokens) * 60 / rate)
+            raise RateLimitedError(
+                f"This API key made more than {rate} requests a minute (RATE_LIMIT_PER_MINUTE); retry in "
+                f"{wait} s.", retry_after_seconds=wait)
+        self._buckets[key] = (tokens - 1, now)
