@@ -35,6 +35,9 @@ from worker.temporal import build_worker, connect
 SECRETS_KEY = SecretBox.new_key()
 
 # Fast retries, so failure paths finish in well under a second.
+TEST_EGRESS = "127.0.0.1"
+"""The tests' MCP servers listen on loopback, which the egress guard refuses unless allowed."""
+
 TEST_EXECUTION = ExecutionSettings(
     inference=RetryBudget(
         start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=0.05, maximum_interval_seconds=0.2
@@ -126,6 +129,7 @@ async def running_stack(
         execution=execution,
         secrets_key=SECRETS_KEY,
         inference_send_reasoning=send_reasoning,
+        egress_allowlist=TEST_EGRESS,
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:
@@ -133,7 +137,7 @@ async def running_stack(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
             repository=repository, local_worker=with_worker,
         )
-        app = create_app(repository, runner, max_in_flight=max_in_flight)
+        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress())
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():

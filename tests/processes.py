@@ -35,6 +35,7 @@ def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
         "INFERENCE_API_KEY": "test",
         "WORKFLOW_TASK_TIMEOUT_SECONDS": str(task_timeout_seconds),
         "SECRETS_KEY": stack.settings.secrets_key,
+        "EGRESS_ALLOWLIST": stack.settings.egress_allowlist,
     }
 
 
