@@ -33,28 +33,16 @@ class Quotas:
     def enter(self, key: str) -> None:
         """A request of `key` begins (refused past the key's rate or concurrency)."""
         self._take_token(key)
-        if self._in_flight[key] >= self.settings.max_in_flight_per_key:
-            raise RateLimitedError(
-                f"This API key has {self._in_flight[key]} requests open, as many as it may "
-                "(MAX_INFLIGHT_PER_KEY); retry when one has ended.")
-        self._in_flight[key] += 1
+        _count_in(self._in_flight, key, self.settings.max_in_flight_per_key, "requests", "MAX_INFLIGHT_PER_KEY")
 
     def leave(self, key: str) -> None:
-        self._in_flight[key] -= 1
-        if not self._in_flight[key]:
-            del self._in_flight[key]
+        _count_out(self._in_flight, key)
 
     def open_stream(self, key: str) -> None:
-        if self._streams[key] >= self.settings.max_streams_per_key:
-            raise RateLimitedError(
-                f"This API key has {self._streams[key]} streams open, as many as it may "
-                "(MAX_STREAMS_PER_KEY); retry when one has ended.")
-        self._streams[key] += 1
+        _count_in(self._streams, key, self.settings.max_streams_per_key, "streams", "MAX_STREAMS_PER_KEY")
 
     def close_stream(self, key: str) -> None:
-        self._streams[key] -= 1
-        if not self._streams[key]:
-            del self._streams[key]
+        _count_out(self._streams, key)
 
     async def until_streamed(self, key: str, frames: AsyncIterator[str]) -> AsyncIterator[str]:
         """A stream opened with `open_stream` that closes it when it ends, however it ends."""
@@ -78,3 +66,16 @@ class Quotas:
                 f"This API key made more than {rate} requests a minute (RATE_LIMIT_PER_MINUTE); retry in "
                 f"{wait} s.", retry_after_seconds=wait)
         self._buckets[key] = (tokens - 1, now)
+
+
+def _count_in(counts: dict[str, int], key: str, limit: int, what: str, setting: str) -> None:
+    if counts[key] >= limit:
+        raise RateLimitedError(
+            f"This API key has {counts[key]} {what} open, as many as it may ({setting}); retry when one has ended.")
+    counts[key] += 1
+
+
+def _count_out(counts: dict[str, int], key: str) -> None:
+    counts[key] -= 1
+    if not counts[key]:
+        del counts[key]

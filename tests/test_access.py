@@ -244,10 +244,34 @@ async def test_an_approval_request_of_another_project_cannot_be_answered(keyed, 
             copied | {"id": "mcpr_" + "0" * 48}, answer | {"approval_request_id": "mcpr_" + "0" * 48}]})
     assert stolen.status_code == 400 and "is open" in stolen.json()["error"]["message"]
     assert unknown.status_code == 200, "a request the server never stored is the client's own"
-    forged = await http_as(stack, keys["alpha"]).post("/v1/responses", json={
-        "model": model, "tools": tools, "input": [copied | {"arguments": '{"a": 100, "b": 100}'}, answer]})
+    async with http_as(stack, keys["alpha"]) as alpha_http:
+        forged = await alpha_http.post("/v1/responses", json={
+            "model": model, "tools": tools, "input": [copied | {"arguments": '{"a": 100, "b": 100}'}, answer]})
     assert forged.status_code == 400, "an id borrowed for other arguments is not that request"
     backend.script(model, [Reply(text="2")])
     approved = await alpha.responses.create(model=model, tools=tools, previous_response_id=asked.id, input=[answer])
     assert approved.status == "completed" and approved.output_text == "2"
     assert len(mcp_server.calls_of("add")) == calls_before + 2  # alpha's call, and beta's own unknown one
+
+
+async def test_the_agents_sdk_runs_with_a_key_unchanged(keyed, backend: ScriptedBackend, model: str):
+    """The Agents SDK sends its client's key like any OpenAI client: a function-tool loop runs
+    across a chain of the key's project."""
+    import agents
+
+    stack, keys = keyed
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    backend.script(model, [Reply(tool_calls=[("get_weather", {"city": "Lyon"})]), Reply(text="Sunny in Lyon.")])
+    agent = agents.Agent(name="weather", instructions="Answer about the weather.", tools=[get_weather],
+                         model=agents.OpenAIResponsesModel(model=model, openai_client=as_key(stack, keys["alpha"])))
+    result = await agents.Runner.run(agent, "Weather in Lyon?")
+    assert result.final_output == "Sunny in Lyon."
+    anonymous = agents.Agent(name="nobody", model=agents.OpenAIResponsesModel(
+        model=model, openai_client=as_key(stack, "sk-dr-not-a-key")))
+    with pytest.raises(openai.AuthenticationError):
+        await agents.Runner.run(anonymous, "hi")

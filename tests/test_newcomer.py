@@ -34,6 +34,7 @@ def test_dev_with_no_backend_says_it_answers_with_the_demo_model(demo_dev: DevSt
     log = demo_dev.log.read_text()
     assert "inference backend: the built-in demo model (demo/echo)" in log
     assert "DEMO MODEL" in log and f"{demo_dev.url}/demo/mcp" in log
+    assert "no API keys exist: anyone who can reach 127.0.0.1 may use this server" in log
     response = demo_dev.sdk().responses.create(model="gpt-4o-mini", input="Say hello in one sentence.")
     assert response.status == "completed"
     assert response.model == "demo/echo", "a response must not pretend a real model wrote it"
