@@ -1,6 +1,10 @@
 """The door before the routes: who a request acts for (its API key's project, or `OPEN`
 while no key exists), what an approver key may do, and the per-key limits. Pure ASGI, so a
-request costs a header lookup, a hash and a dict lookup."""
+request costs a header lookup, a hash and a dict lookup.
+
+It also runs, when the request's ASGI call ends however it ends, what routes registered in
+`scope["state"]["at_end"]`: a stream's slot is given back there, not in its generator, which
+never runs its `finally` when the client leaves before the first frame."""
 
 from __future__ import annotations
 
@@ -36,11 +40,15 @@ class AccessMiddleware:
         except ApiError as error:
             await error_response(error)(scope, receive, send)
             return
-        scope.setdefault("state", {})["principal"] = principal
+        state = scope.setdefault("state", {})
+        state["principal"] = principal
+        state["at_end"] = at_end = []
         try:
             await self.app(scope, receive, send)
         finally:
             self.quotas.leave(principal.limit_key)
+            for release in at_end:  # what routes took for the whole request (a stream's slot)
+                release()
 
     async def _principal(self, scope: dict[str, Any]) -> Principal:
         if not await self.ring.closed():

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from models.errors import RateLimitedError
@@ -43,14 +42,6 @@ class Quotas:
 
     def close_stream(self, key: str) -> None:
         _count_out(self._streams, key)
-
-    async def until_streamed(self, key: str, frames: AsyncIterator[str]) -> AsyncIterator[str]:
-        """A stream opened with `open_stream` that closes it when it ends, however it ends."""
-        try:
-            async for frame in frames:
-                yield frame
-        finally:
-            self.close_stream(key)
 
     def _take_token(self, key: str) -> None:
         rate = self.settings.requests_per_minute

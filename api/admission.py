@@ -15,7 +15,7 @@ response, which carries on and can be retrieved, instead of being cut off with a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import TypeVar
 
 from models.errors import OverloadedError, StoppingError
@@ -56,11 +56,3 @@ class Admission:
         where = (f"; it carries on, and GET /v1/responses/{response_id} will have it" if stored
                  else "; retry the request")
         raise StoppingError(f"This server is stopping before response {response_id} ended{where}.")
-
-    async def until_streamed(self, stream: AsyncIterator[str]) -> AsyncIterator[str]:
-        """A stream that leaves when it ends, however it ends."""
-        try:
-            async for frame in stream:
-                yield frame
-        finally:
-            self.leave()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -21,6 +22,11 @@ def repository(request: Request) -> ResponseRepository:
 def principal(request: Request) -> Principal:
     """Who the request acts for (set by `access.middleware`)."""
     return request.scope.get("state", {}).get("principal", OPEN)
+
+
+def at_end(request: Request, release: Callable[[], None]) -> None:
+    """Run `release` when the request's ASGI call ends, however it ends (a stream included)."""
+    request.scope["state"]["at_end"].append(release)
 
 
 def limits(request: Request) -> Limits:

@@ -13,7 +13,7 @@ from access.principal import Principal
 from access.quotas import Quotas
 from api.admission import Admission
 from api.body import read_json
-from api.params import json_response as _json, limits, page_params, plausible_id, principal, \
+from api.params import at_end, json_response as _json, limits, page_params, plausible_id, principal, \
     repository as _repository
 from api.preparation import PreparedResponse, parse_approval, prepare
 from api.progress import output_so_far
@@ -45,32 +45,23 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 async def create_response(request: Request) -> HttpResponse:
+    """In flight (admission) until the request's call ends: a stream's end included."""
     admission = _admission(request)
     admission.enter()
-    streaming = False
-    try:
-        answer = await _create(request)
-        streaming = isinstance(answer, StreamingResponse)
-        return answer
-    finally:
-        if not streaming:
-            admission.leave()
-
-
-async def _create(request: Request) -> HttpResponse:
+    at_end(request, admission.leave)
     acting = principal(request)
     prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
                              served_model=request.app.state.served_model, project=acting.project,
                              decided_by=acting.key_id, egress=request.app.state.egress)
-    if not prepared.request.stream:
-        return await _created(request, prepared, acting)
-    _quotas(request).open_stream(acting.limit_key)  # refused (429) before anything is kept
-    try:
-        answer = await _created(request, prepared, acting)
-    except BaseException:
-        _quotas(request).close_stream(acting.limit_key)
-        raise
-    return answer
+    if prepared.request.stream:
+        _open_stream(request)  # refused (429) before anything is kept
+    return await _created(request, prepared, acting)
+
+
+def _open_stream(request: Request) -> None:
+    key = principal(request).limit_key
+    _quotas(request).open_stream(key)
+    at_end(request, lambda: _quotas(request).close_stream(key))
 
 
 async def _created(request: Request, prepared: PreparedResponse, acting: Principal) -> HttpResponse:
@@ -92,8 +83,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         raise
     if prepared.request.stream:
         events = tail(repository, response.id, after=-1, forget_at_end=not response.store)
-        frames = _quotas(request).until_streamed(acting.limit_key, _admission(request).until_streamed(events))
-        return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
     ended = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
@@ -103,10 +93,9 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
 
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:
-    key = principal(request).limit_key
-    _quotas(request).open_stream(key)
-    frames = _quotas(request).until_streamed(key, tail(_repository(request), response_id, after=after))
-    return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+    _open_stream(request)
+    return StreamingResponse(tail(_repository(request), response_id, after=after), media_type="text/event-stream",
+                             headers=SSE_HEADERS)
 
 
 async def retrieve_response(request: Request) -> HttpResponse:

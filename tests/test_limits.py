@@ -212,3 +212,24 @@ def test_serve_on_a_public_address_needs_keys_or_open(tmp_path: Path):
         "durable-responses serve: no API keys exist, and 0.0.0.0 is not a loopback address: create a key with "
         "`durable-responses keys create --project NAME --database-url ...`, or run open on purpose with --open "
         "(ALLOW_OPEN=true)")
+
+
+def test_a_stream_its_client_left_at_once_gives_its_slot_back(limited, backend: ScriptedBackend):
+    """Clients that hang up before the first frame must not use up the key's streams."""
+    stack, keys = limited
+    model = f"left-{uuid.uuid4().hex[:6]}"
+    backend.script(model, [Reply(text="nobody reads this", delay=1)] * 3)
+    body = f'{{"model": "{model}", "input": "x", "stream": true}}'.encode()
+    for _ in range(3):
+        connection = _raw(stack.port, (f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                       f"application/json\r\nAuthorization: Bearer {keys[2]}\r\nContent-Length: "
+                                       f"{len(body)}\r\n\r\n").encode() + body)
+        connection.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        again = httpx.post(f"{stack.url}/v1/responses", headers={"authorization": f"Bearer {keys[2]}"},
+                           json={"model": "m", "input": "s", "stream": True})
+        if again.status_code == 200:
+            break
+        time.sleep(0.2)
+    assert again.status_code == 200, again.text
