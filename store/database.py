@@ -214,14 +214,20 @@ class SqliteDatabase:
         self._checkpoint_soon()
 
     async def _checkpoint_later(self) -> None:
-        await asyncio.sleep(CHECKPOINT_SECONDS)
-        truncate, self._truncate_next = self._truncate_next, False
-        try:
-            if not await asyncio.to_thread(_checkpoint, self.path, truncate):
-                self._truncate_next = self._truncate_next or truncate  # readers held it: next time
-        except sqlite3.Error as error:  # the next one tries again
-            self._truncate_next = self._truncate_next or truncate
-            log.warning("SQLite checkpoint failed: %s", error)
+        """Checkpoint a second from now; a truncation asked for is tried again every second
+        until it succeeds (readers in other connections can hold the log at that instant),
+        whether or not anything else is written meanwhile."""
+        while True:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            truncate, self._truncate_next = self._truncate_next, False
+            try:
+                if await asyncio.to_thread(_checkpoint, self.path, truncate):
+                    return
+                self._truncate_next = True  # readers held it: again in a second
+            except sqlite3.Error as error:  # the next write schedules the next one
+                self._truncate_next = self._truncate_next or truncate
+                log.warning("SQLite checkpoint failed: %s", error)
+                return
 
     async def create_schema(self) -> None:
         from sqlalchemy import create_engine
