@@ -79,12 +79,13 @@ class Database(Protocol):
     async def close(self) -> None: ...
 
 
-def open_database(database_url: str) -> Database:
-    """`sqlite:///path` or `postgresql://...`, as the contract spells them."""
+def open_database(database_url: str, *, pool_size: int = 10) -> Database:
+    """`sqlite:///path` or `postgresql://...` (libpq's URL, `sslmode` included), as the
+    contract spells them; `pool_size` bounds a PostgreSQL store's connections per process."""
     if database_url.startswith("sqlite:///"):
         return SqliteDatabase(database_url.removeprefix("sqlite:///"))
     if database_url.startswith(("postgresql://", "postgres://")):
-        return PostgresDatabase(database_url)
+        return PostgresDatabase(database_url, pool_size=pool_size)
     raise ValueError(f"unsupported database URL {database_url!r}: use sqlite:///path or postgresql://...")
 
 
@@ -321,11 +322,15 @@ class _PostgresTransaction:
             raise Conflict(str(error)) from error
 
 
+SCHEMA_LOCK_KEY = 0x6475726162_6c65  # "durable": the advisory lock that schema changes take
+
+
 class PostgresDatabase:
     dialect = "postgresql"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = "postgresql://" + url.split("://", 1)[1]
+        self.pool_size = pool_size
         self._pool: Any = None
         self._opening = asyncio.Lock()
 
@@ -335,7 +340,7 @@ class PostgresDatabase:
                 if self._pool is None:
                     import asyncpg
 
-                    self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=10)
+                    self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self.pool_size)
         return self._pool
 
     @contextlib.asynccontextmanager
@@ -351,11 +356,18 @@ class PostgresDatabase:
             yield _PostgresTransaction(connection)
 
     async def create_schema(self) -> None:
+        """Under a transaction-scoped advisory lock, so processes starting together on an
+        empty (or older) database take turns instead of colliding on the catalogue. asyncpg
+        opens the connection from the URL itself, so libpq's `sslmode` works as it does
+        for the pool (SQLAlchemy would pass it on as an unknown keyword)."""
+        import asyncpg
+        from sqlalchemy import text
         from sqlalchemy.ext.asyncio import create_async_engine
 
-        engine = create_async_engine("postgresql+asyncpg://" + self.url.split("://", 1)[1])
+        engine = create_async_engine("postgresql+asyncpg://", async_creator=lambda: asyncpg.connect(self.url))
         try:
             async with engine.begin() as connection:
+                await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
                 await connection.run_sync(create_or_extend)
         finally:
             await engine.dispose()

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     try:
-        db = open_database(settings.database_url)
+        db = open_database(settings.database_url, pool_size=settings.database_pool_size)
     except (ValueError, OSError, sqlite3.Error) as error:
         raise StartupError(f"cannot open the database {shown_url(settings.database_url)}: {error}") from error
     try:

@@ -81,6 +81,8 @@ class Settings(BaseModel):
     housekeeping_interval_seconds: float = 60.0
     startup_wait_seconds: float = 30.0
     """How long a starting process waits for Temporal and the database to answer."""
+    database_pool_size: int = 10
+    """PostgreSQL connections one process may hold (4 processes x 10 fit the default 100)."""
     egress_allowlist: str = ""
     """Hosts, addresses and networks MCP servers may be at although they are private
     (`access/egress.py`); `dev` allows loopback unless this is set."""
@@ -177,6 +179,7 @@ class Settings(BaseModel):
             "response_retention_days": _env_float("RESPONSE_RETENTION_DAYS", 0.0),
             "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
             "startup_wait_seconds": _env_float("STARTUP_WAIT_SECONDS", 30.0),
+            "database_pool_size": _env_int("DATABASE_POOL_SIZE", 10),
             "egress_allowlist": os.environ.get("EGRESS_ALLOWLIST", ""),
             "allowed_hosts": _env_list("ALLOWED_HOSTS"),
             "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),

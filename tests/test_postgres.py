@@ -1,0 +1,106 @@
+"""PostgreSQL, for real: what SQLite's single writer hides (concurrent starts on an empty
+database, concurrent cancels), what a server restart does to pooled connections, libpq-style
+URLs, and the access tables' queries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from access.keys import KeyRing, KeyStore
+from models.ids import new_id
+from models.responses import Response
+from store.database import open_database
+from store.repository import ResponseRepository
+from tests.postgres import PostgresServer
+
+why_not = PostgresServer.unavailable()
+pytestmark = pytest.mark.skipif(why_not is not None, reason=f"PostgreSQL tests skipped: {why_not}")
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+def _response() -> Response:
+    from models.requests import CreateResponseRequest
+
+    return Response.from_request(new_id("resp"), 1, CreateResponseRequest.model_validate({"model": "m", "input": "hi"}))
+
+
+async def test_many_processes_create_the_schema_of_an_empty_database_at_once(postgres: PostgresServer):
+    url = postgres.create_database()
+    databases = [open_database(url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(database.create_schema() for database in databases))
+        async with databases[0].read() as transaction:
+            assert await transaction.value("SELECT count(*) FROM api_keys") == 0
+    finally:
+        await asyncio.gather(*(database.close() for database in databases))
+
+
+async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
+    database = open_database(postgres.create_database())
+    await database.create_schema()
+    repositories = [ResponseRepository(database) for _ in range(2)]
+    try:
+        response = _response()
+        await repositories[0].create_response(response, [(new_id("msg") + "x" * 100, {"type": "message"})])
+        await asyncio.gather(*(repository.request_cancel(response.id) for repository in repositories * 5))
+        assert await repositories[1].cancel_requested([response.id]) == {response.id}
+    finally:
+        await database.close()
+
+
+async def test_a_server_restart_costs_no_failed_request(postgres: PostgresServer):
+    database = open_database(postgres.create_database())
+    await database.create_schema()
+    repository = ResponseRepository(database)
+    try:
+        response = _response()
+        await repository.create_response(response, [])
+        assert await repository.get_response(response.id) is not None
+        await asyncio.to_thread(postgres.restart)
+        for _ in range(20):
+            assert await repository.get_response(response.id) is not None
+    finally:
+        await database.close()
+
+
+@pytest.mark.parametrize("query", ["?sslmode=disable", "?sslmode=prefer", "?sslmode=allow"])
+async def test_libpq_style_urls_work(postgres: PostgresServer, query: str):
+    database = open_database(postgres.create_database() + query)
+    try:
+        await database.create_schema()
+        async with database.read() as transaction:
+            assert await transaction.value("SELECT 1") == 1
+    finally:
+        await database.close()
+
+
+async def test_keys_and_projects_on_postgresql(postgres: PostgresServer):
+    database = open_database(postgres.create_database())
+    await database.create_schema()
+    try:
+        keys = KeyStore(database)
+        record, key = await keys.create("acme", approver=False)
+        ring = KeyRing(keys)
+        assert await ring.closed() and (await ring.find(key)) == record
+        repository = ResponseRepository(database)
+        response = _response()
+        await repository.create_response(response, [], project="acme", decided_by=record.id)
+        assert await repository.get_response(response.id, project="acme") is not None
+        assert await repository.get_response(response.id, project="other") is None
+        page = await repository.list_responses(project="acme", after=None, limit=10, order="desc")
+        assert [item["id"] for item in page.data] == [response.id]
+        with pytest.raises(LookupError):
+            await repository.list_responses(project="other", after=response.id, limit=10, order="desc")
+        assert await keys.revoke(record.id)
+        assert await KeyRing(keys, refresh_seconds=0).find(key) is None
+    finally:
+        await database.close()
