@@ -121,7 +121,7 @@ async def running_stack(
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
     settings = Settings(
-        temporal_address=temporal_address,
+        temporal_address=temporal_address, temporal_environment=False,
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
         database_url=f"sqlite:///{data_dir / 'responses.db'}",
         inference_base_url=inference_base_url or backend.base_url,

@@ -51,9 +51,11 @@ def _command(commands: argparse._SubParsersAction, name: str, summary: str, desc
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temporal-address", default=None, metavar="HOST:PORT",
-                        help="the Temporal frontend (default: $TEMPORAL_ADDRESS or localhost:7233)")
+                        help="the Temporal frontend (default: from the Temporal client configuration, "
+                             "$TEMPORAL_ADDRESS or a $TEMPORAL_PROFILE of $TEMPORAL_CONFIG_FILE, else localhost:7233; "
+                             "TLS and API keys come from there too)")
     parser.add_argument("--namespace", default=None,
-                        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE or 'default')")
+                        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE or the profile's, else 'default')")
     parser.add_argument("--task-queue", default=None,
                         help=f"the Temporal task queue (default: $TEMPORAL_TASK_QUEUE or {DEFAULT_TASK_QUEUE!r})")
     parser.add_argument("--database-url", default=None, metavar="URL",

@@ -105,7 +105,7 @@ async def run_dev(
     if ui_port is None:
         ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
     settings = Settings.from_env(
-        temporal_address=f"127.0.0.1:{temporal_port}",
+        temporal_address=f"127.0.0.1:{temporal_port}", temporal_environment=False,
         database_url=f"sqlite:///{directory / 'responses.db'}",
         inference_base_url=DEMO_BASE_URL if demo or not backend_configured() else None,
         egress_allowlist=None if os.environ.get("EGRESS_ALLOWLIST") else LOOPBACK_ALLOWLIST,

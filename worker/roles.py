@@ -34,7 +34,7 @@ from worker.retention import Retention
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
-from worker.temporal import build_worker, connect
+from worker.temporal import build_worker, connect, temporal_connection
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,9 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
 
 
 async def connect_with_retry(settings: Settings) -> Client:
-    return await wait_for(f"Temporal at {settings.temporal_address}", lambda: connect(settings),
+    where = temporal_connection(settings)
+    log.info("Temporal: %s", where.describe())
+    return await wait_for(f"Temporal at {where.target_host}", lambda: connect(settings),
                           seconds=settings.startup_wait_seconds,
                           hint=" (is it running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)")
 
@@ -106,7 +108,7 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
     async with opened_store(settings) as repository:
         client = await connect_with_retry(settings)
         async with working(client, settings, repository, shutdown):
-            log.info("worker polling task queue %r on Temporal at %s", settings.task_queue, settings.temporal_address)
+            log.info("worker polling task queue %r", settings.task_queue)
             announce_backend(settings)
             await shutdown.requested.wait()
 

@@ -45,8 +45,13 @@ def _env_int(name: str, default: int) -> int:
 
 
 class Settings(BaseModel):
-    temporal_address: str = "localhost:7233"
-    namespace: str = "default"
+    temporal_address: str | None = None
+    """Temporal's frontend; None: from the Temporal client configuration (`TEMPORAL_ADDRESS`,
+    a `TEMPORAL_PROFILE` of `TEMPORAL_CONFIG_FILE`), else localhost:7233. A flag wins."""
+    namespace: str | None = None
+    temporal_environment: bool = True
+    """Whether the Temporal client configuration (temporalio.envconfig: `TEMPORAL_*`
+    variables and profiles, with TLS and API keys) applies; `dev` uses its own server only."""
     task_queue: str = DEFAULT_TASK_QUEUE
     database_url: str = "sqlite:///./.durable-responses/responses.db"
     inference_base_url: str = DEFAULT_INFERENCE_BASE_URL
@@ -191,8 +196,6 @@ class Settings(BaseModel):
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
         }
         for name, env in (
-            ("temporal_address", "TEMPORAL_ADDRESS"),
-            ("namespace", "TEMPORAL_NAMESPACE"),
             ("task_queue", "TEMPORAL_TASK_QUEUE"),
             ("database_url", "DATABASE_URL"),
         ):

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.service import TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.chat_client import ChatBackend, ChatClient
@@ -16,15 +20,61 @@ from activities.inference import InferenceActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from demo.backend import DemoBackend
+from models.errors import StartupError
 from store.repository import ResponseRepository
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from workflows.response import ResponseWorkflow
 
 
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class TemporalConnection:
+    """Where and how to reach Temporal: the Temporal client configuration operators already
+    keep for the `temporal` CLI (temporalio.envconfig: `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`,
+    `TEMPORAL_API_KEY`, `TEMPORAL_TLS*`, or a `TEMPORAL_PROFILE` of the TOML file at
+    `TEMPORAL_CONFIG_FILE`), with `--temporal-address` and `--namespace` winning."""
+
+    target_host: str
+    namespace: str
+    api_key: str | None = field(default=None, repr=False)
+    tls: bool | TLSConfig = False
+    rpc_metadata: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def describe(self) -> str:
+        extras = [name for name, present in (("TLS", self.tls), ("API key", self.api_key)) if present]
+        return f"{self.target_host} (namespace {self.namespace}{''.join(', ' + extra for extra in extras)})"
+
+
+def temporal_connection(settings: Settings) -> TemporalConnection:
+    options: dict[str, Any] = {}
+    if settings.temporal_environment:
+        try:
+            options = dict(ClientConfig.load_client_connect_config())
+        except Exception as error:  # noqa: BLE001 - a bad file, profile or certificate path, said in one line
+            said = " ".join(str(error).split())  # one line, whatever the TOML parser wrote
+            raise StartupError(f"cannot read the Temporal client configuration (TEMPORAL_* variables, "
+                               f"TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE): {said}") from error
+    if settings.temporal_address:
+        options["target_host"] = settings.temporal_address
+    if settings.namespace:
+        options["namespace"] = settings.namespace
+    return TemporalConnection(
+        target_host=options.get("target_host") or DEFAULT_ADDRESS,
+        namespace=options.get("namespace") or DEFAULT_NAMESPACE,
+        api_key=options.get("api_key"), tls=options.get("tls", False),
+        rpc_metadata=options.get("rpc_metadata") or {},
+    )
+
+
 async def connect(settings: Settings) -> Client:
+    connection = temporal_connection(settings)
     return await Client.connect(
-        settings.temporal_address, namespace=settings.namespace, data_converter=pydantic_data_converter
+        connection.target_host, namespace=connection.namespace, api_key=connection.api_key, tls=connection.tls,
+        rpc_metadata=dict(connection.rpc_metadata), data_converter=pydantic_data_converter,
     )
 
 
