@@ -40,11 +40,10 @@ class InferenceActivities:
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
 
-    async def stop(self) -> None:
-        """Abandon the calls still running (their claims are released, so another worker takes
-        their turns over at once) and make no new ones: a stopping worker does not wait for a
-        slow model, nor call it again."""
-        await self.calls.close()
+    async def stop(self, grace_seconds: float = 0.0) -> None:
+        """Make no new calls; give those running `grace_seconds` to finish, then abandon them
+        (their claims are released, so another worker takes their turns over at once)."""
+        await self.calls.close(grace_seconds)
 
     @activity.defn(name="run_inference")
     async def run_inference(self, request: InferenceInput) -> InferenceResult:

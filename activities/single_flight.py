@@ -40,9 +40,12 @@ class SingleFlight:
         if not task.cancelled():
             task.exception()  # retrieved: a failure nobody awaited any more is not logged as lost
 
-    async def close(self) -> None:
-        """Stop every piece of work still running and take no more (the worker is stopping)."""
+    async def close(self, grace_seconds: float = 0.0) -> None:
+        """Take no more work; let what runs finish for up to `grace_seconds`, then stop it."""
         self._closed = True
+        running = list(self._running.values())
+        if running and grace_seconds > 0:
+            await asyncio.wait(running, timeout=grace_seconds)
         await self.cancel_all()
 
     async def cancel_all(self) -> None:

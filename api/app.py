@@ -14,7 +14,7 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import conversations, routes
+from api import conversations, health, routes
 from api.admission import Admission
 from api.body import Limits
 from api.errors import EXCEPTION_HANDLERS
@@ -58,7 +58,9 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
-            Route("/health", routes.health, methods=["GET"]),
+            Route("/health", health.readyz, methods=["GET"]),
+            Route("/readyz", health.readyz, methods=["GET"]),
+            Route("/livez", health.livez, methods=["GET"]),
             *mounts,
         ],
         middleware=middleware,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
@@ -207,24 +206,6 @@ async def list_responses(request: Request) -> HttpResponse:
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
     return JSONResponse(page.to_wire())
-
-
-async def health(request: Request) -> HttpResponse:
-    checks: dict[str, Any] = {"api": "ok"}
-    try:
-        await _repository(request).ping()
-        checks["store"] = "ok"
-    except Exception as error:  # noqa: BLE001 - health reports any failure
-        checks["store"] = f"error: {error}"
-    try:
-        polling = await asyncio.wait_for(_runner(request).worker_is_polling(), timeout=3)
-        checks["temporal"] = "ok"
-        checks["worker"] = "ok" if polling else "no worker is polling the task queue"
-    except Exception as error:  # noqa: BLE001
-        checks["temporal"] = f"error: {error}"
-        checks["worker"] = "unknown"
-    healthy = all(value == "ok" for value in checks.values())
-    return JSONResponse({"status": "ok" if healthy else "unavailable", **checks}, status_code=200 if healthy else 503)
 
 
 async def _stored(request: Request, response_id: str) -> Response:

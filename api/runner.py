@@ -7,9 +7,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
@@ -166,15 +164,9 @@ class ResponseRunner:
                                     param="response_id") from error
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
 
-    async def worker_is_polling(self) -> bool:
-        described = await self.client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=self.client.namespace,
-                task_queue=TaskQueue(name=self.task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            )
-        )
-        return len(described.pollers) > 0
+    async def temporal_answers(self) -> None:
+        """Raises unless Temporal's frontend answers (a cheap call)."""
+        await self.client.workflow_service.get_system_info(GetSystemInfoRequest())
 
 
 def _started_here(handle: WorkflowHandle) -> bool:

@@ -26,6 +26,7 @@ from store.schema import NO_PROJECT
 from store.parked import Parked, ParkedFields
 from store.secret_box import SecretBox
 from store.turns import Turns, put_chat_context
+from store.workers import WorkerRegistry
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class ResponseRepository:
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
+        self.workers = WorkerRegistry(db)
+        """Which workers are running, by their own account."""
         """Requests in this process wait here for the end of a response their worker runs."""
 
     # ---- responses -------------------------------------------------------------------

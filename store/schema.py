@@ -193,6 +193,17 @@ api_keys = Table(
 )
 
 
+# Workers that are running, each writing its `last_seen` every few seconds and deleting its
+# row when it stops: readiness ("a worker polls the task queue") is known within seconds.
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("task_queue", String(255), nullable=False),
+    Column("last_seen", BigInteger, nullable=False),
+)
+
+
 def create_or_extend(connection: Connection) -> None:
     """Create what is missing: tables, then columns and indexes added to tables that a store
     made by an earlier version already has (every added column is nullable or has a server

@@ -39,10 +39,11 @@ def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
     }
 
 
-def spawn_worker(stack: Stack, *, log: Path | None = None) -> subprocess.Popen:
+def spawn_worker(stack: Stack, *, log: Path | None = None, env: dict[str, str] | None = None,
+                 arguments: tuple[str, ...] = ()) -> subprocess.Popen:
     output = log.open("ab") if log else subprocess.DEVNULL
-    return subprocess.Popen([CLI, "worker", *_cluster_options(stack)], env=_environment(stack, 2),
-                            stdout=output, stderr=subprocess.STDOUT)
+    return subprocess.Popen([CLI, "worker", *_cluster_options(stack), *arguments],
+                            env=_environment(stack, 2) | (env or {}), stdout=output, stderr=subprocess.STDOUT)
 
 
 def spawn_api(stack: Stack, *, task_timeout_seconds: float = 2) -> tuple[subprocess.Popen, str]:

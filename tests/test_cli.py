@@ -90,10 +90,12 @@ def test_serve_and_worker_say_which_backend_they_use_and_never_the_key(stack: St
     }
     try:
         expected = f"inference backend: {stack.settings.inference_base_url} (API key set)"
+        listening = f"API listening on http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not all(expected in log.read_text() for log in logs.values()):
+        while time.monotonic() < deadline and not (all(expected in log.read_text() for log in logs.values())
+                                                   and listening in logs["serve"].read_text()):
             time.sleep(0.1)
-        assert f"API listening on http://127.0.0.1:{port}/v1" in logs["serve"].read_text()
+        assert listening in logs["serve"].read_text()
         assert "worker polling task queue" in logs["worker"].read_text()
         for process in processes.values():
             process.send_signal(signal.SIGTERM)

@@ -63,7 +63,15 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
 
 
-def _add_http_options(parser: argparse.ArgumentParser) -> None:
+def _add_http_options(parser: argparse.ArgumentParser, *, from_environment: bool = False) -> None:
+    """`serve` also takes $HOST and $PORT (as platforms set them); `dev` does not, since some
+    shells set $HOST to the machine's name."""
+    if from_environment:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"),
+                            help="the address the HTTP API listens on ($HOST when set)")
+        parser.add_argument("--port", type=int, default=os.environ.get("PORT", "8000"),
+                            help="the HTTP API's port ($PORT when set)")
+        return
     parser.add_argument("--host", default="127.0.0.1", help="the address the HTTP API listens on")
     parser.add_argument("--port", type=int, default=8000, help="the HTTP API's port")
 
@@ -109,10 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
                       "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
                       "store writes. Run as many as you need.")
     _add_cluster_options(worker)
+    worker.add_argument("--health-port", type=int, default=os.environ.get("WORKER_HEALTH_PORT"),
+                        help="serve /livez and /readyz on this port, on every address ($WORKER_HEALTH_PORT "
+                             "when set; none by default)")
 
     serve = _command(commands, "serve", "the HTTP API only",
                      "Serve the HTTP API; responses run on `worker` processes of the same task queue.")
-    _add_http_options(serve)
+    _add_http_options(serve, from_environment=True)
     _add_cluster_options(serve)
     _add_open_option(serve)
 
@@ -214,7 +225,10 @@ async def _run(args: argparse.Namespace) -> int:
             role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, shutdown,
                            ui_port=args.ui_port, demo=args.demo, allow_open=args.allow_open)
         case "worker":
-            role = run_worker(_settings(args), shutdown)
+            settings = _settings(args)
+            if args.health_port:
+                settings = settings.model_copy(update={"worker_health_port": args.health_port})
+            role = run_worker(settings, shutdown)
         case _:
             settings = _settings(args)
             if args.allow_open:

@@ -30,6 +30,7 @@ from store.repository import ResponseRepository
 from store.secret_box import SecretBox
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
+from worker.health import worker_health_app
 from worker.retention import Retention
 from worker.settings import Settings
 from worker.shutdown import Shutdown
@@ -79,7 +80,7 @@ def _runner(client: Client, settings: Settings, repository: ResponseRepository, 
 
 @asynccontextmanager
 async def working(client: Client, settings: Settings, repository: ResponseRepository,
-                  shutdown: Shutdown | None = None) -> AsyncIterator[None]:
+                  shutdown: Shutdown | None = None, *, grace_seconds: float = 0.0) -> AsyncIterator[None]:
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
@@ -87,7 +88,7 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
     retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
                           retention_days=settings.response_retention_days)
     chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep}
-    async with build_worker(client, settings, repository, shutdown=shutdown):
+    async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
         sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
         try:
             yield
@@ -107,10 +108,16 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
     settings.check_backend()
     async with opened_store(settings) as repository:
         client = await connect_with_retry(settings)
-        async with working(client, settings, repository, shutdown):
+        async with working(client, settings, repository, shutdown, grace_seconds=settings.shutdown_grace_seconds):
             log.info("worker polling task queue %r", settings.task_queue)
             announce_backend(settings)
-            await shutdown.requested.wait()
+            if settings.worker_health_port is None:
+                await shutdown.requested.wait()
+                return
+            app = worker_health_app(repository, client, running=lambda: not shutdown.requested.is_set())
+            log.info("worker health on http://0.0.0.0:%d (/livez, /readyz)", settings.worker_health_port)
+            await _serve_http(app, "0.0.0.0", settings.worker_health_port, shutdown.requested, 0.0,
+                              settings.header_timeout_seconds, announce=False)
 
 
 CLOSING_NOTICE_SECONDS = 0.5
@@ -142,7 +149,7 @@ async def _check_open(settings: Settings, host: str, repository: ResponseReposit
 
 
 async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float,  # noqa: ANN001
-                      header_timeout_seconds: float = 10.0) -> None:
+                      header_timeout_seconds: float = 10.0, *, announce: bool = True) -> None:
     server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
                                          timeout_graceful_shutdown=grace_seconds,
                                          http=with_header_timeout(header_timeout_seconds)))
@@ -153,11 +160,13 @@ async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seco
     if serving.done():  # the port was taken (uvicorn has logged why)
         stopping.cancel()
         raise StartupError(f"cannot serve HTTP on {host}:{port} (is the port in use?)")
-    log.info("API listening on http://%s:%d/v1", host, port)
+    if announce:
+        log.info("API listening on http://%s:%d/v1", host, port)
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
+    admission = getattr(app.state, "admission", None)  # the API's; a worker's health app has none
     closing = asyncio.get_running_loop().call_later(max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS),
-                                                    app.state.admission.closing.set)
+                                                    admission.closing.set if admission else lambda: None)
     try:
         await serving
     finally:

@@ -86,6 +86,8 @@ class Settings(BaseModel):
     housekeeping_interval_seconds: float = 60.0
     startup_wait_seconds: float = 30.0
     """How long a starting process waits for Temporal and the database to answer."""
+    worker_health_port: int | None = None
+    """Where `worker` serves /livez and /readyz (none unless set)."""
     database_pool_size: int = 10
     """PostgreSQL connections one process may hold (4 processes x 10 fit the default 100)."""
     egress_allowlist: str = ""
@@ -185,6 +187,7 @@ class Settings(BaseModel):
             "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
             "startup_wait_seconds": _env_float("STARTUP_WAIT_SECONDS", 30.0),
             "database_pool_size": _env_int("DATABASE_POOL_SIZE", 10),
+            "worker_health_port": _env_int("WORKER_HEALTH_PORT", 0) or None,
             "egress_allowlist": os.environ.get("EGRESS_ALLOWLIST", ""),
             "allowed_hosts": _env_list("ALLOWED_HOSTS"),
             "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from demo.backend import DemoBackend
 from models.errors import StartupError
 from store.repository import ResponseRepository
 from worker.settings import Settings
+from worker.presence import keep_present
 from worker.shutdown import Shutdown
 from workflows.response import ResponseWorkflow
 
@@ -100,9 +102,12 @@ WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 @asynccontextmanager
 async def build_worker(client: Client, settings: Settings, repository: ResponseRepository, *,
-                       shutdown: Shutdown | None = None) -> AsyncIterator[Worker]:
+                       shutdown: Shutdown | None = None, grace_seconds: float = 0.0) -> AsyncIterator[Worker]:
     """A running worker for our workflow and activities; its backend client closes with it.
-    A `shutdown` learns how many model calls it has running."""
+    A `shutdown` learns how many model calls it has running. When it stops, it polls for no
+    more work; model and MCP calls under way get `grace_seconds` to finish, then are
+    abandoned (a model call) or cancelled (an MCP call), and Temporal gives them to another
+    worker: the response goes on there, with nothing lost."""
     chat = inference_client(settings)
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
@@ -117,17 +122,23 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
             mcp.list_mcp_tools, mcp.call_mcp_tool,
         ],
         max_cached_workflows=settings.max_cached_workflows,
+        graceful_shutdown_timeout=timedelta(seconds=grace_seconds),
     )
     if shutdown is not None:
-        shutdown.track("model call", lambda: len(inference.calls), waited=False)
+        shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
+    stopping = asyncio.Event()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
         await worker.__aenter__()
+        present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
         try:
             yield worker
         finally:
-            await inference.stop()
-            await _left_within(worker, WORKER_STOP_SECONDS)
+            stopping.set()  # no longer present: readiness turns false at once
+            leaving = asyncio.ensure_future(worker.__aexit__(None, None, None))  # no more polls; MCP calls' grace
+            await inference.stop(grace_seconds)
+            await _left_within(leaving, WORKER_STOP_SECONDS)
+            await present
     finally:
         await chat.aclose()
 
@@ -140,8 +151,7 @@ on one would hold the stop until the process is killed; past this bound the proc
 it to Temporal, which hands the task to the next worker when its timeout passes."""
 
 
-async def _left_within(worker: Worker, seconds: float) -> None:
-    leaving = asyncio.ensure_future(worker.__aexit__(None, None, None))
+async def _left_within(leaving: asyncio.Future[None], seconds: float) -> None:
     done, _ = await asyncio.wait({leaving}, timeout=seconds)
     if leaving in done:
         leaving.result()

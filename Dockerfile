@@ -1,0 +1,22 @@
+# One image for every role: the command chooses it (serve, worker, keys, approve; dev too).
+#   docker build -t durable-responses .
+#   docker run --rm durable-responses --help
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY access ./access
+COPY activities ./activities
+COPY api ./api
+COPY demo ./demo
+COPY models ./models
+COPY store ./store
+COPY worker ./worker
+COPY workflows ./workflows
+RUN pip install . && useradd --uid 10001 --create-home app
+USER 10001
+
+EXPOSE 8000 9000
+ENTRYPOINT ["durable-responses"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]

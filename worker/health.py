@@ -1,0 +1,30 @@
+"""A worker's health port (`worker --health-port PORT`): `/livez` and `/readyz` (also
+`/health`), for orchestrators' probes, and nothing else. Ready means the store and Temporal
+answer and this worker runs (it stops being ready the moment it begins to stop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.client import Client
+
+from api.health import livez, ready
+from store.repository import ResponseRepository
+
+
+def worker_health_app(repository: ResponseRepository, client: Client, running: Callable[[], bool]) -> Starlette:
+    async def temporal() -> None:
+        await client.workflow_service.get_system_info(GetSystemInfoRequest())
+
+    async def worker() -> str | None:
+        return None if running() else "the worker is stopping"
+
+    async def readyz(_request: Request) -> JSONResponse:
+        return await ready({"store": repository.ping, "temporal": temporal, "worker": worker})
+
+    return Starlette(routes=[Route("/livez", livez), Route("/readyz", readyz), Route("/health", readyz)])
