@@ -5,8 +5,15 @@ URLs, and the access tables' queries."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
+import openai
 import pytest
 
 from access.keys import KeyRing, KeyStore
@@ -14,7 +21,10 @@ from models.ids import new_id
 from models.responses import Response
 from store.database import open_database
 from store.repository import ResponseRepository
+from tests.conftest import eventually
 from tests.postgres import PostgresServer
+from tests.processes import CLI, free_port
+from tests.scripted_backend import ScriptedBackend
 
 why_not = PostgresServer.unavailable()
 pytestmark = pytest.mark.skipif(why_not is not None, reason=f"PostgreSQL tests skipped: {why_not}")
@@ -104,3 +114,70 @@ async def test_keys_and_projects_on_postgresql(postgres: PostgresServer):
         assert await KeyRing(keys, refresh_seconds=0).find(key) is None
     finally:
         await database.close()
+
+
+def _role(command: list[str], url: str, temporal_address: str, backend: ScriptedBackend, queue: str,
+          log: Path) -> subprocess.Popen:
+    environment = os.environ | {"DATABASE_URL": url, "TEMPORAL_ADDRESS": temporal_address, "TEMPORAL_TASK_QUEUE": queue,
+                                "INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "test",
+                                "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"}
+    return subprocess.Popen([CLI, *command], env=environment, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+async def _ready(port: int) -> bool:
+    async with httpx.AsyncClient(timeout=5) as client:
+        try:
+            return (await client.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+async def test_four_processes_start_together_on_an_empty_database_and_survive_its_restart(
+    postgres: PostgresServer, temporal_address: str, backend: ScriptedBackend, tmp_path: Path
+):
+    """2 `serve` + 2 `worker` started at once on an empty database all come up; then the
+    database restarts under load and no request fails."""
+    url = postgres.create_database()
+    queue = f"pg-{uuid.uuid4().hex[:8]}"
+    ports = [free_port(), free_port()]
+    processes = [_role(["serve", "--port", str(port)], url, temporal_address, backend, queue, tmp_path / f"serve{i}.log")
+                 for i, port in enumerate(ports)]
+    processes += [_role(["worker"], url, temporal_address, backend, queue, tmp_path / f"worker{i}.log")
+                  for i in range(2)]
+    try:
+        for port in ports:
+            await eventually(lambda port=port: _ready(port), f"serve on {port} to be ready", seconds=60)
+        assert all(process.poll() is None for process in processes), [
+            log.read_text() for log in tmp_path.glob("*.log")]
+        clients = [openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+                   for port in ports]
+        outcomes: list[str] = []
+
+        async def load(stop: asyncio.Event) -> None:
+            turn = 0
+            while not stop.is_set():
+                turn += 1
+                try:
+                    response = await clients[turn % 2].responses.create(model="m", input=f"turn {turn}")
+                    outcomes.append(response.status)
+                except openai.APIError as error:
+                    outcomes.append(f"error {getattr(error, 'status_code', type(error).__name__)}")
+
+        stop = asyncio.Event()
+        loaders = [asyncio.create_task(load(stop)) for _ in range(4)]
+        await asyncio.sleep(2)
+        await asyncio.to_thread(postgres.restart)
+        await asyncio.sleep(3)
+        stop.set()
+        await asyncio.gather(*loaders)
+        failed = [outcome for outcome in outcomes if outcome != "completed"]
+        print(f"{len(outcomes)} responses across a PostgreSQL restart, {len(failed)} not completed: {failed[:5]}")
+        assert len(outcomes) > 20 and not failed
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
