@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from models.errors import ApiError, InvalidRequestError
+from models.errors import ApiError, InvalidRequestError, StoreUnavailableError, UnavailableError
 from models.requests import UnsupportedParameter
 
 log = logging.getLogger(__name__)
@@ -87,8 +87,15 @@ async def handle_unexpected(_request: Request, error: Exception) -> JSONResponse
     )
 
 
+async def handle_store_unavailable(_request: Request, error: Exception) -> JSONResponse:
+    log.warning("store unavailable: %s", error)
+    return error_response(UnavailableError(
+        "The store is unavailable for a moment; retry the request.", code="store_unavailable"))
+
+
 EXCEPTION_HANDLERS = {
     ApiError: handle_api_error,
+    StoreUnavailableError: handle_store_unavailable,
     HTTPException: handle_http_error,
     Exception: handle_unexpected,
 }

@@ -30,6 +30,9 @@
     │   └── McpRejectedError              other 4xx, protocol errors: retrying cannot help
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
     │                                     or not the one that sealed them
+    ├── StoreUnavailableError             the database went away mid-transaction, or did not come
+    │                                     back in time: nothing of the transaction was kept; the
+    │                                     API answers 503 (clients retry), activities are retried
     ├── StartupError                      a process cannot start: a setting names what does not
     │                                     exist or cannot be reached; the CLI says so in one line
     ├── ResponseFailedError               raised in the workflow to end a response `failed` with
@@ -175,6 +178,10 @@ class RejectedByUpstreamError(UpstreamError):
 
 class MisconfiguredUpstreamError(UpstreamError):
     """The backend's address cannot work as configured: retrying cannot mend it."""
+
+
+class StoreUnavailableError(DurableResponsesError):
+    """The store could not complete a transaction for want of a connection."""
 
 
 class StartupError(DurableResponsesError):

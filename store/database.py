@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from models.errors import StoreUnavailableError
 from store.schema import create_or_extend
 
 log = logging.getLogger(__name__)
@@ -297,6 +298,8 @@ class _PostgresTransaction:
             return await getattr(self._connection, method)(text, *[flat[name] for name in names])
         except asyncpg.UniqueViolationError as error:
             raise Conflict(str(error)) from error
+        except _disconnections() as error:
+            raise StoreUnavailableError(f"the database connection was lost: {error}") from error
 
     async def all(self, query: str, **params: Any) -> list[Row]:
         return await self._call("fetch", query, params)
@@ -320,6 +323,28 @@ class _PostgresTransaction:
             await self._connection.executemany(text, [[row[name] for name in names] for row in rows])
         except asyncpg.UniqueViolationError as error:
             raise Conflict(str(error)) from error
+        except _disconnections() as error:
+            raise StoreUnavailableError(f"the database connection was lost: {error}") from error
+
+
+RECONNECT_SECONDS = 15.0
+"""How long a transaction waits for the database to come back (a restart takes seconds)."""
+RECONNECT_PAUSE_SECONDS = 0.1
+
+
+def _disconnections() -> tuple[type[BaseException], ...]:
+    """What asyncpg raises when the server went away, or does not take connections yet."""
+    import asyncpg
+
+    return (OSError, asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+            asyncpg.AdminShutdownError, asyncpg.ConnectionFailureError)
+
+
+def _internal_client_error() -> type[BaseException]:
+    """A pooled connection left mid-operation (its server went away under a cancelled query)."""
+    import asyncpg
+
+    return asyncpg.InternalClientError
 
 
 SCHEMA_LOCK_KEY = 0x6475726162_6c65  # "durable": the advisory lock that schema changes take
@@ -345,15 +370,53 @@ class PostgresDatabase:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
-        pool = await self._connections()
-        async with pool.acquire() as connection, connection.transaction(readonly=True):
-            yield _PostgresTransaction(connection)
+        async with self._transaction(readonly=True) as transaction:
+            yield transaction
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Transaction]:
+        async with self._transaction(readonly=False) as transaction:
+            yield transaction
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self, *, readonly: bool) -> AsyncIterator[Transaction]:
+        """A transaction on a connection that works: its BEGIN is the pre-ping. A pooled
+        connection the server closed (a restart, a failover), or a server still starting, is
+        retried on a fresh connection for up to RECONNECT_SECONDS, before any of the caller's
+        statements ran. A connection lost in the middle raises `StoreUnavailableError` (the
+        API answers 503, which clients retry; nothing of the transaction was kept)."""
         pool = await self._connections()
-        async with pool.acquire() as connection, connection.transaction():
-            yield _PostgresTransaction(connection)
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while True:
+            connection = None
+            try:
+                connection = await pool.acquire()
+                transaction = connection.transaction(readonly=readonly)
+                await transaction.start()
+                break
+            except (*_disconnections(), _internal_client_error()) as error:
+                if connection is not None:  # never handed out again: the pool opens a new one
+                    with contextlib.suppress(Exception):
+                        connection.terminate()
+                    with contextlib.suppress(Exception):
+                        await pool.release(connection)
+                if time.monotonic() > deadline:
+                    raise StoreUnavailableError(f"the database cannot be reached: {error}") from error
+                await asyncio.sleep(RECONNECT_PAUSE_SECONDS)
+        try:
+            try:
+                yield _PostgresTransaction(connection)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await transaction.rollback()
+                raise
+            try:
+                await transaction.commit()
+            except _disconnections() as error:
+                raise StoreUnavailableError(f"the database connection was lost: {error}") from error
+        finally:
+            with contextlib.suppress(Exception):  # a connection the server dropped is replaced by the pool
+                await pool.release(connection)
 
     async def create_schema(self) -> None:
         """Under a transaction-scoped advisory lock, so processes starting together on an
