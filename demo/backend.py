@@ -38,10 +38,10 @@ class DemoBackend:
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         model = self._model(body)
-        reply = reply_to(body)
         if self._fails_now(model, body):
             raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
                                          status_code=500)
+        reply = reply_to(body)
         await asyncio.sleep(model.first_word_seconds + model.seconds_per_word * len(reply.words()))
         return _completion(model, body, reply)
 

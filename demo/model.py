@@ -184,11 +184,11 @@ def _arguments(schema: dict[str, Any], said: str, name: str) -> dict[str, Any]:
         elif kind in ("integer", "number"):
             number = next(numbers, None)
             value = (int(float(number)) if kind == "integer" else float(number)) if number is not None \
-                else _default(spec, 1 if key in required else None)
+                else spec.get("default", 1 if key in required else None)
         elif kind == "string":
             value = phrase
         elif kind == "boolean":
-            value = _default(spec, True)
+            value = spec.get("default", True)
         elif kind == "array":
             value = [] if key in required else None
         elif kind == "object":
@@ -198,7 +198,3 @@ def _arguments(schema: dict[str, Any], said: str, name: str) -> dict[str, Any]:
         if value is not None:
             arguments[key] = value
     return arguments
-
-
-def _default(spec: dict[str, Any], otherwise: Any) -> Any:
-    return spec.get("default", otherwise)

@@ -149,7 +149,10 @@ async def _check_open(settings: Settings, host: str, repository: ResponseReposit
 
 
 async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float,  # noqa: ANN001
-                      header_timeout_seconds: float = 10.0, *, announce: bool = True) -> None:
+                      header_timeout_seconds: float = 10.0, *, closing: asyncio.Event | None = None,
+                      announce: bool = True) -> None:
+    """Serve until `stop`; then open requests get `grace_seconds`, and `closing` is set just
+    before that runs out (the API answers requests still waiting)."""
     server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
                                          timeout_graceful_shutdown=grace_seconds,
                                          http=with_header_timeout(header_timeout_seconds)))
@@ -164,13 +167,13 @@ async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seco
         log.info("API listening on http://%s:%d/v1", host, port)
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
-    admission = getattr(app.state, "admission", None)  # the API's; a worker's health app has none
-    closing = asyncio.get_running_loop().call_later(max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS),
-                                                    admission.closing.set if admission else lambda: None)
+    notice = None if closing is None else asyncio.get_running_loop().call_later(
+        max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS), closing.set)
     try:
         await serving
     finally:
-        closing.cancel()
+        if notice is not None:
+            notice.cancel()
 
 
 async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, *, with_worker: bool,
@@ -190,8 +193,11 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         grace = settings.shutdown_grace_seconds
+        closing = app.state.admission.closing
         if not with_worker:
-            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds)
+            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
+                              closing=closing)
             return
         async with working(client, settings, repository, shutdown):
-            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds)
+            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
+                              closing=closing)
