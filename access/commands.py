@@ -7,7 +7,7 @@ import sys
 import time
 
 from access.keys import KeyRecord, KeyStore
-from models.errors import InvalidRequestError, StartupError
+from models.errors import InvalidRequestError, SchemaTooNewError, StartupError
 from store.database import open_database
 
 
@@ -18,7 +18,10 @@ async def run_keys_command(action: str, database_url: str, *, project: str | Non
     except (ValueError, OSError) as error:
         raise StartupError(f"cannot open the database: {error}") from error
     try:
-        await db.create_schema()
+        try:
+            await db.migrate()
+        except SchemaTooNewError as error:
+            raise StartupError(str(error)) from None
         keys = KeyStore(db)
         match action:
             case "create":

@@ -184,6 +184,10 @@ class StoreUnavailableError(DurableResponsesError):
     """The store could not complete a transaction for want of a connection."""
 
 
+class SchemaTooNewError(DurableResponsesError):
+    """The database was migrated by a newer version of durable-responses than this one."""
+
+
 class StartupError(DurableResponsesError):
     """A process cannot start; its message is the one line the CLI prints before exiting."""
 

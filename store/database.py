@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from models.errors import StoreUnavailableError
-from store.schema import create_or_extend
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +71,9 @@ class Database(Protocol):
 
     def write(self) -> contextlib.AbstractAsyncContextManager[Transaction]: ...
 
-    async def create_schema(self) -> None: ...
+    async def migrate(self) -> None:
+        """Bring the schema to the newest version (`store/migrate.py`), taking turns with
+        other processes doing the same."""
 
     def erase_deleted_soon(self) -> None:
         """Deleted rows held secrets: make sure their bytes leave the database's files soon."""
@@ -231,15 +232,10 @@ class SqliteDatabase:
                 log.warning("SQLite checkpoint failed: %s", error)
                 return
 
-    async def create_schema(self) -> None:
-        from sqlalchemy import create_engine
+    async def migrate(self) -> None:
+        from store.migrate import upgrade_sqlite  # Alembic costs 0.2 s to import: only where it is used
 
-        engine = create_engine(f"sqlite:///{self.path}")
-        try:
-            with engine.begin() as connection:
-                create_or_extend(connection)
-        finally:
-            engine.dispose()
+        upgrade_sqlite(self.path)
 
     async def close(self) -> None:
         if self._checkpointer is not None:
@@ -347,7 +343,18 @@ def _internal_client_error() -> type[BaseException]:
     return asyncpg.InternalClientError
 
 
-SCHEMA_LOCK_KEY = 0x6475726162_6c65  # "durable": the advisory lock that schema changes take
+async def _released(pool: Any, connection: Any) -> None:
+    """Give a connection back to the pool, even from a task that is being cancelled: the
+    release goes on under a shield while the cancellation goes on up. A connection the server
+    dropped is replaced by the pool."""
+    with contextlib.suppress(Exception):
+        await asyncio.shield(pool.release(connection))
+
+
+async def _pause_or_give_up(error: BaseException, deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise StoreUnavailableError(f"the database cannot be reached: {error}") from error
+    await asyncio.sleep(RECONNECT_PAUSE_SECONDS)
 
 
 class PostgresDatabase:
@@ -388,52 +395,42 @@ class PostgresDatabase:
         pool = await self._connections()
         deadline = time.monotonic() + RECONNECT_SECONDS
         while True:
-            connection = None
             try:
                 connection = await pool.acquire()
+            except (*_disconnections(), _internal_client_error()) as error:
+                await _pause_or_give_up(error, deadline)
+                continue
+            try:
                 transaction = connection.transaction(readonly=readonly)
                 await transaction.start()
                 break
             except (*_disconnections(), _internal_client_error()) as error:
-                if connection is not None:  # never handed out again: the pool opens a new one
-                    with contextlib.suppress(Exception):
-                        connection.terminate()
-                    with contextlib.suppress(Exception):
-                        await pool.release(connection)
-                if time.monotonic() > deadline:
-                    raise StoreUnavailableError(f"the database cannot be reached: {error}") from error
-                await asyncio.sleep(RECONNECT_PAUSE_SECONDS)
+                connection.terminate()  # never handed out again: the pool opens a new one
+                await _released(pool, connection)
+                await _pause_or_give_up(error, deadline)
+            except BaseException:  # cancelled while beginning: the connection goes back all the same
+                await _released(pool, connection)
+                raise
         try:
             try:
                 yield _PostgresTransaction(connection)
             except BaseException:
-                with contextlib.suppress(Exception):
-                    await transaction.rollback()
+                # Shielded: a task cancelled here must still end its transaction, or the pool
+                # has to (and complains that it did).
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.shield(transaction.rollback())
                 raise
             try:
                 await transaction.commit()
             except _disconnections() as error:
                 raise StoreUnavailableError(f"the database connection was lost: {error}") from error
         finally:
-            with contextlib.suppress(Exception):  # a connection the server dropped is replaced by the pool
-                await pool.release(connection)
+            await _released(pool, connection)
 
-    async def create_schema(self) -> None:
-        """Under a transaction-scoped advisory lock, so processes starting together on an
-        empty (or older) database take turns instead of colliding on the catalogue. asyncpg
-        opens the connection from the URL itself, so libpq's `sslmode` works as it does
-        for the pool (SQLAlchemy would pass it on as an unknown keyword)."""
-        import asyncpg
-        from sqlalchemy import text
-        from sqlalchemy.ext.asyncio import create_async_engine
+    async def migrate(self) -> None:
+        from store.migrate import upgrade_postgres  # Alembic costs 0.2 s to import: only where it is used
 
-        engine = create_async_engine("postgresql+asyncpg://", async_creator=lambda: asyncpg.connect(self.url))
-        try:
-            async with engine.begin() as connection:
-                await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
-                await connection.run_sync(create_or_extend)
-        finally:
-            await engine.dispose()
+        await upgrade_postgres(self.url)
 
     def erase_deleted_soon(self) -> None:
         """A deleted row stays in its page until VACUUM reclaims it (autovacuum does); sealed

@@ -1,7 +1,9 @@
-"""Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL."""
+"""Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL.
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Connection, Index, Integer, MetaData, String, Table, Text, \
-    inspect, text
+A change here needs a migration in `store/migrations/versions` that makes it
+(`tests/test_migrations.py` fails while the two disagree)."""
+
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text, text
 
 metadata = MetaData()
 
@@ -203,23 +205,3 @@ workers = Table(
     Column("last_seen", BigInteger, nullable=False),
 )
 
-
-def create_or_extend(connection: Connection) -> None:
-    """Create what is missing: tables, then columns and indexes added to tables that a store
-    made by an earlier version already has (every added column is nullable or has a server
-    default, so existing rows stay valid). Only additive changes are made this way."""
-    metadata.create_all(connection)
-    inspector = inspect(connection)
-    for table in metadata.sorted_tables:
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in present:
-                continue
-            kind = column.type.compile(dialect=connection.dialect)
-            default = f" DEFAULT {column.server_default.arg.text}" if column.server_default is not None else ""
-            null = "" if column.nullable else " NOT NULL"
-            connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}{default}{null}"))
-        indexed = {index["name"] for index in inspector.get_indexes(table.name)}
-        for index in table.indexes:
-            if index.name not in indexed:
-                index.create(connection)

@@ -19,7 +19,7 @@ def test_the_image_installs_every_package_and_runs_the_cli():
     dockerfile = (ROOT / "Dockerfile").read_text()
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     copied = set(re.findall(r"^COPY (\w+) \./\1$", dockerfile, re.MULTILINE))
-    assert copied == set(packages)
+    assert copied == {package.split(".")[0] for package in packages}  # a directory brings its subpackages
     assert 'ENTRYPOINT ["durable-responses"]' in dockerfile
     default = re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE)
     build_parser().parse_args(yaml.safe_load(default.group(1)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import subprocess
 import uuid
@@ -47,7 +48,7 @@ async def test_many_processes_create_the_schema_of_an_empty_database_at_once(pos
     url = postgres.create_database()
     databases = [open_database(url) for _ in range(4)]
     try:
-        await asyncio.gather(*(database.create_schema() for database in databases))
+        await asyncio.gather(*(database.migrate() for database in databases))
         async with databases[0].read() as transaction:
             assert await transaction.value("SELECT count(*) FROM api_keys") == 0
     finally:
@@ -56,7 +57,7 @@ async def test_many_processes_create_the_schema_of_an_empty_database_at_once(pos
 
 async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
     database = open_database(postgres.create_database())
-    await database.create_schema()
+    await database.migrate()
     repositories = [ResponseRepository(database) for _ in range(2)]
     try:
         response = _response()
@@ -69,7 +70,7 @@ async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
 
 async def test_a_server_restart_costs_no_failed_request(postgres: PostgresServer):
     database = open_database(postgres.create_database())
-    await database.create_schema()
+    await database.migrate()
     repository = ResponseRepository(database)
     try:
         response = _response()
@@ -82,11 +83,37 @@ async def test_a_server_restart_costs_no_failed_request(postgres: PostgresServer
         await database.close()
 
 
+async def test_a_cancelled_transaction_gives_its_connection_back(postgres: PostgresServer):
+    """Tasks are cancelled at every step of a transaction (a client that goes away, a watcher
+    that is no longer needed): each must give its connection back, or the pool runs dry."""
+    database = open_database(postgres.create_database(), pool_size=2)
+    await database.migrate()
+
+    async def reading() -> None:
+        async with database.read() as transaction:
+            await transaction.value("SELECT count(*) FROM responses")
+            await transaction.value("SELECT 1")
+
+    pauses = random.Random(15)
+    try:
+        for _ in range(300):  # cancelled after 0-3 ms: while acquiring, beginning, querying, committing
+            task = asyncio.create_task(reading())
+            await asyncio.sleep(pauses.uniform(0, 0.003))
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        async with asyncio.timeout(10):  # a leaked connection would make these wait for ever
+            for _ in range(5):
+                await reading()
+    finally:
+        async with asyncio.timeout(10):
+            await database.close()
+
+
 @pytest.mark.parametrize("query", ["?sslmode=disable", "?sslmode=prefer", "?sslmode=allow"])
 async def test_libpq_style_urls_work(postgres: PostgresServer, query: str):
     database = open_database(postgres.create_database() + query)
     try:
-        await database.create_schema()
+        await database.migrate()
         async with database.read() as transaction:
             assert await transaction.value("SELECT 1") == 1
     finally:
@@ -95,7 +122,7 @@ async def test_libpq_style_urls_work(postgres: PostgresServer, query: str):
 
 async def test_keys_and_projects_on_postgresql(postgres: PostgresServer):
     database = open_database(postgres.create_database())
-    await database.create_schema()
+    await database.migrate()
     try:
         keys = KeyStore(database)
         record, key = await keys.create("acme", approver=False)

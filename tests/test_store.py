@@ -16,7 +16,7 @@ from store.database import WAL_TRUNCATE_BYTES, SqliteDatabase, _checkpoint
 
 async def _opened(path: Path) -> SqliteDatabase:
     db = SqliteDatabase(str(path))
-    await db.create_schema()
+    await db.migrate()
     return db
 
 

@@ -47,7 +47,7 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     except (ValueError, OSError, sqlite3.Error) as error:
         raise StartupError(f"cannot open the database {shown_url(settings.database_url)}: {error}") from error
     try:
-        await wait_for(f"the database {shown_url(settings.database_url)}", db.create_schema,
+        await wait_for(f"the database {shown_url(settings.database_url)}", db.migrate,
                        seconds=settings.startup_wait_seconds)
     except BaseException:
         await db.close()
