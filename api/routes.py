@@ -178,6 +178,15 @@ async def decide_approval(request: Request) -> HttpResponse:
             "`mcp_approval_response` item).",
             param="response_id",
         )
+    shown = await _with_progress(_repository(request), response)
+    if not any(item.type == "mcp_approval_request" and item.id == decision.approval_request_id
+               for item in shown.output):
+        # Only a request the response has shown reaches the workflow, which waits for it
+        # to be asked (a worker still replaying may not have come back to the wait).
+        raise InvalidRequestError(
+            f"Response with id '{response.id}' has no approval request with id '{decision.approval_request_id}'.",
+            param="approval_request_id", code="invalid_value",
+        )
     await _runner(request).decide(response.id, decision)
     await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
                                                decided_by=decision.decided_by)

@@ -5,11 +5,10 @@ heartbeat timeout instead of holding the response forever."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import openai
 
-from tests.conftest import eventually, running_stack, until_awaiting_approval, until_terminal
+from tests.conftest import EmptyStore, eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -20,11 +19,11 @@ def tools(server: McpTestServer, require_approval: object = "never") -> list[dic
 
 
 async def test_a_long_tool_call_outlives_a_killed_worker(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     server = McpTestServer().start()
     backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 4})]), Reply(text="the long job is done")])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client:
@@ -46,11 +45,11 @@ async def test_a_long_tool_call_outlives_a_killed_worker(
 
 
 async def test_a_background_response_waiting_for_approval_outlives_a_killed_worker(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str, mcp_server: McpTestServer
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer
 ):
     path = f"/tmp/{model}"
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted after the crash")])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client, stack.http() as http:
@@ -68,6 +67,37 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
             kill(second)
     assert final.status == "completed" and final.output_text == "deleted after the crash"
     assert final.output[2].approval_request_id == request.id and final.output[2].output == f"deleted {path}"
+    assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
+
+
+async def test_an_approval_sent_while_no_worker_runs_is_taken_by_the_next_one(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer
+):
+    """The decision reaches Temporal while the response's worker is dead; the next worker gets
+    it together with the whole history to replay, and must take it once its replay has come
+    back to the wait, not judge it against the state before replay."""
+    path = f"/tmp/{model}"
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted after all")])
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
+        first, second = spawn_worker(stack), None
+        try:
+            async with stack.sdk(timeout=60) as client, stack.http() as http:
+                created = await client.responses.create(model=model, input="delete", background=True,
+                                                        tools=tools(mcp_server, "always"))
+                request = (await until_awaiting_approval(client, created.id)).output[-1]
+                kill(first)
+                deciding = asyncio.create_task(http.post(f"/v1/responses/{created.id}/approvals",
+                                                         json={"approval_request_id": request.id, "approve": True}))
+                await asyncio.sleep(1)
+                assert not deciding.done(), "a decision was taken with no worker running"
+                second = spawn_worker(stack)
+                decided = await deciding
+                assert decided.status_code == 200, decided.text
+                final = await until_terminal(client, created.id)
+        finally:
+            kill(first)
+            kill(second)
+    assert final.status == "completed" and final.output_text == "deleted after all"
     assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
 
 

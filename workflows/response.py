@@ -97,22 +97,36 @@ class ResponseWorkflow:
 
     @workflow.update(name="decide_approval")
     async def decide_approval(self, update: ApprovalUpdate) -> ApprovalUpdateResult:
-        request = self.awaited[update.approval_request_id]
+        request_id = update.approval_request_id
+        if workflow.patched("approval-waits-for-the-wait"):
+            # A decision can reach a worker whose replay (after a crash) has not come back to
+            # the wait yet: it waits for the wait. The API sends only ids the response has
+            # shown as asked, so the wait is short; a response that ends first refuses it.
+            await workflow.wait_condition(lambda: request_id in self.awaited or self.machine.is_terminal)
+            if request_id not in self.awaited:
+                raise ApplicationError(f"the response is {self.machine.response_status} and waits for no approval",
+                                       type="NotAwaitingApproval")
+            if request_id in self.decisions:
+                raise ApplicationError(f"approval request '{request_id}' has already been answered",
+                                       type="ApprovalAlreadyAnswered")
+        request = self.awaited[request_id]
         self.decisions[request.id] = ApprovalDecision(request=request, approve=update.approve, reason=update.reason,
                                                       decided_by=update.decided_by)
         return ApprovalUpdateResult()
 
     @decide_approval.validator
     def _validate_decision(self, update: ApprovalUpdate) -> None:
-        """Runs before the update touches history: a refused decision leaves no trace."""
+        """Runs before the update touches history: a refused decision leaves no trace. Only
+        what cannot change is refused here (an answered request, an ended response, an id
+        the wait does not know); anything else waits in the handler."""
         request_id = update.approval_request_id
         if request_id in self.decisions:
             raise ApplicationError(f"approval request '{request_id}' has already been answered",
                                    type="ApprovalAlreadyAnswered")
-        if self.machine.state != State.AWAITING_APPROVAL:
+        if self.machine.is_terminal:
             raise ApplicationError(f"the response is {self.machine.response_status} and waits for no approval",
                                    type="NotAwaitingApproval")
-        if request_id not in self.awaited:
+        if self.machine.state == State.AWAITING_APPROVAL and request_id not in self.awaited:
             raise ApplicationError(f"the response has no approval request '{request_id}'",
                                    type="UnknownApprovalRequest")
 
