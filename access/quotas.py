@@ -62,7 +62,8 @@ class Quotas:
 def _count_in(counts: dict[str, int], key: str, limit: int, what: str, setting: str) -> None:
     if counts[key] >= limit:
         raise RateLimitedError(
-            f"This API key has {counts[key]} {what} open, as many as it may ({setting}); retry when one has ended.")
+            f"This API key (on a server with no keys, all requests together) has {counts[key]} {what} open, as "
+            f"many as it may ({setting}); retry when one has ended.")
     counts[key] += 1
 
 

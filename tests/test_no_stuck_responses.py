@@ -11,12 +11,12 @@ import asyncio
 import os
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import openai
 
+from access.quotas import QuotaSettings
 from models.workflow_io import ExecutionSettings, RetryBudget
-from tests.conftest import eventually, running_stack, until_requested, until_terminal
+from tests.conftest import EmptyStore, eventually, running_stack, until_requested, until_terminal
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -112,7 +112,7 @@ async def _check(client: openai.AsyncOpenAI, case: Case) -> None:
 
 
 async def test_many_concurrent_responses_with_random_faults_all_end_and_match_their_logs(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     seed = int(os.environ.get("STRESS_SEED", random.randrange(1 << 30)))
     print(f"STRESS_SEED={seed}")
@@ -126,8 +126,9 @@ async def test_many_concurrent_responses_with_random_faults_all_end_and_match_th
         backend.script(case.model, replies)
         cases.append(case)
 
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2,
-                             execution=EXECUTION) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2,
+                             execution=EXECUTION,  # every case at once, more streams than one key may hold
+                             quotas=QuotaSettings(max_in_flight_per_key=COUNT, max_streams_per_key=COUNT)) as stack:
         workers = [spawn_worker(stack), spawn_worker(stack)]
         try:
             async with stack.sdk(timeout=120) as client:
