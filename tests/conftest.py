@@ -1,6 +1,7 @@
 """Real parts: a Temporal dev server from the installed binary, the scripted backend over
-HTTP, a SQLite file, our worker and API served by uvicorn, and the official `openai` SDK in
-strict mode as the client. Nothing of ours is mocked."""
+HTTP, a SQLite file or a real PostgreSQL server (every test that runs on a store runs on
+both), our worker and API served by uvicorn, and the official `openai` SDK in strict mode as
+the client. Nothing of ours is mocked."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import httpx
 import openai
@@ -21,11 +22,13 @@ import uvicorn
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from access.quotas import QuotaSettings
 from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
 from store.secret_box import SecretBox
 from tests.mcp_servers import McpTestServer
+from tests.postgres import PostgresServer
 from tests.scripted_backend import ScriptedBackend
 from worker.dev import temporal_binary
 from worker.roles import opened_store
@@ -71,6 +74,52 @@ def mcp_sse_server() -> McpTestServer:
     server.stop()
 
 
+STORE_KINDS = ("sqlite", "postgresql")
+
+
+@dataclass(frozen=True)
+class EmptyStore:
+    """A response store of its own for one test (or one session's shared stack): a SQLite
+    file in the test's directory, or a fresh database on the session's PostgreSQL server."""
+
+    kind: str
+    url: str
+    data_dir: Path
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    why_not = PostgresServer.unavailable()
+    if why_not is not None:
+        pytest.skip(f"PostgreSQL tests skipped: {why_not}")
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session", params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Every test that runs on a store runs on both kinds."""
+    return request.param
+
+
+def empty_store(kind: str, data_dir: Path, request: pytest.FixtureRequest) -> EmptyStore:
+    if kind == "postgresql":
+        return EmptyStore(kind, request.getfixturevalue("postgres_server").create_database(), data_dir)
+    return EmptyStore(kind, f"sqlite:///{data_dir / 'responses.db'}", data_dir)
+
+
+@pytest.fixture
+def store(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> EmptyStore:
+    return empty_store(store_kind, tmp_path, request)
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> EmptyStore:
+    """For what only SQLite has (its files, `secure_delete`, its WAL)."""
+    return EmptyStore("sqlite", f"sqlite:///{tmp_path / 'responses.db'}", tmp_path)
+
+
 @pytest.fixture(scope="session")
 def temporal_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The dev server's SQLite file (tests read it to prove what history does not hold)."""
@@ -101,7 +150,7 @@ class Stack:
     base_url: str
     settings: Settings
     client: Client
-    data_dir: Path
+    store: EmptyStore
 
     def sdk(self, **options: object) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
@@ -114,16 +163,17 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    temporal_address: str, backend: ScriptedBackend, data_dir: Path, *, with_worker: bool = True,
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, *, with_worker: bool = True,
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
+    quotas: QuotaSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
     settings = Settings(
         temporal_address=temporal_address, temporal_environment=False,
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
-        database_url=f"sqlite:///{data_dir / 'responses.db'}",
+        database_url=store.url,
         inference_base_url=inference_base_url or backend.base_url,
         inference_api_key=inference_api_key,
         execution=execution,
@@ -137,7 +187,7 @@ async def running_stack(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
             repository=repository, local_worker=with_worker,
         )
-        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress())
+        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
@@ -146,7 +196,7 @@ async def running_stack(
                 await asyncio.sleep(0.01)
             port = server.servers[0].sockets[0].getsockname()[1]
             try:
-                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, data_dir)
+                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, store)
             finally:
                 server.should_exit = True
                 try:  # connections still open are closed after the graceful timeout
@@ -157,9 +207,12 @@ async def running_stack(
 
 @pytest.fixture(scope="session")
 async def stack(
-    temporal_address: str, backend: ScriptedBackend, tmp_path_factory: pytest.TempPathFactory
+    temporal_address: str, backend: ScriptedBackend, store_kind: str, tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> AsyncIterator[Stack]:
-    async with running_stack(temporal_address, backend, tmp_path_factory.mktemp("stack")) as running:
+    """One stack for the session on each kind of store; tests on it run on both."""
+    store = empty_store(store_kind, tmp_path_factory.mktemp(f"stack-{store_kind}"), request)
+    async with running_stack(temporal_address, backend, store) as running:
         yield running
 
 

@@ -10,13 +10,12 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.conftest import Stack, running_stack, until_awaiting_approval
+from tests.conftest import Stack, empty_store, running_stack, until_awaiting_approval
 from tests.mcp_servers import McpTestServer
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -34,10 +33,12 @@ def make_key(stack: Stack, project: str, *, approver: bool = False) -> tuple[str
 
 
 @pytest.fixture(scope="module")
-async def keyed(temporal_address: str, backend: ScriptedBackend, tmp_path_factory: pytest.TempPathFactory
+async def keyed(temporal_address: str, backend: ScriptedBackend, store_kind: str,
+                tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
                 ) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
     """A stack of its own (keys close a server for everyone) with keys of two projects."""
-    async with running_stack(temporal_address, backend, tmp_path_factory.mktemp("keyed")) as stack:
+    store = empty_store(store_kind, tmp_path_factory.mktemp("keyed"), request)
+    async with running_stack(temporal_address, backend, store) as stack:
         alpha, alpha_id = make_key(stack, "alpha")
         beta, _ = make_key(stack, "beta")
         approver, approver_id = make_key(stack, "alpha", approver=True)

@@ -8,12 +8,11 @@ Temporal to hand the workflow its cancel request (at the next workflow-task hear
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import openai
 import pytest
 
-from tests.conftest import Stack, running_stack, until_requested
+from tests.conftest import EmptyStore, Stack, running_stack, until_requested
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -21,8 +20,8 @@ SLOW = 120  # seconds the backend would take: far beyond every timeout here
 
 
 @pytest.fixture
-async def patient_stack(temporal_address: str, backend: ScriptedBackend, tmp_path: Path):
-    async with running_stack(temporal_address, backend, tmp_path, task_timeout_seconds=60) as stack:
+async def patient_stack(temporal_address: str, backend: ScriptedBackend, store: EmptyStore):
+    async with running_stack(temporal_address, backend, store, task_timeout_seconds=60) as stack:
         yield stack
 
 
@@ -91,10 +90,10 @@ async def test_cancel_during_a_retry_backoff(patient_stack: Stack, backend: Scri
 
 
 async def test_cancel_reaches_a_worker_in_another_process(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text="too late", delay=SLOW)])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=60) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=60) as stack:
         worker = spawn_worker(stack)
         try:
             async with stack.sdk(timeout=20) as client:

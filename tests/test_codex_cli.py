@@ -68,6 +68,7 @@ apply_patch_freeform = true
 async def test_codex_exec_runs_a_command_and_edits_a_file(
     codex_cli: str, stack: Stack, backend: ScriptedBackend, tmp_path: Path
 ):
+    earlier = len(backend.requests(CODEX_MODEL))  # Codex's model name is fixed: the other store's run used it too
     backend.script(CODEX_MODEL, [
         Reply(tool_calls=[("exec_command", {"cmd": "echo hello-from-codex"})]),
         Reply(tool_calls=[("apply_patch", {"input": PATCH})]),
@@ -92,7 +93,7 @@ async def test_codex_exec_runs_a_command_and_edits_a_file(
     assert transcript.rstrip().endswith("All done."), transcript
     assert (workspace / "greeting.txt").read_text() == "hello from apply_patch\n"
 
-    requests = backend.requests(CODEX_MODEL)
+    requests = backend.requests(CODEX_MODEL)[earlier:]
     assert len(requests) == 3
     shell_result = [message for message in requests[1]["messages"] if message["role"] == "tool"]
     assert "hello-from-codex" in shell_result[-1]["content"]

@@ -6,12 +6,11 @@ sealed in `encrypted_content` included. (The real Codex CLI runs in `test_codex_
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.conftest import Stack, running_stack
+from tests.conftest import EmptyStore, Stack, running_stack
 from tests.openresponses import validate_response
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -119,10 +118,10 @@ async def test_namespaced_calls_carry_their_namespace(stack: Stack, backend: Scr
 
 
 async def test_sealed_reasoning_goes_back_upstream_when_the_backend_takes_it(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text="4", reasoning="two plus two"), Reply(text="8")])
-    async with running_stack(temporal_address, backend, tmp_path, send_reasoning=True) as stack, \
+    async with running_stack(temporal_address, backend, store, send_reasoning=True) as stack, \
             stack.http() as http:
         first = (await http.post("/v1/responses", json={
             "model": model, "input": "2+2?", "store": False, "include": ["reasoning.encrypted_content"]})).json()

@@ -5,13 +5,12 @@ as OpenAI answers); and a conversation's history kept once, not copied per respo
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 
 import agents
 import openai
 import pytest
 
+from tests import store_probe
 from tests.conftest import Stack, until_requested, until_terminal
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -105,12 +104,11 @@ async def test_a_conversations_history_is_not_copied_per_response(
     conversation = await sdk.conversations.create(items=[{"role": "user", "content": "x" * 5000}])
     ids = [(await sdk.responses.create(model=model, input=f"turn {turn}", conversation=conversation.id)).id
            for turn in range(3)]
-    database = Path(stack.settings.database_url.removeprefix("sqlite:///"))
-    with sqlite3.connect(database) as connection:
-        sizes = [connection.execute("SELECT length(messages) FROM chat_contexts WHERE response_id = ?",
-                                    (response_id,)).fetchone()[0] for response_id in ids]
-        kept = connection.execute("SELECT count(*) FROM conversation_items WHERE conversation_id = ?",
-                                  (conversation.id,)).fetchone()[0]
+    url = stack.settings.database_url
+    sizes = [await store_probe.value(url, "SELECT length(CAST(messages AS TEXT)) FROM chat_contexts "
+                                          "WHERE response_id = :id", id=response_id) for response_id in ids]
+    kept = await store_probe.value(url, "SELECT count(*) FROM conversation_items WHERE conversation_id = :id",
+                                   id=conversation.id)
     assert max(sizes) < 500, f"a response's own context holds the conversation: {sizes}"
     assert kept == 1 + 2 * 3
 

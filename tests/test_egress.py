@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from access.egress import EgressPolicy, EgressRefusedError, guarded_http_client, is_public
-from tests.conftest import Stack
+from tests.conftest import EmptyStore, Stack
 from tests.mcp_servers import McpTestServer
 
 REFUSED_URLS = [
@@ -35,12 +35,12 @@ async def test_a_private_address_in_any_spelling_is_refused_alike(url: str, mcp_
         await policy.check_url(url.format(port=mcp_server.port))
 
 
-async def test_the_request_is_refused_with_one_message(temporal_address, backend, tmp_path):
+async def test_the_request_is_refused_with_one_message(temporal_address, backend, store: EmptyStore):
     """Through the API: every refused URL gets the same 400, naming the parameter only."""
     from tests.conftest import running_stack
 
     loopback = ("127.", "2130706433", "0x7f", "0177", "localhost", "ffff:7f00", "ffff:127")
-    async with running_stack(temporal_address, backend, tmp_path) as stack:
+    async with running_stack(temporal_address, backend, store) as stack:
         answers = set()
         async with stack.http() as http:
             # The test stack allows 127.0.0.1 (its MCP servers are there); everything else is refused.

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from models.workflow_io import RetryBudget
-from tests.conftest import TEST_EXECUTION, Stack, running_stack
+from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, running_stack
 from tests.scripted_backend import Reply, ScriptedBackend
 
 BAD_REQUESTS = [
@@ -130,12 +130,14 @@ async def test_persistent_upstream_failure_ends_failed_after_the_budget(
     assert len(backend.requests(model)) == attempts
 
 
-async def test_unreachable_backend_is_retried_then_fails_naming_it(temporal_address: str, tmp_path, model: str):
+async def test_unreachable_backend_is_retried_then_fails_naming_it(
+    temporal_address: str, store: EmptyStore, model: str
+):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = ScriptedBackend()
         closed.port = probe.getsockname()[1]  # nothing listens there once the probe closes
-    async with running_stack(temporal_address, closed, tmp_path) as stack, stack.sdk() as client:
+    async with running_stack(temporal_address, closed, store) as stack, stack.sdk() as client:
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
     assert response.error.message == f"inference backend {closed.base_url} is unreachable: connection refused " \
@@ -152,12 +154,12 @@ NO_RETRY_WITHIN = TEST_EXECUTION.model_copy(update={"inference": RetryBudget(
     ("https://127.0.0.1:{port}/v1", "TLS handshake failed"),
 ])
 async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
-    temporal_address: str, tmp_path, backend: ScriptedBackend, model: str, base_url: str, words: str
+    temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str, base_url: str, words: str
 ):
     """A host that does not resolve, TLS to a plain-HTTP server: settings to fix, which no
     retry mends, so the response fails at once with the URL and the cause."""
     url = base_url.format(port=backend.port)
-    async with running_stack(temporal_address, backend, tmp_path, inference_base_url=url,
+    async with running_stack(temporal_address, backend, store, inference_base_url=url,
                              execution=NO_RETRY_WITHIN) as stack, stack.sdk() as client:
         started = time.monotonic()
         response = await client.responses.create(model=model, input="hi")
@@ -174,10 +176,11 @@ async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
     (404, "", "is model '{model}' served there, and does INFERENCE_BASE_URL end in /v1?"),
 ])
 async def test_a_refused_key_or_an_unknown_model_fails_at_once_saying_what_to_check(
-    temporal_address: str, tmp_path, backend: ScriptedBackend, model: str, status: int, api_key: str, words: str
+    temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str, status: int, api_key: str,
+    words: str,
 ):
     backend.script(model, [Reply(status=status, error_message="nope")])
-    async with running_stack(temporal_address, backend, tmp_path, inference_api_key=api_key) as stack, \
+    async with running_stack(temporal_address, backend, store, inference_api_key=api_key) as stack, \
             stack.sdk() as client:
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"

@@ -5,12 +5,11 @@ a real process or connection; the whole `dev` stack killed is in `test_dev_cli.p
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import openai
 import pytest
 
-from tests.conftest import running_stack, until_requested, until_terminal
+from tests.conftest import EmptyStore, running_stack, until_requested, until_terminal
 from tests.processes import kill, spawn_api, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -19,10 +18,10 @@ TEXT = " ".join(f"word{index}" for index in range(80))
 
 @pytest.mark.parametrize("background", [True, False], ids=["background", "synchronous"])
 async def test_worker_killed_during_inference_the_response_completes_on_the_next(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str, background: bool
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, background: bool
 ):
     backend.script(model, [Reply(text="lost with the worker", delay=30), Reply(text="answered by the next worker")])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client:
@@ -42,10 +41,10 @@ async def test_worker_killed_during_inference_the_response_completes_on_the_next
 
 
 async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text=TEXT, chunk_delay=0.03)])
-    async with running_stack(temporal_address, backend, tmp_path) as stack:  # API "B" and the worker
+    async with running_stack(temporal_address, backend, store) as stack:  # API "B" and the worker
         api_a, url_a = spawn_api(stack)
         events = []
         broken = None

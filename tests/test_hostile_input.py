@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +16,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from models.history_budget import PARK_ITEM_BYTES
 from store.schema import metadata
-from tests.conftest import Stack, eventually, running_stack, until_awaiting_approval, until_terminal
+from tests import store_probe
+from tests.conftest import EmptyStore, Stack, eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -28,30 +27,23 @@ FIVE_MB = 5 * 1024 * 1024
 # ---- what a response leaves behind ---------------------------------------------------------
 
 
-def rows_left(stack: Stack, response_id: str) -> dict[str, int]:
+async def rows_left(stack: Stack, response_id: str) -> dict[str, int]:
     """Rows that name the response, table by table (only the tables that have any)."""
-    database = sqlite3.connect(f"file:{stack.data_dir / 'responses.db'}?mode=ro", uri=True)
-    try:
-        found = {}
-        for table in metadata.sorted_tables:
-            columns = {column.name for column in table.columns}
-            for column in ("response_id", "id", "active_response_id"):
-                if column in columns and (table.name == "responses" or column != "id"):
-                    count = database.execute(f"SELECT COUNT(*) FROM {table.name} WHERE {column} = ?",
-                                             (response_id,)).fetchone()[0]
-                    if count:
-                        found[f"{table.name}.{column}"] = count
-        return found
-    finally:
-        database.close()
+    found = {}
+    for table in metadata.sorted_tables:
+        columns = {column.name for column in table.columns}
+        for column in ("response_id", "id", "active_response_id"):
+            if column in columns and (table.name == "responses" or column != "id"):
+                count = await store_probe.value(stack.settings.database_url,
+                                                f"SELECT COUNT(*) FROM {table.name} WHERE {column} = :id",
+                                                id=response_id)
+                if count:
+                    found[f"{table.name}.{column}"] = count
+    return found
 
 
-def response_rows(stack: Stack) -> int:
-    database = sqlite3.connect(f"file:{stack.data_dir / 'responses.db'}?mode=ro", uri=True)
-    try:
-        return database.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-    finally:
-        database.close()
+async def response_rows(stack: Stack) -> int:
+    return await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM responses")
 
 
 async def has_workflow(stack: Stack, response_id: str) -> bool:
@@ -96,10 +88,10 @@ def refused(answer: httpx.Response, status: int, param: str | None) -> dict[str,
      "input[0].content[0].text"),
 ])
 async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_nothing(stack: Stack, body: bytes, param: str):
-    before = response_rows(stack)
+    before = await response_rows(stack)
     error = refused(await post_raw(stack, body), 400, param)
     assert "surrogate" in error["message"]
-    assert response_rows(stack) == before
+    assert await response_rows(stack) == before
     async with stack.http() as http:  # the listing still works: no unreadable row was left
         assert (await http.get("/v1/responses")).status_code == 200
 
@@ -119,14 +111,14 @@ async def test_deep_nesting_is_refused_at_the_door(stack: Stack, depth: int):
     deep = '{"a":' * depth + "1" + "}" * depth
     body = ('{"model": "m", "input": "hi", "tools": [{"type": "function", "name": "f", "parameters": '
             + deep + "}]}").encode()
-    before = response_rows(stack)
+    before = await response_rows(stack)
     answer = await post_raw(stack, body)
     assert answer.status_code == 400, answer.text[:300]
     error = answer.json()["error"]
     if depth < 1000:  # past the parser's own limit, where the body is refused as a whole
         assert error["param"].startswith("tools[0].parameters.a.a") and len(error["param"]) < 300, error
     assert "nested" in error["message"] and "64" in error["message"], error
-    assert response_rows(stack) == before
+    assert await response_rows(stack) == before
 
 
 # ---- 3. sizes: replies, tool results and arguments past Temporal's payload limit ------------
@@ -258,9 +250,9 @@ async def test_a_huge_tool_listing_fails_the_listing_clearly(
 
 async def test_3_mb_instructions_are_refused_naming_them(stack: Stack):
     body = json.dumps({"model": "m", "input": "hi", "instructions": "x" * 3_000_000}).encode()
-    before = response_rows(stack)
+    before = await response_rows(stack)
     refused(await post_raw(stack, body), 400, "instructions")
-    assert response_rows(stack) == before
+    assert await response_rows(stack) == before
 
 
 async def test_a_huge_tool_description_is_refused_naming_tools(stack: Stack):
@@ -299,30 +291,32 @@ async def test_a_large_input_is_kept_in_the_store_not_in_history(
 ])
 async def test_a_bad_secret_is_refused_without_quoting_it(stack: Stack, tool: dict, param: str, secret: str):
     mcp = {"type": "mcp", "server_label": "s", "server_url": "http://127.0.0.1:1/mcp", "require_approval": "never"}
-    before = response_rows(stack)
+    before = await response_rows(stack)
     answer = await post_raw(stack, json.dumps({"model": "m", "input": "hi", "tools": [mcp | tool]}).encode())
     error = refused(answer, 400, param)
     assert secret not in answer.text and "user:" not in error["message"]
-    assert response_rows(stack) == before
+    assert await response_rows(stack) == before
 
 
-async def test_deleted_secrets_leave_the_database_files(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str
+async def test_deleted_secrets_leave_the_sqlite_files(
+    temporal_address: str, sqlite_store: EmptyStore, backend: ScriptedBackend, mcp_server: McpTestServer, model: str
 ):
+    """SQLite's own: `secure_delete` and a WAL truncation. (On PostgreSQL a deleted row waits
+    for VACUUM; what it held is sealed with SECRETS_KEY, which the database never sees.)"""
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/x"})]), Reply(text="ok")])
     tool = _mcp(mcp_server, "always") | {"headers": {"X-Api-Key": "sk-" + "s" * 40}}
-    started = await sdk.responses.create(model=model, input="go", tools=[tool], background=True)
-    await until_awaiting_approval(sdk, started.id)
-    database = sqlite3.connect(f"file:{stack.data_dir / 'responses.db'}?mode=ro", uri=True)
-    sealed = database.execute("SELECT sealed FROM mcp_secrets WHERE response_id = ?", (started.id,)).fetchone()[0]
-    database.close()
-    await sdk.responses.cancel(started.id)
+    async with running_stack(temporal_address, backend, sqlite_store) as stack, stack.sdk() as sdk:
+        started = await sdk.responses.create(model=model, input="go", tools=[tool], background=True)
+        await until_awaiting_approval(sdk, started.id)
+        sealed = await store_probe.value(sqlite_store.url, "SELECT sealed FROM mcp_secrets WHERE response_id = :id",
+                                         id=started.id)
+        await sdk.responses.cancel(started.id)
 
-    def on_disk() -> bool:
-        files = [path for path in stack.data_dir.glob("responses.db*") if path.is_file()]
-        return any(sealed.encode() in path.read_bytes() for path in files)
+        def on_disk() -> bool:
+            files = [path for path in sqlite_store.data_dir.glob("responses.db*") if path.is_file()]
+            return any(sealed.encode() in path.read_bytes() for path in files)
 
-    await eventually(lambda: not on_disk(), "the sealed secret to leave the database and its WAL", seconds=15)
+        await eventually(lambda: not on_disk(), "the sealed secret to leave the database and its WAL", seconds=15)
 
 
 # ---- 5. strict types and bounded numbers ------------------------------------------------------
@@ -339,9 +333,9 @@ async def test_deleted_secrets_leave_the_database_files(
     ({"model": "m", "input": "hi", "top_logprobs": 1e300}, "top_logprobs"),
 ])
 async def test_wrong_types_and_huge_numbers_are_refused(stack: Stack, body: dict, param: str):
-    before = response_rows(stack)
+    before = await response_rows(stack)
     refused(await post_raw(stack, json.dumps(body).encode()), 400, param)
-    assert response_rows(stack) == before
+    assert await response_rows(stack) == before
 
 
 async def test_approve_must_be_a_boolean(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
@@ -396,7 +390,7 @@ async def test_an_unstored_response_leaves_nothing_once_answered(
     backend.script(model, [Reply(text="x" * (PARK_ITEM_BYTES * 4))])
     response = await sdk.responses.create(model=model, input="hi", store=False)
     assert response.output_text == "x" * (PARK_ITEM_BYTES * 4)
-    await eventually(lambda: not rows_left(stack, response.id), "the unstored response's rows to go")
+    await eventually(lambda: _no_rows_left(stack, response.id), "the unstored response's rows to go")
 
 
 async def test_an_abandoned_unstored_stream_is_swept(
@@ -414,28 +408,31 @@ async def test_an_abandoned_unstored_stream_is_swept(
                     response_id = json.loads(line[5:])["response"]["id"]
                     break
     # The client is gone; the response ends all the same, its log waits for no one.
-    await eventually(lambda: "events.response_id" in rows_left(stack, response_id)
-                     and _status(stack, response_id) == "completed", "the abandoned response to end")
+    async def ended_with_its_log() -> bool:
+        return ("events.response_id" in await rows_left(stack, response_id)
+                and await _status(stack, response_id) == "completed")
+
+    await eventually(ended_with_its_log, "the abandoned response to end")
     async with opened_store(stack.settings) as repository:
         retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=0)
         await retention.sweep()
-        assert rows_left(stack, response_id), "swept before its time"
+        assert await rows_left(stack, response_id), "swept before its time"
         retention.unstored_seconds = 0
         await retention.sweep()
-    assert rows_left(stack, response_id) == {}
+    assert await rows_left(stack, response_id) == {}
 
 
 async def _gone(stack: Stack, response_id: str) -> bool:
     return not await has_workflow(stack, response_id)
 
 
-def _status(stack: Stack, response_id: str) -> str | None:
-    database = sqlite3.connect(f"file:{stack.data_dir / 'responses.db'}?mode=ro", uri=True)
-    try:
-        row = database.execute("SELECT status FROM responses WHERE id = ?", (response_id,)).fetchone()
-        return row[0] if row else None
-    finally:
-        database.close()
+async def _status(stack: Stack, response_id: str) -> str | None:
+    return await store_probe.value(stack.settings.database_url, "SELECT status FROM responses WHERE id = :id",
+                                   id=response_id)
+
+
+async def _no_rows_left(stack: Stack, response_id: str) -> bool:
+    return not await rows_left(stack, response_id)
 
 
 async def test_delete_removes_everything_the_response_left(
@@ -450,61 +447,52 @@ async def test_delete_removes_everything_the_response_left(
         input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
     )
     for response_id in (answered.id, asked.id):
-        assert rows_left(stack, response_id)
+        assert await rows_left(stack, response_id)
         await sdk.responses.delete(response_id)
-        assert rows_left(stack, response_id) == {}
-    database = sqlite3.connect(f"file:{stack.data_dir / 'responses.db'}?mode=ro", uri=True)
-    try:
-        assert database.execute("SELECT COUNT(*) FROM approval_decisions WHERE approval_request_id = ?",
-                                (request.id,)).fetchone()[0] == 0
-    finally:
-        database.close()
+        assert await rows_left(stack, response_id) == {}
+    assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM approval_decisions "
+                                   "WHERE approval_request_id = :id", id=request.id) == 0
 
 
 async def test_retention_deletes_old_responses_and_their_histories(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     """On a store of its own: a sweep deletes every expired response of the store (oldest
     first, 100 a pass), and Temporal deletes histories one at a time."""
     from worker.roles import opened_store
     from worker.retention import Retention
 
-    async with running_stack(temporal_address, backend, tmp_path) as stack, stack.sdk() as sdk:
+    async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
         old = await sdk.responses.create(model=model, input="old")
         await asyncio.sleep(2.5)
         new = await sdk.responses.create(model=model, input="new")
         async with opened_store(stack.settings) as repository:
             retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=2 / 86400)
             await retention.sweep()
-        assert rows_left(stack, old.id) == {}
+        assert await rows_left(stack, old.id) == {}
         # The dev server deletes a history by a task it runs later: 25-35 s after the request here.
         await eventually(lambda: _gone(stack, old.id), "Temporal to delete the old history", seconds=90)
-        assert rows_left(stack, new.id) and await has_workflow(stack, new.id)
+        assert await rows_left(stack, new.id) and await has_workflow(stack, new.id)
         with pytest.raises(openai.NotFoundError):
             await sdk.responses.retrieve(old.id)
 
 
-async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack, tmp_path: Path):
+async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
     from api.runner import ResponseRunner
     from worker.orphans import OrphanSweeper
     from worker.roles import opened_store
 
-    database = sqlite3.connect(stack.data_dir / "responses.db")
     now_us = time.time_ns() // 1000 - 60_000_000
-    database.execute("INSERT INTO responses (id, created_at, sort_key, status, stored, data) "
-                     "VALUES ('resp_unreadable', 0, ?, 'in_progress', 1, '{\"not\": \"a response\"}')", (now_us,))
-    database.commit()
-    database.close()
+    await store_probe.execute(stack.settings.database_url,
+                              "INSERT INTO responses (id, created_at, sort_key, status, stored, data) VALUES "
+                              f"('resp_unreadable', 0, {now_us}, 'in_progress', TRUE, '{{\"not\": \"a response\"}}')")
     try:
         async with opened_store(stack.settings) as repository:
             runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution,
                                     repository=repository, local_worker=False)
             assert "resp_unreadable" not in await OrphanSweeper(repository, runner, grace_seconds=0).sweep()
     finally:
-        database = sqlite3.connect(stack.data_dir / "responses.db")
-        database.execute("DELETE FROM responses WHERE id = 'resp_unreadable'")
-        database.commit()
-        database.close()
+        await store_probe.execute(stack.settings.database_url, "DELETE FROM responses WHERE id = 'resp_unreadable'")
 
 
 async def test_unicode_line_separators_do_not_cut_stream_events(stack: Stack, backend: ScriptedBackend, model: str):

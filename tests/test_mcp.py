@@ -11,6 +11,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests import store_probe
 from tests.conftest import Stack
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -255,10 +256,12 @@ async def test_secrets_never_reach_the_store_or_temporal_history_in_clear(
     events = [event async for event in response]
     assert events[-1].response.output[1].output == "authorization=yes x-api-key=yes"  # they were used
     assert any(headers.get("x-api-key") == header_secret for headers in mcp_server.headers_seen)
-    files = [path for directory in (stack.data_dir, temporal_db.parent) for path in directory.iterdir()
-             if path.is_file()]
+    directories = [temporal_db.parent] + ([stack.store.data_dir] if stack.store.kind == "sqlite" else [])
+    files = [path for directory in directories for path in directory.iterdir() if path.is_file()]
     contents = b"".join(path.read_bytes() for path in files)
     assert any(path.name.startswith("temporal.db") for path in files)
+    if stack.store.kind != "sqlite":  # every row of every table, as the server hands them out
+        contents += await store_probe.everything(stack.settings.database_url)
     assert model.encode() in contents and b"whoami" in contents  # the search does see what is in clear
     assert header_secret.encode() not in contents and token_secret.encode() not in contents
 

@@ -11,7 +11,7 @@ import subprocess
 import openai
 import pytest
 
-from tests.conftest import Stack, until_awaiting_approval, until_terminal
+from tests.conftest import EmptyStore, Stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -165,13 +165,13 @@ async def test_approvals_endpoint_refuses_what_is_not_waiting(
 
 
 async def test_an_approval_wait_times_out_into_an_open_request(
-    temporal_address: str, backend: ScriptedBackend, tmp_path, model: str, mcp_server: McpTestServer
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer
 ):
     from tests.conftest import TEST_EXECUTION, running_stack
 
     execution = TEST_EXECUTION.model_copy(update={"approval_timeout_seconds": 1})
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/t"})]), Reply(text="deleted later")])
-    async with running_stack(temporal_address, backend, tmp_path, execution=execution) as stack:
+    async with running_stack(temporal_address, backend, store, execution=execution) as stack:
         async with stack.sdk(timeout=30) as client:
             created = await client.responses.create(model=model, input="delete", tools=gated(mcp_server),
                                                     background=True)

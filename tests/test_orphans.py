@@ -3,22 +3,21 @@ started by a worker's sweep, once, and completes."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from api.body import Limits
 from api.preparation import prepare
 from api.runner import ResponseRunner
 from models.events import opening_events
-from tests.conftest import running_stack, until_terminal
+from tests.conftest import EmptyStore, running_stack, until_terminal
 from tests.scripted_backend import ScriptedBackend
 from worker.orphans import OrphanSweeper
 from worker.roles import opened_store
 
 
 async def test_stored_but_never_started_response_is_started_by_the_sweep(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
-    async with running_stack(temporal_address, backend, tmp_path) as stack, opened_store(stack.settings) as repository:
+    async with running_stack(temporal_address, backend, store) as stack, opened_store(stack.settings) as repository:
         async with stack.sdk() as client:
             finished = await client.responses.create(model=model, input="already done")
             # What the API writes before it starts the workflow; then it "dies".

@@ -5,17 +5,16 @@ until it ends."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
-from tests.conftest import running_stack, until_requested
+from tests.conftest import EmptyStore, running_stack, until_requested
 from tests.scripted_backend import Reply, ScriptedBackend
 
 
 async def test_past_the_limit_a_response_is_shed_and_leaves_nothing(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text="slow", delay=1.0)])
-    async with running_stack(temporal_address, backend, tmp_path, max_in_flight=1) as stack:
+    async with running_stack(temporal_address, backend, store, max_in_flight=1) as stack:
         async with stack.sdk() as sdk, stack.http() as http:
             slow = asyncio.create_task(sdk.responses.create(model=model, input="first"))
             await until_requested(backend, model)
@@ -32,10 +31,10 @@ async def test_past_the_limit_a_response_is_shed_and_leaves_nothing(
 
 
 async def test_a_stream_holds_its_place_until_it_ends(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text="one two three four five six", chunk_delay=0.2)])
-    async with running_stack(temporal_address, backend, tmp_path, max_in_flight=1) as stack:
+    async with running_stack(temporal_address, backend, store, max_in_flight=1) as stack:
         async with stack.sdk() as sdk, stack.http() as http:
             async with sdk.responses.stream(model=model, input="stream") as stream:
                 async for event in stream:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import eventually, running_stack
+from tests.conftest import EmptyStore, eventually, running_stack
 from tests.processes import CLI, _cluster_options, _environment, free_port, kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -29,8 +29,8 @@ async def _status(url: str) -> int:
 
 
 async def test_readiness_follows_the_workers_within_seconds(temporal_address: str, backend: ScriptedBackend,
-                                                           tmp_path: Path):
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False) as stack:
+                                                           store: EmptyStore):
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
         root = stack.base_url.removesuffix("/v1")
         assert await _status(f"{root}/livez") == 200
         assert await _status(f"{root}/readyz") == 503
@@ -59,10 +59,10 @@ async def _unready(url: str) -> bool:
     return await _status(url) == 503
 
 
-async def test_a_worker_serves_its_own_health(temporal_address: str, backend: ScriptedBackend, tmp_path: Path):
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False) as stack:
+async def test_a_worker_serves_its_own_health(temporal_address: str, backend: ScriptedBackend, store: EmptyStore):
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
         port = free_port()
-        log = tmp_path / "worker.log"
+        log = store.data_dir / "worker.log"
         worker = spawn_worker(stack, log=log, arguments=("--health-port", str(port)))
         try:
             await eventually(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), "the worker's readiness", seconds=30)
@@ -76,16 +76,16 @@ async def test_a_worker_serves_its_own_health(temporal_address: str, backend: Sc
 
 @pytest.mark.parametrize(("reply_seconds", "calls"), [(2, 1), (30, 2)])
 async def test_a_stopping_worker_lets_calls_finish_within_its_grace(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, reply_seconds: float, calls: int
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, reply_seconds: float, calls: int
 ):
     """Grace 5 s: a 2 s model call finishes on the stopping worker (one upstream call); a 30 s
     one is abandoned after the grace and made again by the next worker (two calls). Either
     way the response completes and the worker exits within its grace and a few seconds."""
     model = f"grace-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(text="first", delay=reply_seconds), Reply(text="again")])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False) as stack, \
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack, \
             stack.sdk() as client:
-        log = tmp_path / "worker.log"
+        log = store.data_dir / "worker.log"
         first = spawn_worker(stack, log=log, env={"SHUTDOWN_GRACE_SECONDS": "5"})
         second = None
         try:

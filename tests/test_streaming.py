@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import openai
 import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from tests.conftest import Stack, running_stack
+from tests.conftest import EmptyStore, Stack, running_stack
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -158,11 +157,11 @@ async def stack_events(stack: Stack, response_id: str) -> list:
 
 
 async def test_worker_killed_mid_stream_the_stream_still_ends_coherently(
-    temporal_address: str, backend: ScriptedBackend, tmp_path: Path, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     text = " ".join(f"word{index}" for index in range(40))
     backend.script(model, [Reply(text=text, chunk_delay=0.05), Reply(text=text, chunk_delay=0.01)])
-    async with running_stack(temporal_address, backend, tmp_path, with_worker=False, task_timeout_seconds=2) as stack:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
         first_worker = spawn_worker(stack)
         second_worker = None
         try:
