@@ -12,6 +12,7 @@ COPY api ./api
 COPY demo ./demo
 COPY models ./models
 COPY store ./store
+COPY telemetry ./telemetry
 COPY worker ./worker
 COPY workflows ./workflows
 RUN pip install . && useradd --uid 10001 --create-home app

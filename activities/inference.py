@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -30,6 +31,7 @@ from models.items import ReasoningText
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
+from telemetry import metrics
 from workflows.catalogue import ToolTable
 
 class InferenceActivities:
@@ -75,15 +77,20 @@ class InferenceActivities:
             context = self._context(request, start, table, tool_results)
             body = chat_format.build_chat_request(request.response, conversation + context, self.client.base_url,
                                                   table, send_reasoning=self.send_reasoning)
+            called = time.perf_counter()
             try:
                 if request.emit_events:
                     result, message = await self._streamed(request, body, table, fence)
                 else:
                     result, message = await self._whole(request, body, table)
             except UpstreamError as error:
+                metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
+                                         retried=isinstance(error, RetryableUpstreamError))
                 raise to_application_error(error) from error
             except TurnLost as error:  # this execution stalled past its lease; another took over
                 raise ApplicationError(str(error), type=type(error).__name__) from error
+            metrics.inference_succeeded(request.response.model, time.perf_counter() - called,
+                                        result.usage.input_tokens, result.usage.output_tokens)
             await self.repository.turns.record(
                 fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json")
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -41,6 +42,7 @@ from models.events import (
 )
 from models.items import McpCallItem, McpHttpError, McpListToolsItem, McpProtocolError, McpToolExecutionError
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 T = TypeVar("T")
 
@@ -62,6 +64,7 @@ class McpActivities:
         if request.emit_events:
             await self._emit(request.response_id, list_tools_opening(item, request.output_index))
         headers = await self._headers(request.response_id, tool.server_label)
+        began = time.perf_counter()
         try:
             async with connected(tool.server_label, tool.server_url or "", headers,
                                  egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
@@ -71,7 +74,9 @@ class McpActivities:
                     listed = await client.list_tools(cursor=listed.next_cursor)
                     tools.extend(listed.tools)
         except McpServerError as error:
+            metrics.mcp_operation(tool.server_url or "", "list", _outcome(error), time.perf_counter() - began)
             raise _application_error(error) from error
+        metrics.mcp_operation(tool.server_url or "", "list", "ok", time.perf_counter() - began)
         # Only the tools `allowed_tools` lets through are listed, and offered to the model.
         listed = [listed_tool(each) for each in tools]
         item = item.model_copy(update={"tools": [each for each in listed if tool.allows(each.name, each.read_only)]})
@@ -138,14 +143,22 @@ class McpActivities:
                 vitals.connected(client)
                 return await client.call_tool(call.name, arguments, progress_callback=vitals.alive)
 
+        began = time.perf_counter()
+
+        def measured(outcome: str) -> None:
+            metrics.mcp_operation(server_url, "call", outcome, time.perf_counter() - began)
+
         try:
             result = await _while_alive(call.server_label, calling)
         except McpRejectedError as error:
+            measured("rejected")
             failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol
                        else McpHttpError(code=error.code, message=error.message))
             return call.model_copy(update={"error": failure, "status": "failed"})
         except McpServerError as error:
+            measured(_outcome(error))
             raise _application_error(error) from error
+        measured("tool_error" if result.is_error else "ok")
         if result.is_error:
             failure = McpToolExecutionError(content=content_json(result))
             return call.model_copy(update={"error": failure, "status": "failed"})
@@ -209,6 +222,10 @@ async def _while_alive(label: str, body: Callable[[_Vitals], Awaitable[T]]) -> T
     finally:
         if not task.done():
             task.cancel()
+
+
+def _outcome(error: McpServerError) -> str:
+    return "unreachable" if isinstance(error, McpUnreachableError) else "error"
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

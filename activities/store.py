@@ -15,6 +15,7 @@ from models.activity_io import (
     RecordStatusResult,
 )
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 
 class StoreActivities:
@@ -47,4 +48,5 @@ class StoreActivities:
         )
         if ended is not None:
             self.repository.outcomes.publish(ended)
+            metrics.response_ended(ended.model, ended.status)
         return FinalizeResult(stored=response.store)

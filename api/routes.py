@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
@@ -22,6 +23,7 @@ from models.errors import ConflictError, InvalidRequestError, NotFoundError
 from models.events import opening_events
 from models.responses import DeletedResponse, Response
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 async def create_response(request: Request) -> HttpResponse:
     """In flight (admission) until the request's call ends: a stream's end included."""
+    arrived = time.perf_counter()
     admission = _admission(request)
     admission.enter()
     at_end(request, admission.leave)
@@ -54,7 +57,7 @@ async def create_response(request: Request) -> HttpResponse:
                              decided_by=acting.key_id, egress=request.app.state.egress)
     if prepared.request.stream:
         _open_stream(request)  # refused (429) before anything is kept
-    return await _created(request, prepared, acting)
+    return await _created(request, prepared, acting, arrived)
 
 
 def _open_stream(request: Request) -> None:
@@ -63,7 +66,7 @@ def _open_stream(request: Request) -> None:
     at_end(request, lambda: _quotas(request).close_stream(key))
 
 
-async def _created(request: Request, prepared: PreparedResponse, acting: Principal) -> HttpResponse:
+async def _created(request: Request, prepared: PreparedResponse, acting: Principal, arrived: float) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
@@ -80,8 +83,10 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     except BaseException:
         await repository.purge(response.id)  # refused or failed: nothing is left behind
         raise
+    metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
     if prepared.request.stream:
-        events = tail(repository, response.id, after=-1, forget_at_end=not response.store)
+        events = metrics.first_delta_watch(tail(repository, response.id, after=-1, forget_at_end=not response.store),
+                                           arrived, response.model)
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
@@ -188,6 +193,7 @@ async def decide_approval(request: Request) -> HttpResponse:
             param="approval_request_id", code="invalid_value",
         )
     await _runner(request).decide(response.id, decision)
+    metrics.approval_decisions.labels("approve" if decision.approve else "deny").inc()
     await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
                                                decided_by=decision.decided_by)
     # As it stands now (for an approver too, though it may already have moved on).

@@ -27,6 +27,7 @@ from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
 from store.secret_box import SecretBox
+from telemetry.logs import install_filters
 from tests.mcp_servers import McpTestServer
 from tests.postgres import PostgresServer
 from tests.scripted_backend import ScriptedBackend
@@ -231,6 +232,7 @@ def model() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("INFERENCE_API_KEY", "test")
+    install_filters()  # expected activity failures are one calm line here too, as in the CLI
 
 
 async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30, poll_seconds: float = 0.05) -> Any:

@@ -29,7 +29,9 @@ BACKEND_VARIABLES = ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY"
 class DevStack:
     """`backend=None` starts `dev` as a newcomer would: no backend configured at all."""
 
-    def __init__(self, data_dir: Path, backend: ScriptedBackend | None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, backend: ScriptedBackend | None, env: dict[str, str] | None = None,
+                 *, stderr_apart: bool = False) -> None:
+        """`stderr_apart`: the logs (stderr) go to `errors`, the banner (stdout) to `log`."""
         self.data_dir = data_dir
         self.env = env or {}
         self.port = free_port()
@@ -37,6 +39,7 @@ class DevStack:
         self.backend = backend
         self.process: subprocess.Popen | None = None
         self.log = data_dir / "dev.log"
+        self.errors = data_dir / "dev.err" if stderr_apart else self.log
 
     @property
     def url(self) -> str:
@@ -53,7 +56,8 @@ class DevStack:
         self.process = subprocess.Popen(
             [CLI, "dev", "--data-dir", str(self.data_dir), "--port", str(self.port),
              "--temporal-port", str(self.temporal_port)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env,
+            stdout=self.log.open("ab"), stderr=self.errors.open("ab") if self.errors != self.log else subprocess.STDOUT,
+            env=env,
             start_new_session=True,  # its own process group, so a test can kill the whole tree
         )
         deadline = time.monotonic() + 60

@@ -67,6 +67,9 @@ async def test_a_worker_serves_its_own_health(temporal_address: str, backend: Sc
         try:
             await eventually(lambda: _ready(f"http://127.0.0.1:{port}/readyz"), "the worker's readiness", seconds=30)
             assert await _status(f"http://127.0.0.1:{port}/livez") == 200
+            async with httpx.AsyncClient(timeout=5) as http:
+                scraped = await http.get(f"http://127.0.0.1:{port}/metrics")
+            assert scraped.status_code == 200 and "durable_responses_inference_duration_seconds" in scraped.text
             assert await _status(f"http://127.0.0.1:{port}/v1/responses") == 404, "it serves health, nothing else"
             worker.send_signal(signal.SIGTERM)
             assert await asyncio.to_thread(worker.wait, 30) == 0, log.read_text()

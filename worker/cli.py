@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from models.errors import StartupError
+from telemetry.logs import configure_logging, say
 from worker.settings import DEFAULT_TASK_QUEUE, Settings
 from worker.shutdown import Shutdown
 
@@ -247,7 +248,7 @@ def _on_signal(shutdown: Shutdown, grace_seconds: float) -> None:
         if abandoned:
             parts.append(f"{abandoned} still running then will be abandoned and made again at the next start")
         parts.append(f"exiting within {grace_seconds + STOP_MARGIN_SECONDS:g} s (press Ctrl-C again to stop now)")
-        print("stopping: " + "; ".join(parts), file=sys.stderr, flush=True)
+        say("stopping: " + "; ".join(parts))
     shutdown.signalled()
 
 
@@ -290,10 +291,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(_approve(args))
     if args.command == "keys":
         sys.exit(_keys(args))
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # httpx2 (the MCP SDK's HTTP client) logs every request's URL at INFO, like httpx.
-    for noisy in ("httpx", "httpx2", "transitions"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        configure_logging(os.environ.get("LOG_LEVEL", "INFO"), os.environ.get("LOG_FORMAT", "text").lower())
+    except ValueError as error:
+        print(f"durable-responses {args.command}: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
     try:
         code = _event_loop_run(_run(args))
     except StartupError as error:

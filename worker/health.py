@@ -1,5 +1,5 @@
 """A worker's health port (`worker --health-port PORT`): `/livez` and `/readyz` (also
-`/health`), for orchestrators' probes, and nothing else. Ready means the store and Temporal
+`/health`), for orchestrators' probes, and `/metrics` (Prometheus), nothing else. Ready means the store and Temporal
 answer and this worker runs (it stops being ready the moment it begins to stop)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -15,6 +16,8 @@ from temporalio.client import Client
 
 from api.health import livez, ready
 from store.repository import ResponseRepository
+from telemetry.access_log import AccessLog
+from telemetry.metrics import metrics_endpoint
 
 
 def worker_health_app(repository: ResponseRepository, client: Client, running: Callable[[], bool]) -> Starlette:
@@ -27,4 +30,6 @@ def worker_health_app(repository: ResponseRepository, client: Client, running: C
     async def readyz(_request: Request) -> JSONResponse:
         return await ready({"store": repository.ping, "temporal": temporal, "worker": worker})
 
-    return Starlette(routes=[Route("/livez", livez), Route("/readyz", readyz), Route("/health", readyz)])
+    return Starlette(routes=[Route("/livez", livez), Route("/readyz", readyz), Route("/health", readyz),
+                             Route("/metrics", metrics_endpoint)],
+                     middleware=[Middleware(AccessLog, enabled=False)])

@@ -100,6 +100,8 @@ class Settings(BaseModel):
     """Web origins whose pages may call the API (CORS); none by default."""
     allow_open: bool = False
     """Whether `serve` on a non-loopback address may run with no API keys."""
+    access_log: bool = True
+    """A line per HTTP request answered (`telemetry/access_log.py`)."""
     max_in_flight_per_key: int = 200
     max_streams_per_key: int = 100
     rate_limit_per_minute: int = 0
@@ -192,6 +194,7 @@ class Settings(BaseModel):
             "allowed_hosts": _env_list("ALLOWED_HOSTS"),
             "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),
             "allow_open": os.environ.get("ALLOW_OPEN", "").lower() in ("1", "true", "yes"),
+            "access_log": os.environ.get("ACCESS_LOG", "true").lower() not in ("0", "false", "no", "off"),
             "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
             "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),

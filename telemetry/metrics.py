@@ -1,0 +1,126 @@
+"""Prometheus metrics (the official `prometheus-client`), one registry a process, served at
+`/metrics` by the API and by a worker's health port. Temporal's own SDK metrics join the same
+scrape (`temporal_runtime.py`).
+
+Names follow Prometheus's conventions (base units, `_seconds`, `_total`). Label values are
+bounded: routes are templates, statuses and causes are enums, and the two that come from
+clients (the model, an MCP server's host) go through `Bounded`, which keeps the first
+`MAX_LABEL_VALUES` it sees and calls the rest "other". No ids and no user text.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+MAX_LABEL_VALUES = 50
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+TOKEN_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536, 262144)
+
+
+class Bounded:
+    """A label whose values come from clients: the first `limit` distinct values are kept,
+    any later one is "other", so a client cannot grow the series without bound."""
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        value = value or "none"
+        if value in self._seen:
+            return value
+        with self._lock:
+            if len(self._seen) < self.limit:
+                self._seen.add(value)
+                return value
+        return "other"
+
+
+models = Bounded()
+servers = Bounded()
+
+http_requests = Counter("durable_responses_http_requests_total", "HTTP requests answered, by route and status.",
+                        ["method", "route", "status"], registry=REGISTRY)
+http_duration = Histogram("durable_responses_http_request_duration_seconds",
+                          "Time from a request's arrival to the end of its answer (a stream's whole length).",
+                          ["method", "route"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+responses_created = Counter("durable_responses_responses_created_total", "Responses accepted, by mode and model.",
+                            ["mode", "model"], registry=REGISTRY)
+responses_ended = Counter("durable_responses_responses_ended_total",
+                          "Responses that reached a final status, by status and model.", ["status", "model"],
+                          registry=REGISTRY)
+first_delta = Histogram("durable_responses_first_delta_seconds",
+                        "Time from a streamed request's arrival to its first output text delta.", ["model"],
+                        buckets=LATENCY_BUCKETS, registry=REGISTRY)
+inference_duration = Histogram("durable_responses_inference_duration_seconds",
+                               "Calls to the inference backend, by model and outcome.", ["model", "outcome"],
+                               buckets=LATENCY_BUCKETS, registry=REGISTRY)
+inference_tokens = Counter("durable_responses_inference_tokens_total",
+                           "Tokens the backend reported, by model and direction (input or output).",
+                           ["model", "direction"], registry=REGISTRY)
+inference_errors = Counter("durable_responses_inference_errors_total",
+                           "Failed calls to the backend, by cause and whether they will be retried.",
+                           ["cause", "retried"], registry=REGISTRY)
+mcp_calls = Histogram("durable_responses_mcp_call_duration_seconds",
+                      "MCP tool calls and listings, by server host, operation and outcome.",
+                      ["server", "operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+approval_decisions = Counter("durable_responses_approval_decisions_total", "Approval decisions, by outcome.",
+                             ["decision"], registry=REGISTRY)
+
+
+async def metrics_endpoint(_request: Request) -> Response:
+    """`GET /metrics`: this process's metrics in Prometheus's text format."""
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+# ---- recorders: what the rest of the code calls ------------------------------------------------
+
+UPSTREAM_CAUSES = {"RetryableUpstreamError": "unavailable", "RejectedByUpstreamError": "rejected",
+                   "MisconfiguredUpstreamError": "misconfigured"}
+
+
+def response_created(model: str, *, stream: bool, background: bool) -> None:
+    mode = ("background_stream" if stream else "background") if background else ("stream" if stream else "synchronous")
+    responses_created.labels(mode, models(model)).inc()
+
+
+def response_ended(model: str, status: str) -> None:
+    responses_ended.labels(status, models(model)).inc()
+
+
+def inference_succeeded(model: str, seconds: float, input_tokens: int, output_tokens: int) -> None:
+    label = models(model)
+    inference_duration.labels(label, "ok").observe(seconds)
+    inference_tokens.labels(label, "input").inc(input_tokens)
+    inference_tokens.labels(label, "output").inc(output_tokens)
+
+
+def inference_failed(model: str, seconds: float, error: BaseException, *, retried: bool) -> None:
+    cause = UPSTREAM_CAUSES.get(type(error).__name__, "other")
+    inference_duration.labels(models(model), cause).observe(seconds)
+    inference_errors.labels(cause, "true" if retried else "false").inc()
+
+
+def mcp_operation(server_url: str, operation: str, outcome: str, seconds: float) -> None:
+    mcp_calls.labels(servers(urlsplit(server_url).netloc or "none"), operation, outcome).observe(seconds)
+
+
+async def first_delta_watch(frames: AsyncIterator[str], started: float, model: str) -> AsyncIterator[str]:
+    """Pass a stream's SSE frames on, timing its first text delta from `started`."""
+    waiting = True
+    async for text in frames:
+        if waiting and text.startswith("event: response.output_text.delta\n"):
+            first_delta.labels(models(model)).observe(time.perf_counter() - started)
+            waiting = False
+        yield text
