@@ -11,6 +11,8 @@ from models.activity_io import (
     EmitEventsResult,
     FinalizeInput,
     FinalizeResult,
+    RecordApprovalWaitInput,
+    RecordApprovalWaitResult,
     RecordStatusInput,
     RecordStatusResult,
 )
@@ -30,6 +32,12 @@ class StoreActivities:
         except LookupError:
             raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True) from None
         return RecordStatusResult(recorded=recorded)
+
+    @activity.defn(name="record_approval_wait")
+    async def record_approval_wait(self, request: RecordApprovalWaitInput) -> RecordApprovalWaitResult:
+        """The response begins to wait for these approval requests (what operators watch)."""
+        recorded = await self.repository.record_approval_waits(request.response_id, request.approval_request_ids)
+        return RecordApprovalWaitResult(recorded=recorded)
 
     @activity.defn(name="emit_events")
     async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:

@@ -193,9 +193,9 @@ async def decide_approval(request: Request) -> HttpResponse:
             param="approval_request_id", code="invalid_value",
         )
     await _runner(request).decide(response.id, decision)
-    metrics.approval_decisions.labels("approve" if decision.approve else "deny").inc()
-    await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
-                                               decided_by=decision.decided_by)
+    waited = await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
+                                                        decided_by=decision.decided_by)
+    metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
     current = await _repository(request).get_response(response.id) or response
     return _json(await _with_progress(_repository(request), current))

@@ -51,6 +51,15 @@ class RecordStatusInput(BaseModel):
     emit_events: bool = False
 
 
+class RecordApprovalWaitInput(BaseModel):
+    response_id: str
+    approval_request_ids: list[str]
+
+
+class RecordApprovalWaitResult(BaseModel):
+    recorded: int
+
+
 class RecordStatusResult(BaseModel):
     recorded: bool
 

@@ -37,7 +37,7 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 # Every table that keeps rows of a response, by its response id (besides `responses` itself and
 # `approval_decisions`, which `purge` handles on its own).
 RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
-                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events")
+                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events", "approval_waits")
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,7 @@ class ResponseRepository:
                 await Conversations.append_turn(transaction, response.conversation.id, response_id,
                                                 await self._turn_items(transaction, response))
             had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
+            await transaction.run("DELETE FROM approval_waits WHERE response_id = :id", id=response_id)
             if not response.store:
                 for table in RESPONSE_TABLES:
                     if table != "events":
@@ -447,7 +448,9 @@ class ResponseRepository:
         return {row["approval_request_id"]: row["response_id"] for row in rows}
 
     async def record_decision(self, approval_request_id: str, response_id: str, approve: bool,
-                              decided_by: str | None = None) -> None:
+                              decided_by: str | None = None) -> float | None:
+        """Keep the decision; returns how long the request was waited for (seconds), when its
+        response was waiting for it."""
         try:
             async with self.db.write() as transaction:
                 await transaction.run(
@@ -455,8 +458,34 @@ class ResponseRepository:
                     "VALUES (:request_id, :response_id, :approve, :decided_by)",
                     request_id=approval_request_id, response_id=response_id, approve=approve, decided_by=decided_by,
                 )
+                asked_at = await transaction.value(
+                    "SELECT asked_at FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id)
+                await transaction.run("DELETE FROM approval_waits WHERE approval_request_id = :id",
+                                      id=approval_request_id)
         except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
+        return None if asked_at is None else max(0.0, time.time() - asked_at / 1_000_000)
+
+    async def record_approval_waits(self, response_id: str, approval_request_ids: list[str]) -> int:
+        """The response now waits for these requests (a request already recorded stays as it was)."""
+        asked_at = time.time_ns() // 1000
+        async with self.db.write() as transaction:
+            recorded = 0
+            for request_id in approval_request_ids:
+                recorded += await transaction.run(
+                    "INSERT INTO approval_waits (approval_request_id, response_id, asked_at) "
+                    "VALUES (:request_id, :response_id, :asked_at) ON CONFLICT (approval_request_id) DO NOTHING",
+                    request_id=request_id, response_id=response_id, asked_at=asked_at)
+        return recorded
+
+    async def approvals_waiting(self) -> tuple[int, float]:
+        """How many approval requests responses wait for, and for how long the oldest has
+        waited (seconds; 0 with none)."""
+        async with self.db.read() as transaction:
+            row = await transaction.one("SELECT COUNT(*) AS waiting, MIN(asked_at) AS oldest FROM approval_waits")
+        if not row or not row["waiting"]:
+            return 0, 0.0
+        return int(row["waiting"]), max(0.0, time.time() - row["oldest"] / 1_000_000)
 
     async def ping(self) -> None:
         async with self.db.read() as transaction:

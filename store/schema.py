@@ -131,6 +131,18 @@ approval_decisions = Table(
     Column("decided_by", String(80), nullable=True),
 )
 
+# Approval requests a background response waits for now, with when it began to wait (microseconds
+# since the epoch): the approvals-waiting gauge and the time to a decision. A decision, or the
+# response's end, removes its row.
+approval_waits = Table(
+    "approval_waits",
+    metadata,
+    Column("approval_request_id", String(80), primary_key=True),
+    Column("response_id", String(80), nullable=False),
+    Column("asked_at", BigInteger, nullable=False),
+)
+Index("ix_approval_waits_response_id", approval_waits.c.response_id)
+
 # Conversations (OpenAI's Conversations API): a durable list of items that responses read as
 # their context and add their input and output to. `active_response_id` is the lock a running
 # response holds, so two responses never interleave on one conversation.

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -77,11 +77,34 @@ mcp_calls = Histogram("durable_responses_mcp_call_duration_seconds",
                       ["server", "operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
 approval_decisions = Counter("durable_responses_approval_decisions_total", "Approval decisions, by outcome.",
                              ["decision"], registry=REGISTRY)
+approval_wait = Histogram("durable_responses_approval_wait_seconds",
+                          "Time from a background response beginning to wait for an approval to its decision.",
+                          buckets=(1, 10, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400), registry=REGISTRY)
+approvals_waiting = Gauge("durable_responses_approvals_waiting",
+                          "Approval requests background responses wait for now, across the deployment (read from "
+                          "the store at each scrape of an API server: take the max over replicas, not the sum).",
+                          registry=REGISTRY)
+oldest_approval_wait = Gauge("durable_responses_oldest_approval_wait_seconds",
+                             "How long the longest-waiting approval request has waited (0 with none; from the store, "
+                             "like approvals_waiting).", registry=REGISTRY)
 
 
-async def metrics_endpoint(_request: Request) -> Response:
-    """`GET /metrics`: this process's metrics in Prometheus's text format."""
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+async def metrics_endpoint(request: Request) -> Response:
+    """`GET /metrics`: this process's metrics, ours and Temporal's SDK's, in Prometheus's text
+    format. On an API server, the approvals waiting are counted in the store first."""
+    from telemetry.temporal_runtime import TEMPORAL_REGISTRY, drain_temporal_metrics
+
+    drain_temporal_metrics()
+    repository = getattr(request.app.state, "repository", None)
+    if repository is not None:
+        try:
+            waiting, oldest = await repository.approvals_waiting()
+        except Exception:  # noqa: BLE001 - the rest of the scrape is still worth having (readiness shows the store)
+            waiting, oldest = None, None
+        if waiting is not None:
+            approvals_waiting.set(waiting)
+            oldest_approval_wait.set(oldest)
+    return Response(generate_latest(REGISTRY) + generate_latest(TEMPORAL_REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
 # ---- recorders: what the rest of the code calls ------------------------------------------------
@@ -110,6 +133,12 @@ def inference_failed(model: str, seconds: float, error: BaseException, *, retrie
     cause = UPSTREAM_CAUSES.get(type(error).__name__, "other")
     inference_duration.labels(models(model), cause).observe(seconds)
     inference_errors.labels(cause, "true" if retried else "false").inc()
+
+
+def approval_decided(approve: bool, waited_seconds: float | None) -> None:
+    approval_decisions.labels("approve" if approve else "deny").inc()
+    if waited_seconds is not None:
+        approval_wait.observe(waited_seconds)
 
 
 def mcp_operation(server_url: str, operation: str, outcome: str, seconds: float) -> None:

@@ -4,6 +4,7 @@ PostgreSQL, two workers and two API servers. (Neither is built here: no registry
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -42,3 +43,20 @@ def test_the_compose_file_runs_the_whole_deployment_with_commands_the_cli_accept
     assert services["temporal"]["command"][:2] == ["server", "start-dev"]
     published = [port for service in services.values() for port in service.get("ports", [])]
     assert all(port.startswith("127.0.0.1:") for port in published), "nothing is published beyond this machine"
+
+
+def test_the_dashboard_and_alerts_use_only_metrics_the_server_exports():
+    from telemetry.metrics import REGISTRY
+
+    exported = set()
+    for family in REGISTRY.collect():
+        for sample_suffix in ("", "_total", "_bucket", "_count", "_sum"):
+            exported.add(family.name + sample_suffix)
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    rules = yaml.safe_load((ROOT / "deploy" / "alerts.yaml").read_text())["groups"][0]["rules"]
+    expressions += [rule["expr"] for rule in rules]
+    used = {name for expression in expressions for name in re.findall(r"durable_responses_\w+", expression)}
+    assert used and used <= exported, used - exported
+    assert {rule["alert"] for rule in rules} >= {"DurableResponsesApprovalsStuck", "DurableResponsesUpstreamErrors",
+                                                 "DurableResponsesSlowFirstDelta"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import Stack, until_awaiting_approval, until_terminal
+from tests import store_probe
+from tests.conftest import Stack, eventually, until_awaiting_approval, until_terminal
 from tests.dev_stack import DevStack
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -62,6 +64,10 @@ async def test_metrics_move_when_responses_run(
     tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}
     waiting = await sdk.responses.create(model=model, input="go", tools=[tool], background=True)
     request = (await until_awaiting_approval(sdk, waiting.id)).output[-1]
+    url = stack.settings.database_url
+    await eventually(lambda: store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id",
+                                               id=waiting.id), "the wait to be recorded")
+    assert total(await scrape(base), "durable_responses_approvals_waiting") >= 1
     async with stack.http() as http:
         decided = await http.post(f"/v1/responses/{waiting.id}/approvals",
                                   json={"approval_request_id": request.id, "approve": True})
@@ -85,8 +91,17 @@ async def test_metrics_move_when_responses_run(
     assert moved(before, after, prefix + "mcp_call_duration_seconds_count", operation="list", outcome="ok") >= 1
     assert moved(before, after, prefix + "mcp_call_duration_seconds_count", operation="call", outcome="ok") == 1
     assert moved(before, after, prefix + "approval_decisions_total", decision="approve") == 1
+    assert moved(before, after, prefix + "approval_wait_seconds_count") == 1
+    assert await store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id",
+                                   id=waiting.id) == 0
+    # Temporal's SDK metrics in the same scrape (Core records a completion just after it).
+    async def both_completed() -> bool:
+        return moved(before, await scrape(base), "temporal_workflow_completed_total") >= 2
+
+    await eventually(both_completed, "Temporal's metrics to count both workflows completed", seconds=10)
+    assert total(after, "temporal_activity_execution_latency_seconds_count") > 0
     # Bounded label sets: no ids and no paths with ids anywhere.
-    assert not [key for key in after if "resp_" in key or "mcp_" in key.split("{", 1)[1]]
+    assert not [key for key in after if re.search(r"_[0-9a-f]{16,}", key)]
 
 
 async def test_an_upstream_error_is_counted_by_cause(

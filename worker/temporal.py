@@ -121,6 +121,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         workflow_runner=WORKFLOW_RUNNER,
         activities=[
             inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
+            store.record_approval_wait,
             mcp.list_mcp_tools, mcp.call_mcp_tool,
         ],
         max_cached_workflows=settings.max_cached_workflows,

@@ -27,6 +27,8 @@ with workflow.unsafe.imports_passed_through():
         InferenceResult,
         ListMcpToolsInput,
         ListMcpToolsResult,
+        RecordApprovalWaitInput,
+        RecordApprovalWaitResult,
         RecordStatusInput,
         RecordStatusResult,
     )
@@ -331,6 +333,15 @@ class ResponseWorkflow:
 
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
+        if workflow.patched("approval-waits-recorded"):  # before the wait: a decision finds its row
+            assert self.response is not None
+            await workflow.execute_local_activity(
+                "record_approval_wait",
+                RecordApprovalWaitInput(response_id=self.response.id,
+                                        approval_request_ids=[request.id for request in requests]),
+                result_type=RecordApprovalWaitResult,
+                **local_activity_options(self.settings.store),
+            )
         self.awaited.update({request.id: request for request in requests})
         self.machine.fire("request_approval")
         try:
