@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -32,6 +34,7 @@ from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
 from telemetry import metrics
+from telemetry.tracing import inference_span
 from workflows.catalogue import ToolTable
 
 class InferenceActivities:
@@ -78,17 +81,23 @@ class InferenceActivities:
             body = chat_format.build_chat_request(request.response, conversation + context, self.client.base_url,
                                                   table, send_reasoning=self.send_reasoning)
             called = time.perf_counter()
-            try:
-                if request.emit_events:
-                    result, message = await self._streamed(request, body, table, fence)
-                else:
-                    result, message = await self._whole(request, body, table)
-            except UpstreamError as error:
-                metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
-                                         retried=isinstance(error, RetryableUpstreamError))
-                raise to_application_error(error) from error
-            except TurnLost as error:  # this execution stalled past its lease; another took over
-                raise ApplicationError(str(error), type=type(error).__name__) from error
+            with inference_span(request.response.model, urlsplit(self.client.base_url).netloc) as span:
+                try:
+                    if request.emit_events:
+                        result, message = await self._streamed(request, body, table, fence)
+                    else:
+                        result, message = await self._whole(request, body, table)
+                except UpstreamError as error:
+                    metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
+                                             retried=isinstance(error, RetryableUpstreamError))
+                    span.set_status(Status(StatusCode.ERROR))
+                    span.set_attribute("error.type", type(error).__name__)
+                    raise to_application_error(error) from error
+                except TurnLost as error:  # this execution stalled past its lease; another took over
+                    raise ApplicationError(str(error), type=type(error).__name__) from error
+                span.set_attributes({"gen_ai.usage.input_tokens": result.usage.input_tokens,
+                                     "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                                     "gen_ai.response.finish_reasons": [result.finish_reason]})
             metrics.inference_succeeded(request.response.model, time.perf_counter() - called,
                                         result.usage.input_tokens, result.usage.output_tokens)
             await self.repository.turns.record(

@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import mcp_types
 from mcp import Client
@@ -43,6 +44,7 @@ from models.events import (
 from models.items import McpCallItem, McpHttpError, McpListToolsItem, McpProtocolError, McpToolExecutionError
 from store.repository import ResponseRepository
 from telemetry import metrics
+from telemetry.tracing import mcp_span
 
 T = TypeVar("T")
 
@@ -66,13 +68,14 @@ class McpActivities:
         headers = await self._headers(request.response_id, tool.server_label)
         began = time.perf_counter()
         try:
-            async with connected(tool.server_label, tool.server_url or "", headers,
-                                 egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
-                listed = await client.list_tools()
-                tools = list(listed.tools)
-                while listed.next_cursor:
-                    listed = await client.list_tools(cursor=listed.next_cursor)
-                    tools.extend(listed.tools)
+            with mcp_span("tools/list", None, urlsplit(tool.server_url or "").netloc):
+                async with connected(tool.server_label, tool.server_url or "", headers,
+                                     egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
+                    listed = await client.list_tools()
+                    tools = list(listed.tools)
+                    while listed.next_cursor:
+                        listed = await client.list_tools(cursor=listed.next_cursor)
+                        tools.extend(listed.tools)
         except McpServerError as error:
             metrics.mcp_operation(tool.server_url or "", "list", _outcome(error), time.perf_counter() - began)
             raise _application_error(error) from error
@@ -149,7 +152,8 @@ class McpActivities:
             metrics.mcp_operation(server_url, "call", outcome, time.perf_counter() - began)
 
         try:
-            result = await _while_alive(call.server_label, calling)
+            with mcp_span("tools/call", call.name, urlsplit(server_url).netloc):
+                result = await _while_alive(call.server_label, calling)
         except McpRejectedError as error:
             measured("rejected")
             failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol

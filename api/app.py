@@ -22,22 +22,27 @@ from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import metrics_endpoint
+from telemetry.tracing import TracingMiddleware
 
 
 def create_app(
     repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None,
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
     egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
-    cors_allow_origins: Sequence[str] = (), access_log: bool = True,
+    cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
     `egress` says which addresses MCP servers may have; `allowed_hosts` the names the API
     answers to; `cors_allow_origins` the web origins whose pages may call it (none);
-    `access_log` whether each request answered is logged (it is always counted in /metrics)."""
+    `access_log` whether each request answered is logged (it is always counted in /metrics);
+    `tracing` whether each request is a span (OpenTelemetry)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
-    middleware = [Middleware(AccessLog, enabled=access_log), Middleware(HostCheck, allowed_hosts=list(allowed_hosts))]
+    middleware = [Middleware(AccessLog, enabled=access_log)]
+    if tracing:
+        middleware.append(Middleware(TracingMiddleware))
+    middleware.append(Middleware(HostCheck, allowed_hosts=list(allowed_hosts)))
     if cors_allow_origins:
         middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_allow_origins),
                                      allow_methods=["GET", "POST", "DELETE"],

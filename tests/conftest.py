@@ -167,7 +167,7 @@ async def running_stack(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, *, with_worker: bool = True,
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
-    quotas: QuotaSettings | None = None,
+    quotas: QuotaSettings | None = None, tracing: bool = False,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -181,6 +181,7 @@ async def running_stack(
         secrets_key=SECRETS_KEY,
         inference_send_reasoning=send_reasoning,
         egress_allowlist=TEST_EGRESS,
+        tracing=tracing,
     )
     client = await connect(settings)
     async with opened_store(settings) as repository:
@@ -188,7 +189,8 @@ async def running_stack(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
             repository=repository, local_worker=with_worker,
         )
-        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas)
+        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
+                         tracing=tracing)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():

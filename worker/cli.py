@@ -26,6 +26,7 @@ from typing import Any
 
 from models.errors import StartupError
 from telemetry.logs import configure_logging, say
+from telemetry.tracing import configure_tracing
 from worker.settings import DEFAULT_TASK_QUEUE, Settings
 from worker.shutdown import Shutdown
 
@@ -293,6 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(_keys(args))
     try:
         configure_logging(os.environ.get("LOG_LEVEL", "INFO"), os.environ.get("LOG_FORMAT", "text").lower())
+        configure_tracing()
     except ValueError as error:
         print(f"durable-responses {args.command}: {error}", file=sys.stderr, flush=True)
         sys.exit(1)

@@ -189,7 +189,8 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
                          served_model=served_model if settings.uses_demo_model else None, mounts=mounts,
                          egress=settings.egress(), quotas=settings.quotas(),
                          allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
-                         cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log)
+                         cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log,
+                         tracing=settings.tracing)
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         grace = settings.shutdown_grace_seconds

@@ -13,6 +13,7 @@ from api.body import Limits
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL
 from models.errors import StartupError
+from telemetry.tracing import tracing_configured
 from models.workflow_io import ExecutionSettings, RetryBudget
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -102,6 +103,9 @@ class Settings(BaseModel):
     """Whether `serve` on a non-loopback address may run with no API keys."""
     access_log: bool = True
     """A line per HTTP request answered (`telemetry/access_log.py`)."""
+    tracing: bool = False
+    """OpenTelemetry traces, on when the `OTEL_*` variables configure an exporter
+    (`telemetry/tracing.py`)."""
     max_in_flight_per_key: int = 200
     max_streams_per_key: int = 100
     rate_limit_per_minute: int = 0
@@ -195,6 +199,7 @@ class Settings(BaseModel):
             "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),
             "allow_open": os.environ.get("ALLOW_OPEN", "").lower() in ("1", "true", "yes"),
             "access_log": os.environ.get("ACCESS_LOG", "true").lower() not in ("0", "false", "no", "off"),
+            "tracing": tracing_configured(),
             "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
             "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),

@@ -24,6 +24,7 @@ from demo.backend import DemoBackend
 from models.errors import StartupError
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
+from telemetry.tracing import temporal_interceptors
 from worker.settings import Settings
 from worker.presence import keep_present
 from worker.shutdown import Shutdown
@@ -78,7 +79,7 @@ async def connect(settings: Settings) -> Client:
     return await Client.connect(
         connection.target_host, namespace=connection.namespace, api_key=connection.api_key, tls=connection.tls,
         rpc_metadata=dict(connection.rpc_metadata), data_converter=pydantic_data_converter,
-        runtime=temporal_runtime(),
+        runtime=temporal_runtime(), interceptors=temporal_interceptors(settings.tracing),
     )
 
 
