@@ -77,7 +77,8 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     )
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
-                                     approvals=prepared.approvals, parked=list(prepared.parked))
+                                     approvals=prepared.approvals, parked=list(prepared.parked),
+                                     first_words=_first_words(prepared.request.input))
     except asyncio.CancelledError:
         raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
     except BaseException:
@@ -94,6 +95,21 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     if not response.store:
         await repository.purge(response.id, with_decisions=False)  # kept only until this request had it
     return _json(ended)
+
+
+def _first_words(given: object, characters: int = 200) -> str:
+    """The start of a request's input, for the workflow's summary in the Temporal UI."""
+    if isinstance(given, str):
+        return given[:characters]
+    for item in given if isinstance(given, list) else []:
+        content = getattr(item, "content", None)
+        if isinstance(content, str):
+            return content[:characters]
+        for part in content if isinstance(content, list) else []:
+            text = getattr(part, "text", None)
+            if isinstance(text, str):
+                return text[:characters]
+    return ""
 
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:

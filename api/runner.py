@@ -15,6 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
+from models import visibility
 from models.responses import Response
 from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ExecutionSettings, ResponseWorkflowInput
 from store.repository import ResponseRepository
@@ -66,6 +67,7 @@ class ResponseRunner:
         listings: list[McpListing] | None = None,
         approvals: list[ApprovalDecision] | None = None,
         parked: list[str] | None = None,
+        first_words: str = "",
     ) -> Started:
         """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
         when a workflow with its id runs or has run (recovery must not run a response twice).
@@ -88,6 +90,13 @@ class ResponseRunner:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
                 request_eager_start=eager,
+                static_summary=visibility.summary(response.model, first_words),
+                static_details=visibility.details(
+                    previous_response_id=response.previous_response_id, tools=_tool_names(response),
+                    background=response.background, stream=emit_events and not response.background,
+                    conversation_id=response.conversation.id if response.conversation else None),
+                search_attributes=(visibility.initial_search_attributes(response.model, response.previous_response_id)
+                                   if self.settings.search_attributes else None),
             )
         except WorkflowAlreadyStartedError:
             if if_never_started:
@@ -167,6 +176,12 @@ class ResponseRunner:
     async def temporal_answers(self) -> None:
         """Raises unless Temporal's frontend answers (a cheap call)."""
         await self.client.workflow_service.get_system_info(GetSystemInfoRequest())
+
+
+def _tool_names(response: Response) -> list[str]:
+    """Tools by type and name or server label (never their URLs or headers)."""
+    return [f"{tool.type}:{getattr(tool, 'server_label', None) or getattr(tool, 'name', None) or ''}".rstrip(":")
+            for tool in response.tools]
 
 
 def _started_here(handle: WorkflowHandle) -> bool:

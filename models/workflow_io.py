@@ -30,6 +30,9 @@ class ExecutionSettings(BaseModel):
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600.0, gt=0)
     """How long a background response waits for an approval before it completes with the
     request still open (the client can still answer it in a follow-up response)."""
+    search_attributes: bool = False
+    """Whether the namespace has the response search attributes (`models/visibility.py`), so
+    the workflow keeps `ResponseState` current."""
 
 
 class ResponseWorkflowInput(BaseModel):

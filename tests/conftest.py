@@ -25,6 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 from access.quotas import QuotaSettings
 from api.app import create_app
 from api.runner import ResponseRunner
+from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, RetryBudget
 from store.secret_box import SecretBox
 from telemetry.logs import install_filters
@@ -34,7 +35,7 @@ from tests.scripted_backend import ScriptedBackend
 from worker.dev import temporal_binary
 from worker.roles import opened_store
 from worker.settings import Settings
-from worker.temporal import build_worker, connect
+from worker.temporal import build_worker, connect, with_visibility
 
 SECRETS_KEY = SecretBox.new_key()
 
@@ -133,7 +134,7 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=temporal_binary(),
         dev_server_database_filename=str(temporal_db),
         dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"],
-        ui=False,
+        ui=False, search_attributes=SEARCH_ATTRIBUTES,
     )
     yield env
     await env.shutdown()
@@ -184,6 +185,7 @@ async def running_stack(
         tracing=tracing,
     )
     client = await connect(settings)
+    settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
     async with opened_store(settings) as repository:
         runner = ResponseRunner(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,

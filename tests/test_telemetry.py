@@ -196,3 +196,38 @@ async def test_json_logs_are_one_object_a_line(tmp_path: Path, backend: Scripted
     cancelled = [entry for entry in kinds["durable_responses.access"] if entry["route"].endswith("/cancel")]
     assert cancelled and cancelled[0]["response_id"] == created.id
     assert kinds["store.migrate"] and kinds["worker.roles"], "a start-up line from each part"
+
+
+# ---- the Temporal UI ----------------------------------------------------------------------------
+
+
+async def test_temporal_shows_each_response_and_filters_them_by_state(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str
+):
+    """Search attributes say which responses wait for approval (`temporal workflow list
+    --query 'ResponseState="awaiting_approval"'`); each workflow has a summary and details."""
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": f"/tmp/{model}"})]), Reply(text="done")])
+    tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}
+    waiting = await sdk.responses.create(model=model, input="please delete the file", tools=[tool], background=True)
+    request = (await until_awaiting_approval(sdk, waiting.id)).output[-1]
+
+    async def listed(query: str) -> list[str]:
+        return [execution.id async for execution in stack.client.list_workflows(query)]
+
+    by_model = f'ResponseModel = "{model}"'
+    await eventually(lambda: _contains(listed(f'ResponseState = "awaiting_approval" AND {by_model}'), waiting.id),
+                     "the waiting response to be listed as awaiting approval", seconds=20)
+    description = await stack.client.get_workflow_handle(waiting.id).describe()
+    assert await description.static_summary() == f"{model}: please delete the file"
+    details = await description.static_details()
+    assert "background" in details and "mcp:tools" in details and mcp_server.url not in details
+    async with stack.http() as http:
+        await http.post(f"/v1/responses/{waiting.id}/approvals", json={"approval_request_id": request.id, "approve": True})
+    await until_terminal(sdk, waiting.id)
+    await eventually(lambda: _contains(listed(f'ResponseState = "completed" AND {by_model}'), waiting.id),
+                     "the response to be listed as completed", seconds=20)
+    assert waiting.id not in await listed(f'ResponseState = "awaiting_approval" AND {by_model}')
+
+
+async def _contains(found, wanted: str) -> bool:  # noqa: ANN001
+    return wanted in await found

@@ -19,6 +19,7 @@ import httpx
 
 from access.egress import LOOPBACK_ALLOWLIST
 from demo.backend import DEMO_BASE_URL
+from models.visibility import SEARCH_ATTRIBUTES
 from demo.tools import DEMO_TOOLS_PATH, demo_tools_mount
 from store.secret_box import SecretBox
 from worker.roles import run_api
@@ -71,6 +72,8 @@ def start_temporal(data_dir: Path, port: int, ui_port: int) -> subprocess.Popen:
         "--sqlite-pragma", "journal_mode=wal",
         "--sqlite-pragma", "synchronous=normal",
         "--log-level", "warn",
+        # What the Temporal UI and `temporal workflow list --query` filter responses on.
+        *(argument for key in SEARCH_ATTRIBUTES for argument in ("--search-attribute", f"{key.name}=Keyword")),
     ]
     return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
 

@@ -35,7 +35,7 @@ from worker.retention import Retention
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
-from worker.temporal import build_worker, connect, temporal_connection
+from worker.temporal import build_worker, connect, temporal_connection, with_visibility
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,7 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
     async with opened_store(settings) as repository:
         await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)
+        settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
         app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
                          max_in_flight=settings.max_in_flight_responses, limits=settings.limits(),
                          served_model=served_model if settings.uses_demo_model else None, mounts=mounts,

@@ -13,7 +13,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
-from temporalio.service import TLSConfig
+from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.chat_client import ChatBackend, ChatClient
@@ -22,6 +22,8 @@ from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from demo.backend import DemoBackend
 from models.errors import StartupError
+from models.visibility import SEARCH_ATTRIBUTES
+from models.workflow_io import ExecutionSettings
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
@@ -81,6 +83,24 @@ async def connect(settings: Settings) -> Client:
         rpc_metadata=dict(connection.rpc_metadata), data_converter=pydantic_data_converter,
         runtime=temporal_runtime(), interceptors=temporal_interceptors(settings.tracing),
     )
+
+
+async def with_visibility(client: Client, execution: ExecutionSettings) -> ExecutionSettings:
+    """`execution`, telling workflows whether the namespace has the response search attributes
+    (`models/visibility.py`); says once which it is."""
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+
+    try:
+        answer = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace))
+        missing = [key.name for key in SEARCH_ATTRIBUTES if key.name not in answer.custom_attributes]
+    except RPCError as error:
+        missing = [key.name for key in SEARCH_ATTRIBUTES]
+        log.info("cannot list the namespace's search attributes (%s)", error.message)
+    if missing:
+        log.info("namespace %s has no search attribute %s: responses are not filterable by state in Temporal "
+                 "(see the README's Temporal UI section)", client.namespace, ", ".join(missing))
+    return execution.model_copy(update={"search_attributes": not missing})
 
 
 def inference_client(settings: Settings) -> ChatBackend:

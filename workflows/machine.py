@@ -7,6 +7,7 @@ fail the response cleanly instead of failing its task forever.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 from transitions import Machine, MachineError
@@ -83,15 +84,20 @@ class ResponseMachine:
 
     def __init__(self) -> None:
         self.state = State.CREATED
+        self.on_change: Callable[[State], None] | None = None
+        """Told each new state (the workflow shows it in Temporal's UI)."""
 
     def fire(self, trigger: str) -> State:
         event = _MACHINE.events.get(trigger)
         if event is None:
             raise IllegalTransition(trigger, self.state.value)
+        before = self.state
         try:
             event.trigger(self)
         except MachineError:
             raise IllegalTransition(trigger, self.state.value) from None
+        if self.on_change is not None and self.state != before:
+            self.on_change(self.state)
         return self.state
 
     @property

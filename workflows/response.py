@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.tools import McpTool
     from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
+    from models.visibility import RESPONSE_STATE, current_details
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.options import local_activity_options, tool_call_options
@@ -71,6 +72,9 @@ class ResponseWorkflow:
         self.emit_events = request.emit_events
         self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
         self.parked.update({item_id: item_id for item_id in request.parked})
+        if workflow.patched("state-shown-in-temporal"):
+            self.machine.on_change = self._show_state
+            workflow.set_current_details(current_details(self.machine.state.value))
         try:
             await self._respond(request)
         except (ActivityError, ApplicationError) as error:
@@ -131,6 +135,14 @@ class ResponseWorkflow:
         if self.machine.state == State.AWAITING_APPROVAL and request_id not in self.awaited:
             raise ApplicationError(f"the response has no approval request '{request_id}'",
                                    type="UnknownApprovalRequest")
+
+    def _show_state(self, state: State) -> None:
+        """The state as the workflow's current details and, when the namespace has it, its
+        `ResponseState` search attribute (an operator filters on it)."""
+        if self.settings.search_attributes:
+            workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
+        waiting = len([request for request in self.awaited if request not in self.decisions])
+        workflow.set_current_details(current_details(state.value, waiting))
 
     # ---- the loop ----------------------------------------------------------------------
 
