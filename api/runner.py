@@ -146,7 +146,12 @@ class ResponseRunner:
             ended = await handle.result()
         except RPCError as error:
             raise UnavailableError(f"Cannot reach the workflow of response {handle.id}: {error.message}") from error
-        except WorkflowFailureError as error:  # only a bug gets here: the workflow ends responses itself
+        except WorkflowFailureError as error:
+            # A failed or cancelled response's workflow ends Failed or Canceled once the store has
+            # its end; anything else is a bug.
+            stored = await self.repository.get_response(handle.id, include_unstored=True)
+            if stored is not None and stored.is_terminal:
+                return stored
             log.error("workflow %s failed: %s", handle.id, error.cause)
             raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
         # The workflow's result carries large items as stubs; the store has them whole.

@@ -12,8 +12,8 @@ from __future__ import annotations
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 RESPONSE_STATE = SearchAttributeKey.for_keyword("ResponseState")
-"""The response's state: created, listing_tools, inferring, calling_tools, awaiting_approval,
-completed, failed, cancelled or incomplete."""
+"""The response's state: created, calling_tools, awaiting_approval, completed, failed,
+cancelled or incomplete (the moments of listing tools and inferring are not kept)."""
 RESPONSE_MODEL = SearchAttributeKey.for_keyword("ResponseModel")
 PREVIOUS_RESPONSE_ID = SearchAttributeKey.for_keyword("PreviousResponseId")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
@@ -116,7 +116,16 @@ async def test_fresh_histories_replay(
     ids = await _scenarios(sdk, backend, model) | await _mcp_scenarios(stack, sdk, backend, model, mcp_server)
     for name, response_id in ids.items():
         handle = stack.client.get_workflow_handle(response_id)
-        await handle.result()
+        try:
+            await handle.result()
+        except WorkflowFailureError:  # a failed or cancelled response's workflow ends so
+            pass
+        status = (await handle.describe()).status
+        ended = await handle.query("state")  # unstored ones are not retrievable; queries replay
+        # Temporal's status tells the response's end.
+        assert status == {"failed": WorkflowExecutionStatus.FAILED,
+                          "cancelled": WorkflowExecutionStatus.CANCELED}.get(ended, WorkflowExecutionStatus.COMPLETED), (
+            name, ended, status)
         history = await handle.fetch_history()
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
@@ -46,6 +47,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step
 
+
+PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})
+"""States a response passes through in a moment; `ResponseState` shows the others."""
 
 MAX_TURNS = 64
 """Inference calls one response may make (each after the tool calls of the one before)."""
@@ -91,7 +95,16 @@ class ResponseWorkflow:
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
             self.machine.fire("cancel")
-        return await self._finalize()
+        final = await self._finalize()
+        if workflow.patched("ends-as-the-response-ends"):
+            # Once the store has the end: Temporal's own status says it too (its Failures filter,
+            # its Canceled), so the UI does not show every response as Completed.
+            if final.status == "failed":
+                raise ApplicationError(final.error.message if final.error else "the response failed",
+                                       type="ResponseFailed", non_retryable=True)
+            if final.status == "cancelled":
+                raise TemporalCancelledError("the response was cancelled")
+        return final
 
     @workflow.query(name="state")
     def state(self) -> str:
@@ -137,9 +150,10 @@ class ResponseWorkflow:
                                    type="UnknownApprovalRequest")
 
     def _show_state(self, state: State) -> None:
-        """The state as the workflow's current details and, when the namespace has it, its
-        `ResponseState` search attribute (an operator filters on it)."""
-        if self.settings.search_attributes:
+        """The state as the workflow's current details and, when the namespace has it and an
+        operator would filter on it, its `ResponseState` search attribute (each upsert is a
+        history event and a visibility write: the passing states of a turn are not kept)."""
+        if self.settings.search_attributes and state not in PASSING_STATES:
             workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
         waiting = len([request for request in self.awaited if request not in self.decisions])
         workflow.set_current_details(current_details(state.value, waiting))
