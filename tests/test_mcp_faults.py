@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import openai
+import pytest
 
 from tests.conftest import EmptyStore, eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
@@ -44,9 +45,14 @@ async def test_a_long_tool_call_outlives_a_killed_worker(
     assert len(server.calls_of("slow")) == 2
 
 
+@pytest.mark.parametrize("decided", ["once the next worker runs", "while no worker runs"])
 async def test_a_background_response_waiting_for_approval_outlives_a_killed_worker(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer,
+    decided: str,
 ):
+    """`while no worker runs`: the decision reaches Temporal while the response's worker is
+    dead; the next worker gets it together with the whole history to replay, and must take it
+    once its replay has come back to the wait, not judge it against the state before replay."""
     path = f"/tmp/{model}"
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted after the crash")])
     async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
@@ -57,47 +63,27 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
                                                         tools=tools(mcp_server, "always"))
                 request = (await until_awaiting_approval(client, created.id)).output[-1]
                 kill(first)
-                second = spawn_worker(stack)
-                decided = await http.post(f"/v1/responses/{created.id}/approvals",
-                                          json={"approval_request_id": request.id, "approve": True})
-                assert decided.status_code == 200, decided.text
+
+                def decide() -> asyncio.Task:
+                    return asyncio.create_task(http.post(f"/v1/responses/{created.id}/approvals",
+                                                         json={"approval_request_id": request.id, "approve": True}))
+
+                if decided == "while no worker runs":
+                    deciding = decide()
+                    await asyncio.sleep(1)
+                    assert not deciding.done(), "a decision was taken with no worker running"
+                    second = spawn_worker(stack)
+                else:
+                    second = spawn_worker(stack)
+                    deciding = decide()
+                answer = await deciding
+                assert answer.status_code == 200, answer.text
                 final = await until_terminal(client, created.id)
         finally:
             kill(first)
             kill(second)
     assert final.status == "completed" and final.output_text == "deleted after the crash"
     assert final.output[2].approval_request_id == request.id and final.output[2].output == f"deleted {path}"
-    assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
-
-
-async def test_an_approval_sent_while_no_worker_runs_is_taken_by_the_next_one(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer
-):
-    """The decision reaches Temporal while the response's worker is dead; the next worker gets
-    it together with the whole history to replay, and must take it once its replay has come
-    back to the wait, not judge it against the state before replay."""
-    path = f"/tmp/{model}"
-    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted after all")])
-    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
-        first, second = spawn_worker(stack), None
-        try:
-            async with stack.sdk(timeout=60) as client, stack.http() as http:
-                created = await client.responses.create(model=model, input="delete", background=True,
-                                                        tools=tools(mcp_server, "always"))
-                request = (await until_awaiting_approval(client, created.id)).output[-1]
-                kill(first)
-                deciding = asyncio.create_task(http.post(f"/v1/responses/{created.id}/approvals",
-                                                         json={"approval_request_id": request.id, "approve": True}))
-                await asyncio.sleep(1)
-                assert not deciding.done(), "a decision was taken with no worker running"
-                second = spawn_worker(stack)
-                decided = await deciding
-                assert decided.status_code == 200, decided.text
-                final = await until_terminal(client, created.id)
-        finally:
-            kill(first)
-            kill(second)
-    assert final.status == "completed" and final.output_text == "deleted after all"
     assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
 
 
