@@ -13,6 +13,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -127,6 +128,13 @@ async def test_fresh_histories_replay(
                           "cancelled": WorkflowExecutionStatus.CANCELED}.get(ended, WorkflowExecutionStatus.COMPLETED), (
             name, ended, status)
         history = await handle.fetch_history()
+        failed_tasks = [event.workflow_task_failed_event_attributes.cause for event in history.events
+                        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+        # No workflow task fails (red in the UI). Known and open (issue 16): a cancel that lands
+        # while a workflow task is open (a model call, a tool call ending) makes its completion an
+        # UnhandledCommand.
+        if "cancelled" not in name:
+            assert failed_tasks == [], (name, failed_tasks)
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
         recording = HISTORIES / f"{name}.json"
