@@ -51,6 +51,9 @@ with workflow.unsafe.imports_passed_through():
 PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})
 """States a response passes through in a moment; `ResponseState` shows the others."""
 
+CANCEL_ARRIVAL_SECONDS = 2.0
+"""How long a response cancelled through the store waits for Temporal's cancel request."""
+
 MAX_TURNS = 64
 """Inference calls one response may make (each after the tool calls of the one before)."""
 
@@ -85,8 +88,11 @@ class ResponseWorkflow:
             # An activity cancelled with the workflow, or one that saw the client's cancel in
             # the store first, ends the response cancelled.
             failure = _application_failure(error)
-            if is_cancelled_exception(error) or (failure and failure.type == CancelRequestedError.__name__):
+            if is_cancelled_exception(error):
                 self.machine.fire("cancel")
+            elif failure and failure.type == CancelRequestedError.__name__:
+                self.machine.fire("cancel")
+                await self._let_temporal_cancel_arrive()
             else:
                 self._fail(failure.message if failure else str(error.cause or error))
         except ResponseFailedError as error:
@@ -105,6 +111,19 @@ class ResponseWorkflow:
             if final.status == "cancelled":
                 raise TemporalCancelledError("the response was cancelled")
         return final
+
+    async def _let_temporal_cancel_arrive(self) -> None:
+        """The client's cancel reached the model call through the store, before Temporal's
+        cancel request (sent at the same time) reached this workflow. Ending at once would end
+        in the workflow task that the request arrives during: Temporal refuses that end
+        (UnhandledCommand, a failed task, red in the UI) and runs the task again. Wait for the
+        request instead, a moment at most."""
+        if not workflow.patched("cancel-ends-after-temporal-cancel"):
+            return
+        try:
+            await workflow.wait_condition(lambda: False, timeout=timedelta(seconds=CANCEL_ARRIVAL_SECONDS))
+        except (asyncio.CancelledError, asyncio.TimeoutError):
+            pass
 
     @workflow.query(name="state")
     def state(self) -> str:
