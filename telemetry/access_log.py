@@ -21,6 +21,9 @@ ERROR_BODY_BYTES = 4096
 
 UNROUTED = "(unrouted)"
 
+QUIET_ROUTES = frozenset({"/livez", "/readyz", "/health", "/metrics"})
+"""Probes and scrapes, every few seconds: counted, not logged."""
+
 
 class AccessLog:
     """Outermost ASGI middleware of the API (and the worker's health port)."""
@@ -71,10 +74,6 @@ class AccessLog:
             fields |= {"error_code": code, "param": param}
             line += f" error={code}" + (f" param={param}" if param else "")
         log.info("%s", line, extra=fields)
-
-
-QUIET_ROUTES = frozenset({"/livez", "/readyz", "/health", "/metrics"})
-"""Probes and scrapes, every few seconds: counted, not logged."""
 
 
 _PARAMETER_PATH = re.compile(r"[a-z_]{1,40}(\[\d{1,6}\])?(\.[a-z_]{1,40}(\[\d{1,6}\])?){0,6}")

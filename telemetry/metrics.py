@@ -100,8 +100,8 @@ async def metrics_endpoint(request: Request) -> Response:
         try:
             waiting, oldest = await repository.approvals_waiting()
         except Exception:  # noqa: BLE001 - the rest of the scrape is still worth having (readiness shows the store)
-            waiting, oldest = None, None
-        if waiting is not None:
+            pass
+        else:
             approvals_waiting.set(waiting)
             oldest_approval_wait.set(oldest)
     return Response(generate_latest(REGISTRY) + generate_latest(TEMPORAL_REGISTRY), media_type=CONTENT_TYPE_LATEST)
