@@ -50,6 +50,7 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
     backend.script(f"{model}-tools", [Reply(tool_calls=[("f", {"a": 1}), ("g", {})])])
     backend.script(f"{model}-fail", [Reply(status=400, error_message="bad")])
     backend.script(f"{model}-retry", [Reply(status=500), Reply(text="ok")])
+    backend.script(f"{model}-retries", [Reply(status=503), Reply(status=429), Reply(text="ok")])
     backend.script(f"{model}-length", [Reply(text="cut", finish_reason="length")])
     tool = {"type": "function", "name": "f", "parameters": {"type": "object"}}
     tool_g = {"type": "function", "name": "g", "parameters": {"type": "object"}}
@@ -58,6 +59,7 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
         "function_calls": (await sdk.responses.create(model=f"{model}-tools", input="hi", tools=[tool, tool_g])).id,
         "upstream_rejected": (await sdk.responses.create(model=f"{model}-fail", input="hi")).id,
         "upstream_retried": (await sdk.responses.create(model=f"{model}-retry", input="hi")).id,
+        "upstream_retried_twice": (await sdk.responses.create(model=f"{model}-retries", input="hi")).id,
         "incomplete": (await sdk.responses.create(model=f"{model}-length", input="hi")).id,
         "unstored": (await sdk.responses.create(model=model, input="hi", store=False)).id,
     }

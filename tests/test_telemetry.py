@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.api.enums.v1 import EventType
 
 from tests import store_probe
 from tests.conftest import Stack, eventually, until_awaiting_approval, until_terminal
@@ -227,6 +228,40 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
     await eventually(lambda: _contains(listed(f'ResponseState = "completed" AND {by_model}'), waiting.id),
                      "the response to be listed as completed", seconds=20)
     assert waiting.id not in await listed(f'ResponseState = "awaiting_approval" AND {by_model}')
+
+
+async def test_each_upstream_attempt_is_shown_in_temporal(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """Each failed model call is its own marker in history, with its error, and while the
+    workflow waits to try again its current details say which attempt failed and why."""
+    backend.script(model, [Reply(status=503, error_message="overloaded-one"),
+                           Reply(status=503, error_message="overloaded-two", headers={"retry-after": "3"}),
+                           Reply(text="fine")])
+    response = await sdk.responses.create(model=model, input="hi", background=True)
+    handle = stack.client.get_workflow_handle(response.id)
+
+    async def shown() -> str:
+        return (await handle.query("__temporal_workflow_metadata")).current_details
+
+    await eventually(lambda: _holds(shown(), "overloaded-two"), "the second failure in the current details")
+    details = await shown()
+    assert "upstream attempt 2 of 3 failed" in details and "503" in details and "next attempt in 3 s" in details
+    assert (await until_terminal(sdk, response.id)).status == "completed"
+    assert "completed" in await shown()
+    markers = [event.marker_recorded_event_attributes for event in (await handle.fetch_history()).events
+               if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+               and event.marker_recorded_event_attributes.marker_name == "core_local_activity"]
+    failures = [marker.failure.message for marker in markers if marker.HasField("failure")]
+    assert len([f for f in failures if "overloaded" in f]) == 2, failures
+    assert "overloaded-one" in failures[0] and "overloaded-two" in failures[1]
+    timers = [event for event in (await handle.fetch_history()).events
+              if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
+    assert len(timers) == 2
+
+
+async def _holds(found, wanted: str) -> bool:  # noqa: ANN001
+    return wanted in await found
 
 
 async def _contains(found, wanted: str) -> bool:  # noqa: ANN001

@@ -40,6 +40,14 @@ def local_activity_options(budget: RetryBudget) -> dict[str, Any]:
     }
 
 
+def single_attempt_options(budget: RetryBudget) -> dict[str, Any]:
+    """One attempt; the workflow decides about the next (`workflows/upstream_retry.py`)."""
+    return {
+        "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
+        "retry_policy": RetryPolicy(maximum_attempts=1),
+    }
+
+
 def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool) -> dict[str, Any]:
     """A regular activity: it may run for hours on any worker, and is watched by heartbeats.
     `wait_for_cancel`: a cancelled workflow waits for the call to stop before it ends."""

@@ -44,8 +44,9 @@ with workflow.unsafe.imports_passed_through():
     from models.visibility import RESPONSE_STATE, current_details
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
-    from workflows.options import local_activity_options, tool_call_options
+    from workflows.options import NON_RETRYABLE, local_activity_options, single_attempt_options, tool_call_options
     from workflows.turn import next_step
+    from workflows.upstream_retry import FailedAttempt, retry_delay, retry_details
 
 
 PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})
@@ -205,16 +206,11 @@ class ResponseWorkflow:
                 raise ResponseFailedError("the response took too many steps to keep (its workflow history "
                                           f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped")
             turn_start = len(response.output)
-            result = await workflow.execute_local_activity(
-                "run_inference",
-                InferenceInput(
-                    response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
-                    tool_results=self.tool_results, mcp_functions=functions,
-                    max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
-                ),
-                result_type=InferenceResult,
-                **local_activity_options(self.settings.inference),
-            )
+            result = await self._infer(InferenceInput(
+                response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
+                tool_results=self.tool_results, mcp_functions=functions,
+                max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
+            ))
             self.tool_results = {}
             response.output.extend(result.output)
             self.parked.update({item_id: item_id for item_id in result.parked})
@@ -241,6 +237,32 @@ class ResponseWorkflow:
                         self.machine.fire("tools_done")
                         break
             turn += 1
+
+    async def _infer(self, inference: InferenceInput) -> InferenceResult:
+        """The turn's model call. Each attempt is one local activity, so each is its own marker
+        in history with its failure; between attempts a durable timer waits, and the current
+        details say which attempt failed, why, and when the next one comes."""
+        budget = self.settings.inference
+        if not workflow.patched("upstream-attempts-shown"):
+            return await workflow.execute_local_activity("run_inference", inference, result_type=InferenceResult,
+                                                         **local_activity_options(budget))
+        attempt = 1
+        while True:
+            try:
+                result = await workflow.execute_local_activity("run_inference", inference, result_type=InferenceResult,
+                                                               **single_attempt_options(budget))
+            except (ActivityError, ApplicationError) as error:
+                failed = _failed_attempt(error, attempt)
+                delay = retry_delay(failed, budget)
+                if delay is None:
+                    raise
+                workflow.set_current_details(retry_details(failed, budget, delay))
+                await workflow.sleep(timedelta(seconds=delay))
+                attempt += 1
+                continue
+            if attempt > 1:
+                workflow.set_current_details(current_details(self.machine.state.value))
+            return result
 
     # ---- MCP: listing, calls, approvals ------------------------------------------------
 
@@ -473,6 +495,18 @@ def _application_failure(error: ActivityError | ApplicationError) -> Application
     regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
     return cause if isinstance(cause, ApplicationError) else None
+
+
+def _failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> FailedAttempt:
+    if is_cancelled_exception(error):
+        return FailedAttempt(attempt=attempt, message="cancelled", retryable=False)
+    failure = _application_failure(error)
+    if failure is None:  # a timeout, or a worker that lost the call
+        cause = error.cause if isinstance(error, ActivityError) else None
+        return FailedAttempt(attempt=attempt, message=str(cause or error), retryable=True)
+    wait = failure.next_retry_delay.total_seconds() if failure.next_retry_delay else None
+    return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait,
+                         retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE)
 
 
 def _is_cancel_request(error: ActivityError) -> bool:

@@ -1,0 +1,53 @@
+"""The workflow's retry policy for model calls (pure), by property."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.workflow_io import RetryBudget
+from workflows.upstream_retry import MESSAGE_CHARACTERS, FailedAttempt, retry_delay, retry_details
+
+budgets = st.builds(RetryBudget, start_to_close_seconds=st.just(30.0), maximum_attempts=st.integers(1, 20),
+                    initial_interval_seconds=st.floats(0.01, 10), maximum_interval_seconds=st.floats(0.01, 60))
+failures = st.builds(FailedAttempt, attempt=st.integers(1, 25), message=st.text(max_size=2000),
+                     retryable=st.booleans(), retry_after_seconds=st.none() | st.floats(0, 3600))
+
+
+@given(failures, budgets)
+def test_a_turn_is_tried_at_most_its_budget_and_never_after_a_failure_retrying_cannot_mend(
+    failed: FailedAttempt, budget: RetryBudget
+):
+    delay = retry_delay(failed, budget)
+    if not failed.retryable or failed.attempt >= budget.maximum_attempts:
+        assert delay is None
+    else:
+        assert delay is not None and delay > 0
+
+
+@given(failures, budgets)
+def test_the_wait_is_the_upstreams_retry_after_or_a_capped_backoff(failed: FailedAttempt, budget: RetryBudget):
+    delay = retry_delay(failed, budget)
+    if delay is None:
+        return
+    if failed.retry_after_seconds:
+        assert delay == failed.retry_after_seconds
+    else:
+        assert budget.initial_interval_seconds <= delay or delay == budget.maximum_interval_seconds
+        assert delay <= budget.maximum_interval_seconds
+
+
+@given(st.integers(1, 8), st.floats(0.01, 5))
+def test_the_backoff_grows(attempt: int, initial: float):
+    budget = RetryBudget(start_to_close_seconds=30, maximum_attempts=10, initial_interval_seconds=initial,
+                         maximum_interval_seconds=1e6)
+    first = retry_delay(FailedAttempt(attempt=attempt, message="", retryable=True), budget)
+    second = retry_delay(FailedAttempt(attempt=attempt + 1, message="", retryable=True), budget)
+    assert first is not None and second is not None and second == 2 * first
+
+
+@given(failures, budgets, st.floats(0.01, 3600))
+def test_the_details_are_one_bounded_story(failed: FailedAttempt, budget: RetryBudget, delay: float):
+    shown = retry_details(failed, budget, delay)
+    assert f"attempt {failed.attempt} of {budget.maximum_attempts}" in shown
+    assert len(shown) < MESSAGE_CHARACTERS + 200
