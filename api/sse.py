@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import AsyncIterator
 
 from models.events import ErrorEvent
 from store.event_log import TERMINAL_EVENT_TYPES, StoredEvent
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 log_error = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ async def tail(
     store fails) ends with an `error` event instead of a silent close."""
     log, notifier = repository.events, repository.events.notifier
     last = after
+    opened_at_ms = int(time.time() * 1000)
     try:
         while True:
             waiter = notifier.subscribe(response_id)
@@ -60,6 +63,7 @@ async def tail(
                 notifier.unsubscribe(response_id, waiter)
             for event in batch:
                 last = event.sequence_number
+                metrics.stream_event_sent(event.written_at, opened_at_ms)
                 yield frame(event)
                 if event.type in TERMINAL_EVENT_TYPES:
                     if forget_at_end:

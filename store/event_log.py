@@ -9,6 +9,7 @@ appends made by other processes at the notifier's next poll.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,8 @@ class StoredEvent:
     type: str
     data: str
     """The event as JSON text, `sequence_number` included."""
+    written_at: int | None = None
+    """When it was appended, in ms since the epoch (the writer's clock)."""
 
 
 class EventLog:
@@ -91,6 +94,7 @@ class EventLog:
             last = await transaction.value("SELECT MAX(sequence_number) FROM events WHERE response_id = :id",
                                            id=response_id)
         first = 0 if last is None else last + 1
+        written_at = int(time.time() * 1000)
         rows = [
             {
                 "response_id": response_id,
@@ -98,12 +102,13 @@ class EventLog:
                 "type": event["type"],
                 "output_index": event.get("output_index"),
                 "data": dumps(event | {"sequence_number": first + offset}),
+                "written_at": written_at,
             }
             for offset, event in enumerate(batch)
         ]
         await transaction.run_many(
-            "INSERT INTO events (response_id, sequence_number, type, output_index, data) "
-            "VALUES (:response_id, :sequence_number, :type, :output_index, :data)",
+            "INSERT INTO events (response_id, sequence_number, type, output_index, data, written_at) "
+            "VALUES (:response_id, :sequence_number, :type, :output_index, :data, :written_at)",
             rows,
         )
         return [row["sequence_number"] for row in rows]
@@ -111,11 +116,11 @@ class EventLog:
     async def read(self, response_id: str, *, after: int, limit: int = 1000) -> list[StoredEvent]:
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT sequence_number, type, data FROM events WHERE response_id = :id AND sequence_number > :after "
-                "ORDER BY sequence_number LIMIT :limit",
+                "SELECT sequence_number, type, data, written_at FROM events "
+                "WHERE response_id = :id AND sequence_number > :after ORDER BY sequence_number LIMIT :limit",
                 id=response_id, after=after, limit=limit,
             )
-        return [StoredEvent(row["sequence_number"], row["type"], row["data"]) for row in rows]
+        return [StoredEvent(row["sequence_number"], row["type"], row["data"], row["written_at"]) for row in rows]
 
     async def item_events(self, response_id: str, *, from_output_index: int) -> list[dict[str, Any]]:
         """Item events already streamed at or after an output index (what a retry must respect)."""

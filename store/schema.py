@@ -88,6 +88,9 @@ events = Table(
     # Set on item events: a retried inference call reads what its turn already streamed.
     Column("output_index", Integer, nullable=True),
     Column("data", JSON, nullable=False),
+    # When the event was appended (ms since the epoch, by the writer's clock): how long a
+    # stream takes to pass an event on (the stream-lag metric). Null for events from before.
+    Column("written_at", BigInteger, nullable=True),
 )
 
 # Cancels asked for by clients. A running inference call watches this table (and an

@@ -72,6 +72,10 @@ inference_tokens = Counter("durable_responses_inference_tokens_total",
 inference_errors = Counter("durable_responses_inference_errors_total",
                            "Failed calls to the backend, by cause and whether they will be retried.",
                            ["cause", "retried"], registry=REGISTRY)
+stream_lag = Histogram("durable_responses_stream_event_lag_seconds",
+                      "Time from an event's write to the event log to a stream sending it on (events written "
+                      "while the stream was open; the writer's and the API server's clocks).",
+                      buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5), registry=REGISTRY)
 mcp_calls = Histogram("durable_responses_mcp_call_duration_seconds",
                       "MCP tool calls and listings, by server host, operation and outcome.",
                       ["server", "operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
@@ -143,6 +147,13 @@ def approval_decided(approve: bool, waited_seconds: float | None) -> None:
 
 def mcp_operation(server_url: str, operation: str, outcome: str, seconds: float) -> None:
     mcp_calls.labels(servers(urlsplit(server_url).netloc or "none"), operation, outcome).observe(seconds)
+
+
+def stream_event_sent(written_at_ms: int | None, opened_at_ms: int) -> None:
+    """An event a stream passed on; only those written while it was open show lag (a resumed
+    stream's old events do not)."""
+    if written_at_ms is not None and written_at_ms >= opened_at_ms:
+        stream_lag.observe(max(0.0, time.time() - written_at_ms / 1000))
 
 
 async def first_delta_watch(frames: AsyncIterator[str], started: float, model: str) -> AsyncIterator[str]:

@@ -87,6 +87,10 @@ async def test_metrics_move_when_responses_run(
     assert moved(before, after, prefix + "responses_created_total", mode="background") == 1
     assert moved(before, after, prefix + "responses_ended_total", status="completed") >= 2
     assert moved(before, after, prefix + "first_delta_seconds_count") == 1
+    # The stream's events written while it was open: at least the delta, the item's end and
+    # the response's (each timed from its write to the event log).
+    assert moved(before, after, prefix + "stream_event_lag_seconds_count") >= 3
+    assert moved(before, after, prefix + "stream_event_lag_seconds_sum") < 5
     assert moved(before, after, prefix + "inference_duration_seconds_count", outcome="ok") >= 3
     assert moved(before, after, prefix + "inference_tokens_total", direction="input") >= 7
     assert moved(before, after, prefix + "mcp_call_duration_seconds_count", operation="list", outcome="ok") >= 1
