@@ -8,11 +8,15 @@ Temporal to hand the workflow its cancel request (at the next workflow-task hear
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import openai
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
-from tests.conftest import EmptyStore, Stack, running_stack, until_requested
+from tests.conftest import EmptyStore, Stack, eventually, running_stack, until_requested
+from tests.mcp_servers import McpTestServer
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 
@@ -111,3 +115,42 @@ async def test_finished_responses_cannot_be_cancelled(sdk: openai.AsyncOpenAI, m
         await sdk.responses.cancel(done.id)
     with pytest.raises(openai.NotFoundError):
         await sdk.responses.cancel("resp_does_not_exist")
+
+
+@pytest.mark.parametrize("where", ["model_call", "tool_call"])
+async def test_no_cancel_leaves_a_failed_workflow_task(
+    stack: Stack, backend: ScriptedBackend, mcp_server: McpTestServer, model: str, where: str
+):
+    """Cancels at many moments of a model call, or of a running tool call: each response's
+    workflow ends Canceled with no failed workflow task (red in the Temporal UI) in its
+    history, and promptly (it does not wait out a timer when Temporal's cancel came first)."""
+    never = [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}]
+    delays = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8]
+    async with stack.sdk(timeout=30) as client:
+        async def cancelled_after(index: int, delay: float) -> tuple[str, float]:
+            # One model per response; a tool call is told apart by its arguments.
+            seconds = 30 + index / 100
+            if where == "model_call":
+                backend.script(f"{model}-{index}", [Reply(text="slow " * 200, chunk_delay=0.01)])
+            else:
+                backend.script(f"{model}-{index}", [Reply(tool_calls=[("slow", {"seconds": seconds})])])
+            created = await client.responses.create(model=f"{model}-{index}", input="go", background=True,
+                                                    tools=never if where == "tool_call" else [])
+            if where == "tool_call":
+                await eventually(lambda: {"seconds": seconds} in mcp_server.calls_of("slow"), "the call to start")
+            await asyncio.sleep(delay)
+            started = asyncio.get_running_loop().time()
+            await client.responses.cancel(created.id)
+            with contextlib.suppress(WorkflowFailureError):
+                await stack.client.get_workflow_handle(created.id).result()
+            return created.id, asyncio.get_running_loop().time() - started
+
+        ended = await asyncio.gather(*(cancelled_after(index, delay) for index, delay in enumerate(delays)))
+    for response_id, took in ended:
+        handle = stack.client.get_workflow_handle(response_id)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+        events = (await handle.fetch_history()).events
+        failed = [event.workflow_task_failed_event_attributes.cause for event in events
+                  if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+        assert failed == [], (response_id, failed)
+        assert took < 1.9, f"{response_id} took {took:.2f} s to end after its cancel"

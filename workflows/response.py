@@ -121,6 +121,9 @@ class ResponseWorkflow:
         request instead, a moment at most."""
         if not workflow.patched("cancel-ends-after-temporal-cancel"):
             return
+        task = asyncio.current_task()
+        if task is not None and task.cancelling() and workflow.patched("temporal-cancel-seen-first"):
+            return  # it came first (a call waited for to stop after it): nothing to wait for
         try:
             await workflow.wait_condition(lambda: False, timeout=timedelta(seconds=CANCEL_ARRIVAL_SECONDS))
         except (asyncio.CancelledError, asyncio.TimeoutError):
