@@ -39,6 +39,17 @@ async def alternating(direct: Call, durable: Call, count: int, warmup: int) -> t
     return direct_ms, durable_ms
 
 
+async def rotating(calls: list[Call], count: int, warmup: int) -> list[list[float]]:
+    """Each call in turn, `count` times over (after `warmup` rounds): ms per call, by call."""
+    timings: list[list[float]] = [[] for _ in calls]
+    for index in range(warmup + count):
+        for position, call in enumerate(calls):
+            elapsed = await timed(call)
+            if index >= warmup:
+                timings[position].append(elapsed)
+    return timings
+
+
 def first_delta(http: httpx.AsyncClient, url: str, body: dict, marker: str) -> Call:
     """A call whose time is from sending the request to the first SSE data line holding `marker`
     (the rest of the stream is read afterwards, untimed, as a client would)."""

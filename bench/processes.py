@@ -145,6 +145,16 @@ def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
     return process, url
 
 
+def start_otlp_sink() -> tuple[subprocess.Popen, str]:
+    """A stand-in OTLP/HTTP collector (`bench/otlp_sink.py`)."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "bench.otlp_sink", "--port", str(port)], cwd=ROOT,
+                               stdout=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    _wait_healthy(process, url, "the OTLP sink")
+    return process, url
+
+
 def start_cpu_hog() -> subprocess.Popen:
     """A process that keeps one core busy until it is stopped."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])

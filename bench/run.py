@@ -16,7 +16,10 @@ fresh data dir, and later a `serve` process, then measures:
    result) on the same Temporal server, and our overhead as a multiple of it;
 6. overload: 200 responses at concurrency 50 while a CPU hog holds one core, with the
    upstream calls each response made (a response makes each inference call once);
-7. an MCP turn (list, call, answer) against the same work done directly.
+7. an MCP turn (list, call, answer) against the same work done directly;
+8. what telemetry costs: three fresh `dev`s, untraced, traced with 10 % of traces sampled and
+   with every trace, to a stand-in OTLP collector, in turn; and the metrics' own cost per
+   response, timed in-process (`bench/telemetry_cost.py`).
 
 It prints a Markdown table with the goals of issue 10 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
@@ -39,8 +42,8 @@ import uuid
 import httpx
 import openai
 
-from bench import load
-from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_serve, stop
+from bench import load, telemetry_cost
+from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 
 CHAINS = 8
@@ -148,6 +151,11 @@ async def run(args: argparse.Namespace) -> str:
             if serve is not None:
                 stop(serve)
             dev.stop()
+        try:
+            # 8. telemetry
+            tracing = await tracing_cost(backend, requests, warmup)
+            metrics_cost = await telemetry_cost.measure()
+        finally:
             backend.stop()
 
     lines = [
@@ -203,7 +211,52 @@ async def run(args: argparse.Namespace) -> str:
         str(sum(overload.errors.values()) - shed), f"{upstream_calls / max(1, accepted):.3f}",
         _ms(overload.p50), _ms(overload.p95), "≤ 1.05 calls per response",
     ]))
+
+    labels, timings, exported = tracing
+    untraced = statistics.median(timings[0])
+    lines += ["", _row(["telemetry (three fresh `dev`s in turn)", "p50", "p95", "p50 cost", "goal"]),
+              _row(["---"] * 5)]
+    for label, samples in zip(labels, timings):
+        lines.append(_row([label, _ms(statistics.median(samples)), _ms(load.percentile(samples, 0.95)),
+                           f"{statistics.median(samples) - untraced:+.2f} ms", "< +1 ms" if "10 %" in label else ""]))
+    lines.append(_row([
+        "metrics per response, in-process (access log middleware, recorders, 20 stream events)",
+        f"{metrics_cost['metrics_us'] / 1000:.3f} ms", "",
+        f"+{metrics_cost['metrics_and_access_line_us'] / 1000:.3f} ms with the access line", "< +1 ms",
+    ]))
+    lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
     return "\n".join(lines)
+
+
+async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[list[str], list[list[float]], dict]:
+    """Non-streaming latency through three fresh `dev`s, one request to each in turn: no
+    tracing, 10 % of traces sampled, and all of them, exported to a stand-in collector."""
+    sink, sink_url = start_otlp_sink()
+    traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink_url, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
+    setups = [("no tracing", {}),
+              ("tracing, 10 % of traces sampled", traced | {"OTEL_TRACES_SAMPLER_ARG": "0.1"}),
+              ("tracing, every trace", traced | {"OTEL_TRACES_SAMPLER_ARG": "1.0"})]
+    devs: list[Dev] = []
+    clients: list[openai.AsyncOpenAI] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="dr-bench-telemetry-") as root:
+            for index, (_, env) in enumerate(setups):
+                data_dir = os.path.join(root, str(index))
+                os.mkdir(data_dir)
+                devs.append(Dev.start(data_dir, backend, env))
+                clients.append(openai.AsyncOpenAI(base_url=f"{devs[-1].url}/v1", api_key="bench", max_retries=0,
+                                                  timeout=120))
+            calls = [lambda client=client: client.responses.create(model="bench", input="hi") for client in clients]
+            timings = await load.rotating(calls, requests, warmup)
+            for client in clients:
+                await client.close()
+    finally:
+        for dev in devs:
+            dev.stop()
+        sink.terminate()
+        out, _ = sink.communicate(timeout=10)
+    exported = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"exports": 0, "bytes": 0}
+    return [label for label, _ in setups], timings, exported
 
 
 async def mcp_turns(backend: Backend, durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, count: int,
