@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -79,6 +80,22 @@ class CalmActivityFailures(logging.Filter):
         return record.levelno >= logging.getLogger(record.name).getEffectiveLevel()
 
 
+class CalmLongWorkflowTasks(logging.Filter):
+    """On Temporal Core's logger: a workflow task that runs past 5 s is how a long model call
+    looks (its local activity holds the task open, heartbeating it), not a fault. Core's
+    warning with its dozen payload counters becomes one INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "TMPRL1104" not in message:
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        duration = re.search(r"'workflow_task_duration': (\d+)", message)
+        seconds = f" ({int(duration.group(1)) / 1000:.1f} s)" if duration else ""
+        record.msg, record.args = "a workflow task ran past 5 s%s: a long model call holds it open, as expected", (seconds,)
+        return record.levelno >= logging.getLogger("temporalio.core").getEffectiveLevel()
+
+
 QUIET_LOGGERS = ("httpx", "httpx2", "transitions", "mcp.server.streamable_http_manager", "aiohttp.access")
 """Libraries that log every request or state change at INFO."""
 
@@ -116,3 +133,6 @@ def install_filters() -> None:
     activity_logger = logging.getLogger("temporalio.activity")
     if not any(isinstance(existing, CalmActivityFailures) for existing in activity_logger.filters):
         activity_logger.addFilter(CalmActivityFailures())
+    core_logger = logging.getLogger("temporalio.core")
+    if not any(isinstance(existing, CalmLongWorkflowTasks) for existing in core_logger.filters):
+        core_logger.addFilter(CalmLongWorkflowTasks())

@@ -133,6 +133,8 @@ async def _exercise(dev: DevStack, backend: ScriptedBackend, mcp_server: McpTest
                                   metadata={"note": SECRET})
     backend.script("m-retry", [Reply(status=503), Reply(text=f"after a retry {SECRET}")])
     await client.responses.create(model="m-retry", input=f"retry {SECRET}")
+    backend.script("m-long", [Reply(text=f"long {SECRET}", delay=6)])  # a workflow task past 5 s
+    await client.responses.create(model="m-long", input=f"long {SECRET}")
     backend.script("m-stream", [Reply(text=f"streamed {SECRET}")])
     async for _ in await client.responses.create(model="m-stream", input=f"stream {SECRET}", stream=True):
         pass
@@ -154,7 +156,10 @@ async def _exercise(dev: DevStack, backend: ScriptedBackend, mcp_server: McpTest
 async def test_logs_are_calm_and_hold_no_user_text(
     tmp_path: Path, backend: ScriptedBackend, mcp_server: McpTestServer
 ):
-    dev = DevStack(tmp_path / "dev", backend, env={"LOG_LEVEL": "INFO", "EGRESS_ALLOWLIST": "127.0.0.1"})
+    # The default workflow task timeout (10 s): a workflow task is heartbeated at 8 s, so a
+    # long model call makes one past 5 s, which Core warns of.
+    dev = DevStack(tmp_path / "dev", backend, env={"LOG_LEVEL": "INFO", "EGRESS_ALLOWLIST": "127.0.0.1",
+                                                   "WORKFLOW_TASK_TIMEOUT_SECONDS": "10"})
     dev.start()
     try:
         await _exercise(dev, backend, mcp_server)
@@ -174,6 +179,8 @@ async def test_logs_are_calm_and_hold_no_user_text(
     calm = [line for line in lines if "temporalio.activity" in line]
     assert any(" INFO " in line and "was cancelled" in line for line in calm), calm
     assert any(" WARNING " in line and "answered 503" in line for line in calm), calm
+    assert "TMPRL1104" not in log  # Core's warning of a workflow task past 5 s, with its counters
+    assert any(" INFO " in line and "a long model call holds it open" in line for line in lines), lines
     assert "\x1b[" not in log, "terminal colour codes"
 
 
