@@ -13,6 +13,7 @@ COPY demo ./demo
 COPY models ./models
 COPY store ./store
 COPY telemetry ./telemetry
+COPY webhooks ./webhooks
 COPY worker ./worker
 COPY workflows ./workflows
 RUN pip install . && useradd --uid 10001 --create-home app

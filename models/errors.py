@@ -224,3 +224,13 @@ class ResponseFailedError(DurableResponsesError):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+class WebhookUndeliveredError(DurableResponsesError):
+    """A webhook endpoint did not take a delivery (no answer, or not a 2xx): it is tried
+    again, with backoff, for as long as the webhook policy allows."""
+
+
+class WebhookRefusedError(DurableResponsesError):
+    """A delivery that cannot succeed by trying again: the endpoint is not configured on this
+    worker, or the egress policy does not allow its address."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from models.mcp import ApprovalDecision, McpListing
+from models.webhooks import WebhookPolicy
 from models.responses import Response
 
 
@@ -30,6 +31,8 @@ class ExecutionSettings(BaseModel):
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600.0, gt=0)
     """How long a background response waits for an approval before it completes with the
     request still open (the client can still answer it in a follow-up response)."""
+    webhooks: WebhookPolicy = Field(default_factory=WebhookPolicy)
+    """Where a background response's events go (`models/webhooks.py`); nowhere by default."""
     search_attributes: bool = False
     """Whether the namespace has the response search attributes (`models/visibility.py`), so
     the workflow keeps `ResponseState` current."""

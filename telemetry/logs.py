@@ -35,6 +35,8 @@ EXPECTED_FAILURES = {
     "McpUnreachableError": logging.WARNING,
     "McpServerError": logging.WARNING,
     "McpRejectedError": logging.INFO,
+    "WebhookUndeliveredError": logging.WARNING,
+    "WebhookRefusedError": logging.WARNING,
 }
 
 

@@ -72,6 +72,10 @@ inference_tokens = Counter("durable_responses_inference_tokens_total",
 inference_errors = Counter("durable_responses_inference_errors_total",
                            "Failed calls to the backend, by cause and whether they will be retried.",
                            ["cause", "retried"], registry=REGISTRY)
+webhook_attempts = Histogram("durable_responses_webhook_attempt_duration_seconds",
+                             "Webhook delivery attempts, by event type and outcome (delivered, rejected: not a 2xx, "
+                             "unreachable, refused: not configured or not allowed by the egress policy).",
+                             ["event_type", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
 stream_lag = Histogram("durable_responses_stream_event_lag_seconds",
                       "Time from an event's write to the event log to a stream sending it on (events written "
                       "while the stream was open; the writer's and the API server's clocks).",
@@ -147,6 +151,10 @@ def approval_decided(approve: bool, waited_seconds: float | None) -> None:
 
 def mcp_operation(server_url: str, operation: str, outcome: str, seconds: float) -> None:
     mcp_calls.labels(servers(urlsplit(server_url).netloc or "none"), operation, outcome).observe(seconds)
+
+
+def webhook_attempt(event_type: str, outcome: str, seconds: float) -> None:
+    webhook_attempts.labels(event_type, outcome).observe(seconds)
 
 
 def stream_event_sent(written_at_ms: int | None, opened_at_ms: int) -> None:

@@ -168,7 +168,8 @@ async def running_stack(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, *, with_worker: bool = True,
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
-    quotas: QuotaSettings | None = None, tracing: bool = False,
+    quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
+    webhook_secret: str = "",
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -183,6 +184,8 @@ async def running_stack(
         inference_send_reasoning=send_reasoning,
         egress_allowlist=TEST_EGRESS,
         tracing=tracing,
+        webhook_urls=webhook_urls or [],
+        webhook_secret=webhook_secret,
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})

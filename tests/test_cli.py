@@ -68,6 +68,15 @@ def _fails_to_start(arguments: list[str], env: dict[str, str], cwd: Path) -> str
      "not 'localhost:8080'"),
     (["serve"], {"SHUTDOWN_GRACE_SECONDS": "soon"},
      "durable-responses serve: SHUTDOWN_GRACE_SECONDS must be a number, not 'soon'"),
+    (["worker"], {"WEBHOOK_URLS": "https://hooks.example.com/t0ken-hunter2"},
+     "durable-responses worker: WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed"),
+    (["serve"], {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "whsec_c2hvcnQ="},
+     "durable-responses serve: WEBHOOK_SECRET must hold at least 24 random bytes, not 5"),
+    (["serve"], {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "hunter2"},
+     "durable-responses serve: WEBHOOK_SECRET must start with 'whsec_' (make one with `python -c \"import secrets, "
+     "base64; print('whsec_' + base64.b64encode(secrets.token_bytes(32)).decode())\"`)"),
+    (["worker"], {"WEBHOOK_URLS": "hooks.example.com/x", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
+     "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not 'hooks.example.com/x'"),
 ])
 def test_a_process_that_cannot_start_says_why_in_one_line(tmp_path: Path, arguments: list[str],
                                                           env: dict[str, str], line: str):

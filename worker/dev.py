@@ -117,6 +117,7 @@ async def run_dev(
     if not settings.secrets_key:
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
     settings.check_backend()
+    settings.check_webhooks()
     child = start_temporal(directory, temporal_port, ui_port)
     announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory, settings))
     try:

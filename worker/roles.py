@@ -100,12 +100,15 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
 def announce_backend(settings: Settings) -> None:
     """Which backend answers, and whether a key is set (never the key), once at start."""
     log.info("%s", settings.backend_summary())
+    if settings.webhooks_summary():
+        log.info("%s", settings.webhooks_summary())
     for warning in settings.backend_warnings():
         log.warning("%s", warning)
 
 
 async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
     settings.check_backend()
+    settings.check_webhooks()
     async with opened_store(settings) as repository:
         client = await connect_with_retry(settings)
         async with working(client, settings, repository, shutdown, grace_seconds=settings.shutdown_grace_seconds):
@@ -181,6 +184,7 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly.
     `mounts` are more routes for the app (`dev`'s demo tools)."""
     settings.check_backend()
+    settings.check_webhooks()
     async with opened_store(settings) as repository:
         await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -14,7 +15,9 @@ from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL
 from models.errors import StartupError
 from telemetry.tracing import tracing_configured
+from models.webhooks import WebhookPolicy, endpoint_id
 from models.workflow_io import ExecutionSettings, RetryBudget
+from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
@@ -111,6 +114,11 @@ class Settings(BaseModel):
     rate_limit_per_minute: int = 0
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 30.0
+    webhook_urls: list[str] = Field(default_factory=list, repr=False)
+    """Where background responses' events go (`WEBHOOK_URLS`; a URL can hold a token, so it
+    is never logged whole and never in Temporal's history)."""
+    webhook_secret: str = Field(default="", repr=False)
+    """`whsec_...`: signs every delivery (`WEBHOOK_SECRET`)."""
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
@@ -139,6 +147,35 @@ class Settings(BaseModel):
             return ["no API key is set, so api.openai.com will refuse every request: set INFERENCE_API_KEY "
                     "(or OPENAI_API_KEY), or INFERENCE_BASE_URL=demo for the demo model"]
         return []
+
+    def check_webhooks(self) -> None:
+        """Endpoints need a secret (no event goes unsigned), and each must be an http(s) URL."""
+        for url in self.webhook_urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise StartupError(f"WEBHOOK_URLS must hold http(s):// URLs, not {shown_url(url)!r}")
+        if self.webhook_urls or self.webhook_secret:
+            if not self.webhook_urls:
+                return
+            if not self.webhook_secret:
+                raise StartupError("WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed")
+            try:
+                secret_bytes(self.webhook_secret)
+            except InvalidWebhookSecret as error:
+                raise StartupError(str(error)) from None
+
+    def webhook_key(self) -> bytes | None:
+        return secret_bytes(self.webhook_secret) if self.webhook_secret else None
+
+    def webhook_endpoints(self) -> dict[str, str]:
+        """Endpoint id -> URL."""
+        return {endpoint_id(url): url for url in self.webhook_urls}
+
+    def webhooks_summary(self) -> str | None:
+        if not self.webhook_urls:
+            return None
+        hosts = ", ".join(f"{urlsplit(url).hostname} ({endpoint_id(url)})" for url in self.webhook_urls)
+        return f"webhooks: background responses' events go to {hosts}"
 
     def limits(self) -> Limits:
         return Limits(max_request_bytes=self.max_request_bytes, max_json_depth=self.max_json_depth,
@@ -171,6 +208,10 @@ class Settings(BaseModel):
             ),
             mcp_heartbeat_seconds=_env_float("MCP_HEARTBEAT_SECONDS", 30),
             approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
+            webhooks=WebhookPolicy(
+                endpoints=[endpoint_id(url) for url in _env_list("WEBHOOK_URLS")],
+                give_up_after_seconds=_env_float("WEBHOOK_RETRY_HOURS", 72) * 3600,
+            ),
         )
         values: dict[str, object] = {
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL") or DEFAULT_INFERENCE_BASE_URL,
@@ -205,6 +246,8 @@ class Settings(BaseModel):
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
             "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
+            "webhook_urls": _env_list("WEBHOOK_URLS"),
+            "webhook_secret": os.environ.get("WEBHOOK_SECRET", ""),
         }
         for name, env in (
             ("task_queue", "TEMPORAL_TASK_QUEUE"),

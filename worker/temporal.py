@@ -30,7 +30,9 @@ from telemetry.tracing import temporal_interceptors
 from worker.settings import Settings
 from worker.presence import keep_present
 from worker.shutdown import Shutdown
+from webhooks.delivery import WebhookActivities
 from workflows.response import ResponseWorkflow
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -135,15 +137,17 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
+    webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress())
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[ResponseWorkflow],
+        workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
         workflow_runner=WORKFLOW_RUNNER,
         activities=[
             inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
             store.record_approval_wait,
             mcp.list_mcp_tools, mcp.call_mcp_tool,
+            webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
         graceful_shutdown_timeout=timedelta(seconds=grace_seconds),

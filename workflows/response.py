@@ -10,9 +10,11 @@ this module imports no I/O code.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.workflow import ParentClosePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 
@@ -42,6 +44,13 @@ with workflow.unsafe.imports_passed_through():
     from models.tools import McpTool
     from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
     from models.visibility import RESPONSE_STATE, current_details
+    from models.webhooks import (
+        WebhookDeliveryInput,
+        WebhookDeliveryResult,
+        WebhookEvent,
+        action_required_event,
+        ended_event,
+    )
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.options import NON_RETRYABLE, local_activity_options, single_attempt_options, tool_call_options
@@ -103,6 +112,7 @@ class ResponseWorkflow:
         except asyncio.CancelledError:
             self.machine.fire("cancel")
         final = await self._finalize()
+        await self._send_webhooks(lambda event_id, now: [ended_event(event_id, final.id, final.status, now)])
         if workflow.patched("ends-as-the-response-ends"):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.
@@ -414,6 +424,9 @@ class ResponseWorkflow:
             )
         self.awaited.update({request.id: request for request in requests})
         self.machine.fire("request_approval")
+        await self._send_webhooks(lambda event_id, now: [
+            action_required_event(f"{event_id}{index}", self.response.id, request.id, now)
+            for index, request in enumerate(requests)])
         try:
             await workflow.wait_condition(
                 lambda: all(request.id in self.decisions for request in requests),
@@ -422,6 +435,31 @@ class ResponseWorkflow:
         except asyncio.TimeoutError:
             return False
         return True
+
+    # ---- webhooks -----------------------------------------------------------------------
+
+    async def _send_webhooks(self, events: Callable[[str, int], list[WebhookEvent | None]]) -> None:
+        """Each event to each endpoint, as a child workflow the response does not wait for (it
+        is abandoned when the response ends): a receiver that is down for hours neither holds
+        up nor fails the response. As OpenAI does, only background responses send events.
+        `events(event_id, now)` is called only when there is somewhere to send them."""
+        policy = self.settings.webhooks
+        assert self.response is not None
+        if not policy.endpoints or not self.response.background or not workflow.patched("webhooks-sent"):
+            return
+        for event in events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp())):
+            if event is None:
+                continue
+            for endpoint in policy.endpoints:
+                try:
+                    await workflow.start_child_workflow(
+                        "WebhookDelivery", WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),
+                        id=f"{event.id}-{endpoint}", result_type=WebhookDeliveryResult,
+                        parent_close_policy=ParentClosePolicy.ABANDON,
+                        static_summary=f"{event.type} of {self.response.id} to {endpoint}",
+                    )
+                except Exception as error:  # noqa: BLE001 - a delivery is never the response's failure
+                    workflow.logger.warning("webhook delivery %s-%s did not start: %s", event.id, endpoint, error)
 
     # ---- the response ------------------------------------------------------------------
 

@@ -1,0 +1,92 @@
+"""Webhook events as OpenAI sends them, and what a delivery carries through Temporal.
+
+The four ends of a background response are OpenAI's thin events (`id`, `object`,
+`created_at`, `type`, `data.id`), so receivers written for OpenAI parse them unchanged. A
+response that starts waiting for an MCP approval sends `response.action_required`, modeled
+on OpenAI's `agent.session.action_required`, with the request's id.
+
+Nothing here holds an endpoint's URL or the signing secret: a workflow names endpoints by
+id, and the worker that delivers looks the URL and the secret up in its own settings (a URL
+can hold a token, and history is kept for as long as Temporal keeps it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+ENDED_EVENT_TYPES = {
+    "completed": "response.completed",
+    "failed": "response.failed",
+    "cancelled": "response.cancelled",
+    "incomplete": "response.incomplete",
+}
+"""A background response's final status -> its event."""
+
+ACTION_REQUIRED = "response.action_required"
+
+
+class WebhookEvent(BaseModel):
+    id: str
+    """`evt_...`; also the `webhook-id` of every delivery attempt, for receivers to de-duplicate."""
+    object: Literal["event"] = "event"
+    created_at: int
+    type: str
+    data: dict[str, Any]
+
+
+def ended_event(event_id: str, response_id: str, status: str, created_at: int) -> WebhookEvent | None:
+    event_type = ENDED_EVENT_TYPES.get(status)
+    if event_type is None:
+        return None
+    return WebhookEvent(id=event_id, created_at=created_at, type=event_type, data={"id": response_id})
+
+
+def action_required_event(event_id: str, response_id: str, approval_request_id: str, created_at: int) -> WebhookEvent:
+    return WebhookEvent(id=event_id, created_at=created_at, type=ACTION_REQUIRED, data={
+        "id": response_id,
+        "required_action": {"type": "mcp_approval_request", "approval_request_id": approval_request_id},
+    })
+
+
+def endpoint_id(url: str) -> str:
+    """A stable name for an endpoint's URL, the only thing history holds of it."""
+    return "wh_" + hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+class WebhookPolicy(BaseModel):
+    """Where a response's events go and how long a delivery keeps trying; chosen by the API
+    server from WEBHOOK_URLS and fixed for the response's life."""
+
+    endpoints: list[str] = Field(default_factory=list)
+    """Endpoint ids (`endpoint_id`); none: no events."""
+    initial_interval_seconds: float = Field(default=5.0, gt=0)
+    maximum_interval_seconds: float = Field(default=3600.0, gt=0)
+    give_up_after_seconds: float = Field(default=72 * 3600.0, gt=0)
+    """OpenAI retries a delivery for up to 72 hours; so does this server."""
+    attempt_timeout_seconds: float = Field(default=30.0, gt=0)
+
+
+class WebhookDeliveryInput(BaseModel):
+    """The input of `WebhookDelivery`: one event to one endpoint."""
+
+    endpoint: str
+    event: WebhookEvent
+    policy: WebhookPolicy
+
+
+class WebhookDeliveryResult(BaseModel):
+    status_code: int
+    """The endpoint's answer to the attempt that delivered the event."""
+
+
+class DeliverWebhookInput(BaseModel):
+    endpoint: str
+    event: WebhookEvent
+    timeout_seconds: float
+
+
+class DeliverWebhookResult(BaseModel):
+    status_code: int

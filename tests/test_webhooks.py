@@ -1,0 +1,251 @@
+"""Webhooks: a background response's end and its approval waits reach every configured
+endpoint, signed as OpenAI signs (the official SDK unwraps and verifies them), delivered
+durably with the same `webhook-id` on every attempt, never in the response's way, through
+the egress policy, and with no URL or secret in Temporal's history."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from openai.types.webhooks import (
+    ResponseCancelledWebhookEvent,
+    ResponseCompletedWebhookEvent,
+    ResponseFailedWebhookEvent,
+    ResponseIncompleteWebhookEvent,
+)
+
+from models.webhooks import WebhookPolicy, endpoint_id
+from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack, until_awaiting_approval, \
+    until_requested, until_terminal
+from tests.mcp_servers import McpTestServer
+from tests.processes import free_port, kill, spawn_worker
+from tests.scripted_backend import Reply, ScriptedBackend
+from tests.threaded_server import ThreadedServer
+from webhooks.signing import new_secret
+
+SECRET = new_secret()
+FAST = WebhookPolicy(initial_interval_seconds=0.2, maximum_interval_seconds=1.0, give_up_after_seconds=600,
+                     attempt_timeout_seconds=3)
+
+
+@dataclass
+class Delivery:
+    headers: dict[str, str]
+    body: str
+
+    @property
+    def event(self) -> dict:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """A webhook endpoint: keeps every delivery; answers 503 to the first `failing` ones."""
+
+    failing: int = 0
+    port: int = 0
+    deliveries: list[Delivery] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server: ThreadedServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def start(self) -> "Receiver":
+        async def receive(request: Request) -> Response:
+            delivery = Delivery(dict(request.headers), (await request.body()).decode())
+            with self._lock:
+                self.deliveries.append(delivery)
+                failing = self.failing > 0
+                self.failing -= 1 if failing else 0
+            return Response(status_code=503 if failing else 200)
+
+        self._server = ThreadedServer(Starlette(routes=[Route("/hooks", receive, methods=["POST"])]),
+                                      "webhook receiver", port=self.port).start()
+        self.port = self._server.port
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop(join_seconds=5)
+
+    def of(self, response_id: str) -> list[Delivery]:
+        with self._lock:
+            return [delivery for delivery in self.deliveries if delivery.event["data"]["id"] == response_id]
+
+
+@contextlib.asynccontextmanager
+async def webhook_stack(temporal_address: str, backend: ScriptedBackend, store: EmptyStore, urls: list[str],
+                        **options: object) -> AsyncIterator[Stack]:
+    policy = FAST.model_copy(update={"endpoints": [endpoint_id(url) for url in urls]})
+    async with running_stack(temporal_address, backend, store, webhook_urls=urls, webhook_secret=SECRET,
+                             execution=TEST_EXECUTION.model_copy(update={"webhooks": policy}), **options) as stack:
+        yield stack
+
+
+@pytest.fixture
+def receiver() -> AsyncIterator[Receiver]:
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
+
+
+async def test_a_background_responses_end_is_an_event_the_openai_sdk_unwraps(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, receiver: Receiver, model: str
+):
+    backend.script(f"{model}-ok", [Reply(text="done")])
+    backend.script(f"{model}-bad", [Reply(status=400, error_message="no such thing")])
+    backend.script(f"{model}-cut", [Reply(text="cut short", finish_reason="length")])
+    backend.script(f"{model}-slow", [Reply(text="never", delay=60)])
+    async with webhook_stack(temporal_address, backend, store, [receiver.url]) as stack, stack.sdk() as sdk:
+        ended = {
+            "completed": (await sdk.responses.create(model=f"{model}-ok", input="hi", background=True)).id,
+            "failed": (await sdk.responses.create(model=f"{model}-bad", input="hi", background=True)).id,
+            "incomplete": (await sdk.responses.create(model=f"{model}-cut", input="hi", background=True)).id,
+        }
+        slow = await sdk.responses.create(model=f"{model}-slow", input="hi", background=True)
+        await until_requested(backend, f"{model}-slow")
+        ended["cancelled"] = (await sdk.responses.cancel(slow.id)).id
+        synchronous = (await sdk.responses.create(model=f"{model}-ok", input="hi")).id  # OpenAI sends none
+        for response_id in ended.values():
+            await eventually(lambda response_id=response_id: receiver.of(response_id), f"the event of {response_id}")
+        await asyncio.sleep(0.5)
+    client = openai.OpenAI(api_key="unused", webhook_secret=SECRET)
+    expected = {"completed": ResponseCompletedWebhookEvent, "failed": ResponseFailedWebhookEvent,
+                "incomplete": ResponseIncompleteWebhookEvent, "cancelled": ResponseCancelledWebhookEvent}
+    for status, response_id in ended.items():
+        [delivery] = receiver.of(response_id)
+        event = client.webhooks.unwrap(delivery.body, delivery.headers)
+        assert isinstance(event, expected[status]), (status, event)
+        assert event.type == f"response.{status}" and event.data.id == response_id and event.object == "event"
+        assert event.id.startswith("evt_") and delivery.headers["webhook-id"] == event.id
+        assert delivery.headers["content-type"] == "application/json"
+    assert receiver.of(synchronous) == []
+    with pytest.raises(openai.InvalidWebhookSignatureError):  # and a forged one is refused
+        delivery = receiver.of(ended["completed"])[0]
+        client.webhooks.unwrap(delivery.body.replace("event", "evenT"), delivery.headers)
+
+
+async def test_a_response_waiting_for_approval_sends_action_required(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, receiver: Receiver,
+    mcp_server: McpTestServer, model: str
+):
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/x"})]), Reply(text="done")])
+    tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}
+    async with webhook_stack(temporal_address, backend, store, [receiver.url]) as stack, stack.sdk() as sdk:
+        response = await sdk.responses.create(model=model, input="delete it", tools=[tool], background=True)
+        request = (await until_awaiting_approval(sdk, response.id)).output[-1]
+        await eventually(lambda: receiver.of(response.id), "the action_required event")
+        [delivery] = receiver.of(response.id)
+        openai.OpenAI(api_key="unused").webhooks.verify_signature(delivery.body, delivery.headers, secret=SECRET)
+        assert delivery.event["type"] == "response.action_required"
+        assert delivery.event["data"] == {"id": response.id, "required_action": {
+            "type": "mcp_approval_request", "approval_request_id": request.id}}
+        async with stack.http() as http:
+            decided = await http.post(f"/v1/responses/{response.id}/approvals",
+                                      json={"approval_request_id": request.id, "approve": True})
+            assert decided.status_code == 200
+        assert (await until_terminal(sdk, response.id)).status == "completed"
+        await eventually(lambda: len(receiver.of(response.id)) == 2, "the completed event")
+    assert [delivery.event["type"] for delivery in receiver.of(response.id)] == [
+        "response.action_required", "response.completed"]
+
+
+async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the_response(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+):
+    failing = Receiver(failing=3).start()
+    working = Receiver().start()  # a second endpoint gets its own delivery, at once
+    try:
+        backend.script(model, [Reply(text="done")])
+        async with webhook_stack(temporal_address, backend, store, [failing.url, working.url]) as stack, \
+                stack.sdk() as sdk:
+            response = await sdk.responses.create(model=model, input="hi", background=True)
+            assert (await until_terminal(sdk, response.id)).status == "completed"
+            await eventually(lambda: working.of(response.id), "the working endpoint's delivery")
+            await eventually(lambda: len(failing.of(response.id)) == 4, "the fourth attempt", seconds=20)
+            history = [event.SerializeToString() for event in
+                       (await stack.client.get_workflow_handle(response.id).fetch_history()).events]
+            deliveries = [execution.id async for execution in stack.client.list_workflows(
+                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')]
+            for delivery_id in deliveries:
+                history += [event.SerializeToString() for event in
+                            (await stack.client.get_workflow_handle(delivery_id).fetch_history()).events]
+    finally:
+        failing.stop()
+        working.stop()
+    attempts = failing.of(response.id)
+    assert len({attempt.headers["webhook-id"] for attempt in attempts}) == 1
+    # The same event to each endpoint, each delivered on its own.
+    assert working.of(response.id)[0].body == attempts[0].body and len(working.of(response.id)) == 1
+    # Neither the URLs nor the secret are in any history: the workflows name endpoints by id.
+    for url in (failing.url, working.url, SECRET, SECRET.removeprefix("whsec_")):
+        assert not any(url.encode() in event for event in history), url
+    assert len(deliveries) == 2
+
+
+async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path
+):
+    receiver = Receiver(port=free_port())
+    url = receiver.url
+    env = {"WEBHOOK_URLS": url, "WEBHOOK_SECRET": SECRET}
+    backend.script(model, [Reply(text="done")] * 3)
+    async with webhook_stack(temporal_address, backend, store, [url], with_worker=False) as stack, \
+            stack.sdk() as sdk:
+        worker = spawn_worker(stack, env=env, log=tmp_path / 'worker.log')
+        try:
+            ids = [(await sdk.responses.create(model=model, input="hi", background=True)).id for _ in range(3)]
+            for response_id in ids:  # every response ends while its endpoint is down
+                assert (await until_terminal(sdk, response_id)).status == "completed"
+            await asyncio.sleep(1)  # deliveries fail and are retried
+            kill(worker)
+            receiver.start()
+            worker = spawn_worker(stack, env=env, log=tmp_path / 'worker.log')
+            for response_id in ids:
+                await eventually(lambda response_id=response_id: receiver.of(response_id),
+                                 f"the event of {response_id}", seconds=30)
+        finally:
+            kill(worker)
+            receiver.stop()
+    assert sorted(delivery.event["data"]["id"] for delivery in receiver.deliveries) == sorted(ids)
+
+
+async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_nothing(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+):
+    url = "http://10.255.255.1/hooks"  # a private address, outside the tests' egress allowlist
+    backend.script(model, [Reply(text="done")])
+    async with webhook_stack(temporal_address, backend, store, [url]) as stack, stack.sdk() as sdk:
+        response = await sdk.responses.create(model=model, input="hi", background=True)
+        assert (await until_terminal(sdk, response.id)).status == "completed"
+
+        async def delivery_ended() -> list:
+            return [execution async for execution in stack.client.list_workflows(
+                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')
+                if execution.status != WorkflowExecutionStatus.RUNNING]
+
+        [delivery] = await eventually(delivery_ended, "the refused delivery to end", seconds=20)
+        assert delivery.status == WorkflowExecutionStatus.FAILED
+        with pytest.raises(WorkflowFailureError) as failure:
+            await stack.client.get_workflow_handle(delivery.id).result()
+        message = str(failure.value.cause.cause)
+        assert "egress policy" in message and url not in message
+        history = await stack.client.get_workflow_handle(delivery.id).fetch_history()
+        started = [event for event in history.events if event.HasField("activity_task_started_event_attributes")]
+        assert [event.activity_task_started_event_attributes.attempt for event in started] == [1]  # not retried
