@@ -14,6 +14,7 @@ COPY models ./models
 COPY store ./store
 COPY telemetry ./telemetry
 COPY webhooks ./webhooks
+COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows
 RUN pip install . && useradd --uid 10001 --create-home app

@@ -21,6 +21,7 @@ GUARDED_PREFIX = "/v1/"
 APPROVER_MAY = (
     ("GET", re.compile(r"^/v1/responses/[^/]+$")),
     ("POST", re.compile(r"^/v1/responses/[^/]+/approvals$")),
+    ("GET", re.compile(r"^/v1/approvals$")),
 )
 
 
@@ -66,7 +67,8 @@ class AccessMiddleware:
                                           for method, path in APPROVER_MAY):
             raise PermissionDeniedError(
                 "This is an approver key: it may read its project's responses that wait for an approval "
-                "(GET /v1/responses/{id}) and decide approvals (POST /v1/responses/{id}/approvals), nothing else.")
+                "(GET /v1/responses/{id}), list the approvals waiting (GET /v1/approvals) and decide them "
+                "(POST /v1/responses/{id}/approvals), nothing else.")
         return principal
 
 

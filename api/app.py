@@ -14,7 +14,8 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import conversations, health, routes
+from api import approvals, conversations, health, routes
+from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
 from api.errors import EXCEPTION_HANDLERS
@@ -57,6 +58,7 @@ def create_app(
             Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
             Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
+            Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
             Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
             Route("/v1/conversations/{conversation_id}", conversations.retrieve_conversation, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),
@@ -70,6 +72,7 @@ def create_app(
             Route("/readyz", health.readyz, methods=["GET"]),
             Route("/livez", health.livez, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
+            *inbox_routes(),
             *mounts,
         ],
         middleware=middleware,

@@ -121,7 +121,7 @@ def _event_stream(request: Request, response_id: str, *, after: int) -> Streamin
 async def retrieve_response(request: Request) -> HttpResponse:
     response = await _stored(request, request.path_params["response_id"])
     if request.query_params.get("stream", "false").lower() != "true":
-        return _json(await _with_progress(_repository(request), response))
+        return _json(await with_progress(_repository(request), response))
     try:
         after = int(request.query_params.get("starting_after", "-1"))
     except ValueError:
@@ -138,7 +138,7 @@ async def retrieve_response(request: Request) -> HttpResponse:
     return _event_stream(request, response.id, after=after)
 
 
-async def _with_progress(repository: ResponseRepository, response: Response) -> Response:
+async def with_progress(repository: ResponseRepository, response: Response) -> Response:
     """A running response shows the output streamed so far (its log, when it keeps one)."""
     if response.is_terminal:
         return response
@@ -199,7 +199,7 @@ async def decide_approval(request: Request) -> HttpResponse:
             "`mcp_approval_response` item).",
             param="response_id",
         )
-    shown = await _with_progress(_repository(request), response)
+    shown = await with_progress(_repository(request), response)
     if not any(item.type == "mcp_approval_request" and item.id == decision.approval_request_id
                for item in shown.output):
         # Only a request the response has shown reaches the workflow, which waits for it
@@ -214,7 +214,7 @@ async def decide_approval(request: Request) -> HttpResponse:
     metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
     current = await _repository(request).get_response(response.id) or response
-    return _json(await _with_progress(_repository(request), current))
+    return _json(await with_progress(_repository(request), current))
 
 
 async def list_input_items(request: Request) -> HttpResponse:
@@ -253,5 +253,5 @@ async def _stored(request: Request, response_id: str) -> Response:
 async def _waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
     if response.status != "in_progress":
         return False
-    output = (await _with_progress(repository, response)).output
+    output = (await with_progress(repository, response)).output
     return bool(output) and output[-1].type == "mcp_approval_request"

@@ -232,5 +232,5 @@ class WebhookUndeliveredError(DurableResponsesError):
 
 
 class WebhookRefusedError(DurableResponsesError):
-    """A delivery that cannot succeed by trying again: the endpoint is not configured on this
-    worker, or the egress policy does not allow its address."""
+    """A delivery that cannot succeed by trying again: the egress policy does not allow the
+    endpoint's address."""

@@ -478,6 +478,21 @@ class ResponseRepository:
                     request_id=request_id, response_id=response_id, asked_at=asked_at)
         return recorded
 
+    async def pending_approvals(self, project: str, *, after: tuple[int, str] | None,
+                                limit: int) -> list[tuple[str, str, int]]:
+        """(approval request id, response id, asked at in µs) of the requests the project's
+        background responses wait for, oldest first, from after the (asked at, id) cursor."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT w.approval_request_id, w.response_id, w.asked_at FROM approval_waits w "
+                "JOIN responses r ON r.id = w.response_id "
+                "WHERE r.project = :project AND r.status = 'in_progress' "
+                "AND (w.asked_at > :asked_at OR (w.asked_at = :asked_at AND w.approval_request_id > :id)) "
+                "ORDER BY w.asked_at, w.approval_request_id LIMIT :limit",
+                project=project, asked_at=after[0] if after else -1, id=after[1] if after else "", limit=limit,
+            )
+        return [(row["approval_request_id"], row["response_id"], row["asked_at"]) for row in rows]
+
     async def approvals_waiting(self) -> tuple[int, float]:
         """How many approval requests responses wait for, and for how long the oldest has
         waited (seconds; 0 with none)."""

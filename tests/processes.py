@@ -46,11 +46,12 @@ def spawn_worker(stack: Stack, *, log: Path | None = None, env: dict[str, str] |
                             env=_environment(stack, 2) | (env or {}), stdout=output, stderr=subprocess.STDOUT)
 
 
-def spawn_api(stack: Stack, *, task_timeout_seconds: float = 2) -> tuple[subprocess.Popen, str]:
+def spawn_api(stack: Stack, *, task_timeout_seconds: float = 2,
+              env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """`serve` on a port of its own; returns the process and its `/v1` URL once it answers."""
     port = free_port()
     process = subprocess.Popen([CLI, "serve", "--port", str(port), *_cluster_options(stack)],
-                               env=_environment(stack, task_timeout_seconds),
+                               env=_environment(stack, task_timeout_seconds) | (env or {}),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

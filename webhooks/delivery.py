@@ -2,7 +2,7 @@
 
 Each attempt is signed afresh (its own `webhook-timestamp`) with the same `webhook-id`, the
 event's id, so a receiver that got an earlier attempt can tell it is the same event. A 2xx
-is delivered; anything else, or no answer, is tried again by Temporal with backoff. Redirects
+is delivered; an address the egress policy refuses is not tried again; anything else, or no answer, is tried again by Temporal with backoff. Redirects
 are not followed, and every connection passes the egress policy, as MCP connections do.
 """
 
@@ -35,8 +35,11 @@ class WebhookActivities:
     async def deliver_webhook(self, request: DeliverWebhookInput) -> DeliverWebhookResult:
         url = self.endpoints.get(request.endpoint)
         if url is None or self.key is None:
-            raise _refused(f"webhook endpoint {request.endpoint} is not configured on this worker (WEBHOOK_URLS, "
-                           "WEBHOOK_SECRET)", request.event.type)
+            # A worker configured otherwise (in a rollout, say): tried again, so a worker that
+            # knows the endpoint delivers it, within the policy's time.
+            metrics.webhook_attempt(request.event.type, "unknown_endpoint", 0.0)
+            raise _undelivered(f"webhook endpoint {request.endpoint} is not configured on this worker "
+                               "(WEBHOOK_URLS, WEBHOOK_SECRET); a worker that has it will deliver it")
         host = urlsplit(url).hostname or "?"
         body = request.event.model_dump_json()
         timestamp = int(time.time())

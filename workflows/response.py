@@ -452,12 +452,13 @@ class ResponseWorkflow:
                 continue
             for endpoint in policy.endpoints:
                 try:
-                    await workflow.start_child_workflow(
+                    delivery = await workflow.start_child_workflow(
                         "WebhookDelivery", WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),
                         id=f"{event.id}-{endpoint}", result_type=WebhookDeliveryResult,
                         parent_close_policy=ParentClosePolicy.ABANDON,
                         static_summary=f"{event.type} of {self.response.id} to {endpoint}",
                     )
+                    delivery.add_done_callback(_outcome_seen)  # its end is the delivery's own business
                 except Exception as error:  # noqa: BLE001 - a delivery is never the response's failure
                     workflow.logger.warning("webhook delivery %s-%s did not start: %s", event.id, endpoint, error)
 
@@ -548,6 +549,13 @@ def _failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> Fa
     wait = failure.next_retry_delay.total_seconds() if failure.next_retry_delay else None
     return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait,
                          retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE)
+
+
+def _outcome_seen(delivery: asyncio.Future) -> None:
+    """A webhook delivery the response does not wait for: its outcome is read so that a failed
+    one is not reported as an exception nobody retrieved (the delivery's workflow shows it)."""
+    if not delivery.cancelled():
+        delivery.exception()
 
 
 def _is_cancel_request(error: ActivityError) -> bool:

@@ -1,0 +1,199 @@
+"use strict";
+// The approvals inbox. Lists GET /v1/approvals?status=pending every half second (so a request
+// made, or decided elsewhere, shows within a second) and decides with
+// POST /v1/responses/{id}/approvals. Everything the server sends is shown as text, never as HTML.
+
+const KEY_STORAGE = "durable-responses-inbox-key";
+const POLL_MS = 500;
+
+const list = document.getElementById("requests");
+const empty = document.getElementById("empty");
+const connection = document.getElementById("connection");
+const announcer = document.getElementById("announcer");
+const keyForm = document.getElementById("key-form");
+const shown = new Map();  // approval request id -> { card, request }
+let firstLook = true;
+
+function headers() {
+  const result = { "content-type": "application/json" };
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  if (key) result.authorization = "Bearer " + key;
+  return result;
+}
+
+function announce(text) {
+  announcer.textContent = text;
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+function waited(askedAtMs) {
+  const seconds = Math.max(0, Math.round((Date.now() - askedAtMs) / 1000));
+  if (seconds < 60) return seconds + " s";
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return minutes + " min";
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return hours + " h";
+  return Math.round(hours / 24) + " days";
+}
+
+function prettyArguments(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch (error) {
+    return text;
+  }
+}
+
+function render(request) {
+  const card = element("li", "request");
+  card.dataset.id = request.id;
+  const titleId = "title-" + request.id;
+  const article = element("article");
+  article.setAttribute("aria-labelledby", titleId);
+  const title = element("h2", null, request.name + " on " + request.server_label);
+  title.id = titleId;
+  article.append(title);
+  const meta = element("p", "meta");
+  meta.append("Model " + request.model + " · waiting ");
+  const time = element("time", "waited", waited(request.asked_at_ms));
+  time.dateTime = new Date(request.asked_at_ms).toISOString();
+  meta.append(time, " · response " + request.response_id);
+  article.append(meta);
+  if (request.last_user_message) {
+    article.append(element("h3", null, "Asked"), element("blockquote", "asked", request.last_user_message));
+  }
+  article.append(element("h3", null, "Arguments"), element("pre", "arguments", prettyArguments(request.arguments)));
+  const reasonId = "reason-" + request.id;
+  const label = element("label", null, "Reason (optional, told to the model)");
+  label.htmlFor = reasonId;
+  const reason = element("input", "reason");
+  reason.type = "text";
+  reason.id = reasonId;
+  reason.maxLength = 1000;
+  const actions = element("div", "actions");
+  const approve = element("button", "approve", "Approve");
+  const deny = element("button", "deny", "Deny");
+  approve.type = deny.type = "button";
+  approve.setAttribute("aria-describedby", titleId);
+  deny.setAttribute("aria-describedby", titleId);
+  approve.addEventListener("click", () => decide(request, true, card));
+  deny.addEventListener("click", () => decide(request, false, card));
+  actions.append(approve, deny);
+  const error = element("p", "error");
+  error.setAttribute("role", "alert");
+  error.hidden = true;
+  article.append(label, reason, actions, error);
+  card.append(article);
+  return card;
+}
+
+function forget(id) {
+  const entry = shown.get(id);
+  if (!entry) return;
+  const focused = entry.card.contains(document.activeElement);
+  const next = entry.card.nextElementSibling || entry.card.previousElementSibling;
+  entry.card.remove();
+  shown.delete(id);
+  if (focused && next) next.querySelector("button.approve").focus();
+  showCount();
+}
+
+function showCount() {
+  empty.hidden = shown.size > 0;
+  document.title = shown.size ? "(" + shown.size + ") Approvals inbox" : "Approvals inbox";
+}
+
+async function decide(request, approve, card) {
+  const buttons = card.querySelectorAll("button");
+  const error = card.querySelector(".error");
+  const reason = card.querySelector("input.reason").value.trim();
+  buttons.forEach((button) => { button.disabled = true; });
+  error.hidden = true;
+  const body = { approval_request_id: request.id, approve: approve };
+  if (reason) body.reason = reason;
+  let answer;
+  try {
+    answer = await fetch("/v1/responses/" + encodeURIComponent(request.response_id) + "/approvals",
+      { method: "POST", headers: headers(), body: JSON.stringify(body) });
+  } catch (failure) {
+    answer = null;
+  }
+  if (answer && answer.ok) {
+    forget(request.id);
+    announce((approve ? "Approved " : "Denied ") + request.name + " on " + request.server_label + ".");
+    return;
+  }
+  let message = "The server could not be reached; try again.";
+  if (answer) {
+    const problem = await answer.json().catch(() => null);
+    message = problem && problem.error && problem.error.message ? problem.error.message : "HTTP " + answer.status;
+  }
+  error.textContent = message;
+  error.hidden = false;
+  buttons.forEach((button) => { button.disabled = false; });
+}
+
+async function refresh() {
+  let answer;
+  try {
+    answer = await fetch("/v1/approvals?status=pending", { headers: headers(), cache: "no-store" });
+  } catch (failure) {
+    connection.textContent = "Cannot reach the server; trying again.";
+    connection.hidden = false;
+    return;
+  }
+  if (answer.status === 401 || answer.status === 403) {
+    keyForm.hidden = false;
+    connection.textContent = answer.status === 401 ? "An API key is needed." : "This key may not list approvals.";
+    connection.hidden = false;
+    return;
+  }
+  if (!answer.ok) {
+    connection.textContent = "The server answered HTTP " + answer.status + "; trying again.";
+    connection.hidden = false;
+    return;
+  }
+  connection.hidden = true;
+  keyForm.hidden = true;
+  const page = await answer.json();
+  const pending = new Set(page.data.map((request) => request.id));
+  for (const id of Array.from(shown.keys())) {
+    if (!pending.has(id)) {
+      const { request } = shown.get(id);
+      forget(id);
+      announce(request.name + " on " + request.server_label + " was decided elsewhere.");
+    }
+  }
+  for (const request of page.data) {
+    const entry = shown.get(request.id);
+    if (entry) {
+      entry.card.querySelector("time.waited").textContent = waited(request.asked_at_ms);
+      continue;
+    }
+    const card = render(request);
+    list.append(card);
+    shown.set(request.id, { card: card, request: request });
+    if (!firstLook) announce("New approval request: " + request.name + " on " + request.server_label + ".");
+  }
+  firstLook = false;
+  showCount();
+}
+
+keyForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(KEY_STORAGE, document.getElementById("key").value.trim());
+  refresh();
+});
+
+async function poll() {
+  await refresh();
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
