@@ -240,6 +240,20 @@ def model() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("INFERENCE_API_KEY", "test")
     install_filters()  # expected activity failures are one calm line here too, as in the CLI
+    config.addinivalue_line("markers", "one_store: what the test checks is not the store's (a browser, processes "
+                                       "killed, Temporal's timing): it runs on SQLite only, to keep CI in its budget")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `one_store` run on SQLite only (deselected, not skipped, on PostgreSQL)."""
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("store_kind") == "postgresql"
+        (dropped if on_postgres and item.get_closest_marker("one_store") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30, poll_seconds: float = 0.05) -> Any:

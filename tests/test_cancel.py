@@ -117,6 +117,7 @@ async def test_finished_responses_cannot_be_cancelled(sdk: openai.AsyncOpenAI, m
         await sdk.responses.cancel("resp_does_not_exist")
 
 
+@pytest.mark.one_store
 @pytest.mark.parametrize("where", ["model_call", "tool_call"])
 async def test_no_cancel_leaves_a_failed_workflow_task(
     stack: Stack, backend: ScriptedBackend, mcp_server: McpTestServer, model: str, where: str

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selenium.common.exceptions import StaleElementReferenceException
@@ -69,6 +70,7 @@ async def _waiting(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server
     return response.id, request.id
 
 
+@pytest.mark.one_store
 async def test_the_inbox_lists_what_waits_approves_and_denies_with_a_reason(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
     tmp_path: Path,
@@ -101,6 +103,7 @@ async def test_the_inbox_lists_what_waits_approves_and_denies_with_a_reason(
         assert status == "Denied delete_file on tools."
 
 
+@pytest.mark.one_store
 async def test_the_inbox_shows_new_requests_and_decisions_made_elsewhere_live(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
 ):
@@ -130,6 +133,7 @@ def _tab_to(driver: Any, target: Any, presses: int = 60) -> bool:
     return False
 
 
+@pytest.mark.one_store
 async def test_the_inbox_works_on_a_phone_from_the_keyboard(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
     tmp_path: Path,
@@ -182,6 +186,7 @@ async def test_the_inbox_asks_for_a_key_where_keys_are_needed(
             await shown(driver, request_id, "the card once an approver key is given")
 
 
+@pytest.mark.one_store
 async def test_an_approval_from_request_to_answer_through_every_process(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, mcp_server: McpTestServer, model: str,
 ):

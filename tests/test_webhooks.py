@@ -31,6 +31,7 @@ from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, runnin
     until_requested, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port, kill, spawn_worker
+from tests.test_replay import replayer
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.threaded_server import ThreadedServer
 from webhooks.signing import new_secret
@@ -162,10 +163,17 @@ async def test_a_response_waiting_for_approval_sends_action_required(
             assert decided.status_code == 200
         assert (await until_terminal(sdk, response.id)).status == "completed"
         await eventually(lambda: len(receiver.of(response.id)) == 2, "the completed event")
+        # The response's workflow, with both deliveries started from it, replays as it ran.
+        history = await stack.client.get_workflow_handle(response.id).fetch_history()
+        assert (await replayer().replay_workflow(history)).replay_failure is None
+        started = [event for event in history.events
+                   if event.HasField("start_child_workflow_execution_initiated_event_attributes")]
+        assert len(started) == 2
     assert [delivery.event["type"] for delivery in receiver.of(response.id)] == [
         "response.action_required", "response.completed"]
 
 
+@pytest.mark.one_store
 async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the_response(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
@@ -199,6 +207,7 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
     assert len(deliveries) == 2
 
 
+@pytest.mark.one_store
 async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path
 ):
