@@ -71,11 +71,10 @@ async def list_approvals(request: Request) -> HttpResponse:
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
-    if plausible_id(after):
-        for request_id, _, asked_at in await repository.pending_approvals(project, after=None, limit=10_000):
-            if request_id == after:
-                return asked_at, request_id
-    raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
+    cursor = await repository.approval_wait_cursor(project, after) if plausible_id(after) else None
+    if cursor is None:
+        raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
+    return cursor
 
 
 def _request_item(response: Response, request_id: str) -> dict[str, Any] | None:

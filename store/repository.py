@@ -493,6 +493,15 @@ class ResponseRepository:
             )
         return [(row["approval_request_id"], row["response_id"], row["asked_at"]) for row in rows]
 
+    async def approval_wait_cursor(self, project: str, approval_request_id: str) -> tuple[int, str] | None:
+        """(asked at, id) of a request the project's responses wait for: where a page starts after it."""
+        async with self.db.read() as transaction:
+            asked_at = await transaction.value(
+                "SELECT w.asked_at FROM approval_waits w JOIN responses r ON r.id = w.response_id "
+                "WHERE w.approval_request_id = :id AND r.project = :project",
+                id=approval_request_id, project=project)
+        return None if asked_at is None else (asked_at, approval_request_id)
+
     async def approvals_waiting(self) -> tuple[int, float]:
         """How many approval requests responses wait for, and for how long the oldest has
         waited (seconds; 0 with none)."""
