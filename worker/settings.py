@@ -154,15 +154,14 @@ class Settings(BaseModel):
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise StartupError(f"WEBHOOK_URLS must hold http(s):// URLs, not {shown_url(url)!r}")
-        if self.webhook_urls or self.webhook_secret:
-            if not self.webhook_urls:
-                return
-            if not self.webhook_secret:
-                raise StartupError("WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed")
-            try:
-                secret_bytes(self.webhook_secret)
-            except InvalidWebhookSecret as error:
-                raise StartupError(str(error)) from None
+        if not self.webhook_urls:
+            return
+        if not self.webhook_secret:
+            raise StartupError("WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed")
+        try:
+            secret_bytes(self.webhook_secret)
+        except InvalidWebhookSecret as error:
+            raise StartupError(str(error)) from None
 
     def webhook_key(self) -> bytes | None:
         return secret_bytes(self.webhook_secret) if self.webhook_secret else None
