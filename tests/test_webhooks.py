@@ -53,10 +53,12 @@ class Delivery:
 
 @dataclass
 class Receiver:
-    """A webhook endpoint: keeps every delivery; answers 503 to the first `failing` ones."""
+    """A webhook endpoint: keeps every delivery; answers 503 to the first `failing` ones, and
+    with `hang_seconds` holds each request that long before answering (a delivery in flight)."""
 
     failing: int = 0
     port: int = 0
+    hang_seconds: float = 0.0
     deliveries: list[Delivery] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -74,10 +76,11 @@ class Receiver:
                 self.deliveries.append(delivery)
                 failing = self.failing > 0
                 self.failing -= 1 if failing else 0
+            await asyncio.sleep(self.hang_seconds)
             return Response(status_code=503 if failing else 200)
 
         self._server = ThreadedServer(Starlette(routes=[Route("/hooks", receive, methods=["POST"])]),
-                                      "webhook receiver", port=self.port).start()
+                                      "webhook receiver", port=self.port, timeout_graceful_shutdown=1).start()
         self.port = self._server.port
         return self
 
@@ -209,23 +212,28 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
 
 @pytest.mark.one_store
 async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
-    receiver = Receiver(port=free_port())
-    url = receiver.url
+    """Deliveries in flight (the receiver holds them) when the worker is killed and the
+    receiver goes down; another worker delivers them all to the receiver once it is back."""
+    port = free_port()
+    hanging = Receiver(port=port, hang_seconds=60).start()
+    url = hanging.url
     env = {"WEBHOOK_URLS": url, "WEBHOOK_SECRET": SECRET}
     backend.script(model, [Reply(text="done")] * 3)
+    receiver = Receiver(port=port)
     async with webhook_stack(temporal_address, backend, store, [url], with_worker=False) as stack, \
             stack.sdk() as sdk:
-        worker = spawn_worker(stack, env=env, log=tmp_path / 'worker.log')
+        worker = spawn_worker(stack, env=env)
         try:
             ids = [(await sdk.responses.create(model=model, input="hi", background=True)).id for _ in range(3)]
-            for response_id in ids:  # every response ends while its endpoint is down
+            for response_id in ids:
                 assert (await until_terminal(sdk, response_id)).status == "completed"
-            await asyncio.sleep(1)  # deliveries fail and are retried
+            await eventually(lambda: len(hanging.deliveries) >= 3, "every delivery to be in flight")
             kill(worker)
+            hanging.stop()
             receiver.start()
-            worker = spawn_worker(stack, env=env, log=tmp_path / 'worker.log')
+            worker = spawn_worker(stack, env=env)
             for response_id in ids:
                 await eventually(lambda response_id=response_id: receiver.of(response_id),
                                  f"the event of {response_id}", seconds=30)
@@ -233,6 +241,9 @@ async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
             kill(worker)
             receiver.stop()
     assert sorted(delivery.event["data"]["id"] for delivery in receiver.deliveries) == sorted(ids)
+    # The same events as those in flight when everything died: receivers de-duplicate by id.
+    assert {delivery.headers["webhook-id"] for delivery in receiver.deliveries} == \
+        {delivery.headers["webhook-id"] for delivery in hanging.deliveries}
 
 
 async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_nothing(
