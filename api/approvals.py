@@ -42,7 +42,7 @@ async def list_approvals(request: Request) -> HttpResponse:
     cursor = None
     if after is not None:
         cursor = await _cursor(repository, project, after)
-    rows = await repository.pending_approvals(project, after=cursor, limit=limit + 1)
+    rows = await repository.approval_waits.pending(project, after=cursor, limit=limit + 1)
     data = []
     responses: dict[str, Response | None] = {}
     for request_id, response_id, asked_at in rows[:limit]:
@@ -71,7 +71,7 @@ async def list_approvals(request: Request) -> HttpResponse:
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
-    cursor = await repository.approval_wait_cursor(project, after) if plausible_id(after) else None
+    cursor = await repository.approval_waits.cursor(project, after) if plausible_id(after) else None
     if cursor is None:
         raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
     return cursor

@@ -17,6 +17,7 @@ from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from store.codec import dumps, loads
 from store.conversations import Conversations
+from store.approval_waits import ApprovalWaits
 from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
@@ -74,6 +75,7 @@ class ResponseRepository:
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
         self.workers = WorkerRegistry(db)
+        self.approval_waits = ApprovalWaits(db)
         """Which workers are running, by their own account."""
         """Requests in this process wait here for the end of a response their worker runs."""
 
@@ -465,51 +467,6 @@ class ResponseRepository:
         except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
         return None if asked_at is None else max(0.0, time.time() - asked_at / 1_000_000)
-
-    async def record_approval_waits(self, response_id: str, approval_request_ids: list[str]) -> int:
-        """The response now waits for these requests (a request already recorded stays as it was)."""
-        asked_at = time.time_ns() // 1000
-        async with self.db.write() as transaction:
-            recorded = 0
-            for request_id in approval_request_ids:
-                recorded += await transaction.run(
-                    "INSERT INTO approval_waits (approval_request_id, response_id, asked_at) "
-                    "VALUES (:request_id, :response_id, :asked_at) ON CONFLICT (approval_request_id) DO NOTHING",
-                    request_id=request_id, response_id=response_id, asked_at=asked_at)
-        return recorded
-
-    async def pending_approvals(self, project: str, *, after: tuple[int, str] | None,
-                                limit: int) -> list[tuple[str, str, int]]:
-        """(approval request id, response id, asked at in µs) of the requests the project's
-        background responses wait for, oldest first, from after the (asked at, id) cursor."""
-        async with self.db.read() as transaction:
-            rows = await transaction.all(
-                "SELECT w.approval_request_id, w.response_id, w.asked_at FROM approval_waits w "
-                "JOIN responses r ON r.id = w.response_id "
-                "WHERE r.project = :project AND r.status = 'in_progress' "
-                "AND (w.asked_at > :asked_at OR (w.asked_at = :asked_at AND w.approval_request_id > :id)) "
-                "ORDER BY w.asked_at, w.approval_request_id LIMIT :limit",
-                project=project, asked_at=after[0] if after else -1, id=after[1] if after else "", limit=limit,
-            )
-        return [(row["approval_request_id"], row["response_id"], row["asked_at"]) for row in rows]
-
-    async def approval_wait_cursor(self, project: str, approval_request_id: str) -> tuple[int, str] | None:
-        """(asked at, id) of a request the project's responses wait for: where a page starts after it."""
-        async with self.db.read() as transaction:
-            asked_at = await transaction.value(
-                "SELECT w.asked_at FROM approval_waits w JOIN responses r ON r.id = w.response_id "
-                "WHERE w.approval_request_id = :id AND r.project = :project",
-                id=approval_request_id, project=project)
-        return None if asked_at is None else (asked_at, approval_request_id)
-
-    async def approvals_waiting(self) -> tuple[int, float]:
-        """How many approval requests responses wait for, and for how long the oldest has
-        waited (seconds; 0 with none)."""
-        async with self.db.read() as transaction:
-            row = await transaction.one("SELECT COUNT(*) AS waiting, MIN(asked_at) AS oldest FROM approval_waits")
-        if not row or not row["waiting"]:
-            return 0, 0.0
-        return int(row["waiting"]), max(0.0, time.time() - row["oldest"] / 1_000_000)
 
     async def ping(self) -> None:
         async with self.db.read() as transaction:

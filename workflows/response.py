@@ -10,12 +10,10 @@ this module imports no I/O code.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.workflow import ParentClosePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 with workflow.unsafe.imports_passed_through():
@@ -27,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         FinalizeInput,
         FinalizeResult,
         InferenceInput,
-        InferenceResult,
         ListMcpToolsInput,
         ListMcpToolsResult,
         RecordApprovalWaitInput,
@@ -35,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
         RecordStatusInput,
         RecordStatusResult,
     )
-    from models.errors import CancelRequestedError, ResponseFailedError
+    from models.errors import ResponseFailedError
     from models.events import StreamEvent, list_tools_closing, mcp_call_closing
     from models.history_budget import MAX_HISTORY_BYTES, ToolResult
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
@@ -44,18 +41,14 @@ with workflow.unsafe.imports_passed_through():
     from models.tools import McpTool
     from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
     from models.visibility import RESPONSE_STATE, current_details
-    from models.webhooks import (
-        WebhookDeliveryInput,
-        WebhookDeliveryResult,
-        WebhookEvent,
-        action_required_event,
-        ended_event,
-    )
+    from models.webhooks import action_required_event, ended_event
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
-    from workflows.options import NON_RETRYABLE, local_activity_options, single_attempt_options, tool_call_options
+    from workflows.failures import application_failure, call_failure, is_cancel_request
+    from workflows.model_call import call_model
+    from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step
-    from workflows.upstream_retry import FailedAttempt, retry_delay, retry_details
+    from workflows.webhook_sending import send_webhooks
 
 
 PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})
@@ -97,13 +90,13 @@ class ResponseWorkflow:
         except (ActivityError, ApplicationError) as error:
             # An activity cancelled with the workflow, or one that saw the client's cancel in
             # the store first, ends the response cancelled.
-            failure = _application_failure(error)
             if is_cancelled_exception(error):
                 self.machine.fire("cancel")
-            elif failure and failure.type == CancelRequestedError.__name__:
+            elif is_cancel_request(error):
                 self.machine.fire("cancel")
                 await self._let_temporal_cancel_arrive()
             else:
+                failure = application_failure(error)
                 self._fail(failure.message if failure else str(error.cause or error))
         except ResponseFailedError as error:
             self._fail(error.message, error.code)
@@ -112,7 +105,8 @@ class ResponseWorkflow:
         except asyncio.CancelledError:
             self.machine.fire("cancel")
         final = await self._finalize()
-        await self._send_webhooks(lambda event_id, now: [ended_event(event_id, final.id, final.status, now)])
+        await send_webhooks(self.settings.webhooks, final,
+                            lambda event_id, now: [ended_event(event_id, final.id, final.status, now)])
         if workflow.patched("ends-as-the-response-ends"):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.
@@ -219,11 +213,13 @@ class ResponseWorkflow:
                 raise ResponseFailedError("the response took too many steps to keep (its workflow history "
                                           f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped")
             turn_start = len(response.output)
-            result = await self._infer(InferenceInput(
+            result, attempts = await call_model(InferenceInput(
                 response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
                 tool_results=self.tool_results, mcp_functions=functions,
                 max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
-            ))
+            ), self.settings.inference)
+            if attempts > 1:  # the details told of the retries; they are over
+                workflow.set_current_details(current_details(self.machine.state.value))
             self.tool_results = {}
             response.output.extend(result.output)
             self.parked.update({item_id: item_id for item_id in result.parked})
@@ -250,32 +246,6 @@ class ResponseWorkflow:
                         self.machine.fire("tools_done")
                         break
             turn += 1
-
-    async def _infer(self, inference: InferenceInput) -> InferenceResult:
-        """The turn's model call. Each attempt is one local activity, so each is its own marker
-        in history with its failure; between attempts a durable timer waits, and the current
-        details say which attempt failed, why, and when the next one comes."""
-        budget = self.settings.inference
-        if not workflow.patched("upstream-attempts-shown"):
-            return await workflow.execute_local_activity("run_inference", inference, result_type=InferenceResult,
-                                                         **local_activity_options(budget))
-        attempt = 1
-        while True:
-            try:
-                result = await workflow.execute_local_activity("run_inference", inference, result_type=InferenceResult,
-                                                               **single_attempt_options(budget))
-            except (ActivityError, ApplicationError) as error:
-                failed = _failed_attempt(error, attempt)
-                delay = retry_delay(failed, budget)
-                if delay is None:
-                    raise
-                workflow.set_current_details(retry_details(failed, budget, delay))
-                await workflow.sleep(timedelta(seconds=delay))
-                attempt += 1
-                continue
-            if attempt > 1:
-                workflow.set_current_details(current_details(self.machine.state.value))
-            return result
 
     # ---- MCP: listing, calls, approvals ------------------------------------------------
 
@@ -317,7 +287,7 @@ class ResponseWorkflow:
         except (ActivityError, ApplicationError) as error:
             if is_cancelled_exception(error):
                 raise
-            failure = _application_failure(error)
+            failure = application_failure(error)
             reason = failure.message if failure else str(error.cause or error)
             message = f"Error retrieving tool list from MCP server '{tool.server_label}': {reason}"
             item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
@@ -404,9 +374,9 @@ class ResponseWorkflow:
             )
             return result.call, result.parked
         except ActivityError as error:
-            if is_cancelled_exception(error) or _is_cancel_request(error):
+            if is_cancelled_exception(error) or is_cancel_request(error):
                 raise
-            code, message = _call_failure(error, call, self.settings.mcp_heartbeat_seconds)
+            code, message = call_failure(error, call, self.settings.mcp_heartbeat_seconds)
             finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
@@ -424,8 +394,9 @@ class ResponseWorkflow:
             )
         self.awaited.update({request.id: request for request in requests})
         self.machine.fire("request_approval")
-        await self._send_webhooks(lambda event_id, now: [
-            action_required_event(f"{event_id}{index}", self.response.id, request.id, now)
+        response = self.response
+        await send_webhooks(self.settings.webhooks, response, lambda event_id, now: [
+            action_required_event(f"{event_id}{index}", response.id, request.id, now)
             for index, request in enumerate(requests)])
         try:
             await workflow.wait_condition(
@@ -435,32 +406,6 @@ class ResponseWorkflow:
         except asyncio.TimeoutError:
             return False
         return True
-
-    # ---- webhooks -----------------------------------------------------------------------
-
-    async def _send_webhooks(self, events: Callable[[str, int], list[WebhookEvent | None]]) -> None:
-        """Each event to each endpoint, as a child workflow the response does not wait for (it
-        is abandoned when the response ends): a receiver that is down for hours neither holds
-        up nor fails the response. As OpenAI does, only background responses send events.
-        `events(event_id, now)` is called only when there is somewhere to send them."""
-        policy = self.settings.webhooks
-        assert self.response is not None
-        if not policy.endpoints or not self.response.background or not workflow.patched("webhooks-sent"):
-            return
-        for event in events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp())):
-            if event is None:
-                continue
-            for endpoint in policy.endpoints:
-                try:
-                    delivery = await workflow.start_child_workflow(
-                        "WebhookDelivery", WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),
-                        id=f"{event.id}-{endpoint}", result_type=WebhookDeliveryResult,
-                        parent_close_policy=ParentClosePolicy.ABANDON,
-                        static_summary=f"{event.type} of {self.response.id} to {endpoint}",
-                    )
-                    delivery.add_done_callback(_outcome_seen)  # its end is the delivery's own business
-                except Exception as error:  # noqa: BLE001 - a delivery is never the response's failure
-                    workflow.logger.warning("webhook delivery %s-%s did not start: %s", event.id, endpoint, error)
 
     # ---- the response ------------------------------------------------------------------
 
@@ -530,50 +475,3 @@ class ResponseWorkflow:
             except asyncio.CancelledError:
                 # A cancel that arrives now is too late to change the end: write it anyway.
                 continue
-
-
-def _application_failure(error: ActivityError | ApplicationError) -> ApplicationError | None:
-    """The activity's own failure: a local activity's arrives as its ApplicationError, a
-    regular one's as the cause of an ActivityError."""
-    cause = error.cause if isinstance(error, ActivityError) else error
-    return cause if isinstance(cause, ApplicationError) else None
-
-
-def _failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> FailedAttempt:
-    if is_cancelled_exception(error):
-        return FailedAttempt(attempt=attempt, message="cancelled", retryable=False)
-    failure = _application_failure(error)
-    if failure is None:  # a timeout, or a worker that lost the call
-        cause = error.cause if isinstance(error, ActivityError) else None
-        return FailedAttempt(attempt=attempt, message=str(cause or error), retryable=True)
-    wait = failure.next_retry_delay.total_seconds() if failure.next_retry_delay else None
-    return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait,
-                         retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE)
-
-
-def _outcome_seen(delivery: asyncio.Future) -> None:
-    """A webhook delivery the response does not wait for: its outcome is read so that a failed
-    one is not reported as an exception nobody retrieved (the delivery's workflow shows it)."""
-    if not delivery.cancelled():
-        delivery.exception()
-
-
-def _is_cancel_request(error: ActivityError) -> bool:
-    """The call saw the client's cancel in the store and stopped."""
-    failure = _application_failure(error)
-    return failure is not None and failure.type == CancelRequestedError.__name__
-
-
-def _call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: float) -> tuple[int, str]:
-    """An HTTP-like code and a message for a call that ran out of attempts."""
-    cause = error.cause
-    if isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT:
-        return 504, (f"MCP server '{call.server_label}' stopped responding while running '{call.name}': "
-                     f"no heartbeat for {heartbeat_seconds:g} s")
-    if isinstance(cause, TimeoutError):
-        return 504, f"MCP tool '{call.name}' on server '{call.server_label}' did not finish in time"
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else {}
-        code = details.get("code", 502) if isinstance(details, dict) else 502
-        return int(code) if isinstance(code, int) and code >= 100 else 502, cause.message
-    return 502, f"MCP tool '{call.name}' on server '{call.server_label}' failed: {cause or error}"
