@@ -1,7 +1,10 @@
-"""`GET /v1/approvals?status=pending`: the MCP calls the project's background responses wait
-for a decision on, oldest first, each with what a person needs to decide it: the server and
-tool, the arguments, the response's model, the last thing its user asked, and since when it
-waits. The inbox page (`inbox/`) is built on this route and the approvals route alone.
+"""`GET /v1/approvals?status=pending`: the MCP calls waiting for a decision in the project,
+oldest first, each with what a person needs to decide it: the server and tool, the arguments,
+the response's model, the last thing its user asked, since when it waits, and when a decision
+takes effect (`decision_applies`): `now` for a background response that waits, `on_follow_up`
+for a request an ended response left open, which the client's next request continuing that
+response runs or refuses as decided (`store/open_approvals.py`). The inbox page (`inbox/`) is
+built on this route and the approvals route alone.
 
 An approver key may list them (they are what it exists to decide).
 """
@@ -42,10 +45,11 @@ async def list_approvals(request: Request) -> HttpResponse:
     cursor = None
     if after is not None:
         cursor = await _cursor(repository, project, after)
-    rows = await repository.approval_waits.pending(project, after=cursor, limit=limit + 1)
+    rows = await repository.pending_approvals.page(project, after=cursor, limit=limit + 1)
     data = []
     responses: dict[str, Response | None] = {}
-    for request_id, response_id, asked_at in rows[:limit]:
+    for pending in rows[:limit]:
+        request_id, response_id, asked_at = pending.request_id, pending.response_id, pending.asked_at
         if response_id not in responses:
             stored = await repository.get_response(response_id, project=project)
             responses[response_id] = None if stored is None else await with_progress(repository, stored)
@@ -58,6 +62,8 @@ async def list_approvals(request: Request) -> HttpResponse:
             "object": "approval_request",
             "status": "pending",
             "response_id": response_id,
+            "response_status": response.status,
+            "decision_applies": pending.applies,
             "server_label": item["server_label"],
             "name": item["name"],
             "arguments": item["arguments"],
@@ -71,7 +77,7 @@ async def list_approvals(request: Request) -> HttpResponse:
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
-    cursor = await repository.approval_waits.cursor(project, after) if plausible_id(after) else None
+    cursor = await repository.pending_approvals.cursor(project, after) if plausible_id(after) else None
     if cursor is None:
         raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
     return cursor

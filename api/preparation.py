@@ -50,10 +50,15 @@ class PreparedResponse:
     """Answers to approval requests (and requests the previous response left unanswered)."""
     parked: Parked
     """Heavy fields of the approval requests in `approvals` that travel as stubs."""
+    applied: frozenset[str] = frozenset()
+    """The requests in `approvals` whose answer is a decision kept for them in the approvals
+    inbox, which this response applies (`store/open_approvals.py`)."""
 
     @property
     def answers(self) -> dict[str, bool]:
-        return {decision.request.id: decision.approve for decision in self.approvals if decision.approve is not None}
+        """The client's own answers, to be kept."""
+        return {decision.request.id: decision.approve for decision in self.approvals
+                if decision.approve is not None and decision.request.id not in self.applied}
 
 
 def with_message_types(items: Any) -> Any:
@@ -139,12 +144,12 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
-    approvals = await _approvals(request, items, previous, repository, known_items, project, decided_by)
+    approvals, applied = await _approvals(request, items, previous, repository, known_items, project, decided_by)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     approvals, parked = _stubbed(approvals)
     listings = _within_budget(response, listings, approvals, limits)
     return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
-                            listings=listings, approvals=approvals, parked=parked)
+                            listings=listings, approvals=approvals, parked=parked, applied=applied)
 
 
 async def _reachable_servers(request: CreateResponseRequest, egress: EgressPolicy) -> None:
@@ -221,11 +226,13 @@ async def _foreign_requests(items: list[Any], previous: Response | None, history
 async def _approvals(
     request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository,
     history: list[Any], project: str, decided_by: str | None,
-) -> list[ApprovalDecision]:
+) -> tuple[list[ApprovalDecision], frozenset[str]]:
     """Each `mcp_approval_response` must answer an open approval request of the previous
-    response (or of the conversation, or one passed back in `input`), once. Requests of the
-    previous response left unanswered are closed: the model is told they were not run (a
-    conversation's items tell it so themselves)."""
+    response (or of the conversation, or one passed back in `input`), once. A request of the
+    previous response (or the conversation) left unanswered that was decided in the approvals
+    inbox gets that decision, which is applied (the second value); the others of the previous
+    response are closed: the model is told they were not run (a conversation's items tell it so
+    themselves)."""
     requests: dict[str, McpApprovalRequestItem] = {}
     settled: set[str] = set()  # run or answered already, in the previous response itself
     for item in [*(previous.output if previous is not None else []), *history]:
@@ -235,11 +242,13 @@ async def _approvals(
             settled.add(item.approval_request_id)
     from_previous = [item.id for item in (previous.output if previous is not None else [])
                      if item.type == "mcp_approval_request" and item.id not in settled]
+    in_chain = [request_id for request_id in requests if request_id not in settled]
     requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
     answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
-    if not answers and not from_previous:
-        return []
+    if not answers and not in_chain:
+        return [], frozenset()
     answered_before = await repository.answered(list(requests) + [item.approval_request_id for _, item in answers])
+    kept = await repository.open_approvals.kept(in_chain) if in_chain else {}
     foreign = await _foreign_requests(items, previous, history, project, repository)
     labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
     decisions: dict[str, ApprovalDecision] = {}
@@ -254,19 +263,29 @@ async def _approvals(
                 param=param, code="invalid_value",
             )
         if request_id in settled or request_id in answered_before or request_id in decisions:
-            raise ApprovalAlreadyAnsweredError([request_id])
-        if answer.approve and approval_request.server_label not in labels:
-            raise InvalidRequestError(
-                f"Approval request '{request_id}' is for MCP server '{approval_request.server_label}', which is not "
-                "in `tools`: send that MCP tool again to run the approved call.",
-                param="tools", code="invalid_value",
-            )
+            raise ApprovalAlreadyAnsweredError([request_id], decided_in_inbox=request_id in kept)
+        _check_runnable(approval_request, answer.approve, labels)
         decisions[request_id] = ApprovalDecision(request=approval_request, approve=answer.approve, reason=answer.reason,
                                                  decided_by=decided_by)
+    for request_id, decision in kept.items():
+        _check_runnable(requests[request_id], decision.approve, labels)
+        decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=decision.approve,
+                                                 reason=decision.reason, decided_by=decision.decided_by)
     for request_id in from_previous:
         if request_id not in decisions and request_id not in answered_before:
             decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)
-    return list(decisions.values())
+    return list(decisions.values()), frozenset(kept)
+
+
+def _check_runnable(approval_request: McpApprovalRequestItem, approve: bool, labels: set[str]) -> None:
+    """An approved call runs with the MCP tool this request sends again (its credentials are
+    never kept past the response that asked)."""
+    if approve and approval_request.server_label not in labels:
+        raise InvalidRequestError(
+            f"Approval request '{approval_request.id}' is for MCP server '{approval_request.server_label}', which "
+            "is not in `tools`: send that MCP tool again to run the approved call.",
+            param="tools", code="invalid_value",
+        )
 
 
 def _stubbed(approvals: list[ApprovalDecision]) -> tuple[list[ApprovalDecision], Parked]:

@@ -20,14 +20,13 @@ from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
+from models.workflow_io import ApprovalUpdate
 from models.events import opening_events
 from models.responses import DeletedResponse, Response
 from store.repository import ResponseRepository
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
-
-
 
 
 def _runner(request: Request) -> ResponseRunner:
@@ -74,6 +73,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         response, prepared.items, opening_events(response) if emit_events else None,
         secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
         project=acting.project, decided_by=acting.key_id,
+        closes=[decision.request.id for decision in prepared.approvals], applies=sorted(prepared.applied),
     )
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
@@ -183,23 +183,14 @@ async def cancel_response(request: Request) -> HttpResponse:
 
 async def decide_approval(request: Request) -> HttpResponse:
     """Approve or deny an MCP call a background response waits for; answers the response as
-    it stands once the decision is in."""
+    it stands once the decision is in. A request an ended response left open is decided for
+    the follow-up that continues the response (`store/open_approvals.py`)."""
     response = await _stored(request, request.path_params["response_id"])
     decision = parse_approval(await read_json(request, limits(request)), principal(request).key_id)
-    if response.is_terminal:
-        raise ConflictError(
-            f"Response with id '{response.id}' is {response.status} and waits for no approval; answer its "
-            "approval requests in a new response (`previous_response_id` and an `mcp_approval_response` item).",
-            param="response_id",
-        )
-    if not response.background:
-        raise ConflictError(
-            f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
-            "Answer its approval requests in a new response (`previous_response_id` and an "
-            "`mcp_approval_response` item).",
-            param="response_id",
-        )
-    shown = await with_progress(_repository(request), response)
+    repository = _repository(request)
+    if response.is_terminal or not response.background:
+        return await _kept_for_follow_up(repository, response, decision)
+    shown = await with_progress(repository, response)
     if not any(item.type == "mcp_approval_request" and item.id == decision.approval_request_id
                for item in shown.output):
         # Only a request the response has shown reaches the workflow, which waits for it
@@ -209,12 +200,36 @@ async def decide_approval(request: Request) -> HttpResponse:
             param="approval_request_id", code="invalid_value",
         )
     await _runner(request).decide(response.id, decision)
-    waited = await _repository(request).record_decision(decision.approval_request_id, response.id, decision.approve,
-                                                        decided_by=decision.decided_by)
+    waited = await repository.record_decision(decision.approval_request_id, response.id, decision.approve,
+                                              decided_by=decision.decided_by)
     metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
-    current = await _repository(request).get_response(response.id) or response
-    return _json(await with_progress(_repository(request), current))
+    current = await repository.get_response(response.id) or response
+    return _json(await with_progress(repository, current))
+
+
+async def _kept_for_follow_up(repository: ResponseRepository, response: Response,
+                              decision: ApprovalUpdate) -> HttpResponse:
+    """A decision on a request the ended response left open: kept, and applied by the follow-up
+    that continues the response without answering the request itself."""
+    waited = await repository.open_approvals.keep(response.id, decision.approval_request_id, approve=decision.approve,
+                                                  reason=decision.reason, decided_by=decision.decided_by)
+    if waited is None and not response.is_terminal:
+        raise ConflictError(
+            f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
+            "Answer its approval requests in a new response (`previous_response_id` and an "
+            "`mcp_approval_response` item), or decide them here once it has ended.",
+            param="response_id",
+        )
+    if waited is None:
+        raise ConflictError(
+            f"Response with id '{response.id}' is {response.status} and waits for no approval of "
+            f"'{decision.approval_request_id}': it was answered, a new response continuing it closed it, or "
+            "the response never asked it.",
+            param="approval_request_id",
+        )
+    metrics.approval_decided(decision.approve, waited)
+    return _json(await with_progress(repository, response))
 
 
 async def list_input_items(request: Request) -> HttpResponse:
@@ -251,6 +266,9 @@ async def _stored(request: Request, response_id: str) -> Response:
 
 
 async def _waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
+    """It waits for a decision now, or it ended leaving a request open that nobody has decided."""
+    if response.is_terminal:
+        return await repository.open_approvals.undecided(response.id)
     if response.status != "in_progress":
         return False
     output = (await with_progress(repository, response)).output

@@ -82,10 +82,12 @@ class InvalidRequestError(ApiError):
 
 
 class ApprovalAlreadyAnsweredError(InvalidRequestError):
-    def __init__(self, approval_request_ids: list[str]) -> None:
+    def __init__(self, approval_request_ids: list[str], *, decided_in_inbox: bool = False) -> None:
         names = ", ".join(f"'{request_id}'" for request_id in approval_request_ids)
+        where = (" in the approvals inbox; leave it out of `input` and this response applies that decision"
+                 if decided_in_inbox else "; an approval request is answered once")
         super().__init__(
-            f"MCP approval request {names} has already been answered; an approval request is answered once.",
+            f"MCP approval request {names} has already been answered{where}.",
             param="approval_request_id",
             code="invalid_value",
         )

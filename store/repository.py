@@ -18,6 +18,8 @@ from models.tools import McpSecrets
 from store.codec import dumps, loads
 from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
+from store.open_approvals import OpenApprovals
+from store.pending_approvals import PendingApprovals
 from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
@@ -38,7 +40,8 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 # Every table that keeps rows of a response, by its response id (besides `responses` itself and
 # `approval_decisions`, which `purge` handles on its own).
 RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
-                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events", "approval_waits")
+                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events", "approval_waits",
+                   "open_approvals")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class ResponseRepository:
         self.outcomes = Outcomes()
         self.workers = WorkerRegistry(db)
         self.approval_waits = ApprovalWaits(db)
+        self.open_approvals = OpenApprovals(db)
+        self.pending_approvals = PendingApprovals(db)
         """Which workers are running, by their own account."""
         """Requests in this process wait here for the end of a response their worker runs."""
 
@@ -92,13 +97,16 @@ class ResponseRepository:
         parked: Parked | None = None,
         project: str = NO_PROJECT,
         decided_by: str | None = None,
+        closes: list[str] | None = None,
+        applies: list[str] | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
         server label), answers to approval requests (by request id, decided by the key
         `decided_by`) and the parked fields of approval requests it carries as stubs, for
         `project`, in one transaction
         that also takes its conversation's lock (`ConversationLockedError` when a running
-        response holds it)."""
+        response holds it) and closes the open approval requests it answers or leaves (`closes`;
+        `applies`: those whose kept decision it applies, see `store/open_approvals.py`)."""
         sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
         response_id = response.id
         try:
@@ -133,6 +141,8 @@ class ResponseRepository:
                     )
                 if parked:
                     await ParkedFields.put_in(transaction, response_id, parked)
+                if closes or applies:
+                    await OpenApprovals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
                 if first_events:
                     await self.events.append_in(transaction, response_id, first_events, new_log=True)
                 if response.conversation is not None:
@@ -210,6 +220,8 @@ class ResponseRepository:
                 await Conversations.append_turn(transaction, response.conversation.id, response_id,
                                                 await self._turn_items(transaction, response))
             had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
+            if response.store:
+                await OpenApprovals.open_in(transaction, response)
             await transaction.run("DELETE FROM approval_waits WHERE response_id = :id", id=response_id)
             if not response.store:
                 for table in RESPONSE_TABLES:
@@ -305,6 +317,7 @@ class ResponseRepository:
                 "DELETE FROM approval_decisions WHERE response_id = :id OR approval_request_id IN "
                 "(SELECT item_id FROM output_items WHERE response_id = :id)", id=response_id,
             )
+            await OpenApprovals.reopen_in(transaction, response_id)
         removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
         secrets = 0
         for table in RESPONSE_TABLES:

@@ -132,6 +132,8 @@ approval_decisions = Table(
     Column("approve", Boolean, nullable=False),
     # The id of the API key that decided (NULL while the server ran open).
     Column("decided_by", String(80), nullable=True),
+    # Why, as the decider said (JSON text): kept for a decision a later follow-up applies (`open_approvals`).
+    Column("reason", Text, nullable=True),
 )
 
 # Approval requests a background response waits for now, with when it began to wait (microseconds
@@ -145,6 +147,22 @@ approval_waits = Table(
     Column("asked_at", BigInteger, nullable=False),
 )
 Index("ix_approval_waits_response_id", approval_waits.c.response_id)
+
+# Approval requests an ended stored response left open (a non-background response's, or a
+# background wait that timed out), since when they were asked (microseconds): the approvals
+# inbox lists them, and a decision made there (in `approval_decisions`) is applied by the
+# follow-up that continues the response. `closed_by` is the follow-up that answered or closed
+# the request; removing that follow-up opens it again.
+open_approvals = Table(
+    "open_approvals",
+    metadata,
+    Column("approval_request_id", String(80), primary_key=True),
+    Column("response_id", String(80), nullable=False),
+    Column("asked_at", BigInteger, nullable=False),
+    Column("closed_by", String(80), nullable=True),
+)
+Index("ix_open_approvals_response_id", open_approvals.c.response_id)
+Index("ix_open_approvals_closed_by", open_approvals.c.closed_by)
 
 # Conversations (OpenAI's Conversations API): a durable list of items that responses read as
 # their context and add their input and output to. `active_response_id` is the lock a running

@@ -125,6 +125,39 @@ async def test_the_inbox_shows_new_requests_and_decisions_made_elsewhere_live(
         assert (await until_terminal(sdk, response_id)).status == "completed"
 
 
+@pytest.mark.one_store
+async def test_the_inbox_keeps_a_decision_on_a_request_left_open_for_the_follow_up(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    tmp_path: Path,
+):
+    """A response that did not run in the background ends with its request (as OpenAI's do):
+    the inbox lists it apart, says what deciding means, and the client's next request that
+    continues the response runs the approved call."""
+    path = f"/tmp/{model}-left-open"
+    backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="deleted, as approved")])
+    ended = await sdk.responses.create(model=model, input="delete the old log", tools=_tools(mcp_server))
+    request_id = ended.output[-1].id
+    with browser() as driver:
+        await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
+        card = await shown(driver, request_id, "the open request's card")
+        assert "response completed" in card and "Applies when the client continues this response" in card
+        placed = await asyncio.to_thread(lambda: driver.find_element(
+            By.CSS_SELECTOR, f'#open-requests li.request[data-id="{request_id}"]').is_displayed())
+        help_text = await asyncio.to_thread(lambda: driver.find_element(By.ID, "open-help").text)
+        assert placed and "kept for that request" in help_text
+        await asyncio.to_thread(driver.save_screenshot, str(tmp_path / "inbox-open.png"))
+        await asyncio.to_thread(_click, driver, request_id, "approve")
+        await gone(driver, request_id, "the decided card")
+        status = await asyncio.to_thread(lambda: driver.find_element(By.ID, "announcer").text)
+        assert status == ("Approved delete_file on tools; the client's next request continuing the response "
+                          "runs it.")
+    assert {"path": path} not in mcp_server.calls_of("delete_file")
+    follow_up = await sdk.responses.create(model=model, previous_response_id=ended.id, input="thanks",
+                                           tools=_tools(mcp_server))
+    assert follow_up.output[0].type == "mcp_call" and follow_up.output_text == "deleted, as approved"
+    assert {"path": path} in mcp_server.calls_of("delete_file")
+
+
 def _tab_to(driver: Any, target: Any, presses: int = 60) -> bool:
     for _ in range(presses):
         ActionChains(driver).send_keys(Keys.TAB).perform()

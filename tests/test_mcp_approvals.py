@@ -155,7 +155,8 @@ async def test_approvals_endpoint_refuses_what_is_not_waiting(
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/w"})])])
     ordinary = await sdk.responses.create(model=model, input="delete", tools=gated(mcp_server))
     async with stack.http() as http:
-        body = {"approval_request_id": ordinary.output[-1].id, "approve": True}
+        # Its own request is open for its follow-up (`tests/test_open_approvals.py`); no other is.
+        body = {"approval_request_id": "mcpr_never_asked", "approve": True}
         finished = await http.post(f"/v1/responses/{ordinary.id}/approvals", json=body)
         missing = await http.post("/v1/responses/resp_missing/approvals", json=body)
         malformed = await http.post(f"/v1/responses/{ordinary.id}/approvals", json={"approve": "yes"})
@@ -177,6 +178,11 @@ async def test_an_approval_wait_times_out_into_an_open_request(
                                                     background=True)
             timed_out = await until_terminal(client, created.id)
             assert timed_out.status == "completed" and timed_out.output[-1].type == "mcp_approval_request"
+            # The inbox lists it among requests of ended responses, asked when the wait began.
+            async with stack.http() as http:
+                listed = (await http.get("/v1/approvals")).json()["data"]
+            entry, = [entry for entry in listed if entry["id"] == timed_out.output[-1].id]
+            assert entry["decision_applies"] == "on_follow_up" and entry["created_at"] <= timed_out.created_at + 1
             # The request stays open: a follow-up response can still answer it.
             later = await client.responses.create(model=model, previous_response_id=created.id,
                                                   tools=gated(mcp_server),

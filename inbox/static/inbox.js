@@ -2,11 +2,18 @@
 // The approvals inbox. Lists GET /v1/approvals?status=pending every half second (so a request
 // made, or decided elsewhere, shows within a second) and decides with
 // POST /v1/responses/{id}/approvals. Everything the server sends is shown as text, never as HTML.
+// Requests background responses wait for are decided at once; requests that ended responses
+// left open (decision_applies "on_follow_up") are listed apart: a decision on one is kept for the
+// client's next request that continues the response.
 
 const KEY_STORAGE = "durable-responses-inbox-key";
 const POLL_MS = 500;
+const PAGE_LIMIT = 100;
+const MAX_PAGES = 20;
 
 const list = document.getElementById("requests");
+const openSection = document.getElementById("open-section");
+const openList = document.getElementById("open-requests");
 const empty = document.getElementById("empty");
 const connection = document.getElementById("connection");
 const announcer = document.getElementById("announcer");
@@ -60,11 +67,16 @@ function render(request) {
   title.id = titleId;
   article.append(title);
   const meta = element("p", "meta");
-  meta.append("Model " + request.model + " · waiting ");
+  const later = request.decision_applies === "on_follow_up";
+  meta.append("Model " + request.model + (later ? " · response " + request.response_status + " · asked " : " · waiting "));
   const time = element("time", "waited", waited(request.asked_at_ms));
   time.dateTime = new Date(request.asked_at_ms).toISOString();
-  meta.append(time, " · response " + request.response_id);
+  meta.append(time, (later ? " ago" : "") + " · response " + request.response_id);
   article.append(meta);
+  if (later) {
+    article.append(element("p", "applies", "Applies when the client continues this response: approved, its next " +
+      "request runs the call; denied, the model is told why."));
+  }
   if (request.last_user_message) {
     article.append(element("h3", null, "Asked"), element("blockquote", "asked", request.last_user_message));
   }
@@ -104,8 +116,15 @@ function forget(id) {
   showCount();
 }
 
+function decidedText(request, approve) {
+  const what = (approve ? "Approved " : "Denied ") + request.name + " on " + request.server_label;
+  if (request.decision_applies !== "on_follow_up") return what + ".";
+  return what + "; the client's next request continuing the response " + (approve ? "runs it." : "is told so.");
+}
+
 function showCount() {
   empty.hidden = shown.size > 0;
+  openSection.hidden = openList.children.length === 0;
   document.title = shown.size ? "(" + shown.size + ") Approvals inbox" : "Approvals inbox";
 }
 
@@ -126,7 +145,7 @@ async function decide(request, approve, card) {
   }
   if (answer && answer.ok) {
     forget(request.id);
-    announce((approve ? "Approved " : "Denied ") + request.name + " on " + request.server_label + ".");
+    announce(decidedText(request, approve));
     return;
   }
   let message = "The server could not be reached; try again.";
@@ -139,10 +158,27 @@ async function decide(request, approve, card) {
   buttons.forEach((button) => { button.disabled = false; });
 }
 
+async function pendingRequests() {
+  // Every page, up to MAX_PAGES: the last answer, and the requests read (null when it failed).
+  const requests = [];
+  let after = null;
+  let answer = null;
+  for (let pages = 0; pages < MAX_PAGES; pages++) {
+    const query = "/v1/approvals?status=pending&limit=" + PAGE_LIMIT + (after ? "&after=" + encodeURIComponent(after) : "");
+    answer = await fetch(query, { headers: headers(), cache: "no-store" });
+    if (!answer.ok) return { answer: answer, requests: null };
+    const page = await answer.json();
+    requests.push(...page.data);
+    if (!page.has_more || !page.last_id) break;
+    after = page.last_id;
+  }
+  return { answer: answer, requests: requests };
+}
+
 async function refresh() {
-  let answer;
+  let answer, requests;
   try {
-    answer = await fetch("/v1/approvals?status=pending", { headers: headers(), cache: "no-store" });
+    ({ answer, requests } = await pendingRequests());
   } catch (failure) {
     connection.textContent = "Cannot reach the server; trying again.";
     connection.hidden = false;
@@ -154,15 +190,14 @@ async function refresh() {
     connection.hidden = false;
     return;
   }
-  if (!answer.ok) {
+  if (requests === null) {
     connection.textContent = "The server answered HTTP " + answer.status + "; trying again.";
     connection.hidden = false;
     return;
   }
   connection.hidden = true;
   keyForm.hidden = true;
-  const page = await answer.json();
-  const pending = new Set(page.data.map((request) => request.id));
+  const pending = new Set(requests.map((request) => request.id));
   for (const id of Array.from(shown.keys())) {
     if (!pending.has(id)) {
       const { request } = shown.get(id);
@@ -170,14 +205,14 @@ async function refresh() {
       announce(request.name + " on " + request.server_label + " was decided elsewhere.");
     }
   }
-  for (const request of page.data) {
+  for (const request of requests) {
     const entry = shown.get(request.id);
     if (entry) {
       entry.card.querySelector("time.waited").textContent = waited(request.asked_at_ms);
       continue;
     }
     const card = render(request);
-    list.append(card);
+    (request.decision_applies === "on_follow_up" ? openList : list).append(card);
     shown.set(request.id, { card: card, request: request });
     if (!firstLook) announce("New approval request: " + request.name + " on " + request.server_label + ".");
   }
