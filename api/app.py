@@ -14,7 +14,7 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import approvals, conversations, health, routes
+from api import approvals, conversations, health, routes, webhook_endpoints
 from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
@@ -59,6 +59,18 @@ def create_app(
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
             Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
             Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
+            Route("/v1/webhook_endpoints", webhook_endpoints.create_endpoint, methods=["POST"]),
+            Route("/v1/webhook_endpoints", webhook_endpoints.list_endpoints, methods=["GET"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.retrieve_endpoint,
+                  methods=["GET"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.update_endpoint,
+                  methods=["POST"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.delete_endpoint,
+                  methods=["DELETE"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}/rotate_secret", webhook_endpoints.rotate_secret,
+                  methods=["POST"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}/test", webhook_endpoints.test_endpoint,
+                  methods=["POST"]),
             Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
             Route("/v1/conversations/{conversation_id}", conversations.retrieve_conversation, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),

@@ -75,10 +75,13 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         project=acting.project, decided_by=acting.key_id,
         closes=[decision.request.id for decision in prepared.approvals], applies=sorted(prepared.applied),
     )
+    # A background response sends its events to the endpoints its project has now, too.
+    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) \
+        if response.background else []
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
                                      approvals=prepared.approvals, parked=list(prepared.parked),
-                                     first_words=_first_words(prepared.request.input))
+                                     first_words=_first_words(prepared.request.input), webhooks=subscriptions)
     except asyncio.CancelledError:
         raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
     except BaseException:

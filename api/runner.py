@@ -17,6 +17,7 @@ from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRe
 from models.mcp import ApprovalDecision, McpListing
 from models import visibility
 from models.responses import Response
+from models.webhooks import WebhookSubscription
 from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ExecutionSettings, ResponseWorkflowInput
 from store.repository import ResponseRepository
 
@@ -68,12 +69,18 @@ class ResponseRunner:
         approvals: list[ApprovalDecision] | None = None,
         parked: list[str] | None = None,
         first_words: str = "",
+        webhooks: list[WebhookSubscription] | None = None,
     ) -> Started:
         """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
         when a workflow with its id runs or has run (recovery must not run a response twice).
-        A response without an event log is waited for (`ended`): its end is expected in-process."""
+        A response without an event log is waited for (`ended`): its end is expected in-process.
+        `webhooks`: the endpoints of the response's project, where its events go too."""
+        settings = self.settings
+        if webhooks:  # the project's endpoints, beside the operator's
+            settings = settings.model_copy(update={"webhooks": settings.webhooks.model_copy(
+                update={"subscriptions": webhooks})})
         workflow_input = ResponseWorkflowInput(
-            response=response, settings=self.settings, emit_events=emit_events,
+            response=response, settings=settings, emit_events=emit_events,
             listings=listings or [], approvals=approvals or [], parked=parked or [],
         )
         eager = self.local_worker and not if_never_started

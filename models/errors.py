@@ -236,3 +236,8 @@ class WebhookUndeliveredError(DurableResponsesError):
 class WebhookRefusedError(DurableResponsesError):
     """A delivery that cannot succeed by trying again: the egress policy does not allow the
     endpoint's address."""
+
+
+class WebhookEndpointGoneError(DurableResponsesError):
+    """A delivery to a project's webhook endpoint that was deleted after the response began:
+    nobody wants the event any more, so it is not tried again."""

@@ -6,8 +6,9 @@ response that starts waiting for an MCP approval sends `response.action_required
 on OpenAI's `agent.session.action_required`, with the request's id.
 
 Nothing here holds an endpoint's URL or the signing secret: a workflow names endpoints by
-id, and the worker that delivers looks the URL and the secret up in its own settings (a URL
-can hold a token, and history is kept for as long as Temporal keeps it).
+id, and the worker that delivers looks the URL and the secret up (an operator's endpoint,
+`wh_...`, in its own settings; a project's endpoint, `we_...`, in the store, sealed), since a
+URL can hold a token and history is kept for as long as Temporal keeps it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ ENDED_EVENT_TYPES = {
 """A background response's final status -> its event."""
 
 ACTION_REQUIRED = "response.action_required"
+
+EVENT_TYPES = (*ENDED_EVENT_TYPES.values(), ACTION_REQUIRED)
+"""Every event a response sends; a project's endpoint takes those it names."""
 
 
 class WebhookEvent(BaseModel):
@@ -56,17 +60,36 @@ def endpoint_id(url: str) -> str:
     return "wh_" + hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
+class WebhookSubscription(BaseModel):
+    """A project's endpoint (`/v1/webhook_endpoints`) and the event types it takes."""
+
+    endpoint: str
+    event_types: list[str]
+
+
 class WebhookPolicy(BaseModel):
     """Where a response's events go and how long a delivery keeps trying; chosen by the API
-    server from WEBHOOK_URLS and fixed for the response's life."""
+    server from WEBHOOK_URLS and the response's project's endpoints, and fixed for the
+    response's life."""
 
     endpoints: list[str] = Field(default_factory=list)
-    """Endpoint ids (`endpoint_id`); none: no events."""
+    """The operator's endpoint ids (`endpoint_id`), which take every event."""
+    subscriptions: list[WebhookSubscription] = Field(default_factory=list)
+    """The project's endpoints, each taking the events it names."""
     initial_interval_seconds: float = Field(default=5.0, gt=0)
     maximum_interval_seconds: float = Field(default=3600.0, gt=0)
     give_up_after_seconds: float = Field(default=72 * 3600.0, gt=0)
     """OpenAI retries a delivery for up to 72 hours; so does this server."""
     attempt_timeout_seconds: float = Field(default=30.0, gt=0)
+
+    @property
+    def sends(self) -> bool:
+        return bool(self.endpoints or self.subscriptions)
+
+    def targets(self, event_type: str) -> list[str]:
+        """The endpoints an event of this type goes to."""
+        return [*self.endpoints, *(subscription.endpoint for subscription in self.subscriptions
+                                   if event_type in subscription.event_types)]
 
 
 class WebhookDeliveryInput(BaseModel):

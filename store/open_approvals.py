@@ -116,8 +116,8 @@ class OpenApprovals:
         try:
             async with self.db.write() as transaction:
                 asked_at = await transaction.value(
-                    "SELECT asked_at FROM open_approvals WHERE approval_request_id = :id AND response_id = :response_id "
-                    "AND closed_by IS NULL", id=approval_request_id, response_id=response_id)
+                    "SELECT asked_at FROM open_approvals WHERE approval_request_id = :id "
+                    "AND response_id = :response_id AND closed_by IS NULL", id=approval_request_id, response_id=response_id)
                 if asked_at is None:
                     return None
                 await transaction.run(

@@ -20,6 +20,7 @@ from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
 from store.pending_approvals import PendingApprovals
+from store.webhook_endpoints import WebhookEndpoints
 from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
@@ -81,6 +82,7 @@ class ResponseRepository:
         self.approval_waits = ApprovalWaits(db)
         self.open_approvals = OpenApprovals(db)
         self.pending_approvals = PendingApprovals(db)
+        self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         """Which workers are running, by their own account."""
         """Requests in this process wait here for the end of a response their worker runs."""
 

@@ -238,3 +238,27 @@ workers = Table(
     Column("last_seen", BigInteger, nullable=False),
 )
 
+
+# A project's webhook endpoints (OpenAI's `/v1/webhook_endpoints`): where its background
+# responses' events go, besides the operator's WEBHOOK_URLS. The URL (which can hold a token)
+# and the signing secret are sealed with SECRETS_KEY; `previous_secret_sealed` still signs
+# until `previous_secret_until` (seconds) after a rotation that keeps the old secret a while.
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("url_sealed", Text, nullable=False),
+    Column("event_types", JSON, nullable=False),
+    Column("secret_sealed", Text, nullable=False),
+    Column("secret_hint", String(40), nullable=False),
+    Column("previous_secret_sealed", Text, nullable=True),
+    Column("previous_secret_until", BigInteger, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    # Creation time in microseconds: orders the list.
+    Column("sort_key", BigInteger, nullable=False),
+)
+Index("ix_webhook_endpoints_project_sort_key", webhook_endpoints.c.project, webhook_endpoints.c.sort_key,
+      webhook_endpoints.c.id)

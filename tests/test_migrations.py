@@ -70,7 +70,8 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
     await store_probe.execute(
         store.url,
         "DROP TABLE alembic_version", "DROP TABLE api_keys", "DROP TABLE workers", "DROP TABLE approval_waits",
-        "DROP TABLE open_approvals", "ALTER TABLE approval_decisions DROP COLUMN reason",
+        "DROP TABLE open_approvals", "DROP TABLE webhook_endpoints",
+        "ALTER TABLE approval_decisions DROP COLUMN reason",
         "DROP INDEX ix_responses_project_sort_key",
         "ALTER TABLE responses DROP COLUMN project", "ALTER TABLE conversations DROP COLUMN project",
         "ALTER TABLE approval_decisions DROP COLUMN decided_by", "ALTER TABLE events DROP COLUMN written_at",

@@ -137,7 +137,8 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
-    webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress())
+    webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
+                                 project_endpoints=repository.webhook_endpoints)
     worker = Worker(
         client,
         task_queue=settings.task_queue,

@@ -21,12 +21,12 @@ so a response without webhooks draws no id from the workflow's random stream."""
 
 
 async def send_webhooks(policy: WebhookPolicy, response: Response, events: Events) -> None:
-    if not policy.endpoints or not response.background or not workflow.patched("webhooks-sent"):
+    if not policy.sends or not response.background or not workflow.patched("webhooks-sent"):
         return
     for event in events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp())):
         if event is None:
             continue
-        for endpoint in policy.endpoints:
+        for endpoint in policy.targets(event.type):
             try:
                 delivery = await workflow.start_child_workflow(
                     "WebhookDelivery", WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),

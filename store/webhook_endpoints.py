@@ -1,0 +1,215 @@
+"""A project's webhook endpoints (`/v1/webhook_endpoints`, `api/webhook_endpoints.py`).
+
+The URL (which can hold a token) and the signing secret are kept sealed with SECRETS_KEY
+(`store/secret_box.py`), never in clear; the secret is shown once, when it is made. The API
+server reads a project's endpoints when a background response is created (they are fixed for
+its life, `models/webhooks.py`); the worker that delivers an event opens the endpoint's URL and
+keys by id.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from models.errors import InvalidRequestError
+from models.ids import new_id
+from models.webhooks import WebhookSubscription
+from store.codec import dumps, loads
+from store.database import Database, Row
+from store.secret_box import SecretBox
+from webhooks.signing import new_secret, secret_bytes
+
+LAST_SORT_KEY = 2**62
+"""After every sort key (microseconds since the epoch): where a first page starts."""
+MAX_PER_PROJECT = 20
+"""A project's endpoints travel in each of its background responses' workflow input: bounded."""
+PREVIOUS_SECRET_SECONDS = 24 * 3600
+"""How long a rotated-out secret still signs, when the rotation keeps it."""
+
+
+@dataclass(frozen=True)
+class WebhookEndpointRow:
+    id: str
+    name: str
+    url: str
+    event_types: list[str]
+    secret_hint: str
+    created_at: int
+    updated_at: int
+
+    def to_wire(self, signing_secret: str | None = None) -> dict[str, Any]:
+        wire = {"id": self.id, "object": "webhook_endpoint", "created_at": self.created_at,
+                "updated_at": self.updated_at, "name": self.name, "url": self.url,
+                "event_types": self.event_types, "signing_secret_hint": self.secret_hint}
+        return wire if signing_secret is None else wire | {"signing_secret": signing_secret}
+
+
+@dataclass(frozen=True)
+class SigningEndpoint:
+    """What a delivery needs: where, and the keys to sign with (the current one first)."""
+
+    url: str
+    keys: list[bytes]
+
+
+def unsealable() -> InvalidRequestError:
+    return InvalidRequestError(
+        "This server cannot keep webhook URLs and signing secrets sealed: its operator has not set SECRETS_KEY. "
+        "Ask for SECRETS_KEY to be set, or for the operator's endpoints (WEBHOOK_URLS).",
+        code="unsupported_parameter",
+    )
+
+
+def _event_types(stored: str | list[str]) -> list[str]:
+    """A JSON column reads as text from one driver and as a list from another."""
+    return list(loads(stored) if isinstance(stored, str) else stored)
+
+
+def _hint(secret: str) -> str:
+    return f"whsec_...{secret[-4:]}"
+
+
+class WebhookEndpoints:
+    def __init__(self, db: Database, secret_box: SecretBox | None) -> None:
+        self.db = db
+        self.secret_box = secret_box
+
+    def _box(self) -> SecretBox:
+        if self.secret_box is None:
+            raise unsealable()
+        return self.secret_box
+
+    def _row(self, row: Row) -> WebhookEndpointRow:
+        url = self._box().open_text(row["url_sealed"])
+        return WebhookEndpointRow(id=row["id"], name=row["name"], url=url if url is not None else "",
+                                  event_types=_event_types(row["event_types"]),
+                                  secret_hint=row["secret_hint"], created_at=row["created_at"],
+                                  updated_at=row["updated_at"])
+
+    async def create(self, project: str, *, name: str, url: str,
+                     event_types: list[str]) -> tuple[WebhookEndpointRow, str]:
+        """The new endpoint, and its signing secret (shown this once)."""
+        box = self._box()
+        secret = new_secret()
+        now = int(time.time())
+        endpoint_id = new_id("we")
+        async with self.db.write() as transaction:
+            count = await transaction.value("SELECT COUNT(*) FROM webhook_endpoints WHERE project = :project",
+                                            project=project)
+            if count >= MAX_PER_PROJECT:
+                raise InvalidRequestError(f"A project may have at most {MAX_PER_PROJECT} webhook endpoints; delete one "
+                                          "first.", param="url", code="limit_exceeded")
+            await transaction.run(
+                "INSERT INTO webhook_endpoints (id, project, name, url_sealed, event_types, secret_sealed, "
+                "secret_hint, created_at, updated_at, sort_key) VALUES (:id, :project, :name, :url, :event_types, "
+                ":secret, :hint, :now, :now, :sort_key)",
+                id=endpoint_id, project=project, name=name, url=box.seal_text(url), event_types=dumps(event_types),
+                secret=box.seal_text(secret), hint=_hint(secret), now=now, sort_key=time.time_ns() // 1000)
+        return WebhookEndpointRow(endpoint_id, name, url, event_types, _hint(secret), now, now), secret
+
+    async def get(self, project: str, endpoint_id: str) -> WebhookEndpointRow | None:
+        async with self.db.read() as transaction:
+            row = await transaction.one("SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project",
+                                        id=endpoint_id, project=project)
+        return None if row is None else self._row(row)
+
+    async def page(self, project: str, *, after: str | None,
+                   limit: int) -> tuple[list[WebhookEndpointRow], bool] | None:
+        """The project's endpoints, newest first, from after the endpoint `after` (None when
+        that is not one of the project's), and whether there are more."""
+        async with self.db.read() as transaction:
+            cursor = (LAST_SORT_KEY, "")
+            if after is not None:
+                row = await transaction.one(
+                    "SELECT sort_key FROM webhook_endpoints WHERE id = :id AND project = :project",
+                    id=after, project=project)
+                if row is None:
+                    return None
+                cursor = (row["sort_key"], after)
+            rows = await transaction.all(
+                "SELECT * FROM webhook_endpoints WHERE project = :project AND (sort_key < :sort_key "
+                "OR (sort_key = :sort_key AND id < :id)) ORDER BY sort_key DESC, id DESC LIMIT :limit",
+                project=project, sort_key=cursor[0], id=cursor[1], limit=limit + 1)
+        return [self._row(row) for row in rows[:limit]], len(rows) > limit
+
+    async def update(self, project: str, endpoint_id: str, changes: dict[str, Any]) -> WebhookEndpointRow | None:
+        """Change what `changes` names (name, url, event_types); an update that changes nothing
+        leaves `updated_at` as it was."""
+        current = await self.get(project, endpoint_id)
+        if current is None:
+            return None
+        changed = {name: value for name, value in changes.items() if getattr(current, name) != value}
+        if not changed:
+            return current
+        now = int(time.time())
+        columns = {"name": changed.get("name", current.name),
+                   "url": self._box().seal_text(changed.get("url", current.url)),
+                   "event_types": dumps(changed.get("event_types", current.event_types))}
+        async with self.db.write() as transaction:
+            await transaction.run(
+                "UPDATE webhook_endpoints SET name = :name, url_sealed = :url, event_types = :event_types, "
+                "updated_at = :now WHERE id = :id AND project = :project",
+                **columns, now=now, id=endpoint_id, project=project)
+        return await self.get(project, endpoint_id)
+
+    async def delete(self, project: str, endpoint_id: str) -> bool:
+        async with self.db.write() as transaction:
+            removed = await transaction.run("DELETE FROM webhook_endpoints WHERE id = :id AND project = :project",
+                                            id=endpoint_id, project=project)
+        if removed:
+            self.db.erase_deleted_soon()
+        return removed > 0
+
+    async def rotate_secret(self, project: str, endpoint_id: str, *,
+                            keep_old: bool) -> tuple[WebhookEndpointRow, str] | None:
+        """A new signing secret (shown this once); `keep_old`: the old one still signs, beside
+        it, for 24 hours."""
+        box = self._box()
+        secret = new_secret()
+        now = int(time.time())
+        async with self.db.write() as transaction:
+            row = await transaction.one(
+                "SELECT secret_sealed FROM webhook_endpoints WHERE id = :id AND project = :project",
+                id=endpoint_id, project=project)
+            if row is None:
+                return None
+            await transaction.run(
+                "UPDATE webhook_endpoints SET secret_sealed = :secret, secret_hint = :hint, updated_at = :now, "
+                "previous_secret_sealed = :previous, previous_secret_until = :until WHERE id = :id",
+                secret=box.seal_text(secret), hint=_hint(secret), now=now, id=endpoint_id,
+                previous=row["secret_sealed"] if keep_old else None,
+                until=now + PREVIOUS_SECRET_SECONDS if keep_old else None)
+        if not keep_old:
+            self.db.erase_deleted_soon()
+        found = await self.get(project, endpoint_id)
+        return None if found is None else (found, secret)
+
+    async def subscriptions(self, project: str) -> list[WebhookSubscription]:
+        """The project's endpoints and the events each takes, for a response being created."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all("SELECT id, event_types FROM webhook_endpoints WHERE project = :project",
+                                         project=project)
+        return [WebhookSubscription(endpoint=row["id"], event_types=_event_types(row["event_types"])) for row in rows]
+
+    async def signing(self, endpoint_id: str) -> SigningEndpoint | None:
+        """Where an event to this endpoint goes and the keys that sign it; None when it is gone
+        (or sealed with another SECRETS_KEY)."""
+        if self.secret_box is None:
+            return None
+        async with self.db.read() as transaction:
+            row = await transaction.one(
+                "SELECT url_sealed, secret_sealed, previous_secret_sealed, previous_secret_until "
+                "FROM webhook_endpoints WHERE id = :id", id=endpoint_id)
+        if row is None:
+            return None
+        url, secret = self.secret_box.open_text(row["url_sealed"]), self.secret_box.open_text(row["secret_sealed"])
+        if url is None or secret is None:
+            return None
+        keys = [secret_bytes(secret)]
+        previous = row["previous_secret_sealed"]
+        if previous is not None and (row["previous_secret_until"] or 0) > time.time():
+            opened = self.secret_box.open_text(previous)
+            keys += [secret_bytes(opened)] if opened is not None else []
+        return SigningEndpoint(url=url, keys=keys)

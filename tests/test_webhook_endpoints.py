@@ -1,0 +1,218 @@
+"""A project's own webhook endpoints (`/v1/webhook_endpoints`), managed with the official
+SDK's `client.webhooks` under strict validation: each takes the events it names, signed with
+its own secret (shown once, sealed in the store with its URL), for its project's background
+responses only; a rotation can keep the old secret a while; a deleted endpoint gets nothing
+more; an approver key manages none; and any body is an endpoint or a 400 naming the parameter,
+leaving nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+
+from tests import store_probe
+from tests.conftest import TEST_EXECUTION, Stack, empty_store, eventually, running_stack, until_terminal
+from tests.scripted_backend import Reply, ScriptedBackend
+from tests.test_access import as_key, http_as, make_key
+from tests.test_webhooks import FAST, Receiver
+
+
+@pytest.fixture(scope="module")
+async def hooked(temporal_address: str, backend: ScriptedBackend, store_kind: str,
+                 tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+                 ) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
+    """A stack of its own (keys close a server for everyone; deliveries retry quickly) with
+    keys of two projects and an approver of the first."""
+    store = empty_store(store_kind, tmp_path_factory.mktemp("hooked"), request)
+    execution = TEST_EXECUTION.model_copy(update={"webhooks": FAST})
+    async with running_stack(temporal_address, backend, store, execution=execution) as stack:
+        keys = {"alpha": make_key(stack, "alpha")[0], "beta": make_key(stack, "beta")[0],
+                "approver": make_key(stack, "alpha", approver=True)[0]}
+        yield stack, keys
+
+
+@pytest.fixture
+def receiver() -> AsyncIterator[Receiver]:
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
+
+
+async def _stored_text(stack: Stack) -> str:
+    return repr(await store_probe.rows(stack.settings.database_url, "SELECT * FROM webhook_endpoints"))
+
+
+async def test_the_openai_sdk_manages_an_endpoint_and_its_secret_is_shown_once(
+    hooked: tuple[Stack, dict[str, str]], receiver: Receiver
+):
+    stack, keys = hooked
+    async with as_key(stack, keys["alpha"]) as sdk:
+        created = await sdk.webhooks.create(name="pager", url=receiver.url, event_types=["response.completed"])
+        secret = created.signing_secret
+        assert created.id.startswith("we_") and secret.startswith("whsec_") and created.url == receiver.url
+        assert created.signing_secret_hint == f"whsec_...{secret[-4:]}"
+        assert created.event_types == ["response.completed"]
+        try:
+            fetched = await sdk.webhooks.retrieve(created.id)
+            assert fetched.name == "pager" and not hasattr(fetched, "signing_secret")
+            assert [endpoint.id async for endpoint in sdk.webhooks.list()] == [created.id]
+            # Neither the secret nor the URL (which can hold a token) is in the store in clear.
+            stored = await _stored_text(stack)
+            assert secret not in stored and secret.removeprefix("whsec_") not in stored
+            assert receiver.url not in stored and f":{receiver.port}" not in stored
+
+            unchanged = await sdk.webhooks.update(created.id, name="pager")
+            assert unchanged.updated_at == created.updated_at
+            renamed = await sdk.webhooks.update(created.id, name="on call",
+                                                event_types=["response.completed", "response.action_required"])
+            assert renamed.name == "on call" and renamed.event_types == ["response.completed",
+                                                                         "response.action_required"]
+
+            tested = await sdk.webhooks.test(created.id, event_type="response.completed")
+            assert tested.status_code == 200 and tested.webhook_endpoint_id == created.id
+            [sample] = receiver.deliveries
+            event = openai.OpenAI(api_key="unused").webhooks.unwrap(sample.body, sample.headers, secret=secret)
+            assert event.type == "response.completed"
+
+            rotated = await sdk.webhooks.rotate_secret(created.id, keep_old_secret_active_for_24_hours=True)
+            assert rotated.signing_secret != secret
+            assert rotated.signing_secret_hint.endswith(rotated.signing_secret[-4:])
+            await sdk.webhooks.test(created.id, event_type="response.action_required")
+            both = receiver.deliveries[-1]
+            for either in (secret, rotated.signing_secret):  # the old secret still verifies, for a day
+                openai.OpenAI(api_key="unused").webhooks.verify_signature(both.body, both.headers, secret=either)
+            assert both.event["data"]["required_action"]["type"] == "mcp_approval_request"
+            cut_over = await sdk.webhooks.rotate_secret(created.id)
+            await sdk.webhooks.test(created.id, event_type="response.completed")
+            with pytest.raises(openai.InvalidWebhookSignatureError):  # not kept: the old one stops at once
+                openai.OpenAI(api_key="unused").webhooks.verify_signature(
+                    receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=rotated.signing_secret)
+            openai.OpenAI(api_key="unused").webhooks.verify_signature(
+                receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=cut_over.signing_secret)
+        finally:
+            deleted = await sdk.webhooks.delete(created.id)
+        assert deleted.deleted and deleted.id == created.id
+        with pytest.raises(openai.NotFoundError):
+            await sdk.webhooks.retrieve(created.id)
+
+
+async def test_a_projects_responses_reach_its_endpoints_with_the_events_they_name(
+    hooked: tuple[Stack, dict[str, str]], backend: ScriptedBackend, model: str, receiver: Receiver
+):
+    stack, keys = hooked
+    backend.script(model, [Reply(text="done"), Reply(status=400, error_message="no"), Reply(text="beta's")])
+    async with as_key(stack, keys["alpha"]) as alpha, as_key(stack, keys["beta"]) as beta:
+        endpoint = await alpha.webhooks.create(name="done", url=receiver.url, event_types=["response.completed"])
+        try:
+            completed = await alpha.responses.create(model=model, input="one", background=True)
+            failed = await alpha.responses.create(model=model, input="two", background=True)
+            others = await beta.responses.create(model=model, input="three", background=True)
+            ordinary = await alpha.responses.create(model=model, input="four")  # not background: no events
+            for response, sdk in ((completed, alpha), (failed, alpha), (others, beta)):
+                await until_terminal(sdk, response.id)
+            [delivery] = await eventually(lambda: receiver.of(completed.id), "the completed event")
+            event = openai.OpenAI(api_key="unused").webhooks.unwrap(delivery.body, delivery.headers,
+                                                                    secret=endpoint.signing_secret)
+            assert event.type == "response.completed" and event.data.id == completed.id
+            await asyncio.sleep(1.0)  # time for anything that should not come
+            assert {delivery.event["data"]["id"] for delivery in receiver.deliveries} == {completed.id}
+            assert ordinary.status == "completed"
+        finally:
+            await alpha.webhooks.delete(endpoint.id)
+        with pytest.raises(openai.NotFoundError):  # another project's endpoint is not found, as unknown
+            await beta.webhooks.retrieve(endpoint.id)
+
+
+async def test_an_endpoint_deleted_before_the_event_gets_nothing_and_is_not_retried(
+    hooked: tuple[Stack, dict[str, str]], backend: ScriptedBackend, model: str, receiver: Receiver
+):
+    stack, keys = hooked
+    backend.script(model, [Reply(text="slow", delay=1.5)])
+    async with as_key(stack, keys["alpha"]) as alpha:
+        endpoint = await alpha.webhooks.create(name="gone", url=receiver.url, event_types=["response.completed"])
+        response = await alpha.responses.create(model=model, input="one", background=True)
+        await alpha.webhooks.delete(endpoint.id)
+        await until_terminal(alpha, response.id)
+
+    async def delivery_ended() -> list:
+        return [execution async for execution in stack.client.list_workflows(
+            f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')
+            if endpoint.id in execution.id and execution.status != WorkflowExecutionStatus.RUNNING]
+
+    [delivery] = await eventually(delivery_ended, "the delivery to the deleted endpoint to end", seconds=20)
+    with pytest.raises(WorkflowFailureError) as failure:
+        await stack.client.get_workflow_handle(delivery.id).result()
+    assert "was deleted" in str(failure.value.cause.cause)
+    history = await stack.client.get_workflow_handle(delivery.id).fetch_history()
+    started = [event for event in history.events if event.HasField("activity_task_started_event_attributes")]
+    assert [event.activity_task_started_event_attributes.attempt for event in started] == [1]  # not retried
+    assert receiver.of(response.id) == []
+
+
+async def test_an_approver_key_manages_no_endpoints(hooked: tuple[Stack, dict[str, str]]):
+    stack, keys = hooked
+    async with http_as(stack, keys["approver"]) as approver:
+        listed = await approver.get("/v1/webhook_endpoints")
+        made = await approver.post("/v1/webhook_endpoints", json={
+            "name": "x", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]})
+    assert listed.status_code == made.status_code == 403
+
+
+_EVENT_TYPES = ["response.completed", "response.failed", "response.cancelled", "response.incomplete",
+                "response.action_required"]
+_URLS = ["http://127.0.0.1:9/hooks", "https://127.0.0.1/x?token=abc", "http://10.255.255.1/hooks",
+         "ftp://127.0.0.1/x", "http://", "not a url", "http://127.0.0.1:9/\x00", ""]
+_BODIES = st.fixed_dictionaries({}, optional={
+    "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
+    "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.integers()),
+    "event_types": st.one_of(st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7),
+                             st.text(max_size=10), st.none()),
+    "extra": st.integers(),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=_BODIES)
+async def test_any_body_is_an_endpoint_or_a_400_naming_the_parameter_that_leaves_nothing(
+    hooked: tuple[Stack, dict[str, str]], body: dict[str, Any]
+):
+    stack, keys = hooked
+    before = await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM webhook_endpoints")
+    async with http_as(stack, keys["beta"]) as beta:
+        answer = await beta.post("/v1/webhook_endpoints", json=body)
+        if answer.status_code == 200:
+            assert await beta.delete(f"/v1/webhook_endpoints/{answer.json()['id']}")
+            assert body["url"] in _URLS[:2] and 1 <= len(body["name"]) <= 256
+            return
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] in ("name", "url", "event_types", "extra") or \
+        answer.json()["error"]["param"].startswith("event_types["), answer.text
+    assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM webhook_endpoints") == before
+
+
+async def test_the_list_pages_and_bad_paging_is_a_400(hooked: tuple[Stack, dict[str, str]]):
+    stack, keys = hooked
+    async with as_key(stack, keys["beta"]) as beta:
+        made = [await beta.webhooks.create(name=f"n{index}", url="http://127.0.0.1:9/hooks",
+                                           event_types=["response.failed"]) for index in range(3)]
+        try:
+            first = await beta.webhooks.list(limit=2)
+            assert [endpoint.id for endpoint in first.data] == [made[2].id, made[1].id] and first.has_more
+            rest = await beta.webhooks.list(limit=2, after=first.data[-1].id)
+            assert [endpoint.id for endpoint in rest.data] == [made[0].id] and not rest.has_more
+        finally:
+            for endpoint in made:
+                await beta.webhooks.delete(endpoint.id)
+    async with http_as(stack, keys["beta"]) as http:
+        for query, param in (({"limit": "0"}, "limit"), ({"limit": "x"}, "limit"), ({"after": "we_unknown"}, "after")):
+            answer = await http.get("/v1/webhook_endpoints", params=query)
+            assert answer.status_code == 400 and answer.json()["error"]["param"] == param
+        unknown = await http.post("/v1/webhook_endpoints/we_unknown/test", json={"event_type": "response.completed"})
+        assert unknown.status_code == 404
