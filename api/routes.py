@@ -20,9 +20,9 @@ from api.progress import output_so_far
 from api.runner import ResponseRunner
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
-from models.workflow_io import ApprovalUpdate
 from models.events import opening_events
 from models.responses import DeletedResponse, Response
+from models.workflow_io import ApprovalUpdate
 from store.repository import ResponseRepository
 from telemetry import metrics
 
@@ -69,15 +69,15 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
+    # A background response sends its events to the endpoints its project has now, too.
+    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) \
+        if response.background else []
     await repository.create_response(
         response, prepared.items, opening_events(response) if emit_events else None,
         secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
         project=acting.project, decided_by=acting.key_id,
         closes=[decision.request.id for decision in prepared.approvals], applies=sorted(prepared.applied),
     )
-    # A background response sends its events to the endpoints its project has now, too.
-    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) \
-        if response.background else []
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
                                      approvals=prepared.approvals, parked=list(prepared.parked),

@@ -78,13 +78,13 @@ class ResponseRepository:
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
+        """Requests in this process wait here for the end of a response their worker runs."""
         self.workers = WorkerRegistry(db)
+        """Which workers are running, by their own account."""
         self.approval_waits = ApprovalWaits(db)
         self.open_approvals = OpenApprovals(db)
         self.pending_approvals = PendingApprovals(db)
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
-        """Which workers are running, by their own account."""
-        """Requests in this process wait here for the end of a response their worker runs."""
 
     # ---- responses -------------------------------------------------------------------
 

@@ -75,7 +75,7 @@ inference_errors = Counter("durable_responses_inference_errors_total",
 webhook_attempts = Histogram("durable_responses_webhook_attempt_duration_seconds",
                              "Webhook delivery attempts, by event type and outcome (delivered, rejected: not a 2xx, "
                              "unreachable, unknown_endpoint: not configured on this worker, refused: not allowed by "
-                             "the egress policy).",
+                             "the egress policy, gone: a project's endpoint deleted since).",
                              ["event_type", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
 stream_lag = Histogram("durable_responses_stream_event_lag_seconds",
                       "Time from an event's write to the event log to a stream sending it on (events written "
