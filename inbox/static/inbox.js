@@ -123,7 +123,7 @@ function decidedText(request, approve) {
 }
 
 function showCount() {
-  empty.hidden = shown.size > 0;
+  empty.hidden = list.children.length > 0;
   openSection.hidden = openList.children.length === 0;
   document.title = shown.size ? "(" + shown.size + ") Approvals inbox" : "Approvals inbox";
 }
