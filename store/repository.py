@@ -355,6 +355,10 @@ class ResponseRepository:
             )
         return [row["id"] for row in rows]
 
+    async def project_of(self, response_id: str) -> str | None:
+        async with self.db.read() as transaction:
+            return await transaction.value("SELECT project FROM responses WHERE id = :id", id=response_id)
+
     async def running_created_between(self, start: float, end: float) -> list[Response]:
         """Responses (stored or not) still queued or in progress, created in [start, end)
         (Unix seconds)."""

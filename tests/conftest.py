@@ -32,6 +32,7 @@ from telemetry.logs import install_filters
 from tests.mcp_servers import McpTestServer
 from tests.postgres import PostgresServer
 from tests.scripted_backend import ScriptedBackend
+from tests.webhook_receiver import Receiver
 from worker.dev import temporal_binary
 from worker.roles import opened_store
 from worker.settings import Settings
@@ -229,6 +230,14 @@ async def sdk(stack: Stack) -> AsyncIterator[openai.AsyncOpenAI]:
     client = stack.sdk()
     yield client
     await client.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver of the test's own."""
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
 
 
 @pytest.fixture

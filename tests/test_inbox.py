@@ -30,7 +30,8 @@ from tests.mcp_servers import McpTestServer
 from tests.processes import kill, spawn_api, spawn_worker
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import make_key
-from tests.test_webhooks import SECRET, Receiver
+from tests.test_webhooks import SECRET
+from tests.webhook_receiver import Receiver
 
 def _tools(mcp_server: McpTestServer) -> list[dict[str, Any]]:
     return [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}]

@@ -8,19 +8,24 @@ from api.body import Limits
 from api.preparation import prepare
 from api.runner import ResponseRunner
 from models.events import opening_events
-from tests.conftest import EmptyStore, running_stack, until_terminal
+from tests.conftest import EmptyStore, eventually, running_stack, until_terminal
 from tests.scripted_backend import ScriptedBackend
+from tests.webhook_receiver import Receiver
 from worker.orphans import OrphanSweeper
 from worker.roles import opened_store
 
 
 async def test_stored_but_never_started_response_is_started_by_the_sweep(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, receiver: Receiver
 ):
     async with running_stack(temporal_address, backend, store) as stack, opened_store(stack.settings) as repository:
         async with stack.sdk() as client:
             finished = await client.responses.create(model=model, input="already done")
             # What the API writes before it starts the workflow; then it "dies".
+            # Its project's webhook endpoint still hears of it.
+            async with stack.sdk() as sdk:
+                endpoint = await sdk.webhooks.create(name="orphans", url=receiver.url,
+                                                     event_types=["response.completed"])
             prepared = await prepare({"model": model, "input": "orphan", "background": True}, repository, Limits())
             orphan = prepared.response
             await repository.create_response(orphan, prepared.items, opening_events(orphan))
@@ -32,6 +37,9 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
             final = await until_terminal(client, orphan.id)
             assert await sweeper.sweep() == [], "a response must never be started twice"
             events = [event async for event in await client.responses.retrieve(orphan.id, stream=True)]
+            [delivery] = await eventually(lambda: receiver.of(orphan.id), "the orphan's completed webhook")
+            await client.webhooks.delete(endpoint.id)
+    assert delivery.event["type"] == "response.completed"
     assert final.status == "completed" and final.output_text == "echo: orphan"
     assert [event.type for event in events][:3] == ["response.created", "response.queued", "response.in_progress"]
     assert events[-1].type == "response.completed"

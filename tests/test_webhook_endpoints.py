@@ -21,7 +21,8 @@ from tests import store_probe
 from tests.conftest import TEST_EXECUTION, Stack, empty_store, eventually, running_stack, until_terminal
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import as_key, http_as, make_key
-from tests.test_webhooks import FAST, Receiver
+from tests.test_webhooks import FAST
+from tests.webhook_receiver import Receiver
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +37,6 @@ async def hooked(temporal_address: str, backend: ScriptedBackend, store_kind: st
         keys = {"alpha": make_key(stack, "alpha")[0], "beta": make_key(stack, "beta")[0],
                 "approver": make_key(stack, "alpha", approver=True)[0]}
         yield stack, keys
-
-
-@pytest.fixture
-def receiver() -> AsyncIterator[Receiver]:
-    receiver = Receiver().start()
-    yield receiver
-    receiver.stop()
 
 
 async def _stored_text(stack: Stack) -> str:

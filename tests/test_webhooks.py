@@ -7,17 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 import openai
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from openai.types.webhooks import (
     ResponseCancelledWebhookEvent,
@@ -33,64 +26,12 @@ from tests.mcp_servers import McpTestServer
 from tests.processes import free_port, kill, spawn_worker
 from tests.test_replay import replayer
 from tests.scripted_backend import Reply, ScriptedBackend
-from tests.threaded_server import ThreadedServer
+from tests.webhook_receiver import Receiver
 from webhooks.signing import new_secret
 
 SECRET = new_secret()
 FAST = WebhookPolicy(initial_interval_seconds=0.2, maximum_interval_seconds=1.0, give_up_after_seconds=600,
                      attempt_timeout_seconds=3)
-
-
-@dataclass
-class Delivery:
-    headers: dict[str, str]
-    body: str
-
-    @property
-    def event(self) -> dict:
-        return json.loads(self.body)
-
-
-@dataclass
-class Receiver:
-    """A webhook endpoint: keeps every delivery; answers 503 to the first `failing` ones, and
-    with `hang_seconds` holds each request that long before answering (a delivery in flight)."""
-
-    failing: int = 0
-    port: int = 0
-    hang_seconds: float = 0.0
-    deliveries: list[Delivery] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server: ThreadedServer | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
-
-    def start(self) -> "Receiver":
-        async def receive(request: Request) -> Response:
-            delivery = Delivery(dict(request.headers), (await request.body()).decode())
-            with self._lock:
-                self.deliveries.append(delivery)
-                failing = self.failing > 0
-                self.failing -= 1 if failing else 0
-            await asyncio.sleep(self.hang_seconds)
-            return Response(status_code=503 if failing else 200)
-
-        self._server = ThreadedServer(Starlette(routes=[Route("/hooks", receive, methods=["POST"])]),
-                                      "webhook receiver", port=self.port, timeout_graceful_shutdown=1).start()
-        self.port = self._server.port
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop(join_seconds=5)
-
-    def of(self, response_id: str) -> list[Delivery]:
-        with self._lock:
-            return [delivery for delivery in self.deliveries if delivery.event["data"]["id"] == response_id]
 
 
 @contextlib.asynccontextmanager
@@ -100,13 +41,6 @@ async def webhook_stack(temporal_address: str, backend: ScriptedBackend, store: 
     async with running_stack(temporal_address, backend, store, webhook_urls=urls, webhook_secret=SECRET,
                              execution=TEST_EXECUTION.model_copy(update={"webhooks": policy}), **options) as stack:
         yield stack
-
-
-@pytest.fixture
-def receiver() -> AsyncIterator[Receiver]:
-    receiver = Receiver().start()
-    yield receiver
-    receiver.stop()
 
 
 async def test_a_background_responses_end_is_an_event_the_openai_sdk_unwraps(

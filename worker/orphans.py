@@ -16,6 +16,8 @@ import time
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.runner import ResponseRunner
+from models.responses import Response
+from models.webhooks import WebhookSubscription
 from store.repository import ResponseRepository
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,8 @@ class OrphanSweeper:
         for response in candidates:
             try:
                 emit_events = await self.repository.events.has_events(response.id)
-                await self.runner.start(response, emit_events=emit_events, if_never_started=True)
+                await self.runner.start(response, emit_events=emit_events, if_never_started=True,
+                                        webhooks=await self._subscriptions(response))
             except WorkflowAlreadyStartedError:
                 continue
             except Exception as error:  # noqa: BLE001 - one response's trouble is not the sweep's
@@ -53,3 +56,11 @@ class OrphanSweeper:
             log.warning("started the workflow of response %s, which its API server never started", response.id)
             started.append(response.id)
         return started
+
+    async def _subscriptions(self, response: Response) -> list[WebhookSubscription]:
+        """A background response's project's webhook endpoints, as its API server would have
+        read them."""
+        if not response.background:
+            return []
+        project = await self.repository.project_of(response.id)
+        return [] if project is None else await self.repository.webhook_endpoints.subscriptions(project)
