@@ -47,12 +47,14 @@ async def list_approvals(request: Request) -> HttpResponse:
         cursor = await _cursor(repository, project, after)
     rows = await repository.pending_approvals.page(project, after=cursor, limit=limit + 1)
     data = []
-    responses: dict[str, Response | None] = {}
+    responses: dict[str, Response | None] = {}  # a response is read once, however many requests it has
+    asked: dict[str, str | None] = {}
     for pending in rows[:limit]:
         request_id, response_id, asked_at = pending.request_id, pending.response_id, pending.asked_at
         if response_id not in responses:
             stored = await repository.get_response(response_id, project=project)
             responses[response_id] = None if stored is None else await with_progress(repository, stored)
+            asked[response_id] = None if stored is None else await _last_user_message(repository, response_id)
         response = responses[response_id]
         item = _request_item(response, request_id) if response is not None else None
         if response is None or item is None:
@@ -68,7 +70,7 @@ async def list_approvals(request: Request) -> HttpResponse:
             "name": item["name"],
             "arguments": item["arguments"],
             "model": response.model,
-            "last_user_message": await _last_user_message(repository, response_id),
+            "last_user_message": asked[response_id],
             "created_at": asked_at // 1_000_000,
             "asked_at_ms": asked_at // 1000,
         })

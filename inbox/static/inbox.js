@@ -8,6 +8,8 @@
 
 const KEY_STORAGE = "durable-responses-inbox-key";
 const POLL_MS = 500;
+const LOAD_FACTOR = 4;  // a look that took t waits at least LOAD_FACTOR * t before the next: a long list is read
+                        // less often, so an open tab never keeps the server busy more than a fifth of the time
 const PAGE_LIMIT = 100;
 const MAX_PAGES = 20;
 
@@ -227,8 +229,9 @@ keyForm.addEventListener("submit", (event) => {
 });
 
 async function poll() {
+  const started = performance.now();
   await refresh();
-  setTimeout(poll, POLL_MS);
+  setTimeout(poll, Math.max(POLL_MS, LOAD_FACTOR * (performance.now() - started)));
 }
 
 poll();
