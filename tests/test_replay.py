@@ -31,6 +31,15 @@ def replayer() -> Replayer:
     return Replayer(workflows=[ResponseWorkflow], data_converter=pydantic_data_converter)
 
 
+def keep_recording(name: str, history: WorkflowHistory) -> None:
+    """With RECORD_HISTORIES set, keep a history as `tests/histories/<name>.json` unless one is
+    there already (earlier recordings stay as they are)."""
+    recording = HISTORIES / f"{name}.json"
+    if os.environ.get("RECORD_HISTORIES") and not recording.exists():
+        HISTORIES.mkdir(exist_ok=True)
+        recording.write_text(history.to_json())
+
+
 def recorded() -> list[Path]:
     return sorted(HISTORIES.glob("*.json"))
 
@@ -136,7 +145,4 @@ async def test_fresh_histories_replay(
         assert failed_tasks == [], (name, failed_tasks)
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
-        recording = HISTORIES / f"{name}.json"
-        if os.environ.get("RECORD_HISTORIES") and not recording.exists():  # earlier recordings stay as they are
-            HISTORIES.mkdir(exist_ok=True)
-            recording.write_text(history.to_json())
+        keep_recording(name, history)

@@ -24,7 +24,7 @@ from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, runnin
     until_requested, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port, kill, spawn_worker
-from tests.test_replay import replayer
+from tests.test_replay import keep_recording, replayer
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.webhook_receiver import Receiver
 from webhooks.signing import new_secret
@@ -103,6 +103,7 @@ async def test_a_response_waiting_for_approval_sends_action_required(
         # The response's workflow, with both deliveries started from it, replays as it ran.
         history = await stack.client.get_workflow_handle(response.id).fetch_history()
         assert (await replayer().replay_workflow(history)).replay_failure is None
+        keep_recording("webhooks_sent", history)
         started = [event for event in history.events
                    if event.HasField("start_child_workflow_execution_initiated_event_attributes")]
         assert len(started) == 2
