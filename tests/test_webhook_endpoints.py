@@ -215,3 +215,41 @@ async def test_the_list_pages_and_bad_paging_is_a_400(hooked: tuple[Stack, dict[
             assert answer.status_code == 400 and answer.json()["error"]["param"] == param
         unknown = await http.post("/v1/webhook_endpoints/we_unknown/test", json={"event_type": "response.completed"})
         assert unknown.status_code == 404
+
+
+_CHANGES = st.fixed_dictionaries({}, optional={
+    "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
+    "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.none()),
+    "event_types": st.one_of(st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7),
+                             st.none()),
+    "event_type": st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)),
+    "keep_old_secret_active_for_24_hours": st.one_of(st.booleans(), st.text(max_size=3), st.integers()),
+    "extra": st.integers(),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(["", "/rotate_secret", "/test"]), body=_CHANGES)
+async def test_any_change_to_an_endpoint_is_made_or_a_400_naming_the_parameter(
+    hooked: tuple[Stack, dict[str, str]], route: str, body: dict[str, Any]
+):
+    stack, keys = hooked
+    async with http_as(stack, keys["beta"]) as beta:
+        made = (await beta.post("/v1/webhook_endpoints", json={
+            "name": "changes", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]})).json()
+        try:
+            answer = await beta.post(f"/v1/webhook_endpoints/{made['id']}{route}", json=body)
+            after = (await beta.get(f"/v1/webhook_endpoints/{made['id']}")).json()
+        finally:
+            await beta.delete(f"/v1/webhook_endpoints/{made['id']}")
+    if answer.status_code == 200:
+        if route == "":
+            assert after["name"] == body.get("name") or "name" not in body or body["name"] is None
+        return
+    assert answer.status_code == 400, answer.text
+    param = answer.json()["error"]["param"]
+    assert param in ("name", "url", "event_types", "event_type", "keep_old_secret_active_for_24_hours", "extra",
+                     "webhook_endpoint_id") or param.startswith("event_types["), answer.text
+    if route == "":  # a refused update changed nothing
+        assert (after["name"], after["url"], after["event_types"]) == (
+            "changes", "http://127.0.0.1:9/hooks", ["response.completed"])
