@@ -100,7 +100,7 @@ class WebhookEndpoints:
                                             project=project)
             if count >= MAX_PER_PROJECT:
                 raise InvalidRequestError(f"A project may have at most {MAX_PER_PROJECT} webhook endpoints; delete one "
-                                          "first.", param="url", code="limit_exceeded")
+                                          "first.", code="limit_exceeded")
             await transaction.run(
                 "INSERT INTO webhook_endpoints (id, project, name, url_sealed, event_types, secret_sealed, "
                 "secret_hint, created_at, updated_at, sort_key) VALUES (:id, :project, :name, :url, :event_types, "

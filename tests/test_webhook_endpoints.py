@@ -253,3 +253,19 @@ async def test_any_change_to_an_endpoint_is_made_or_a_400_naming_the_parameter(
     if route == "":  # a refused update changed nothing
         assert (after["name"], after["url"], after["event_types"]) == (
             "changes", "http://127.0.0.1:9/hooks", ["response.completed"])
+
+
+async def test_a_project_has_at_most_twenty_endpoints(hooked: tuple[Stack, dict[str, str]]):
+    """They travel in each background workflow's input, which must stay small."""
+    stack, keys = hooked
+    async with http_as(stack, keys["beta"]) as beta:
+        body = {"name": "many", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]}
+        made = [(await beta.post("/v1/webhook_endpoints", json=body)).json()["id"] for _ in range(20)]
+        try:
+            refused = await beta.post("/v1/webhook_endpoints", json=body)
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == "limit_exceeded"
+        finally:
+            for endpoint_id in made:
+                await beta.delete(f"/v1/webhook_endpoints/{endpoint_id}")
+        assert (await beta.post("/v1/webhook_endpoints", json=body)).status_code == 200  # room again
+        await beta.delete(f"/v1/webhook_endpoints/{(await beta.get('/v1/webhook_endpoints')).json()['data'][0]['id']}")
