@@ -134,7 +134,10 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         dev_server_database_filename=str(temporal_db),
-        dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"],
+        dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+                               # A closed workflow's history is deleted once its queue's ack level has
+                               # moved past it, which the server records every 30 s by default.
+                               "--dynamic-config-value", 'history.transferProcessorUpdateAckInterval="1s"'],
         ui=False, search_attributes=SEARCH_ATTRIBUTES,
     )
     yield env

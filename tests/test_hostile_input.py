@@ -454,45 +454,28 @@ async def test_delete_removes_everything_the_response_left(
                                    "WHERE approval_request_id = :id", id=request.id) == 0
 
 
-async def _swept(stack: Stack, sdk: openai.AsyncOpenAI, model: str) -> tuple[str, str]:
-    """An old response and a new one, and a retention sweep that finds the old one expired:
-    (old id, new id), once the old one's rows are gone and the new one's are still there."""
-    from worker.roles import opened_store
-    from worker.retention import Retention
-
-    old = await sdk.responses.create(model=model, input="old")
-    await asyncio.sleep(2.5)
-    new = await sdk.responses.create(model=model, input="new")
-    async with opened_store(stack.settings) as repository:
-        retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=2 / 86400)
-        await retention.sweep()
-    assert await rows_left(stack, old.id) == {}
-    assert await rows_left(stack, new.id) and await has_workflow(stack, new.id)
-    with pytest.raises(openai.NotFoundError):
-        await sdk.responses.retrieve(old.id)
-    return old.id, new.id
-
-
-async def test_retention_deletes_old_responses(
+async def test_retention_deletes_old_responses_and_their_histories(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     """On a store of its own: a sweep deletes every expired response of the store (oldest
-    first, 100 a pass), and keeps the others."""
-    async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
-        await _swept(stack, sdk, model)
+    first, 100 a pass), and Temporal deletes histories one at a time."""
+    from worker.roles import opened_store
+    from worker.retention import Retention
 
-
-@pytest.mark.one_store
-async def test_retention_deletes_the_histories_of_old_responses(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
-):
-    """Temporal deletes histories one at a time, whatever the store (so on one store only: the
-    dev server's deletion takes half a minute)."""
     async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
-        old_id, new_id = await _swept(stack, sdk, model)
-        # The dev server deletes a history by a task it runs later: 25-35 s after the request here.
-        await eventually(lambda: _gone(stack, old_id), "Temporal to delete the old history", seconds=90)
-        assert await has_workflow(stack, new_id)
+        old = await sdk.responses.create(model=model, input="old")
+        await asyncio.sleep(2.5)
+        new = await sdk.responses.create(model=model, input="new")
+        async with opened_store(stack.settings) as repository:
+            retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=2 / 86400)
+            await retention.sweep()
+        assert await rows_left(stack, old.id) == {}
+        # The server deletes a history by a task it runs once its queue's ack level has passed the
+        # workflow's close (every second on the tests' dev server: `tests/conftest.py`).
+        await eventually(lambda: _gone(stack, old.id), "Temporal to delete the old history", seconds=60)
+        assert await rows_left(stack, new.id) and await has_workflow(stack, new.id)
+        with pytest.raises(openai.NotFoundError):
+            await sdk.responses.retrieve(old.id)
 
 
 async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
