@@ -102,16 +102,21 @@ async def test_a_projects_responses_reach_its_endpoints_with_the_events_they_nam
     hooked: tuple[Stack, dict[str, str]], backend: ScriptedBackend, model: str, receiver: Receiver
 ):
     stack, keys = hooked
-    backend.script(model, [Reply(text="done"), Reply(status=400, error_message="no"), Reply(text="beta's")])
+    # A model each: the three run at once, and a shared script would answer them in any order.
+    backend.script(f"{model}-ok", [Reply(text="done")])
+    backend.script(f"{model}-bad", [Reply(status=400, error_message="no")])
+    backend.script(f"{model}-beta", [Reply(text="beta's")])
+    backend.script(f"{model}-plain", [Reply(text="plain")])
     async with as_key(stack, keys["alpha"]) as alpha, as_key(stack, keys["beta"]) as beta:
         endpoint = await alpha.webhooks.create(name="done", url=receiver.url, event_types=["response.completed"])
         try:
-            completed = await alpha.responses.create(model=model, input="one", background=True)
-            failed = await alpha.responses.create(model=model, input="two", background=True)
-            others = await beta.responses.create(model=model, input="three", background=True)
-            ordinary = await alpha.responses.create(model=model, input="four")  # not background: no events
-            for response, sdk in ((completed, alpha), (failed, alpha), (others, beta)):
-                await until_terminal(sdk, response.id)
+            completed = await alpha.responses.create(model=f"{model}-ok", input="one", background=True)
+            failed = await alpha.responses.create(model=f"{model}-bad", input="two", background=True)
+            others = await beta.responses.create(model=f"{model}-beta", input="three", background=True)
+            ordinary = await alpha.responses.create(model=f"{model}-plain", input="four")  # not background: no events
+            ended = [(await until_terminal(sdk, response.id)).status
+                     for response, sdk in ((completed, alpha), (failed, alpha), (others, beta))]
+            assert ended == ["completed", "failed", "completed"]
             [delivery] = await eventually(lambda: receiver.of(completed.id), "the completed event")
             event = openai.OpenAI(api_key="unused").webhooks.unwrap(delivery.body, delivery.headers,
                                                                     secret=endpoint.signing_secret)
