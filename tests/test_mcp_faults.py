@@ -19,7 +19,6 @@ def tools(server: McpTestServer, require_approval: object = "never") -> list[dic
     return [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": require_approval}]
 
 
-@pytest.mark.one_store  # killed processes and Temporal's heartbeat timeout, whatever the store
 async def test_a_long_tool_call_outlives_a_killed_worker(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
@@ -88,7 +87,6 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
     assert mcp_server.calls_of("delete_file").count({"path": path}) == 1
 
 
-@pytest.mark.one_store  # Temporal's heartbeat timeout, whatever the store
 async def test_a_hung_mcp_server_ends_the_call_by_heartbeat_timeout(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):

@@ -77,7 +77,6 @@ async def test_a_worker_serves_its_own_health(temporal_address: str, backend: Sc
             kill(worker)
 
 
-@pytest.mark.one_store  # a worker process's shutdown, whatever the store
 @pytest.mark.parametrize(("reply_seconds", "calls"), [(2, 1), (30, 2)])
 async def test_a_stopping_worker_lets_calls_finish_within_its_grace(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, reply_seconds: float, calls: int
