@@ -47,7 +47,10 @@ class ChatBackend(Protocol):
 
 def shown_url(url: str) -> str:
     """A URL as logs and error messages may show it: no credentials, no query."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not readable as a URL (an unclosed IPv6 bracket): nothing of it is shown
+        return "(not a URL)"
     if "@" in parts.netloc:
         url = url.replace(parts.netloc, parts.netloc.rsplit("@", 1)[1], 1)
     return url.split("#", 1)[0].split("?", 1)[0]

@@ -3,23 +3,15 @@ endpoints, each taking the response events it names (`models/webhooks.py`)."""
 
 from __future__ import annotations
 
-from typing import Literal
-from urllib.parse import urlsplit
-
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-EventType = Literal["response.completed", "response.failed", "response.cancelled", "response.incomplete",
-                    "response.action_required"]
+from models.webhooks import WebhookEventType as EventType, is_http_url
+
 MAX_URL_CHARACTERS = 2048
 
 
 def _checked_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:
-        host, parts = None, None
-    if parts is None or parts.scheme not in ("http", "https") or not host or not url.isprintable() or " " in url:
+    if not is_http_url(url) or not url.isprintable() or " " in url:
         raise ValueError("expected an http:// or https:// URL")
     return url
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -28,8 +29,18 @@ ENDED_EVENT_TYPES = {
 
 ACTION_REQUIRED = "response.action_required"
 
-EVENT_TYPES = (*ENDED_EVENT_TYPES.values(), ACTION_REQUIRED)
+WebhookEventType = Literal["response.completed", "response.failed", "response.cancelled", "response.incomplete",
+                           "response.action_required"]
 """Every event a response sends; a project's endpoint takes those it names."""
+
+
+def is_http_url(url: str) -> bool:
+    """An http(s) URL with a host: where an event can be sent."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed IPv6 bracket, a bad port
+        return False
 
 
 class WebhookEvent(BaseModel):

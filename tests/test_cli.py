@@ -77,6 +77,8 @@ def _fails_to_start(arguments: list[str], env: dict[str, str], cwd: Path) -> str
      "base64; print('whsec_' + base64.b64encode(secrets.token_bytes(32)).decode())\"`)"),
     (["worker"], {"WEBHOOK_URLS": "hooks.example.com/x", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
      "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not 'hooks.example.com/x'"),
+    (["worker"], {"WEBHOOK_URLS": "https://[::1/hunter2", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
+     "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not '(not a URL)'"),
 ])
 def test_a_process_that_cannot_start_says_why_in_one_line(tmp_path: Path, arguments: list[str],
                                                           env: dict[str, str], line: str):

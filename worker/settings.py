@@ -15,7 +15,7 @@ from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL
 from models.errors import StartupError
 from telemetry.tracing import tracing_configured
-from models.webhooks import WebhookPolicy, endpoint_id
+from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
@@ -151,8 +151,7 @@ class Settings(BaseModel):
     def check_webhooks(self) -> None:
         """Endpoints need a secret (no event goes unsigned), and each must be an http(s) URL."""
         for url in self.webhook_urls:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            if not is_http_url(url):
                 raise StartupError(f"WEBHOOK_URLS must hold http(s):// URLs, not {shown_url(url)!r}")
         if not self.webhook_urls:
             return
