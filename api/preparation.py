@@ -55,6 +55,11 @@ class PreparedResponse:
     inbox, which this response applies (`store/open_approvals.py`)."""
 
     @property
+    def closes(self) -> list[str]:
+        """The approval requests this response answers, applies or leaves: no longer open."""
+        return [decision.request.id for decision in self.approvals]
+
+    @property
     def answers(self) -> dict[str, bool]:
         """The client's own answers, to be kept."""
         return {decision.request.id: decision.approve for decision in self.approvals
@@ -245,10 +250,12 @@ async def _approvals(
     in_chain = [request_id for request_id in requests if request_id not in settled]
     requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
     answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
-    if not answers and not in_chain:
+    # A conversation keeps its unanswered requests: each turn looks only for decisions kept for
+    # them, and reads the rest only when there is something to answer, apply or close.
+    kept = await repository.open_approvals.kept(in_chain) if in_chain else {}
+    if not answers and not from_previous and not kept:
         return [], frozenset()
     answered_before = await repository.answered(list(requests) + [item.approval_request_id for _, item in answers])
-    kept = await repository.open_approvals.kept(in_chain) if in_chain else {}
     foreign = await _foreign_requests(items, previous, history, project, repository)
     labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
     decisions: dict[str, ApprovalDecision] = {}

@@ -76,7 +76,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         response, prepared.items, opening_events(response) if emit_events else None,
         secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
         project=acting.project, decided_by=acting.key_id,
-        closes=[decision.request.id for decision in prepared.approvals], applies=sorted(prepared.applied),
+        closes=prepared.closes, applies=sorted(prepared.applied),
     )
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
@@ -215,15 +215,15 @@ async def _kept_for_follow_up(repository: ResponseRepository, response: Response
                               decision: ApprovalUpdate) -> HttpResponse:
     """A decision on a request the ended response left open: kept, and applied by the follow-up
     that continues the response without answering the request itself."""
-    waited = await repository.open_approvals.keep(response.id, decision.approval_request_id, approve=decision.approve,
-                                                  reason=decision.reason, decided_by=decision.decided_by)
-    if waited is None and not response.is_terminal:
+    if not response.is_terminal:  # requests open only when a response ends
         raise ConflictError(
             f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
             "Answer its approval requests in a new response (`previous_response_id` and an "
             "`mcp_approval_response` item), or decide them here once it has ended.",
             param="response_id",
         )
+    waited = await repository.open_approvals.keep(response.id, decision.approval_request_id, approve=decision.approve,
+                                                  reason=decision.reason, decided_by=decision.decided_by)
     if waited is None:
         raise ConflictError(
             f"Response with id '{response.id}' is {response.status} and waits for no approval of "

@@ -10,7 +10,7 @@ keys by id.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from models.errors import InvalidRequestError
@@ -143,16 +143,14 @@ class WebhookEndpoints:
         changed = {name: value for name, value in changes.items() if getattr(current, name) != value}
         if not changed:
             return current
-        now = int(time.time())
-        columns = {"name": changed.get("name", current.name),
-                   "url": self._box().seal_text(changed.get("url", current.url)),
-                   "event_types": dumps(changed.get("event_types", current.event_types))}
+        updated = replace(current, **changed, updated_at=int(time.time()))
         async with self.db.write() as transaction:
             await transaction.run(
                 "UPDATE webhook_endpoints SET name = :name, url_sealed = :url, event_types = :event_types, "
                 "updated_at = :now WHERE id = :id AND project = :project",
-                **columns, now=now, id=endpoint_id, project=project)
-        return await self.get(project, endpoint_id)
+                name=updated.name, url=self._box().seal_text(updated.url), event_types=dumps(updated.event_types),
+                now=updated.updated_at, id=endpoint_id, project=project)
+        return updated
 
     async def delete(self, project: str, endpoint_id: str) -> bool:
         async with self.db.write() as transaction:
@@ -170,9 +168,8 @@ class WebhookEndpoints:
         secret = new_secret()
         now = int(time.time())
         async with self.db.write() as transaction:
-            row = await transaction.one(
-                "SELECT secret_sealed FROM webhook_endpoints WHERE id = :id AND project = :project",
-                id=endpoint_id, project=project)
+            row = await transaction.one("SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project",
+                                        id=endpoint_id, project=project)
             if row is None:
                 return None
             await transaction.run(
@@ -183,8 +180,7 @@ class WebhookEndpoints:
                 until=now + PREVIOUS_SECRET_SECONDS if keep_old else None)
         if not keep_old:
             self.db.erase_deleted_soon()
-        found = await self.get(project, endpoint_id)
-        return None if found is None else (found, secret)
+        return replace(self._row(row), secret_hint=_hint(secret), updated_at=now), secret
 
     async def subscriptions(self, project: str) -> list[WebhookSubscription]:
         """The project's endpoints and the events each takes, for a response being created."""
