@@ -28,6 +28,9 @@ import orjson
 from models.errors import MisconfiguredUpstreamError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+MAX_RETRY_AFTER_SECONDS = 300.0
+"""The longest wait an upstream's `Retry-After` buys: the workflow honours it between attempts
+(`workflows/upstream_retry.py`), and a response must end in bounded time whatever it says."""
 CONNECT_TIMEOUT_SECONDS = 10.0
 Chunk = dict[str, Any]
 
@@ -130,7 +133,7 @@ class ChatClient:
         said = _message_of(parsed) if isinstance(parsed, dict) else content[:300].decode(errors="replace").strip()
         message = f"inference backend {self._shown} answered {status}: {said or _reason(status)}"
         if status in RETRYABLE_STATUS or status >= 500:
-            return RetryableUpstreamError(message, status_code=status, retry_after=_retry_after(headers))
+            return RetryableUpstreamError(message, status_code=status, retry_after=retry_after_seconds(headers))
         if status == 401:
             hint = "the API key was refused" if self._has_key else "it wants an API key and none is set"
             message += f" ({hint}: set INFERENCE_API_KEY)"
@@ -197,17 +200,25 @@ def _message_of(body: dict[str, Any]) -> str:
     return str(body.get("message") or "")
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The upstream's `retry-after-ms` or `retry-after` (seconds or an HTTP date), as a wait of
+    0 to MAX_RETRY_AFTER_SECONDS; None when it says nothing readable."""
+    said: float | None = None
     if headers.get("retry-after-ms"):
         try:
-            return float(headers["retry-after-ms"]) / 1000
+            said = float(headers["retry-after-ms"]) / 1000
         except ValueError:
             pass
     value = headers.get("retry-after")
-    if not value:
+    if said is None and value:
+        try:
+            said = float(value)
+        except ValueError:
+            try:
+                parsed = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                parsed = None
+            said = parsed.timestamp() - time.time() if parsed else None
+    if said is None or said != said:  # nothing, or NaN
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    return min(max(0.0, said), MAX_RETRY_AFTER_SECONDS)

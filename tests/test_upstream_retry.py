@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from activities.chat_client import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
 from models.workflow_io import RetryBudget
 from workflows.upstream_retry import MESSAGE_CHARACTERS, FailedAttempt, retry_delay, retry_details
 
@@ -51,3 +52,14 @@ def test_the_details_are_one_bounded_story(failed: FailedAttempt, budget: RetryB
     shown = retry_details(failed, budget, delay)
     assert f"attempt {failed.attempt} of {budget.maximum_attempts}" in shown
     assert len(shown) < MESSAGE_CHARACTERS + 200
+
+
+@given(st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms"]),
+                       st.one_of(st.text(max_size=40), st.floats(allow_nan=True, allow_infinity=True).map(str),
+                                 st.sampled_from(["Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 01 Jan 2100 00:00:00 GMT",
+                                                  "1e400", "-inf"]))))
+def test_any_retry_after_an_upstream_sends_is_a_bounded_wait_or_nothing(headers: dict[str, str]):
+    """Whatever the upstream says, a response waits at most MAX_RETRY_AFTER_SECONDS between
+    attempts, so it ends in bounded time; an unreadable header is no header."""
+    wait = retry_after_seconds(headers)
+    assert wait is None or 0 <= wait <= MAX_RETRY_AFTER_SECONDS
