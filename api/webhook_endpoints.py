@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response as HttpResponse
 from access.egress import EgressPolicy, EgressRefusedError
 from api.body import read_json
 from api.errors import from_validation_error
-from api.params import limits, plausible_id, principal, repository
+from api.params import limits, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError
 from models.webhook_endpoints import CreateWebhookEndpoint, RotateWebhookSecret, UpdateWebhookEndpoint, \
     WebhookTestRequest
@@ -30,7 +30,6 @@ from store.webhook_endpoints import WebhookEndpointRow, WebhookEndpoints
 from webhooks.posting import egress_refused, post_event
 
 TEST_TIMEOUT_SECONDS = 10.0
-MAX_LIMIT = 100
 
 
 async def _body(model: type[BaseModel], request: Request, *, empty_allowed: bool = False) -> Any:
@@ -77,18 +76,10 @@ async def create_endpoint(request: Request) -> HttpResponse:
 
 
 async def list_endpoints(request: Request) -> HttpResponse:
-    query = request.query_params
-    try:
-        limit = int(query.get("limit", "20"))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidRequestError(f"Invalid 'limit': expected an integer from 1 to {MAX_LIMIT}.", param="limit")
-    after = query.get("after")
-    page = await _endpoints(request).page(principal(request).project, after=after, limit=limit) \
-        if after is None or plausible_id(after) else None
+    page_at = page_params(request)  # newest first, as OpenAI lists them
+    page = await _endpoints(request).page(principal(request).project, after=page_at.after, limit=page_at.limit)
     if page is None:
-        raise InvalidRequestError(f"No webhook endpoint with id '{after}'.", param="after")
+        raise InvalidRequestError(f"No webhook endpoint with id '{page_at.after}'.", param="after")
     rows, has_more = page
     data = [row.to_wire() for row in rows]
     return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
