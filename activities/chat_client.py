@@ -25,7 +25,13 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from models.errors import MisconfiguredUpstreamError, RejectedByUpstreamError, RetryableUpstreamError, UpstreamError
+from models.errors import (
+    MisconfiguredUpstreamError,
+    RateLimitedUpstreamError,
+    RejectedByUpstreamError,
+    RetryableUpstreamError,
+    UpstreamError,
+)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_SECONDS = 300.0
@@ -132,6 +138,9 @@ class ChatClient:
             parsed = None
         said = _message_of(parsed) if isinstance(parsed, dict) else content[:300].decode(errors="replace").strip()
         message = f"inference backend {self._shown} answered {status}: {said or _reason(status)}"
+        if status == 429:
+            return RateLimitedUpstreamError(message, retry_after=retry_after_seconds(headers),
+                                            provider_rate=provider_rate(headers))
         if status in RETRYABLE_STATUS or status >= 500:
             return RetryableUpstreamError(message, status_code=status, retry_after=retry_after_seconds(headers))
         if status == 401:
@@ -198,6 +207,16 @@ def _message_of(body: dict[str, Any]) -> str:
     if isinstance(inner, str):
         return inner
     return str(body.get("message") or "")
+
+
+def provider_rate(headers: Mapping[str, str]) -> float | None:
+    """Requests a second from `x-ratelimit-limit-requests` (OpenAI's and others': a limit a
+    minute), when the provider sends a readable one."""
+    try:
+        limit = float(headers.get("x-ratelimit-limit-requests") or "")
+    except ValueError:
+        return None
+    return limit / 60.0 if 0 < limit < float("inf") else None
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -27,7 +27,13 @@ from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
 from models import history_budget
 from models.activity_io import InferenceInput, InferenceResult
-from models.errors import CancelRequestedError, RetryableUpstreamError, UpstreamError
+from models.errors import (
+    CancelRequestedError,
+    CapacityWaitError,
+    RateLimitedUpstreamError,
+    RetryableUpstreamError,
+    UpstreamError,
+)
 from models.ids import new_id
 from models.items import ReasoningText
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
@@ -35,12 +41,17 @@ from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
 from telemetry import metrics
 from telemetry.tracing import inference_span
+from upstream.clients import Upstreams
+from upstream.gate import UpstreamGate
+from upstream.pacing import Lane
 from workflows.catalogue import ToolTable
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, client: ChatBackend, *, send_reasoning: bool = False) -> None:
+    def __init__(self, repository: ResponseRepository, gate: UpstreamGate, upstreams: Upstreams, *,
+                 send_reasoning: bool = False) -> None:
         self.repository = repository
-        self.client = client
+        self.gate = gate
+        self.upstreams = upstreams
         self.send_reasoning = send_reasoning
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
@@ -78,39 +89,65 @@ class InferenceActivities:
                 [self._opened(item) for item in chat_format.parse_items(start.conversation)], table)
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
-            body = chat_format.build_chat_request(request.response, conversation + context, self.client.base_url,
-                                                  table, send_reasoning=self.send_reasoning)
-            called = time.perf_counter()
-            with inference_span(request.response.model, urlsplit(self.client.base_url).netloc) as span:
-                try:
-                    if request.emit_events:
-                        result, message = await self._streamed(request, body, table, fence)
-                    else:
-                        result, message = await self._whole(request, body, table)
-                except UpstreamError as error:
-                    metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
-                                             retried=isinstance(error, RetryableUpstreamError))
-                    span.set_status(Status(StatusCode.ERROR))
-                    span.set_attribute("error.type", type(error).__name__)
-                    raise to_application_error(error) from error
-                except TurnLost as error:  # this execution stalled past its lease; another took over
-                    raise ApplicationError(str(error), type=type(error).__name__) from error
-                span.set_attributes({"gen_ai.usage.input_tokens": result.usage.input_tokens,
-                                     "gen_ai.usage.output_tokens": result.usage.output_tokens,
-                                     "gen_ai.response.finish_reasons": [result.finish_reason]})
-            metrics.inference_succeeded(request.response.model, time.perf_counter() - called,
-                                        result.usage.input_tokens, result.usage.output_tokens)
+            messages = conversation + context
+
+            def body_for(base_url: str) -> dict[str, Any]:
+                return chat_format.build_chat_request(request.response, messages, base_url, table,
+                                                      send_reasoning=self.send_reasoning)
+
+            result, message = await self._call_upstream(request, body_for, table, fence)
             await self.repository.turns.record(
                 fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json")
             )
             return await self._carried(request, result)
         except BaseException as error:
-            failed = error if isinstance(error, ApplicationError) and error.type != TurnLost.__name__ else None
+            failed = error if isinstance(error, ApplicationError) and error.type not in NOT_ATTEMPTS else None
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.repository.turns.release(fence, _failure_record(failed)))
             raise
         finally:
             keeping.cancel()
+
+    async def _call_upstream(self, request: InferenceInput, body_for: Callable[[str], dict[str, Any]],
+                             table: ToolTable, fence: Fence) -> tuple[InferenceResult, dict[str, Any]]:
+        """The call, to a deployment of the model when its budget gives the call a slot."""
+        model = request.model_group or request.response.model
+        lane: Lane = "background" if request.response.background else "interactive"
+        try:
+            async with self.gate.slot(model, lane, request.project) as slot:
+                deployment = slot.deployment
+                client = self.upstreams.client(deployment)
+                body = body_for(client.base_url) | {"model": deployment.upstream_name(model)}
+                if request.model_group is not None:
+                    metrics.upstream_failover(deployment.id)
+                called = time.perf_counter()
+                with inference_span(request.response.model, urlsplit(client.base_url).netloc) as span:
+                    span.set_attribute("durable_responses.deployment", deployment.id)
+                    try:
+                        if request.emit_events:
+                            result, message = await self._streamed(client, request, body, table, fence)
+                        else:
+                            result, message = await self._whole(client, request, body, table)
+                    except UpstreamError as error:
+                        metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
+                                                 retried=isinstance(error, RetryableUpstreamError))
+                        span.set_status(Status(StatusCode.ERROR))
+                        span.set_attribute("error.type", type(error).__name__)
+                        raise
+                    span.set_attributes({"gen_ai.usage.input_tokens": result.usage.input_tokens,
+                                         "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                                         "gen_ai.response.finish_reasons": [result.finish_reason]})
+                metrics.inference_succeeded(request.response.model, time.perf_counter() - called,
+                                            result.usage.input_tokens, result.usage.output_tokens)
+                slot.succeeded(result.usage.total_tokens or result.usage.input_tokens + result.usage.output_tokens)
+        except CapacityWaitError as error:
+            raise ApplicationError(str(error), error.deployment, type=type(error).__name__, non_retryable=True,
+                                   next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001))) from error
+        except UpstreamError as error:
+            raise to_application_error(error, deployment.id) from error
+        except TurnLost as error:  # this execution stalled past its lease; another took over
+            raise ApplicationError(str(error), type=type(error).__name__) from error
+        return result.model_copy(update={"deployment": deployment.id}), message
 
     async def _claim(self, fence: Fence, request: InferenceInput) -> TurnStart:
         """Claim the turn; while another execution holds it, wait for its result or its end."""
@@ -132,9 +169,9 @@ class InferenceActivities:
                 return  # lost: the fence refuses this execution's writes from now on
 
     async def _whole(
-        self, request: InferenceInput, body: dict[str, Any], table: ToolTable
+        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable
     ) -> tuple[InferenceResult, dict[str, Any]]:
-        completion = await self.client.complete(body)
+        completion = await client.complete(body)
         choices = completion.get("choices") or []
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
@@ -149,7 +186,7 @@ class InferenceActivities:
         return result, message
 
     async def _streamed(
-        self, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence
+        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
@@ -160,7 +197,7 @@ class InferenceActivities:
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
         try:
-            async with self.client.stream(body | {"stream_options": {"include_usage": True}}) as chunks:
+            async with client.stream(body | {"stream_options": {"include_usage": True}}) as chunks:
                 async for chunk in chunks:
                     usage = chunk.get("usage") or usage
                     for choice in chunk.get("choices") or []:
@@ -281,10 +318,15 @@ def _usage(usage: dict[str, Any] | None) -> Usage:
     )
 
 
-def to_application_error(error: UpstreamError) -> ApplicationError:
+NOT_ATTEMPTS = frozenset({TurnLost.__name__, CapacityWaitError.__name__, RateLimitedUpstreamError.__name__})
+"""Failures that spend none of a turn's attempts: a lost claim, and waiting for capacity."""
+
+
+def to_application_error(error: UpstreamError, deployment: str | None = None) -> ApplicationError:
     if isinstance(error, RetryableUpstreamError):
         return ApplicationError(
             error.message,
+            *([deployment] if deployment else []),
             type=type(error).__name__,
             next_retry_delay=timedelta(seconds=error.retry_after) if error.retry_after else None,
         )

@@ -14,7 +14,7 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import approvals, conversations, health, routes, webhook_endpoints
+from api import approvals, conversations, health, models, routes, webhook_endpoints
 from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
@@ -24,6 +24,9 @@ from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import metrics_endpoint
 from telemetry.tracing import TracingMiddleware
+from upstream.admission import CapacityCheck
+from upstream.catalog import ModelCatalog
+from upstream.registry import ModelRegistry
 
 
 def create_app(
@@ -31,13 +34,16 @@ def create_app(
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
     egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
     cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
+    registry: ModelRegistry | None = None, interactive_wait_seconds: float = 60.0,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
     `egress` says which addresses MCP servers may have; `allowed_hosts` the names the API
     answers to; `cors_allow_origins` the web origins whose pages may call it (none);
     `access_log` whether each request answered is logged (it is always counted in /metrics);
-    `tracing` whether each request is a span (OpenTelemetry)."""
+    `tracing` whether each request is a span (OpenTelemetry); `registry` the models served
+    (`upstream/registry.py`; default: the runner's); `interactive_wait_seconds` how long an
+    interactive request may expect to wait for its model's capacity before it is refused (429)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -59,6 +65,8 @@ def create_app(
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
             Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
             Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
+            Route("/v1/models", models.list_models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", models.retrieve_model, methods=["GET"]),
             Route("/v1/webhook_endpoints", webhook_endpoints.create_endpoint, methods=["POST"]),
             Route("/v1/webhook_endpoints", webhook_endpoints.list_endpoints, methods=["GET"]),
             Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.retrieve_endpoint,
@@ -98,4 +106,8 @@ def create_app(
     app.state.egress = egress or EgressPolicy()
     app.state.keys = ring
     app.state.quotas = per_key
+    registry = registry or runner.registry
+    app.state.registry = registry
+    app.state.catalog = ModelCatalog(registry)
+    app.state.capacity = CapacityCheck(registry, repository.budgets, interactive_wait_seconds)
     return app

@@ -100,12 +100,17 @@ def parse_approval(payload: dict[str, Any], decided_by: str | None) -> ApprovalU
 
 async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits, *,
                   served_model: Callable[[str], str] | None = None, project: str = NO_PROJECT,
-                  decided_by: str | None = None, egress: EgressPolicy | None = None) -> PreparedResponse:
+                  decided_by: str | None = None, egress: EgressPolicy | None = None,
+                  known_model: Callable[[str], bool] | None = None) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
-    approval requests) must belong to `project`; what does not is unknown, as an unknown id is."""
+    approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
+    `known_model`: whether the model registry serves a model name (an unknown one is a 404)."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
+    if known_model is not None and not known_model(request.model):
+        raise NotFoundError(f"The model `{request.model}` does not exist or you do not have access to it.",
+                            param="model", code="model_not_found")
     await _reachable_servers(request, egress or EgressPolicy())
     if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
         raise InvalidRequestError(

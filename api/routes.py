@@ -53,7 +53,10 @@ async def create_response(request: Request) -> HttpResponse:
     acting = principal(request)
     prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
                              served_model=request.app.state.served_model, project=acting.project,
-                             decided_by=acting.key_id, egress=request.app.state.egress)
+                             decided_by=acting.key_id, egress=request.app.state.egress,
+                             known_model=request.app.state.registry.knows)
+    if not prepared.request.background:  # an interactive request that would wait too long is refused now
+        await request.app.state.capacity.check(prepared.response.model, acting.project)
     if prepared.request.stream:
         _open_stream(request)  # refused (429) before anything is kept
     return await _created(request, prepared, acting, arrived)
@@ -81,7 +84,8 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     try:
         started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
                                      approvals=prepared.approvals, parked=list(prepared.parked),
-                                     first_words=_first_words(prepared.request.input), webhooks=subscriptions)
+                                     first_words=_first_words(prepared.request.input), webhooks=subscriptions,
+                                     project=acting.project)
     except asyncio.CancelledError:
         raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
     except BaseException:

@@ -20,6 +20,7 @@ from models.responses import Response
 from models.webhooks import WebhookSubscription
 from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ExecutionSettings, ResponseWorkflowInput
 from store.repository import ResponseRepository
+from upstream.registry import ModelRegistry
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,14 @@ class ResponseRunner:
         task_timeout_seconds: float = 10.0,
         repository: ResponseRepository,
         local_worker: bool,
+        registry: ModelRegistry | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.settings = settings
         self.repository = repository
+        self.registry = registry or ModelRegistry.single("")
+        """Where the model names' fallbacks come from (fixed in each response's input)."""
         self.local_worker = local_worker
         """A worker polls the task queue in this process: workflows start on it eagerly, and
         their ends are handed over in-process."""
@@ -70,6 +74,7 @@ class ResponseRunner:
         parked: list[str] | None = None,
         first_words: str = "",
         webhooks: list[WebhookSubscription] | None = None,
+        project: str = "",
     ) -> Started:
         """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
         when a workflow with its id runs or has run (recovery must not run a response twice).
@@ -82,6 +87,7 @@ class ResponseRunner:
         workflow_input = ResponseWorkflowInput(
             response=response, settings=settings, emit_events=emit_events,
             listings=listings or [], approvals=approvals or [], parked=parked or [],
+            fallbacks=self.registry.fallbacks_of(response.model), project=project,
         )
         eager = self.local_worker and not if_never_started
         handover = self.repository.outcomes.expect(response.id) if eager and not emit_events else None

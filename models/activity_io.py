@@ -34,6 +34,11 @@ class InferenceInput(BaseModel):
     lease_seconds: float = 10.0
     """How long the call's claim on its turn lasts unrenewed (`store/turns.py`): the workflow
     task timeout, after which another worker may run the turn again."""
+    model_group: str | None = None
+    """The registry's model name to call: a fallback, after the deployments of the one asked
+    for were down; None: the response's own `model`."""
+    project: str = ""
+    """Whose budget share the call draws on (`upstream/pacing.py`: fairness between projects)."""
 
 
 class InferenceResult(BaseModel):
@@ -43,6 +48,8 @@ class InferenceResult(BaseModel):
     usage: Usage
     parked: list[str] = Field(default_factory=list)
     """Ids of the items whose heavy fields wait in the store."""
+    deployment: str | None = None
+    """The deployment that answered (`upstream/registry.py`)."""
 
 
 class RecordStatusInput(BaseModel):

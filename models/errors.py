@@ -19,8 +19,12 @@
     │                                          while the response ran on (a retry would start
     │                                          another); it names where to get the response
     ├── UpstreamError                     raised inside activities about the inference backend
-    │   ├── RetryableUpstreamError        408/409/429/5xx, refused or broken connections,
-    │   │                                 timeouts: Temporal retries
+    │   ├── RetryableUpstreamError        408/409/5xx, refused or broken connections,
+    │   │   │                             timeouts: the workflow retries, within its attempts
+    │   │   └── RateLimitedUpstreamError  429: the deployment's budget learns from it; the
+    │   │                                 response waits for capacity and spends no attempt
+    │   ├── CapacityWaitError             the deployment's budget has no slot near enough: the
+    │   │                                 response waits for capacity (durably, in the workflow)
     │   ├── RejectedByUpstreamError       other 4xx (a bad key, an unknown model): the response
     │   │                                 fails at once with the backend's message
     │   └── MisconfiguredUpstreamError    a host that does not resolve, a TLS handshake that
@@ -172,6 +176,25 @@ class RetryableUpstreamError(UpstreamError):
     ) -> None:
         super().__init__(message, status_code=status_code)
         self.retry_after = retry_after
+
+
+class RateLimitedUpstreamError(RetryableUpstreamError):
+    """A 429. `provider_rate`: the requests a second the provider's `x-ratelimit-limit-requests`
+    states (a limit a minute), when it sends one."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 provider_rate: float | None = None) -> None:
+        super().__init__(message, status_code=429, retry_after=retry_after)
+        self.provider_rate = provider_rate
+
+
+class CapacityWaitError(UpstreamError):
+    """No slot of the deployment's budget is near enough: come back after `wait_seconds`."""
+
+    def __init__(self, deployment: str, wait_seconds: float) -> None:
+        super().__init__(f"waiting for capacity on {deployment}")
+        self.deployment = deployment
+        self.wait_seconds = wait_seconds
 
 
 class RejectedByUpstreamError(UpstreamError):

@@ -31,6 +31,9 @@ class ExecutionSettings(BaseModel):
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600.0, gt=0)
     """How long a background response waits for an approval before it completes with the
     request still open (the client can still answer it in a follow-up response)."""
+    inference_queue_seconds: float = Field(default=1800.0, gt=0)
+    """How long a response may wait in all for a deployment's capacity (rate limits and 429s
+    spend no attempt; this bounds them by time: INFERENCE_QUEUE_TIMEOUT_SECONDS)."""
     webhooks: WebhookPolicy = Field(default_factory=WebhookPolicy)
     """Where a background response's events go (`models/webhooks.py`); nowhere by default."""
     search_attributes: bool = False
@@ -50,6 +53,11 @@ class ResponseWorkflowInput(BaseModel):
     parked: list[str] = Field(default_factory=list)
     """Approval requests among `approvals` that travel as stubs: their arguments are parked
     in the store under this response (`models/history_budget.py`)."""
+    fallbacks: list[str] = Field(default_factory=list)
+    """Model names to fail over to, in order, when every deployment of `response.model` is
+    down past its retries (the registry's `router_settings.fallbacks`, read at creation)."""
+    project: str = ""
+    """The project of the key that created the response: its share of upstream budgets."""
 
 
 class ApprovalBody(BaseModel):

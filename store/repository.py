@@ -16,6 +16,7 @@ from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from store.codec import dumps, loads
+from store.budgets import Budgets
 from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
@@ -85,6 +86,7 @@ class ResponseRepository:
         self.open_approvals = OpenApprovals(db)
         self.pending_approvals = PendingApprovals(db)
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
+        self.budgets = Budgets(db)
 
     # ---- responses -------------------------------------------------------------------
 

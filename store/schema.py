@@ -3,7 +3,7 @@
 A change here needs a migration in `store/migrations/versions` that makes it
 (`tests/test_migrations.py` fails while the two disagree)."""
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, MetaData, String, Table, Text, text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, text
 
 metadata = MetaData()
 
@@ -262,3 +262,29 @@ webhook_endpoints = Table(
 )
 Index("ix_webhook_endpoints_project_sort_key", webhook_endpoints.c.project, webhook_endpoints.c.sort_key,
       webhook_endpoints.c.id)
+
+
+# Each upstream deployment's budget, shared by every worker (`store/budgets.py`, the rules in
+# `upstream/pacing.py`): the virtual schedule of its calls and tokens, the rate learned from
+# its 429s, and how long its provider asked to be left alone. Times in epoch seconds.
+upstream_budgets = Table(
+    "upstream_budgets",
+    metadata,
+    Column("deployment", String(200), primary_key=True),
+    Column("next_free", Float, nullable=False),
+    Column("next_free_tokens", Float, nullable=False),
+    Column("learned_rate", Float, nullable=True),
+    Column("decreased_at", Float, nullable=False),
+    Column("blocked_until", Float, nullable=False),
+)
+
+# Each project's turn in a deployment's lane: when its next deferred call comes back (fair
+# queuing between projects; `upstream/pacing.py`).
+upstream_queues = Table(
+    "upstream_queues",
+    metadata,
+    Column("deployment", String(200), primary_key=True),
+    Column("lane", String(20), primary_key=True),
+    Column("project", String(80), primary_key=True),
+    Column("next_at", Float, nullable=False),
+)

@@ -10,6 +10,7 @@ clients (the model, an MCP server's host) go through `Bounded`, which keeps the 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -96,6 +97,21 @@ approvals_waiting = Gauge("durable_responses_approvals_waiting",
 oldest_approval_wait = Gauge("durable_responses_oldest_approval_wait_seconds",
                              "How long the longest-waiting approval request has waited (0 with none; from the store, "
                              "like approvals_waiting).", registry=REGISTRY)
+upstream_rate_gauge = Gauge("durable_responses_upstream_rate_requests_per_second",
+                            "Each deployment's budget: the requests a second its calls are paced to now (the file's "
+                            "rpm, or what its 429s taught; absent while no limit is known).", ["deployment"],
+                            registry=REGISTRY)
+upstream_waiting_gauge = Gauge("durable_responses_upstream_waiting_calls",
+                               "Calls of this worker waiting for their slot in a deployment's budget.",
+                               ["deployment"], registry=REGISTRY)
+upstream_deferrals = Counter("durable_responses_upstream_deferrals_total",
+                             "Model calls told to wait for a deployment's capacity (the response waits durably, "
+                             "spending no attempt), by lane.", ["deployment", "lane"], registry=REGISTRY)
+upstream_429s = Counter("durable_responses_upstream_rate_limited_total",
+                        "429s from a deployment (each teaches its budget).", ["deployment"], registry=REGISTRY)
+upstream_failovers = Counter("durable_responses_upstream_failover_calls_total",
+                             "Model calls made to a fallback model because the one asked for was down, by the "
+                             "deployment that took them.", ["deployment"], registry=REGISTRY)
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -118,7 +134,7 @@ async def metrics_endpoint(request: Request) -> Response:
 
 # ---- recorders: what the rest of the code calls ------------------------------------------------
 
-UPSTREAM_CAUSES = {"RetryableUpstreamError": "unavailable", "RejectedByUpstreamError": "rejected",
+UPSTREAM_CAUSES = {"RetryableUpstreamError": "unavailable", "RateLimitedUpstreamError": "rate_limited", "RejectedByUpstreamError": "rejected",
                    "MisconfiguredUpstreamError": "misconfigured"}
 
 
@@ -142,6 +158,30 @@ def inference_failed(model: str, seconds: float, error: BaseException, *, retrie
     cause = UPSTREAM_CAUSES.get(type(error).__name__, "other")
     inference_duration.labels(models(model), cause).observe(seconds)
     inference_errors.labels(cause, "true" if retried else "false").inc()
+
+
+def upstream_rate(deployment: str, rate: float | None) -> None:
+    if rate is None:
+        with contextlib.suppress(KeyError):
+            upstream_rate_gauge.remove(deployment)
+        return
+    upstream_rate_gauge.labels(deployment).set(rate)
+
+
+def upstream_waiting(deployment: str, change: int) -> None:
+    upstream_waiting_gauge.labels(deployment).inc(change)
+
+
+def upstream_deferred(deployment: str, lane: str) -> None:
+    upstream_deferrals.labels(deployment, lane).inc()
+
+
+def upstream_rate_limited(deployment: str) -> None:
+    upstream_429s.labels(deployment).inc()
+
+
+def upstream_failover(deployment: str) -> None:
+    upstream_failovers.labels(deployment).inc()
 
 
 def approval_decided(approve: bool, waited_seconds: float | None) -> None:

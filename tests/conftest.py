@@ -173,7 +173,7 @@ async def running_stack(
     task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
     quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
-    webhook_secret: str = "",
+    webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -190,16 +190,17 @@ async def running_stack(
         tracing=tracing,
         webhook_urls=webhook_urls or [],
         webhook_secret=webhook_secret,
+        models_file=models_file,
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
     async with opened_store(settings) as repository:
         runner = ResponseRunner(
             client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
-            repository=repository, local_worker=with_worker,
+            repository=repository, local_worker=with_worker, registry=settings.registry(),
         )
         app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
-                         tracing=tracing)
+                         tracing=tracing, interactive_wait_seconds=interactive_wait_seconds)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():

@@ -51,9 +51,37 @@ class Reply:
     reasoning_tokens: int = 0
 
 
+class TokenBucket:
+    """A provider's rate limit: `rate` requests a second, up to `burst` at once."""
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = rate
+        self.burst = burst if burst is not None else rate
+        self._tokens = self.burst
+        self._at = time.monotonic()
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        return False
+
+
 class ScriptedBackend:
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(self, latency: float = 0.0, *, rate_limit: float | None = None,
+                 rate_limit_headers: dict[str, str] | None = None) -> None:
+        """`rate_limit`: admit that many requests a second (a token bucket), and answer the rest
+        429 with `retry-after: 1`, as providers do."""
         self.latency = latency
+        self.bucket = TokenBucket(rate_limit) if rate_limit else None
+        self.rate_limit_headers = rate_limit_headers or {}
+        self.calls = 0
+        """Chat-completion requests received, admitted or not."""
+        self.rate_limited = 0
+        """How many of them were answered 429."""
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._lock = threading.Lock()
@@ -79,6 +107,7 @@ class ScriptedBackend:
     def start(self, port: int = 0) -> "ScriptedBackend":
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
             Route("/v1/_script", self._script_over_http, methods=["POST"]),
             Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
             Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
@@ -90,6 +119,12 @@ class ScriptedBackend:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop(join_seconds=5)
+
+    async def _models(self, _request: Request) -> Response:
+        """The backend's own model list (`GET /v1/models`), as OpenAI-compatible servers answer it."""
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted"}
+            for name in ("scripted-a", "scripted-b")]})
 
     # ---- control over HTTP, for a backend in another process (the benchmark's) ----------
 
@@ -125,6 +160,16 @@ class ScriptedBackend:
 
     async def _chat_completions(self, request: Request) -> Response:
         body = await request.json()
+        with self._lock:
+            self.calls += 1
+            admitted = self.bucket is None or self.bucket.take()
+            if not admitted:
+                self.rate_limited += 1
+        if not admitted:
+            return JSONResponse(
+                {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None,
+                           "code": "rate_limit_exceeded"}},
+                status_code=429, headers={"retry-after": "1", **self.rate_limit_headers})
         reply = self._next_reply(body)
         await asyncio.sleep(self.latency + reply.delay)
         if reply.status != 200:

@@ -65,6 +65,13 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
 
 
+def _add_models_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models-file", default=os.environ.get("MODELS_FILE") or None, metavar="PATH",
+                        help="the model registry, in LiteLLM proxy's config format: which deployments serve which "
+                             "model names, their rpm/tpm and fallbacks ($MODELS_FILE when set; without it, "
+                             "INFERENCE_BASE_URL serves every model name)")
+
+
 def _add_http_options(parser: argparse.ArgumentParser, *, from_environment: bool = False) -> None:
     """`serve` also takes $HOST and $PORT (as platforms set them); `dev` does not, since some
     shells set $HOST to the machine's name."""
@@ -113,12 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Temporal UI's port (default: the first free one from --temporal-port + 1000)")
     dev.add_argument("--demo", action="store_true",
                      help="answer with the built-in demo model even if an inference backend is configured")
+    _add_models_option(dev)
     _add_open_option(dev)
 
     worker = _command(commands, "worker", "run responses (workflows and activities)",
                       "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
                       "store writes. Run as many as you need.")
     _add_cluster_options(worker)
+    _add_models_option(worker)
     worker.add_argument("--health-port", type=int, default=os.environ.get("WORKER_HEALTH_PORT"),
                         help="serve /livez and /readyz on this port, on every address ($WORKER_HEALTH_PORT "
                              "when set; none by default)")
@@ -127,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "Serve the HTTP API; responses run on `worker` processes of the same task queue.")
     _add_http_options(serve, from_environment=True)
     _add_cluster_options(serve)
+    _add_models_option(serve)
     _add_open_option(serve)
 
     keys = _command(commands, "keys", "make, list and revoke API keys",
@@ -210,6 +220,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         namespace=args.namespace,
         task_queue=args.task_queue,
         database_url=args.database_url,
+        models_file=args.models_file,
     )
 
 
@@ -225,7 +236,8 @@ async def _run(args: argparse.Namespace) -> int:
     match args.command:
         case "dev":
             role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, shutdown,
-                           ui_port=args.ui_port, demo=args.demo, allow_open=args.allow_open)
+                           ui_port=args.ui_port, demo=args.demo, allow_open=args.allow_open,
+                           models_file=args.models_file)
         case "worker":
             settings = _settings(args)
             if args.health_port:

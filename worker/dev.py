@@ -101,7 +101,7 @@ def secrets_key_in(directory: Path) -> str:
 
 async def run_dev(
     host: str, port: int, data_dir: str, temporal_port: int, shutdown: Shutdown, *, ui_port: int | None = None,
-    demo: bool = False, allow_open: bool = False,
+    demo: bool = False, allow_open: bool = False, models_file: str | None = None,
 ) -> int:
     directory = Path(data_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -110,10 +110,12 @@ async def run_dev(
     settings = Settings.from_env(
         temporal_address=f"127.0.0.1:{temporal_port}", temporal_environment=False,
         database_url=f"sqlite:///{directory / 'responses.db'}",
-        inference_base_url=DEMO_BASE_URL if demo or not backend_configured() else None,
+        inference_base_url=DEMO_BASE_URL if demo or not (backend_configured() or models_file) else None,
         egress_allowlist=None if os.environ.get("EGRESS_ALLOWLIST") else LOOPBACK_ALLOWLIST,
-        allow_open=allow_open or None,
+        allow_open=allow_open or None, models_file=models_file,
     )
+    if demo:  # the demo model answers for every name, whatever the models file says
+        settings = settings.model_copy(update={"models_file": None})
     if not settings.secrets_key:
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
     settings.check_backend()

@@ -46,8 +46,9 @@ class OrphanSweeper:
         for response in candidates:
             try:
                 emit_events = await self.repository.events.has_events(response.id)
+                project = await self.repository.project_of(response.id) or ""
                 await self.runner.start(response, emit_events=emit_events, if_never_started=True,
-                                        webhooks=await self._subscriptions(response))
+                                        webhooks=await self._subscriptions(response, project), project=project)
             except WorkflowAlreadyStartedError:
                 continue
             except Exception as error:  # noqa: BLE001 - one response's trouble is not the sweep's
@@ -57,10 +58,9 @@ class OrphanSweeper:
             started.append(response.id)
         return started
 
-    async def _subscriptions(self, response: Response) -> list[WebhookSubscription]:
+    async def _subscriptions(self, response: Response, project: str) -> list[WebhookSubscription]:
         """A background response's project's webhook endpoints, as its API server would have
         read them."""
         if not response.background:
             return []
-        project = await self.repository.project_of(response.id)
-        return [] if project is None else await self.repository.webhook_endpoints.subscriptions(project)
+        return await self.repository.webhook_endpoints.subscriptions(project)

@@ -74,7 +74,7 @@ async def connect_with_retry(settings: Settings) -> Client:
 def _runner(client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool) -> ResponseRunner:
     return ResponseRunner(
         client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds,
-        repository=repository, local_worker=local_worker,
+        repository=repository, local_worker=local_worker, registry=settings.registry(),
     )
 
 
@@ -195,7 +195,7 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
                          egress=settings.egress(), quotas=settings.quotas(),
                          allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
                          cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log,
-                         tracing=settings.tracing)
+                         tracing=settings.tracing, interactive_wait_seconds=settings.inference_interactive_wait_seconds)
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         grace = settings.shutdown_grace_seconds

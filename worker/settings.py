@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from urllib.parse import urlsplit
 
@@ -15,6 +16,7 @@ from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL
 from models.errors import StartupError
 from telemetry.tracing import tracing_configured
+from upstream.registry import ModelRegistry, load_registry
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
@@ -25,7 +27,14 @@ DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
 
 def backend_configured() -> bool:
     """Whether the environment names an inference backend or a key for one."""
-    return any(os.environ.get(name) for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY"))
+    return any(os.environ.get(name) for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY",
+                                                 "MODELS_FILE"))
+
+
+@functools.lru_cache(maxsize=8)
+def _registry_in(path: str) -> tuple[ModelRegistry, list[str]]:
+    """The file read once a process (`dev`, `serve` and `worker` each read it at start)."""
+    return load_registry(path)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -61,10 +70,16 @@ class Settings(BaseModel):
     inference_base_url: str = DEFAULT_INFERENCE_BASE_URL
     """An OpenAI-compatible chat-completions API (`.../v1`), or `demo` for the built-in demo model."""
     inference_api_key: str = Field(default="", repr=False)
+    models_file: str | None = None
+    """The model registry (`MODELS_FILE` / `--models-file`, LiteLLM proxy's format:
+    `upstream/registry.py`); None: `inference_base_url` serves every model name."""
     inference_send_reasoning: bool = False
     """Send earlier turns' reasoning back upstream (`reasoning_content` on assistant messages):
     only for backends that accept it."""
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    inference_interactive_wait_seconds: float = 60.0
+    """How long an interactive (not background) request may expect to wait for its model's
+    capacity; one that would wait longer is refused with a 429 and `retry-after`."""
     stream_poll_seconds: float = 0.02
     cancel_poll_seconds: float = 0.25
     workflow_task_timeout_seconds: float = 10.0
@@ -125,9 +140,27 @@ class Settings(BaseModel):
 
     @property
     def uses_demo_model(self) -> bool:
-        return self.inference_base_url == DEMO_BASE_URL
+        return self.models_file is None and self.inference_base_url == DEMO_BASE_URL
+
+    def registry(self) -> ModelRegistry:
+        """Which deployments serve which model names: the models file's, else one deployment
+        (`INFERENCE_BASE_URL`, or the demo model) for every name."""
+        if self.models_file is not None:
+            return _registry_in(self.models_file)[0]
+        return ModelRegistry.single(self.inference_base_url, self.inference_api_key,
+                                    self.execution.inference.start_to_close_seconds)
+
+    def registry_warnings(self) -> list[str]:
+        """One line naming every key of the models file that is ignored (none without a file)."""
+        if self.models_file is None:
+            return []
+        ignored = _registry_in(self.models_file)[1]
+        return [f"models file {self.models_file}: " + "; ".join(ignored)] if ignored else []
 
     def check_backend(self) -> None:
+        if self.models_file is not None:
+            self.registry()  # a malformed file stops the process here, in one line naming the entry
+            return
         if self.uses_demo_model or self.inference_base_url.startswith(("http://", "https://")):
             return
         raise StartupError(f"INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or "
@@ -135,6 +168,12 @@ class Settings(BaseModel):
 
     def backend_summary(self) -> str:
         """One line: which backend answers, and whether a key is set (never the key)."""
+        if self.models_file is not None:
+            registry = self.registry()
+            hosts = sorted({shown_url(deployment.api_base) for deployment in registry.deployments})
+            names = registry.names() + (["any other name"] if registry.serves_any else [])
+            return (f"models: {len(registry.deployments)} deployment(s) from {self.models_file} serve "
+                    f"{', '.join(names)} (at {', '.join(hosts)})")
         if self.uses_demo_model:
             return (f"inference backend: the built-in demo model ({DEFAULT_DEMO_MODEL}); no LLM is called. "
                     "Set INFERENCE_BASE_URL (and INFERENCE_API_KEY) to use a real one")
@@ -142,6 +181,8 @@ class Settings(BaseModel):
         return f"inference backend: {shown_url(self.inference_base_url)} ({key})"
 
     def backend_warnings(self) -> list[str]:
+        if self.models_file is not None:
+            return self.registry_warnings()
         if not self.uses_demo_model and not self.inference_api_key \
                 and shown_url(self.inference_base_url).startswith("https://api.openai.com"):
             return ["no API key is set, so api.openai.com will refuse every request: set INFERENCE_API_KEY "
@@ -206,6 +247,7 @@ class Settings(BaseModel):
             ),
             mcp_heartbeat_seconds=_env_float("MCP_HEARTBEAT_SECONDS", 30),
             approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
+            inference_queue_seconds=_env_float("INFERENCE_QUEUE_TIMEOUT_SECONDS", 1800),
             webhooks=WebhookPolicy(
                 endpoints=[endpoint_id(url) for url in _env_list("WEBHOOK_URLS")],
                 give_up_after_seconds=_env_float("WEBHOOK_RETRY_HOURS", 72) * 3600,
@@ -213,6 +255,8 @@ class Settings(BaseModel):
         )
         values: dict[str, object] = {
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL") or DEFAULT_INFERENCE_BASE_URL,
+            "models_file": os.environ.get("MODELS_FILE") or None,
+            "inference_interactive_wait_seconds": _env_float("INFERENCE_INTERACTIVE_WAIT_SECONDS", 60.0),
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
             "inference_send_reasoning": os.environ.get("INFERENCE_SEND_REASONING", "").lower() in ("1", "true", "yes"),
             "execution": execution,

@@ -16,11 +16,9 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.chat_client import ChatBackend, ChatClient
 from activities.inference import InferenceActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
-from demo.backend import DemoBackend
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings
@@ -30,6 +28,8 @@ from telemetry.tracing import temporal_interceptors
 from worker.settings import Settings
 from worker.presence import keep_present
 from worker.shutdown import Shutdown
+from upstream.clients import Upstreams
+from upstream.gate import UpstreamGate
 from webhooks.delivery import WebhookActivities
 from workflows.response import ResponseWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
@@ -105,14 +105,6 @@ async def with_visibility(client: Client, execution: ExecutionSettings) -> Execu
     return execution.model_copy(update={"search_attributes": not missing})
 
 
-def inference_client(settings: Settings) -> ChatBackend:
-    if settings.uses_demo_model:
-        return DemoBackend()
-    # Temporal owns retries: the client never retries on its own.
-    return ChatClient(settings.inference_base_url, settings.inference_api_key,
-                      timeout_seconds=settings.execution.inference.start_to_close_seconds)
-
-
 log = logging.getLogger(__name__)
 
 
@@ -133,8 +125,9 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     more work; model and MCP calls under way get `grace_seconds` to finish, then are
     abandoned (a model call) or cancelled (an MCP call), and Temporal gives them to another
     worker: the response goes on there, with nothing lost."""
-    chat = inference_client(settings)
-    inference = InferenceActivities(repository, chat, send_reasoning=settings.inference_send_reasoning)
+    upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
+    gate = UpstreamGate(settings.registry(), repository.budgets)
+    inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
@@ -169,7 +162,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
             await _left_within(leaving, WORKER_STOP_SECONDS)
             await present
     finally:
-        await chat.aclose()
+        await upstreams.aclose()
 
 
 WORKER_STOP_SECONDS = 3.0

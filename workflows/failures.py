@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
 
-from models.errors import CancelRequestedError
+from models.errors import CancelRequestedError, CapacityWaitError, RateLimitedUpstreamError
 from models.items import McpCallItem
 from workflows.options import NON_RETRYABLE
 from workflows.upstream_retry import FailedAttempt
+
+
+CAPACITY = frozenset({CapacityWaitError.__name__, RateLimitedUpstreamError.__name__})
+"""Failures that mean "wait for the deployment's capacity", not "this attempt failed"."""
 
 
 def application_failure(error: ActivityError | ApplicationError) -> ApplicationError | None:
@@ -26,6 +30,10 @@ def failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> Fai
         cause = error.cause if isinstance(error, ActivityError) else None
         return FailedAttempt(attempt=attempt, message=str(cause or error), retryable=True)
     wait = failure.next_retry_delay.total_seconds() if failure.next_retry_delay else None
+    if failure.type in CAPACITY:
+        deployment = failure.details[0] if failure.details and isinstance(failure.details[0], str) else None
+        return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait, retryable=True,
+                             capacity=True, deployment=deployment)
     return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait,
                          retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE)
 

@@ -213,12 +213,14 @@ class ResponseWorkflow:
                 raise ResponseFailedError("the response took too many steps to keep (its workflow history "
                                           f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped")
             turn_start = len(response.output)
-            result, attempts = await call_model(InferenceInput(
+            result, detailed = await call_model(InferenceInput(
                 response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
                 tool_results=self.tool_results, mcp_functions=functions,
                 max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
-            ), self.settings.inference)
-            if attempts > 1:  # the details told of the retries; they are over
+                project=request.project,
+            ), self.settings.inference, queue_seconds=self.settings.inference_queue_seconds,
+                fallbacks=request.fallbacks)
+            if detailed:  # the details told of retries or waits; they are over
                 workflow.set_current_details(current_details(self.machine.state.value))
             self.tool_results = {}
             response.output.extend(result.output)

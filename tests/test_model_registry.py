@@ -1,0 +1,208 @@
+"""The model registry (LiteLLM proxy's config format): parsing, `/v1/models`, routing by
+model name, failover to fallbacks, and unknown models refused before anything is kept."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from models.errors import StartupError
+from tests.conftest import EmptyStore, running_stack
+from tests.processes import CLI
+from tests.scripted_backend import Reply, ScriptedBackend
+from upstream.registry import ANY_MODEL, load_registry, parse_registry
+
+import subprocess
+
+
+def _write(tmp_path: Path, document: Any) -> Path:
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def test_a_litellm_config_is_read_as_it_is():
+    document = {
+        "model_list": [
+            {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o", "api_key": "os.environ/OPENAI_KEY",
+                                                        "rpm": 600, "tpm": 90000, "timeout": 30},
+             "model_info": {"max_input_tokens": 128000}},
+            {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o-mini",
+                                                        "api_base": "http://10.0.0.5:8000/v1"}},
+            {"model_name": "llama", "litellm_params": {"model": "hosted_vllm/meta/llama-3",
+                                                       "api_base": "http://vllm:8000/v1/"}},
+            {"model_name": "*", "litellm_params": {"model": "openai/*", "api_base": "http://ollama:11434/v1"}},
+        ],
+        "router_settings": {"fallbacks": [{"gpt-4o": ["llama"]}]},
+    }
+    registry, warnings = parse_registry(document, "models.yaml", {"OPENAI_KEY": "sk-secret"})
+    assert warnings == []
+    assert registry.names() == ["gpt-4o", "llama"] and registry.serves_any
+    first, second = registry.serving("gpt-4o")
+    assert (first.id, first.api_base, first.api_key, first.rpm, first.tpm, first.timeout_seconds) == \
+        ("gpt-4o/0", "https://api.openai.com/v1", "sk-secret", 600, 90000, 30)
+    assert first.configured_rate == 10 and first.max_input_tokens == 128000
+    assert "sk-secret" not in repr(first)
+    assert (second.id, second.upstream_name("gpt-4o")) == ("gpt-4o/1", "gpt-4o-mini")
+    llama, = registry.serving("llama")
+    assert (llama.upstream_name("llama"), llama.api_base, llama.provider) == ("meta/llama-3", "http://vllm:8000/v1",
+                                                                               "hosted_vllm")
+    anything, = registry.serving("qwen2.5")
+    assert anything.model_name == ANY_MODEL and anything.upstream_name("qwen2.5") == "qwen2.5"
+    assert registry.fallbacks_of("gpt-4o") == ["llama"] and registry.fallbacks_of("llama") == []
+    assert registry.context_window("gpt-4o") == 128000
+
+
+def test_unknown_keys_are_named_and_ignored():
+    document = {"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "api_base": "http://x/v1",
+                                                                     "stream_timeout": 5, "max_retries": 2},
+                                "model_info": {"mode": "chat"}, "tpm_limit": 1}],
+                "litellm_settings": {"drop_params": True}, "router_settings": {"routing_strategy": "simple-shuffle"}}
+    registry, warnings = parse_registry(document, "m.yaml", {})
+    assert registry.names() == ["a"]
+    said = " ".join(warnings)
+    for key in ("stream_timeout", "max_retries", "mode", "tpm_limit", "litellm_settings", "routing_strategy"):
+        assert key in said
+
+
+@pytest.mark.parametrize(("document", "named"), [
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "vllm/a"}}]}, "model_list[0] (a)"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "rpm": -1}}]}, "rpm"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "api_key": "os.environ/NOPE_X"}}]},
+     "NOPE_X"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a"}}],
+      "router_settings": {"fallbacks": [{"a": ["b"]}]}}, "'b'"),
+    ({"model_list": []}, "model_list"),
+    ({"model_list": [{"model_name": "", "litellm_params": {"model": "openai/a"}}]}, "model_name"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a"},
+                      "model_info": {"max_input_tokens": "lots"}}]}, "max_input_tokens"),
+])
+def test_a_malformed_file_is_one_line_naming_the_entry(document, named):
+    with pytest.raises(StartupError) as raised:
+        parse_registry(document, "m.yaml", {})
+    message = str(raised.value)
+    assert named in message and "\n" not in message
+
+
+documents = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["model_list", "model_name", "litellm_params", "model", "api_base", "api_key", "rpm", "tpm",
+                         "timeout", "model_info", "max_input_tokens", "router_settings", "fallbacks", "id", "x"]),
+        inner, max_size=6),
+    max_leaves=30,
+)
+
+
+@given(documents)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_document_is_a_registry_or_one_startup_error(document):
+    try:
+        registry, warnings = parse_registry(document, "m.yaml", {"K": "v"})
+    except StartupError as error:
+        assert "\n" not in str(error)
+        return
+    assert registry.deployments and all(isinstance(line, str) for line in warnings)
+
+
+def test_the_cli_stops_at_start_on_a_malformed_file(tmp_path: Path):
+    path = _write(tmp_path, {"model_list": [{"model_name": "a", "litellm_params": {"model": "vllm/a"}}]})
+    started = subprocess.run([CLI, "worker", "--models-file", str(path), "--temporal-address", "127.0.0.1:1",
+                              "--database-url", f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True,
+                             timeout=60)
+    assert started.returncode == 1
+    lines = [line for line in started.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "model_list[0] (a)" in lines[0], started.stderr
+
+
+# ---- through the stack ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def two_backends():
+    first, second = ScriptedBackend().start(), ScriptedBackend().start()
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+@pytest.fixture
+async def registry_stack(temporal_address: str, store: EmptyStore, two_backends, tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch):
+    first, second = two_backends
+    monkeypatch.setenv("FIRST_BACKEND_KEY", "sk-first-backend-secret")
+    path = _write(tmp_path, {
+        "model_list": [
+            {"model_name": "alpha", "litellm_params": {"model": "openai/alpha-upstream", "api_base": first.base_url,
+                                                       "api_key": "os.environ/FIRST_BACKEND_KEY"}},
+            {"model_name": "beta", "litellm_params": {"model": "hosted_vllm/beta-upstream",
+                                                      "api_base": second.base_url}},
+            {"model_name": "broken", "litellm_params": {"model": "openai/broken-upstream",
+                                                        "api_base": first.base_url}},
+        ],
+        "router_settings": {"fallbacks": [{"broken": ["beta"]}]},
+    })
+    async with running_stack(temporal_address, first, store, models_file=str(path)) as stack:
+        yield stack
+
+
+async def test_each_model_reaches_its_own_deployment_and_models_lists_them(registry_stack, two_backends):
+    first, second = two_backends
+    async with registry_stack.sdk() as sdk:
+        listed = await sdk.models.list()
+        assert [model.id for model in listed.data] == ["alpha", "beta", "broken"]
+        assert {model.owned_by for model in listed.data} == {"openai", "hosted_vllm"}
+        assert (await sdk.models.retrieve("beta")).id == "beta"
+        with pytest.raises(openai.NotFoundError):
+            await sdk.models.retrieve("gamma")
+        alpha = await sdk.responses.create(model="alpha", input="to the first")
+        beta = await sdk.responses.create(model="beta", input="to the second")
+    assert (alpha.model, alpha.output_text) == ("alpha", "echo: to the first")
+    assert (beta.model, beta.output_text) == ("beta", "echo: to the second")
+    assert len(first.requests("alpha-upstream")) == 1 and not second.requests("alpha-upstream")
+    assert len(second.requests("beta-upstream")) == 1 and not first.requests("beta-upstream")
+    assert "sk-first-backend-secret" not in alpha.model_dump_json()
+
+
+async def test_a_deployment_that_is_down_fails_over_to_its_fallback(registry_stack, two_backends):
+    first, second = two_backends
+    first.script("broken-upstream", [Reply(status=500, error_message="down") for _ in range(10)])
+    async with registry_stack.sdk() as sdk:
+        response = await sdk.responses.create(model="broken", input="anyone there?")
+    assert response.status == "completed", response.error
+    assert response.model == "broken"  # what the client asked for
+    assert response.output_text == "echo: anyone there?"
+    attempts = registry_stack.settings.execution.inference.maximum_attempts
+    assert len(first.requests("broken-upstream")) == attempts
+    assert len(second.requests("beta-upstream")) == 1
+
+
+async def test_an_unknown_model_is_a_404_and_leaves_nothing(registry_stack):
+    async with registry_stack.sdk() as sdk, registry_stack.http() as http:
+        before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
+        for stream, background in ((False, False), (True, False), (False, True)):
+            with pytest.raises(openai.NotFoundError) as raised:
+                await sdk.responses.create(model="gamma", input="hello", stream=stream, background=background)
+            error = raised.value.body
+            assert (error["code"], error["param"]) == ("model_not_found", "model"), error
+        after = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
+    assert after == before
+
+
+async def test_without_a_file_models_are_the_backends_own(temporal_address: str, store: EmptyStore):
+    listing = ScriptedBackend().start()
+    try:
+        async with running_stack(temporal_address, listing, store) as stack, stack.sdk() as sdk:
+            listed = await sdk.models.list()
+            assert [model.id for model in listed.data] == ["scripted-a", "scripted-b"]
+            # any name is served: the one backend may serve names it does not list
+            assert (await sdk.responses.create(model="unlisted", input="hi")).status == "completed"
+    finally:
+        listing.stop()
+    await asyncio.sleep(0)

@@ -1,0 +1,220 @@
+"""Rate limits that lose nothing: a deployment's budget, shared by every worker through the
+store, learned from 429s or set by `rpm`; waiting for capacity spends no attempt; interactive
+requests go before background work, and one project's flood does not starve another's."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from pathlib import Path
+
+import openai
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, running_stack
+from tests.scripted_backend import ScriptedBackend
+from tests.test_access import as_key, make_key
+from upstream import pacing
+from upstream.pacing import BudgetState, Defer, Grant, Limits
+
+# ---- the rules, pure ------------------------------------------------------------------------------
+
+arrivals = st.lists(st.tuples(st.floats(min_value=0, max_value=0.5), st.sampled_from(["interactive", "background"]),
+                              st.sampled_from(["a", "b", "c"])), min_size=1, max_size=200)
+
+
+@given(st.floats(min_value=0.5, max_value=500), arrivals)
+@settings(max_examples=200, deadline=None)
+def test_granted_calls_never_start_closer_than_the_rate_allows(rate, steps):
+    limits, state, now = Limits(rate=rate), BudgetState(), 1000.0
+    clocks: dict[tuple[str, str], float] = {}
+    starts = []
+    for gap, lane, project in steps:
+        now += gap
+        decision, state, clocks[(lane, project)] = pacing.reserve(state, limits, now, lane,
+                                                                  clocks.get((lane, project), 0.0))
+        if isinstance(decision, Grant):
+            assert 0 <= decision.wait_seconds <= pacing.horizon(lane) + 1e-9
+            starts.append(now + decision.wait_seconds)
+        else:
+            assert decision.wait_seconds > 0
+    starts.sort()
+    assert all(later - earlier >= 1 / rate - 1e-6 for earlier, later in zip(starts, starts[1:]))
+
+
+@given(st.integers(min_value=1, max_value=500), st.floats(min_value=1, max_value=100))
+@settings(max_examples=100, deadline=None)
+def test_an_interactive_call_finds_a_slot_within_its_horizon_whatever_background_work_waits(flood, rate):
+    limits, state, now, clock = Limits(rate=rate), BudgetState(), 50.0, 0.0
+    for _ in range(flood):  # a burst of background calls at one instant
+        _, state, clock = pacing.reserve(state, limits, now, "background", clock)
+    decision, _, _ = pacing.reserve(state, limits, now, "interactive", 0.0)
+    assert isinstance(decision, Grant) and decision.wait_seconds <= pacing.INTERACTIVE_HORIZON
+
+
+def test_deferred_calls_come_back_one_per_slot_and_each_project_in_its_own_turn():
+    limits, state, now = Limits(rate=10), BudgetState(), 0.0
+    clocks = {"a": 0.0, "b": 0.0}
+    backs = {"a": [], "b": []}
+    for project in ["a"] * 50 + ["b"]:
+        decision, state, clocks[project] = pacing.reserve(state, limits, now, "background", clocks[project])
+        if isinstance(decision, Defer):
+            backs[project].append(decision.wait_seconds)
+    assert all(later - earlier == pytest.approx(0.1) for earlier, later in zip(backs["a"], backs["a"][1:]))
+    assert backs["b"][0] < 1.0 < backs["a"][-1]  # b's one call is not behind a's fifty
+
+
+def test_a_429_cuts_once_per_overload_blocks_until_retry_after_and_the_rate_grows_back():
+    limits = Limits()
+    cut = pacing.rate_limited(BudgetState(), limits, 100.0, retry_after=1.0, sending_rate=20.0)
+    assert cut.learned_rate == pytest.approx(14.0) and cut.blocked_until == 101.0
+    again = pacing.rate_limited(cut, limits, 100.5, retry_after=1.0, sending_rate=20.0)
+    assert again.learned_rate == cut.learned_rate and again.blocked_until == 101.5  # the same overload
+    assert pacing.earliest_start(again, limits, 100.6) >= 101.5
+    assert pacing.rate(again, limits, 110.0) == pytest.approx(14.0 + 10.0)  # +1 request/s each second
+    assert pacing.rate(again, limits, 100.0 + pacing.FORGET_AFTER_SECONDS + 1) is None
+    told = pacing.rate_limited(BudgetState(), limits, 100.0, retry_after=None, sending_rate=None, provider_rate=5.0)
+    assert told.learned_rate == 5.0
+    capped = pacing.rate_limited(BudgetState(), Limits(rate=2.0), 100.0, retry_after=None, sending_rate=50.0)
+    assert capped.learned_rate == pytest.approx(1.4)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.none(), st.floats(min_value=0, max_value=1e12))
+def test_any_retry_after_blocks_a_bounded_time(retry_after, now):
+    after = pacing.rate_limited(BudgetState(), Limits(), now, retry_after=retry_after, sending_rate=None)
+    assert now <= after.blocked_until <= now + pacing.MAX_BLOCK_SECONDS or retry_after != retry_after
+
+
+# ---- through the stack ----------------------------------------------------------------------------
+
+
+def _models_file(tmp_path: Path, backend: ScriptedBackend, **params: object) -> str:
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"model_list": [{"model_name": "*", "litellm_params": {
+        "model": "openai/*", "api_base": backend.base_url, **params}}]}), encoding="utf-8")
+    return str(path)
+
+
+async def _all_foreground(stack: Stack, count: int, concurrency: int) -> list[str]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(sdk: openai.AsyncOpenAI, index: int) -> str:
+        async with gate:
+            response = await sdk.responses.create(model="limited", input=f"foreground {index}")
+            return response.status
+
+    async with stack.sdk(timeout=120) as sdk:
+        return list(await asyncio.gather(*(one(sdk, index) for index in range(count))))
+
+
+async def _all_background(stack: Stack, count: int, sdk: openai.AsyncOpenAI | None = None,
+                          seconds: float = 120) -> list[str]:
+    own = sdk is None
+    sdk = sdk or stack.sdk(timeout=120)
+    try:
+        created = await asyncio.gather(*(sdk.responses.create(model="limited", input=f"background {index}",
+                                                              background=True) for index in range(count)))
+        pending = {response.id for response in created}
+        statuses: dict[str, str] = {}
+        deadline = time.monotonic() + seconds
+        while pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            for response_id in list(pending)[:50]:
+                response = await sdk.responses.retrieve(response_id)
+                if response.status not in ("queued", "in_progress"):
+                    statuses[response_id] = response.status
+                    pending.discard(response_id)
+        return list(statuses.values()) + ["unfinished"] * len(pending)
+    finally:
+        if own:
+            await sdk.close()
+
+
+async def test_a_rate_limited_backend_loses_no_response(temporal_address: str, store: EmptyStore):
+    """20 requests a second admitted, nothing configured: the budget is learned from 429s."""
+    limited = ScriptedBackend(rate_limit=20).start()
+    try:
+        async with running_stack(temporal_address, limited, store) as stack:
+            statuses = await _all_foreground(stack, 200, 50)
+            assert statuses.count("completed") == 200, statuses
+            assert limited.calls / 200 <= 1.3, (limited.calls, limited.rate_limited)
+            before = limited.calls
+            statuses = await _all_background(stack, 200)
+            assert statuses.count("completed") == 200, statuses
+            assert (limited.calls - before) / 200 <= 1.3, (limited.calls - before, limited.rate_limited)
+    finally:
+        limited.stop()
+
+
+async def test_with_rpm_in_the_registry_calls_are_paced_before_any_429(temporal_address: str, store: EmptyStore,
+                                                                        tmp_path: Path):
+    limited = ScriptedBackend(rate_limit=20).start()
+    try:
+        models_file = _models_file(tmp_path, limited, rpm=1200)
+        async with running_stack(temporal_address, limited, store, models_file=models_file) as stack:
+            statuses = await _all_foreground(stack, 100, 50)
+            statuses += await _all_background(stack, 100)
+        assert statuses.count("completed") == 200, statuses
+        assert limited.calls / 200 <= 1.05, (limited.calls, limited.rate_limited)
+    finally:
+        limited.stop()
+
+
+async def test_one_projects_flood_does_not_starve_anothers_interactive_requests(
+        temporal_address: str, store: EmptyStore):
+    """A backend admitting 10 requests a second; project A floods it with background work,
+    then project B asks, one request at a time, and is answered within seconds."""
+    limited = ScriptedBackend(rate_limit=10).start()
+    try:
+        async with running_stack(temporal_address, limited, store) as stack:
+            alpha, _ = make_key(stack, "alpha")
+            beta, _ = make_key(stack, "beta")
+            async with as_key(stack, alpha) as flooding, as_key(stack, beta) as asking:
+                flood = asyncio.ensure_future(_all_background(stack, 150, flooding))
+                while limited.calls < 20:  # A's work is under way and the backend saturated
+                    await asyncio.sleep(0.05)
+                latencies = []
+                for index in range(10):
+                    started = time.perf_counter()
+                    response = await asking.responses.create(model="limited", input=f"beta {index}")
+                    latencies.append(time.perf_counter() - started)
+                    assert response.status == "completed"
+                statuses = await flood
+        assert statistics.median(latencies) <= 2.0, latencies
+        assert statuses.count("completed") == 150, statuses
+    finally:
+        limited.stop()
+
+
+async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_door_when_far(
+        temporal_address: str, store: EmptyStore):
+    """A backend that answers 429 to everything: a background response waits for capacity
+    (no attempt spent) until its queue time runs out, then fails `rate_limit_exceeded`; once
+    the deployment is known limited, an interactive request that would wait past its budget
+    is refused with a 429 and `retry-after` before anything is kept."""
+    refusing = ScriptedBackend(rate_limit=1e-9).start()
+    execution = TEST_EXECUTION.model_copy(update={"inference_queue_seconds": 5.0})
+    try:
+        async with running_stack(temporal_address, refusing, store, execution=execution,
+                                 interactive_wait_seconds=0.5) as stack, stack.sdk() as sdk, stack.http() as http:
+            waiting = await sdk.responses.create(model="limited", input="wait for me", background=True)
+            ended = None
+            for _ in range(200):
+                await asyncio.sleep(0.1)
+                ended = await sdk.responses.retrieve(waiting.id)
+                if ended.status not in ("queued", "in_progress"):
+                    break
+            assert ended is not None and ended.status == "failed", ended
+            assert ended.error is not None and ended.error.code == "rate_limit_exceeded", ended.error
+            assert refusing.calls > TEST_EXECUTION.inference.maximum_attempts  # waits spent no attempt
+            before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
+            with pytest.raises(openai.RateLimitError) as raised:
+                await sdk.responses.create(model="limited", input="now please")
+            assert raised.value.body["code"] == "rate_limit_exceeded"
+            assert int(raised.value.response.headers["retry-after"]) >= 1
+            assert (await http.get("/v1/responses", params={"limit": 100})).json()["data"] == before
+    finally:
+        refusing.stop()

@@ -1,0 +1,181 @@
+"""The worker's side of the upstream budgets: which deployment a call goes to, and when.
+
+A deployment with a known limit (the file's `rpm`/`tpm`, or a rate learned from a 429 by any
+worker) is paced through its shared budget in the store (`store/budgets.py`): one
+transaction a call. One with no limit known costs no store round trip: this process only
+caps its own calls in flight to it (a window that starts at `INITIAL_WINDOW` and grows by
+one with each success, as slow start does), so a cold burst of thousands cannot all reach
+a backend that would refuse most of them. The first 429 makes the deployment limited for
+every process (each reads the budgets again within `REFRESH_SECONDS`).
+
+Among several deployments of one model name, a call goes to the one that can take it
+soonest; one that just failed (5xx, timeout) is passed over for `COOLDOWN_SECONDS` while
+another can serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from models.errors import CapacityWaitError, RateLimitedUpstreamError
+from store.budgets import Budgets
+from telemetry import metrics
+from upstream import pacing
+from upstream.pacing import BudgetState, Defer, Grant, Lane
+from upstream.registry import Deployment, ModelRegistry
+
+INITIAL_WINDOW = 32
+MAX_WINDOW = 4096
+REFRESH_SECONDS = 1.0
+COOLDOWN_SECONDS = 5.0
+RATE_WINDOW_SECONDS = 1.0
+"""Successes this long back make the sending rate a first 429 is measured against."""
+
+
+@dataclass
+class _Local:
+    """What this process knows of one deployment."""
+
+    window: int = INITIAL_WINDOW
+    in_flight: int = 0
+    successes: deque[float] = field(default_factory=deque)
+    cooling_until: float = 0.0
+    freed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def sending_rate(self, now: float) -> float | None:
+        while self.successes and self.successes[0] < now - RATE_WINDOW_SECONDS:
+            self.successes.popleft()
+        return len(self.successes) / RATE_WINDOW_SECONDS if self.successes else None
+
+
+@dataclass
+class Slot:
+    """A granted call to `deployment`; tell it how the call went."""
+
+    deployment: Deployment
+    gate: "UpstreamGate"
+    outcome: str = "failed"
+    tokens: int = 0
+
+    def succeeded(self, tokens: int) -> None:
+        self.outcome, self.tokens = "ok", tokens
+
+
+class UpstreamGate:
+    def __init__(self, registry: ModelRegistry, budgets: Budgets, clock: Callable[[], float] = time.time) -> None:
+        self.registry = registry
+        self.budgets = budgets
+        self.clock = clock
+        self._local: dict[str, _Local] = {}
+        self._states: dict[str, BudgetState] = {}
+        self._read_at = float("-inf")
+
+    def local(self, deployment: Deployment) -> _Local:
+        return self._local.setdefault(deployment.id, _Local())
+
+    @contextlib.asynccontextmanager
+    async def slot(self, model: str, lane: Lane, project: str) -> AsyncIterator[Slot]:
+        """A call to one of `model`'s deployments, when its budget allows (raises
+        `CapacityWaitError` when none can take it soon); its end is accounted for."""
+        deployment = await self._granted(model, lane, project)
+        slot = Slot(deployment, self)
+        try:
+            yield slot
+        except RateLimitedUpstreamError as error:
+            slot.outcome = "rate_limited"
+            await self._rate_limited(deployment, error)
+            raise
+        finally:
+            await self._ended(slot)
+
+    async def _granted(self, model: str, lane: Lane, project: str) -> Deployment:
+        deployments = self.registry.serving(model)
+        if not deployments:
+            raise CapacityWaitError(model, 1.0)  # not served here (the API refuses such models)
+        await self._refresh()
+        now = self.clock()
+        ordered = sorted(deployments, key=lambda each: (self.local(each).cooling_until > now,
+                                                        self._estimate(each, lane, now)))
+        soonest: float | None = None
+        for deployment in ordered:
+            decision = await self._decide(deployment, lane, project)
+            if isinstance(decision, Grant):
+                self.local(deployment).in_flight += 1
+                if decision.wait_seconds > 0:
+                    metrics.upstream_waiting(deployment.id, +1)
+                    try:
+                        await asyncio.sleep(decision.wait_seconds)
+                    finally:
+                        metrics.upstream_waiting(deployment.id, -1)
+                return deployment
+            soonest = decision.wait_seconds if soonest is None else min(soonest, decision.wait_seconds)
+        metrics.upstream_deferred(ordered[0].id, lane)
+        raise CapacityWaitError(ordered[0].id, soonest or 0.0)
+
+    def _limited(self, deployment: Deployment, now: float) -> bool:
+        state = self._states.get(deployment.id, BudgetState())
+        return pacing.is_limited(state, deployment.limits(), now)
+
+    def _estimate(self, deployment: Deployment, lane: Lane, now: float) -> float:
+        state = self._states.get(deployment.id, BudgetState())
+        return pacing.estimated_wait(state, deployment.limits(), now, lane, 0.0)
+
+    async def _decide(self, deployment: Deployment, lane: Lane, project: str) -> Grant | Defer:
+        if self._limited(deployment, self.clock()):
+            return await self.budgets.reserve(deployment.id, deployment.limits(), lane, project)
+        return await self._windowed(deployment, lane)
+
+    async def _windowed(self, deployment: Deployment, lane: Lane) -> Grant | Defer:
+        """No limit known: within this process's window of calls in flight, at once or when a
+        call ends (within the lane's horizon)."""
+        local = self.local(deployment)
+        started = self.clock()
+        deadline = started + pacing.horizon(lane)
+        while local.in_flight >= local.window:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return Defer(wait_seconds=random.uniform(0.1, 0.5))
+            local.freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(local.freed.wait(), remaining)
+        return Grant(wait_seconds=0.0)
+
+    async def _ended(self, slot: Slot) -> None:
+        deployment, local, now = slot.deployment, self.local(slot.deployment), self.clock()
+        local.in_flight -= 1
+        local.freed.set()
+        if slot.outcome == "ok":
+            local.successes.append(now)
+            local.window = min(MAX_WINDOW, local.window + 1)
+            local.cooling_until = 0.0
+            if deployment.tpm:
+                await self.budgets.charge_tokens(deployment.id, deployment.limits(), slot.tokens)
+        elif slot.outcome == "failed" and len(self.registry.serving(deployment.model_name)) > 1:
+            local.cooling_until = now + COOLDOWN_SECONDS
+
+    async def _rate_limited(self, deployment: Deployment, error: RateLimitedUpstreamError) -> None:
+        metrics.upstream_rate_limited(deployment.id)
+        local = self.local(deployment)
+        local.window = max(1, local.window // 2)
+        state = await self.budgets.rate_limited(
+            deployment.id, deployment.limits(), retry_after=error.retry_after,
+            sending_rate=local.sending_rate(self.clock()), provider_rate=error.provider_rate)
+        self._states[deployment.id] = state  # limited from this call on, here at once
+        metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))
+
+    async def _refresh(self) -> None:
+        now = self.clock()
+        if now - self._read_at < REFRESH_SECONDS:
+            return
+        self._read_at = now
+        self._states = await self.budgets.states()
+        for deployment in self.registry.deployments:
+            state = self._states.get(deployment.id)
+            if state is not None:
+                metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), now))

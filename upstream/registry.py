@@ -1,0 +1,266 @@
+"""The model registry: which deployments serve which model names, read from a file in the
+format users already keep for LiteLLM's proxy (`MODELS_FILE` / `--models-file`):
+
+    model_list:
+      - model_name: gpt-4o                      # what clients ask for
+        litellm_params:
+          model: openai/gpt-4o                  # <provider>/<name upstream>
+          api_base: https://api.openai.com/v1   # an OpenAI-compatible chat-completions API
+          api_key: os.environ/OPENAI_API_KEY    # or the key itself
+          rpm: 500                              # requests a minute this deployment takes
+          tpm: 200000                           # tokens a minute
+          timeout: 600                          # seconds one call may take
+        model_info:
+          max_input_tokens: 128000
+    router_settings:
+      fallbacks: [{"gpt-4o": ["llama"]}]
+
+Several entries with one `model_name` are deployments that share its load; `model_name: "*"`
+serves any name not listed (its upstream name is the one asked for). Keys are ignored with one
+warning naming them; a malformed file is a `StartupError` naming the entry. Without a file,
+`INFERENCE_BASE_URL` is one deployment that serves every model name.
+
+A deployment's key stays in this process: it is never logged, stored, put in history or
+shown (`repr=False`; `Deployment.shown()` says which deployment without it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from models.errors import StartupError
+from upstream.pacing import Limits
+
+ANY_MODEL = "*"
+PROVIDER_BASES = {"openai": "https://api.openai.com/v1"}
+"""Providers whose API has a well-known base; any other needs `api_base`."""
+KNOWN_ENTRY_KEYS = {"model_name", "litellm_params", "model_info"}
+KNOWN_PARAMS = {"model", "api_base", "api_key", "rpm", "tpm", "timeout"}
+KNOWN_INFO = {"max_input_tokens", "id"}
+KNOWN_TOP = {"model_list", "router_settings"}
+KNOWN_ROUTER = {"fallbacks"}
+MAX_DEPLOYMENTS = 1000
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One upstream that serves a model name: where, under which name, within which limits."""
+
+    id: str
+    """Stable across processes (the budget's key in the store, a metric label): the entry's
+    `model_info.id`, else `<model_name>/<n>` (its place among the name's deployments)."""
+    model_name: str
+    upstream_model: str | None
+    """The name sent upstream; None: the name the client asked for (a `*` entry, or no file)."""
+    api_base: str
+    api_key: str = field(default="", repr=False)
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout_seconds: float | None = None
+    max_input_tokens: int | None = None
+    provider: str = "openai"
+    """The `<provider>/` of `litellm_params.model` (`/v1/models` says it as `owned_by`)."""
+
+    def upstream_name(self, asked: str) -> str:
+        return self.upstream_model or asked
+
+    @property
+    def configured_rate(self) -> float | None:
+        """Requests a second the file allows, when it says."""
+        return self.rpm / 60.0 if self.rpm else None
+
+    @property
+    def configured_token_rate(self) -> float | None:
+        return self.tpm / 60.0 if self.tpm else None
+
+    def limits(self) -> Limits:
+        return Limits(rate=self.configured_rate, token_rate=self.configured_token_rate)
+
+
+@dataclass(frozen=True)
+class ModelRegistry:
+    deployments: tuple[Deployment, ...]
+    fallbacks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    from_file: bool = False
+
+    @classmethod
+    def single(cls, api_base: str, api_key: str = "", timeout_seconds: float | None = None) -> "ModelRegistry":
+        """No file: one deployment that serves every model name under the name asked for."""
+        return cls((Deployment(id="default", model_name=ANY_MODEL, upstream_model=None, api_base=api_base,
+                               api_key=api_key, timeout_seconds=timeout_seconds),))
+
+    def serving(self, model: str) -> list[Deployment]:
+        """The deployments that serve `model` (a listed name's own, else the `*` entry's)."""
+        named = [deployment for deployment in self.deployments if deployment.model_name == model]
+        return named or [deployment for deployment in self.deployments if deployment.model_name == ANY_MODEL]
+
+    def knows(self, model: str) -> bool:
+        return bool(self.serving(model))
+
+    def names(self) -> list[str]:
+        """The model names a client may ask for, as `/v1/models` lists them (not `*`)."""
+        return list(dict.fromkeys(d.model_name for d in self.deployments if d.model_name != ANY_MODEL))
+
+    @property
+    def serves_any(self) -> bool:
+        return any(deployment.model_name == ANY_MODEL for deployment in self.deployments)
+
+    def fallbacks_of(self, model: str) -> list[str]:
+        """The names a response for `model` fails over to, in order (each one known here)."""
+        return [name for name in self.fallbacks.get(model, ()) if name != model and self.knows(name)]
+
+    def by_id(self) -> dict[str, Deployment]:
+        return {deployment.id: deployment for deployment in self.deployments}
+
+    def context_window(self, model: str) -> int | None:
+        windows = [d.max_input_tokens for d in self.serving(model) if d.max_input_tokens]
+        return min(windows) if windows else None
+
+
+def load_registry(path: str | Path, environ: Mapping[str, str] | None = None) -> tuple[ModelRegistry, list[str]]:
+    """The registry in `path`, and the warnings to log (unknown keys, one line each)."""
+    import yaml  # only a process given a file reads YAML
+
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise StartupError(f"cannot read the models file {where}: {error.strerror or error}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        said = " ".join(str(error).split())
+        raise StartupError(f"the models file {where} is not valid YAML: {said}") from None
+    return parse_registry(document, where, os.environ if environ is None else environ)
+
+
+def parse_registry(document: Any, where: str, environ: Mapping[str, str]) -> tuple[ModelRegistry, list[str]]:
+    if not isinstance(document, dict):
+        raise StartupError(f"the models file {where} must be a mapping with a `model_list`")
+    warnings = _unknown(document, KNOWN_TOP, f"models file {where}")
+    entries = document.get("model_list")
+    if not isinstance(entries, list) or not entries:
+        raise StartupError(f"the models file {where} needs a non-empty `model_list`")
+    if len(entries) > MAX_DEPLOYMENTS:
+        raise StartupError(f"the models file {where} lists {len(entries)} deployments; at most {MAX_DEPLOYMENTS}")
+    deployments: list[Deployment] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        deployment, entry_warnings = _deployment(entry, index, seen, environ)
+        deployments.append(deployment)
+        warnings.extend(entry_warnings)
+    ids = [deployment.id for deployment in deployments]
+    if len(set(ids)) != len(ids):
+        duplicate = next(each for each in ids if ids.count(each) > 1)
+        raise StartupError(f"model_list: two deployments have the id {duplicate!r}")
+    registry = ModelRegistry(tuple(deployments), from_file=True)
+    router = document.get("router_settings") or {}
+    if not isinstance(router, dict):
+        raise StartupError("router_settings must be a mapping")
+    warnings.extend(_unknown(router, KNOWN_ROUTER, "router_settings"))
+    fallbacks = _fallbacks(router.get("fallbacks"), registry)
+    return ModelRegistry(tuple(deployments), fallbacks, from_file=True), warnings
+
+
+def _deployment(entry: Any, index: int, seen: dict[str, int],
+                environ: Mapping[str, str]) -> tuple[Deployment, list[str]]:
+    if not isinstance(entry, dict):
+        raise StartupError(f"model_list[{index}] must be a mapping")
+    name = entry.get("model_name")
+    place = f"model_list[{index}]" + (f" ({name})" if isinstance(name, str) else "")
+    if not isinstance(name, str) or not name.strip():
+        raise StartupError(f"{place}: `model_name` must be a non-empty string")
+    params = entry.get("litellm_params")
+    if not isinstance(params, dict):
+        raise StartupError(f"{place}: `litellm_params` must be a mapping")
+    info = entry.get("model_info") or {}
+    if not isinstance(info, dict):
+        raise StartupError(f"{place}: `model_info` must be a mapping")
+    warnings = (_unknown(entry, KNOWN_ENTRY_KEYS, place) + _unknown(params, KNOWN_PARAMS, f"{place} litellm_params")
+                + _unknown(info, KNOWN_INFO, f"{place} model_info"))
+    model = params.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise StartupError(f"{place}: `litellm_params.model` must be \"<provider>/<model name>\"")
+    provider, _, upstream = model.partition("/")
+    if not upstream:
+        provider, upstream = "openai", model
+    api_base = params.get("api_base") or PROVIDER_BASES.get(provider)
+    if not isinstance(api_base, str) or not api_base.startswith(("http://", "https://")):
+        raise StartupError(f"{place}: `litellm_params.api_base` must be the http(s):// URL of an OpenAI-compatible "
+                           f"API (provider {provider!r} has no default)")
+    position = seen.get(name, 0)
+    seen[name] = position + 1
+    deployment_id = info.get("id", f"{name}/{position}")
+    if not isinstance(deployment_id, str) or not deployment_id or len(deployment_id) > 200:
+        raise StartupError(f"{place}: `model_info.id` must be a string of 1 to 200 characters")
+    return Deployment(
+        id=deployment_id, model_name=name,
+        upstream_model=None if upstream == ANY_MODEL else upstream,
+        api_base=api_base.rstrip("/"),
+        api_key=_key(params.get("api_key"), place, environ),
+        rpm=_positive(params.get("rpm"), "rpm", place), tpm=_positive(params.get("tpm"), "tpm", place),
+        timeout_seconds=_positive(params.get("timeout"), "timeout", place),
+        max_input_tokens=_whole(info.get("max_input_tokens"), "max_input_tokens", place),
+        provider=provider,
+    ), warnings
+
+
+def _key(value: Any, place: str, environ: Mapping[str, str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise StartupError(f"{place}: `litellm_params.api_key` must be a string")
+    if value.startswith("os.environ/"):
+        variable = value.removeprefix("os.environ/")
+        if variable not in environ:
+            raise StartupError(f"{place}: `api_key` names the environment variable {variable}, which is not set")
+        return environ[variable]
+    return value
+
+
+def _positive(value: Any, name: str, place: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise StartupError(f"{place}: `{name}` must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _whole(value: Any, name: str, place: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise StartupError(f"{place}: `model_info.{name}` must be a positive whole number, not {value!r}")
+    return value
+
+
+def _fallbacks(value: Any, registry: ModelRegistry) -> dict[str, tuple[str, ...]]:
+    """`[{"a": ["b", "c"]}, ...]`: a response for `a` whose deployments are down goes to `b`, then `c`."""
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise StartupError("router_settings.fallbacks must be a list of {model: [fallback, ...]}")
+    fallbacks: dict[str, tuple[str, ...]] = {}
+    for index, rule in enumerate(value):
+        if not isinstance(rule, dict) or len(rule) != 1:
+            raise StartupError(f"router_settings.fallbacks[{index}] must be one {{model: [fallback, ...]}}")
+        (model, targets), = rule.items()
+        if isinstance(targets, str):
+            targets = [targets]
+        if not isinstance(targets, list) or not all(isinstance(each, str) for each in targets):
+            raise StartupError(f"router_settings.fallbacks[{index}] ({model}): the fallbacks must be model names")
+        unknown = [each for each in [model, *targets] if not registry.knows(each)]
+        if unknown:
+            raise StartupError(f"router_settings.fallbacks[{index}] ({model}): no deployment serves "
+                               f"{', '.join(map(repr, unknown))}")
+        fallbacks[model] = tuple(targets)
+    return fallbacks
+
+
+def _unknown(mapping: Mapping[str, Any], known: Iterable[str], where: str) -> list[str]:
+    extra = sorted(str(key) for key in mapping if key not in known)
+    return [f"{where}: ignoring {', '.join(extra)} (not used by durable-responses)"] if extra else []
