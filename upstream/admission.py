@@ -42,7 +42,7 @@ class CapacityCheck:
             return
         waits = []
         for deployment in self.registry.serving(model):
-            state = self._states.get(deployment.id, BudgetState())
+            state = self._states.get(deployment.budget_key(model), BudgetState())
             if not pacing.is_limited(state, deployment.limits(), now):
                 return  # a deployment with no known limit takes it
             waits.append(pacing.estimated_wait(state, deployment.limits(), now, "interactive", 0.0))

@@ -8,6 +8,9 @@ one with each success, as slow start does), so a cold burst of thousands cannot 
 a backend that would refuse most of them. The first 429 makes the deployment limited for
 every process (each reads the budgets again within `REFRESH_SECONDS`).
 
+A `*` deployment (and the one deployment there is without a models file) keeps a budget per
+model name it serves, as providers limit each model on its own; a named deployment keeps one.
+
 Among several deployments of one model name, a call goes to the one that can take it
 soonest; one that just failed (5xx, timeout) is passed over for `COOLDOWN_SECONDS` while
 another can serve.
@@ -28,9 +31,11 @@ from store.budgets import Budgets
 from telemetry import metrics
 from upstream import pacing
 from upstream.pacing import BudgetState, Defer, Grant, Lane
-from upstream.registry import Deployment, ModelRegistry
+from upstream.registry import ANY_MODEL, Deployment, ModelRegistry
 
 INITIAL_WINDOW = 32
+MAX_REMEMBERED = 10_000
+"""Budgets this process keeps its own counts for; idle ones beyond it are forgotten."""
 MAX_WINDOW = 4096
 REFRESH_SECONDS = 1.0
 COOLDOWN_SECONDS = 5.0
@@ -59,7 +64,8 @@ class Slot:
     """A granted call to `deployment`; tell it how the call went."""
 
     deployment: Deployment
-    gate: "UpstreamGate"
+    key: str
+    """Its budget (`Deployment.budget_key`)."""
     outcome: str = "failed"
     tokens: int = 0
 
@@ -76,20 +82,26 @@ class UpstreamGate:
         self._states: dict[str, BudgetState] = {}
         self._read_at = float("-inf")
 
-    def local(self, deployment: Deployment) -> _Local:
-        return self._local.setdefault(deployment.id, _Local())
+    def local(self, key: str) -> _Local:
+        local = self._local.get(key)
+        if local is None:
+            if len(self._local) >= MAX_REMEMBERED:
+                for idle in [each for each, known in self._local.items() if not known.in_flight][:1000]:
+                    del self._local[idle]
+            local = self._local[key] = _Local()
+        return local
 
     @contextlib.asynccontextmanager
     async def slot(self, model: str, lane: Lane, project: str) -> AsyncIterator[Slot]:
         """A call to one of `model`'s deployments, when its budget allows (raises
         `CapacityWaitError` when none can take it soon); its end is accounted for."""
         deployment = await self._granted(model, lane, project)
-        slot = Slot(deployment, self)
+        slot = Slot(deployment, deployment.budget_key(model))
         try:
             yield slot
         except RateLimitedUpstreamError as error:
             slot.outcome = "rate_limited"
-            await self._rate_limited(deployment, error)
+            await self._rate_limited(slot, error)
             raise
         finally:
             await self._ended(slot)
@@ -100,13 +112,14 @@ class UpstreamGate:
             raise CapacityWaitError(model, 1.0)  # not served here (the API refuses such models)
         await self._refresh()
         now = self.clock()
-        ordered = sorted(deployments, key=lambda each: (self.local(each).cooling_until > now,
-                                                        self._estimate(each, lane, now)))
+        ordered = sorted(deployments, key=lambda each: (self.local(each.budget_key(model)).cooling_until > now,
+                                                        self._estimate(each, each.budget_key(model), lane, now)))
         soonest: float | None = None
         for deployment in ordered:
-            decision = await self._decide(deployment, lane, project)
+            key = deployment.budget_key(model)
+            decision = await self._decide(deployment, key, lane, project)
             if isinstance(decision, Grant):
-                self.local(deployment).in_flight += 1
+                self.local(key).in_flight += 1
                 if decision.wait_seconds > 0:
                     metrics.upstream_waiting(deployment.id, +1)
                     try:
@@ -118,23 +131,23 @@ class UpstreamGate:
         metrics.upstream_deferred(ordered[0].id, lane)
         raise CapacityWaitError(ordered[0].id, soonest or 0.0)
 
-    def _limited(self, deployment: Deployment, now: float) -> bool:
-        state = self._states.get(deployment.id, BudgetState())
+    def _limited(self, deployment: Deployment, key: str, now: float) -> bool:
+        state = self._states.get(key, BudgetState())
         return pacing.is_limited(state, deployment.limits(), now)
 
-    def _estimate(self, deployment: Deployment, lane: Lane, now: float) -> float:
-        state = self._states.get(deployment.id, BudgetState())
+    def _estimate(self, deployment: Deployment, key: str, lane: Lane, now: float) -> float:
+        state = self._states.get(key, BudgetState())
         return pacing.estimated_wait(state, deployment.limits(), now, lane, 0.0)
 
-    async def _decide(self, deployment: Deployment, lane: Lane, project: str) -> Grant | Defer:
-        if self._limited(deployment, self.clock()):
-            return await self.budgets.reserve(deployment.id, deployment.limits(), lane, project)
-        return await self._windowed(deployment, lane)
+    async def _decide(self, deployment: Deployment, key: str, lane: Lane, project: str) -> Grant | Defer:
+        if self._limited(deployment, key, self.clock()):
+            return await self.budgets.reserve(key, deployment.limits(), lane, project)
+        return await self._windowed(key, lane)
 
-    async def _windowed(self, deployment: Deployment, lane: Lane) -> Grant | Defer:
+    async def _windowed(self, key: str, lane: Lane) -> Grant | Defer:
         """No limit known: within this process's window of calls in flight, at once or when a
         call ends (within the lane's horizon)."""
-        local = self.local(deployment)
+        local = self.local(key)
         started = self.clock()
         deadline = started + pacing.horizon(lane)
         while local.in_flight >= local.window:
@@ -147,7 +160,7 @@ class UpstreamGate:
         return Grant(wait_seconds=0.0)
 
     async def _ended(self, slot: Slot) -> None:
-        deployment, local, now = slot.deployment, self.local(slot.deployment), self.clock()
+        deployment, local, now = slot.deployment, self.local(slot.key), self.clock()
         local.in_flight -= 1
         local.freed.set()
         if slot.outcome == "ok":
@@ -155,19 +168,21 @@ class UpstreamGate:
             local.window = min(MAX_WINDOW, local.window + 1)
             local.cooling_until = 0.0
             if deployment.tpm:
-                await self.budgets.charge_tokens(deployment.id, deployment.limits(), slot.tokens)
+                await self.budgets.charge_tokens(slot.key, deployment.limits(), slot.tokens)
         elif slot.outcome == "failed" and len(self.registry.serving(deployment.model_name)) > 1:
             local.cooling_until = now + COOLDOWN_SECONDS
 
-    async def _rate_limited(self, deployment: Deployment, error: RateLimitedUpstreamError) -> None:
+    async def _rate_limited(self, slot: Slot, error: RateLimitedUpstreamError) -> None:
+        deployment = slot.deployment
         metrics.upstream_rate_limited(deployment.id)
-        local = self.local(deployment)
+        local = self.local(slot.key)
         local.window = max(1, local.window // 2)
         state = await self.budgets.rate_limited(
-            deployment.id, deployment.limits(), retry_after=error.retry_after,
+            slot.key, deployment.limits(), retry_after=error.retry_after,
             sending_rate=local.sending_rate(self.clock()), provider_rate=error.provider_rate)
-        self._states[deployment.id] = state  # limited from this call on, here at once
-        metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))
+        self._states[slot.key] = state  # limited from this call on, here at once
+        if slot.key == deployment.id:
+            metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))
 
     async def _refresh(self) -> None:
         now = self.clock()
@@ -176,6 +191,6 @@ class UpstreamGate:
         self._read_at = now
         self._states = await self.budgets.states()
         for deployment in self.registry.deployments:
-            state = self._states.get(deployment.id)
-            if state is not None:
+            if deployment.model_name != ANY_MODEL:
+                state = self._states.get(deployment.id, BudgetState())
                 metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), now))

@@ -26,6 +26,7 @@ shown (`repr=False`; `Deployment.shown()` says which deployment without it).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,15 @@ class Deployment:
 
     def upstream_name(self, asked: str) -> str:
         return self.upstream_model or asked
+
+    def budget_key(self, model: str) -> str:
+        """Whose budget a call for `model` draws on: a named deployment's own; a `*` one keeps one
+        per model name it serves, as providers limit each model on its own (at most 200
+        characters)."""
+        if self.model_name != ANY_MODEL:
+            return self.id
+        key = f"{self.id}:{model}"
+        return key if len(key) <= 200 else f"{self.id}:#{hashlib.sha256(model.encode()).hexdigest()}"
 
     @property
     def configured_rate(self) -> float | None:
