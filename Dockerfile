@@ -13,6 +13,7 @@ COPY demo ./demo
 COPY models ./models
 COPY store ./store
 COPY telemetry ./telemetry
+COPY upstream ./upstream
 COPY webhooks ./webhooks
 COPY inbox ./inbox
 COPY worker ./worker

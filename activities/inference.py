@@ -144,7 +144,7 @@ class InferenceActivities:
             raise ApplicationError(str(error), error.deployment, type=type(error).__name__, non_retryable=True,
                                    next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001))) from error
         except UpstreamError as error:
-            raise to_application_error(error, deployment.id) from error
+            raise to_application_error(error, deployment.budget_key(model)) from error
         except TurnLost as error:  # this execution stalled past its lease; another took over
             raise ApplicationError(str(error), type=type(error).__name__) from error
         return result.model_copy(update={"deployment": deployment.id}), message

@@ -18,7 +18,13 @@ from models.mcp import ApprovalDecision, McpListing
 from models import visibility
 from models.responses import Response
 from models.webhooks import WebhookSubscription
-from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ExecutionSettings, ResponseWorkflowInput
+from models.workflow_io import (
+    ApprovalUpdate,
+    ApprovalUpdateResult,
+    ExecutionSettings,
+    ResponseWorkflowInput,
+    side_task_queues,
+)
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
 
@@ -52,7 +58,8 @@ class ResponseRunner:
     ) -> None:
         self.client = client
         self.task_queue = task_queue
-        self.settings = settings
+        self.settings = settings if settings.mcp_task_queue else settings.model_copy(
+            update=side_task_queues(task_queue))
         self.repository = repository
         self.registry = registry or ModelRegistry.single("")
         """Where the model names' fallbacks come from (fixed in each response's input)."""

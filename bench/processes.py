@@ -66,10 +66,12 @@ class Backend:
     base_url: str
 
     @classmethod
-    def start(cls, latency_ms: float) -> "Backend":
+    def start(cls, latency_ms: float, rate_limit: float | None = None) -> "Backend":
         port = free_port()
+        limit = ["--rate-limit", str(rate_limit)] if rate_limit else []
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000)],
+            [sys.executable, "-m", "tests.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000),
+             *limit],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         backend = cls(process, f"http://127.0.0.1:{port}/v1")

@@ -19,7 +19,9 @@ fresh data dir, and later a `serve` process, then measures:
 7. an MCP turn (list, call, answer) against the same work done directly;
 8. what telemetry costs: three fresh `dev`s, untraced, traced with 10 % of traces sampled and
    with every trace, to a stand-in OTLP collector, in turn; and the metrics' own cost per
-   response, timed in-process (`bench/telemetry_cost.py`).
+   response, timed in-process (`bench/telemetry_cost.py`);
+9. a rate-limited backend (`bench/rate_limited.py`): responses lost, upstream calls per
+   response, and one project's interactive latency while another floods it.
 
 It prints a Markdown table with the goals of issue 10 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
@@ -42,7 +44,7 @@ import uuid
 import httpx
 import openai
 
-from bench import load, telemetry_cost
+from bench import load, rate_limited, telemetry_cost
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 
@@ -157,6 +159,8 @@ async def run(args: argparse.Namespace) -> str:
             metrics_cost = await telemetry_cost.measure()
         finally:
             backend.stop()
+    # 9. a rate-limited backend (its own backends and `dev`s)
+    limited = "" if args.skip_rate_limited else await rate_limited.measure()
 
     lines = [
         f"durable-responses benchmark: {os.cpu_count()} cores, scripted backend "
@@ -225,6 +229,8 @@ async def run(args: argparse.Namespace) -> str:
         f"+{metrics_cost['metrics_and_access_line_us'] / 1000:.3f} ms with the access line", "< +1 ms",
     ]))
     lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
+    if limited:
+        lines += ["", limited]
     return "\n".join(lines)
 
 
@@ -297,6 +303,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="added backend latency (default 0)")
     parser.add_argument("--turns", type=int, default=30, help="turns of the chain (default 30)")
     parser.add_argument("--quick", action="store_true", help="60 samples a row: a rough figure in a minute or two")
+    parser.add_argument("--skip-rate-limited", action="store_true",
+                        help="leave out the rate-limited backend's scenarios (about 90 s; `python -m bench.rate_limited`)")
     args = parser.parse_args()
     logging.disable(logging.INFO)  # the MCP client's per-request lines
     if args.quick:

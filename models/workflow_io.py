@@ -36,9 +36,20 @@ class ExecutionSettings(BaseModel):
     spend no attempt; this bounds them by time: INFERENCE_QUEUE_TIMEOUT_SECONDS)."""
     webhooks: WebhookPolicy = Field(default_factory=WebhookPolicy)
     """Where a background response's events go (`models/webhooks.py`); nowhere by default."""
+    mcp_task_queue: str | None = None
+    """Where MCP tool calls run (`<task queue>-mcp`, slots of their own, so a slow MCP server
+    never holds what a response does next); None: the response's own task queue (responses
+    that started before it existed)."""
+    webhook_task_queue: str | None = None
+    """Where webhook deliveries run (`<task queue>-webhooks`); None: the response's own."""
     search_attributes: bool = False
     """Whether the namespace has the response search attributes (`models/visibility.py`), so
     the workflow keeps `ResponseState` current."""
+
+
+def side_task_queues(task_queue: str) -> dict[str, str]:
+    """The task queues of a deployment's other workloads, named after its response queue."""
+    return {"mcp_task_queue": f"{task_queue}-mcp", "webhook_task_queue": f"{task_queue}-webhooks"}
 
 
 class ResponseWorkflowInput(BaseModel):

@@ -135,9 +135,11 @@ class ScriptedBackend:
         return JSONResponse({"scripted": len(body["replies"])})
 
     async def _calls_over_http(self, _request: Request) -> Response:
-        """How many requests each model has received."""
+        """How many requests each model has received (admitted ones), and in all (`_all`,
+        `_rate_limited`: answered 429)."""
         with self._lock:
-            return JSONResponse({model: len(requests) for model, requests in self._requests.items()})
+            counts = {model: len(requests) for model, requests in self._requests.items()}
+            return JSONResponse(counts | {"_all": self.calls, "_rate_limited": self.rate_limited})
 
     async def _requests_over_http(self, request: Request) -> Response:
         """The bodies of the requests one model has received (`?model=`)."""
@@ -280,7 +282,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="serve the scripted backend (echo replies)")
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--rate-limit", type=float, default=None, help="admit this many requests a second (429 past it)")
     arguments = parser.parse_args()
-    backend = ScriptedBackend(latency=arguments.latency).start(arguments.port)
+    backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit).start(arguments.port)
     print(f"scripted backend at {backend.base_url}", flush=True)
     threading.Event().wait()

@@ -4,8 +4,10 @@ model name, failover to fallbacks, and unknown models refused before anything is
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import openai
 import pytest
@@ -16,9 +18,8 @@ from models.errors import StartupError
 from tests.conftest import EmptyStore, running_stack
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
-from upstream.registry import ANY_MODEL, load_registry, parse_registry
-
-import subprocess
+from tests.test_replay import keep_recording, replayer
+from upstream.registry import ANY_MODEL, parse_registry
 
 
 def _write(tmp_path: Path, document: Any) -> Path:
@@ -181,6 +182,9 @@ async def test_a_deployment_that_is_down_fails_over_to_its_fallback(registry_sta
     attempts = registry_stack.settings.execution.inference.maximum_attempts
     assert len(first.requests("broken-upstream")) == attempts
     assert len(second.requests("beta-upstream")) == 1
+    history = await registry_stack.client.get_workflow_handle(response.id).fetch_history()
+    assert (await replayer().replay_workflow(history)).replay_failure is None
+    keep_recording("upstream_failover", history)
 
 
 async def test_an_unknown_model_is_a_404_and_leaves_nothing(registry_stack):
@@ -206,3 +210,25 @@ async def test_without_a_file_models_are_the_backends_own(temporal_address: str,
     finally:
         listing.stop()
     await asyncio.sleep(0)
+
+
+names = st.one_of(st.sampled_from(["alpha", "beta", "broken", "gamma", "ALPHA", "alpha ", "*", "", "a/b", "%2F"]),
+                  st.text(st.characters(blacklist_categories=("Cs",)), max_size=60))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=names)
+async def test_any_model_name_is_served_or_refused_naming_model_leaving_nothing(registry_stack, model: str):
+    known = model in ("alpha", "beta", "broken")
+    async with registry_stack.http() as http:
+        before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
+        answer = await http.post("/v1/responses", json={"model": model, "input": "hi"})
+        if known:
+            assert answer.status_code == 200 and answer.json()["model"] == model, answer.text
+        else:
+            assert answer.status_code in (400, 404), answer.text
+            assert answer.json()["error"]["param"] == "model", answer.text
+            assert (await http.get("/v1/responses", params={"limit": 100})).json()["data"] == before
+        looked_up = await http.get(f"/v1/models/{quote(model, safe='')}")
+        assert looked_up.status_code == (200 if known else 404), looked_up.text
+        assert looked_up.json()["id" if known else "error"], looked_up.text

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, running_stack
+from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack
 from tests.scripted_backend import ScriptedBackend
 from tests.test_access import as_key, make_key
+from tests.test_replay import keep_recording, replayer
 from upstream import pacing
 from upstream.pacing import BudgetState, Defer, Grant, Limits
 
@@ -86,6 +87,11 @@ def test_a_429_cuts_once_per_overload_blocks_until_retry_after_and_the_rate_grow
 def test_any_retry_after_blocks_a_bounded_time(retry_after, now):
     after = pacing.rate_limited(BudgetState(), Limits(), now, retry_after=retry_after, sending_rate=None)
     assert now <= after.blocked_until <= now + pacing.MAX_BLOCK_SECONDS or retry_after != retry_after
+
+
+async def _containing(text, part: str) -> str | None:  # noqa: ANN001 - an awaitable of str
+    said = await text
+    return said if part in said else None
 
 
 # ---- through the stack ----------------------------------------------------------------------------
@@ -205,6 +211,14 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
         async with running_stack(temporal_address, refusing, store, execution=execution,
                                  interactive_wait_seconds=0.5) as stack, stack.sdk() as sdk, stack.http() as http:
             waiting = await sdk.responses.create(model="limited", input="wait for me", background=True)
+            handle = stack.client.get_workflow_handle(waiting.id)
+
+            async def details() -> str:
+                return (await handle.query("__temporal_workflow_metadata")).current_details
+
+            shown = await eventually(lambda: _containing(details(), "waiting for capacity on default:limited"),
+                                     "the wait to be shown in Temporal", seconds=5)
+            assert "next try in" in shown
             ended = None
             for _ in range(200):
                 await asyncio.sleep(0.1)
@@ -214,6 +228,9 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
             assert ended is not None and ended.status == "failed", ended
             assert ended.error is not None and ended.error.code == "rate_limit_exceeded", ended.error
             assert refusing.calls > TEST_EXECUTION.inference.maximum_attempts  # waits spent no attempt
+            history = await handle.fetch_history()
+            assert (await replayer().replay_workflow(history)).replay_failure is None
+            keep_recording("upstream_capacity_waits", history)
             before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
             with pytest.raises(openai.RateLimitError) as raised:
                 await sdk.responses.create(model="limited", input="now please")

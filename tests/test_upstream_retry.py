@@ -7,7 +7,16 @@ from hypothesis import strategies as st
 
 from activities.chat_client import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
 from models.workflow_io import RetryBudget
-from workflows.upstream_retry import MESSAGE_CHARACTERS, FailedAttempt, retry_delay, retry_details
+from workflows.upstream_retry import (
+    CAPACITY_SPREAD,
+    MESSAGE_CHARACTERS,
+    RATE_LIMITED_WAIT_SECONDS,
+    FailedAttempt,
+    capacity_delay,
+    capacity_details,
+    retry_delay,
+    retry_details,
+)
 
 budgets = st.builds(RetryBudget, start_to_close_seconds=st.just(30.0), maximum_attempts=st.integers(1, 20),
                     initial_interval_seconds=st.floats(0.01, 10), maximum_interval_seconds=st.floats(0.01, 60))
@@ -63,3 +72,30 @@ def test_any_retry_after_an_upstream_sends_is_a_bounded_wait_or_nothing(headers:
     attempts, so it ends in bounded time; an unreadable header is no header."""
     wait = retry_after_seconds(headers)
     assert wait is None or 0 <= wait <= MAX_RETRY_AFTER_SECONDS
+
+
+@given(failures, budgets, st.floats(0, 1))
+def test_full_jitter_waits_at_most_the_backoff_and_never_nothing(failed: FailedAttempt, budget: RetryBudget,
+                                                                 jitter: float):
+    plain, jittered = retry_delay(failed, budget), retry_delay(failed, budget, jitter)
+    assert (plain is None) == (jittered is None)
+    if plain is not None and jittered is not None and not failed.retry_after_seconds:
+        assert 0 < jittered <= plain
+
+
+capacity_waits = st.builds(FailedAttempt, attempt=st.integers(1, 25), message=st.text(max_size=2000),
+                           retryable=st.just(True), retry_after_seconds=st.none() | st.floats(0, 300),
+                           capacity=st.just(True), deployment=st.none() | st.text(max_size=300))
+
+
+@given(capacity_waits, st.floats(0, 10_000), st.floats(0.001, 10_000), st.floats(0, 1))
+def test_a_capacity_wait_is_bounded_by_time_and_spread(failed: FailedAttempt, waited: float, queue: float,
+                                                       jitter: float):
+    delay = capacity_delay(failed, waited, queue, jitter)
+    base = failed.retry_after_seconds or RATE_LIMITED_WAIT_SECONDS
+    if delay is None:
+        assert waited + base > queue - 1e-9 or waited + base * (1 + CAPACITY_SPREAD * jitter) > queue
+        return
+    assert base <= delay <= base * (1 + CAPACITY_SPREAD) + 1e-9 and waited + delay <= queue
+    shown = capacity_details(failed, delay, waited, queue)
+    assert shown.startswith("**inferring**: waiting for capacity on ") and len(shown) < MESSAGE_CHARACTERS + 600

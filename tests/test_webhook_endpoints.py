@@ -147,7 +147,7 @@ async def test_an_endpoint_deleted_before_the_event_gets_nothing_and_is_not_retr
 
     async def delivery_ended() -> list:
         return [execution async for execution in stack.client.list_workflows(
-            f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')
+            f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}-webhooks"')
             if endpoint.id in execution.id and execution.status != WorkflowExecutionStatus.RUNNING]
 
     [delivery] = await eventually(delivery_ended, "the delivery to the deleted endpoint to end", seconds=20)

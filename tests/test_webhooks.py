@@ -128,7 +128,7 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
             history = [event.SerializeToString() for event in
                        (await stack.client.get_workflow_handle(response.id).fetch_history()).events]
             deliveries = [execution.id async for execution in stack.client.list_workflows(
-                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')]
+                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}-webhooks"')]
             for delivery_id in deliveries:
                 history += [event.SerializeToString() for event in
                             (await stack.client.get_workflow_handle(delivery_id).fetch_history()).events]
@@ -192,7 +192,7 @@ async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_no
 
         async def delivery_ended() -> list:
             return [execution async for execution in stack.client.list_workflows(
-                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}"')
+                f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}-webhooks"')
                 if execution.status != WorkflowExecutionStatus.RUNNING]
 
         [delivery] = await eventually(delivery_ended, "the refused delivery to end", seconds=20)

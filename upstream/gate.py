@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from models.errors import CapacityWaitError, RateLimitedUpstreamError
+from models.errors import CapacityWaitError, RateLimitedUpstreamError, RejectedByUpstreamError
 from store.budgets import Budgets
 from telemetry import metrics
 from upstream import pacing
@@ -95,9 +95,16 @@ class UpstreamGate:
     async def slot(self, model: str, lane: Lane, project: str) -> AsyncIterator[Slot]:
         """A call to one of `model`'s deployments, when its budget allows (raises
         `CapacityWaitError` when none can take it soon); its end is accounted for."""
-        deployment = await self._granted(model, lane, project)
+        deployment, wait = await self._granted(model, lane, project)
         slot = Slot(deployment, deployment.budget_key(model))
+        self.local(slot.key).in_flight += 1
         try:
+            if wait > 0:
+                metrics.upstream_waiting(deployment.id, +1)
+                try:
+                    await asyncio.sleep(wait)
+                finally:
+                    metrics.upstream_waiting(deployment.id, -1)
             yield slot
         except RateLimitedUpstreamError as error:
             slot.outcome = "rate_limited"
@@ -106,10 +113,12 @@ class UpstreamGate:
         finally:
             await self._ended(slot)
 
-    async def _granted(self, model: str, lane: Lane, project: str) -> Deployment:
+    async def _granted(self, model: str, lane: Lane, project: str) -> tuple[Deployment, float]:
+        """The deployment whose budget gave the call a slot, and how long until it."""
         deployments = self.registry.serving(model)
-        if not deployments:
-            raise CapacityWaitError(model, 1.0)  # not served here (the API refuses such models)
+        if not deployments:  # the API refuses such models: this worker's models file differs from the API's
+            raise RejectedByUpstreamError(f"no deployment serves model {model!r} on this worker (its models file "
+                                          "does not name it: give every process the same MODELS_FILE)")
         await self._refresh()
         now = self.clock()
         ordered = sorted(deployments, key=lambda each: (self.local(each.budget_key(model)).cooling_until > now,
@@ -119,17 +128,10 @@ class UpstreamGate:
             key = deployment.budget_key(model)
             decision = await self._decide(deployment, key, lane, project)
             if isinstance(decision, Grant):
-                self.local(key).in_flight += 1
-                if decision.wait_seconds > 0:
-                    metrics.upstream_waiting(deployment.id, +1)
-                    try:
-                        await asyncio.sleep(decision.wait_seconds)
-                    finally:
-                        metrics.upstream_waiting(deployment.id, -1)
-                return deployment
+                return deployment, decision.wait_seconds
             soonest = decision.wait_seconds if soonest is None else min(soonest, decision.wait_seconds)
         metrics.upstream_deferred(ordered[0].id, lane)
-        raise CapacityWaitError(ordered[0].id, soonest or 0.0)
+        raise CapacityWaitError(ordered[0].budget_key(model), soonest or 0.0)
 
     def _limited(self, deployment: Deployment, key: str, now: float) -> bool:
         state = self._states.get(key, BudgetState())

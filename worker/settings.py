@@ -134,6 +134,10 @@ class Settings(BaseModel):
     is never logged whole and never in Temporal's history)."""
     webhook_secret: str = Field(default="", repr=False)
     """`whsec_...`: signs every delivery (`WEBHOOK_SECRET`)."""
+    mcp_concurrent_calls: int = 100
+    """MCP tool calls one worker runs at once (the `<task queue>-mcp` queue's slots)."""
+    webhook_concurrent_deliveries: int = 50
+    """Webhook deliveries one worker makes at once (the `<task queue>-webhooks` queue's slots)."""
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
@@ -265,6 +269,8 @@ class Settings(BaseModel):
             "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
+            "mcp_concurrent_calls": _env_int("MCP_CONCURRENT_CALLS", 100),
+            "webhook_concurrent_deliveries": _env_int("WEBHOOK_CONCURRENT_DELIVERIES", 50),
             "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),
             "max_request_bytes": _env_int("MAX_REQUEST_BYTES", 16 * 1024 * 1024),
             "max_json_depth": _env_int("MAX_JSON_DEPTH", 64),

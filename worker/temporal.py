@@ -21,7 +21,7 @@ from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
-from models.workflow_io import ExecutionSettings
+from models.workflow_io import ExecutionSettings, side_task_queues
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
@@ -132,9 +132,12 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
                                  project_endpoints=repository.webhook_endpoints)
+    grace = timedelta(seconds=grace_seconds)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
+        # The side queues' work is registered here too, for responses that started before
+        # those queues existed (their calls and deliveries are scheduled on this queue).
         workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
         workflow_runner=WORKFLOW_RUNNER,
         activities=[
@@ -144,20 +147,34 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
-        graceful_shutdown_timeout=timedelta(seconds=grace_seconds),
+        graceful_shutdown_timeout=grace,
     )
+    # Each workload with slots of its own: a slow MCP server or a dead webhook receiver takes
+    # only its own queue's slots, never those of the responses' workflow tasks.
+    queues = side_task_queues(settings.task_queue)
+    side_workers = [
+        Worker(client, task_queue=queues["mcp_task_queue"], activities=[mcp.call_mcp_tool],
+               max_concurrent_activities=settings.mcp_concurrent_calls, graceful_shutdown_timeout=grace),
+        Worker(client, task_queue=queues["webhook_task_queue"], workflows=[WebhookDeliveryWorkflow],
+               workflow_runner=WORKFLOW_RUNNER, activities=[webhooks.deliver_webhook],
+               max_concurrent_activities=settings.webhook_concurrent_deliveries, max_cached_workflows=100,
+               graceful_shutdown_timeout=grace),
+    ]
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
         await worker.__aenter__()
+        for side in side_workers:
+            await side.__aenter__()
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
         try:
             yield worker
         finally:
             stopping.set()  # no longer present: readiness turns false at once
-            leaving = asyncio.ensure_future(worker.__aexit__(None, None, None))  # no more polls; MCP calls' grace
+            leaving = asyncio.ensure_future(asyncio.gather(  # no more polls; MCP calls' grace
+                worker.__aexit__(None, None, None), *(side.__aexit__(None, None, None) for side in side_workers)))
             await inference.stop(grace_seconds)
             await _left_within(leaving, WORKER_STOP_SECONDS)
             await present

@@ -48,10 +48,13 @@ def single_attempt_options(budget: RetryBudget) -> dict[str, Any]:
     }
 
 
-def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool) -> dict[str, Any]:
+def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool,
+                      task_queue: str | None = None) -> dict[str, Any]:
     """A regular activity: it may run for hours on any worker, and is watched by heartbeats.
-    `wait_for_cancel`: a cancelled workflow waits for the call to stop before it ends."""
+    `wait_for_cancel`: a cancelled workflow waits for the call to stop before it ends;
+    `task_queue`: where it runs (None: the workflow's own queue)."""
     return {
+        **({"task_queue": task_queue} if task_queue else {}),
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
         "heartbeat_timeout": timedelta(seconds=heartbeat_seconds),
         "retry_policy": _retry_policy(budget),

@@ -105,7 +105,7 @@ class ResponseWorkflow:
         except asyncio.CancelledError:
             self.machine.fire("cancel")
         final = await self._finalize()
-        await send_webhooks(self.settings.webhooks, final,
+        await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, final,
                             lambda event_id, now: [ended_event(event_id, final.id, final.status, now)])
         if workflow.patched("ends-as-the-response-ends"):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
@@ -372,7 +372,7 @@ class ResponseWorkflow:
                                  arguments_parked_in=self.parked.get(call.id)),
                 result_type=CallMcpToolResult,
                 **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds,
-                                    wait_for_cancel=wait_for_cancel),
+                                    wait_for_cancel=wait_for_cancel, task_queue=self.settings.mcp_task_queue),
             )
             return result.call, result.parked
         except ActivityError as error:
@@ -397,7 +397,7 @@ class ResponseWorkflow:
         self.awaited.update({request.id: request for request in requests})
         self.machine.fire("request_approval")
         response = self.response
-        await send_webhooks(self.settings.webhooks, response, lambda event_id, now: [
+        await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, response, lambda event_id, now: [
             action_required_event(f"{event_id}{index}", response.id, request.id, now)
             for index, request in enumerate(requests)])
         try:

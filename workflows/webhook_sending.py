@@ -20,7 +20,8 @@ Events = Callable[[str, int], list[WebhookEvent | None]]
 so a response without webhooks draws no id from the workflow's random stream."""
 
 
-async def send_webhooks(policy: WebhookPolicy, response: Response, events: Events) -> None:
+async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events) -> None:
+    """`task_queue`: where the deliveries run (None: the response's own queue)."""
     if not policy.sends or not response.background or not workflow.patched("webhooks-sent"):
         return
     for event in events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp())):
@@ -33,6 +34,7 @@ async def send_webhooks(policy: WebhookPolicy, response: Response, events: Event
                     id=f"{event.id}-{endpoint}", result_type=WebhookDeliveryResult,
                     parent_close_policy=ParentClosePolicy.ABANDON,
                     static_summary=f"{event.type} of {response.id} to {endpoint}",
+                    **({"task_queue": task_queue} if task_queue else {}),
                 )
                 delivery.add_done_callback(_outcome_seen)  # its end is the delivery's own business
             except Exception as error:  # noqa: BLE001 - a delivery is never the response's failure
