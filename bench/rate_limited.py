@@ -12,7 +12,8 @@ known yet), and drives it with the official `openai` SDK, `max_retries=0`:
 3. 10 requests a second admitted, keys for two projects: project A sends 300 background
    responses, then project B sends 10 sequential non-streaming requests (B's latency).
 
-The goals are issue 24's "Done when".
+The goals are issue 24's "Done when". Each `dev` takes up to 1,000 open requests a key
+(`MAX_INFLIGHT_PER_KEY`), so 300 sent at once measure the upstream's limit, not the API's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import openai
 from bench.processes import CLI, Backend, Dev
 
 Row = list[str]
+OPEN_REQUESTS = {"MAX_INFLIGHT_PER_KEY": "1000"}
 
 
 async def _foreground(client: openai.AsyncOpenAI, count: int, concurrency: int) -> list[str]:
@@ -73,7 +75,7 @@ async def _limits(rpm: int | None) -> list[Row]:
     backend = Backend.start(0.0, rate_limit=20)
     rows = []
     with tempfile.TemporaryDirectory(prefix="dr-bench-limited-") as data_dir:
-        env = {}
+        env = dict(OPEN_REQUESTS)
         if rpm:
             models = Path(data_dir) / "models.yaml"
             models.write_text(f"model_list:\n  - model_name: '*'\n    litellm_params:\n      model: openai/*\n"
@@ -112,7 +114,7 @@ def _key(data_dir: str, project: str) -> str:
 async def _fairness() -> Row:
     backend = Backend.start(0.0, rate_limit=10)
     with tempfile.TemporaryDirectory(prefix="dr-bench-fair-") as data_dir:
-        dev = Dev.start(data_dir, backend)
+        dev = Dev.start(data_dir, backend, dict(OPEN_REQUESTS))
         try:
             alpha, beta = _sdk(dev, _key(data_dir, "alpha")), _sdk(dev, _key(data_dir, "beta"))
             await asyncio.sleep(2)  # running servers see new keys within a second or two
