@@ -56,7 +56,7 @@ async def create_response(request: Request) -> HttpResponse:
                              decided_by=acting.key_id, egress=request.app.state.egress,
                              known_model=request.app.state.registry.knows)
     if not prepared.request.background:  # an interactive request that would wait too long is refused now
-        await request.app.state.capacity.check(prepared.response.model, acting.project)
+        await request.app.state.capacity.check(prepared.response.model)
     if prepared.request.stream:
         _open_stream(request)  # refused (429) before anything is kept
     return await _created(request, prepared, acting, arrived)

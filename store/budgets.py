@@ -1,11 +1,12 @@
 """Upstream budgets in the store, shared by every worker and API process: each decision is
-read, made (`upstream/pacing.py`) and written in one transaction that holds the
-deployment's row, so two workers never give the same slot away."""
+read, made (`upstream/pacing.py`) and written in one transaction that holds the budget's
+row, so two workers never give the same slot away. A budget is keyed by
+`Deployment.budget_key` (the deployment, or a `*` deployment's model name)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from store.database import Database, Row, Transaction
@@ -35,12 +36,6 @@ class Budgets:
         async with self.db.read() as transaction:
             rows = await transaction.all(f"SELECT deployment, {COLUMNS} FROM upstream_budgets")
         return {row["deployment"]: _state(row) for row in rows}
-
-    async def queue_next(self, deployment: str, lane: Lane, project: str) -> float:
-        async with self.db.read() as transaction:
-            return await transaction.value(
-                "SELECT next_at FROM upstream_queues WHERE deployment = :d AND lane = :lane AND project = :project",
-                d=deployment, lane=lane, project=project) or 0.0
 
     async def reserve(self, deployment: str, limits: Limits, lane: Lane, project: str) -> Decision:
         async def decide(transaction: Transaction, state: BudgetState, now: float) -> tuple[Decision, BudgetState]:
@@ -74,7 +69,9 @@ class Budgets:
         await self._change(deployment, charge)
 
     async def _change(self, deployment: str,
-                      change: Callable[[Transaction, BudgetState, float], object]) -> T:  # type: ignore[type-var]
+                      change: Callable[[Transaction, BudgetState, float], Awaitable[tuple[T, BudgetState]]]) -> T:
+        """Apply `change` (the transaction, the budget as it is, now) -> (its result, the budget
+        after) to one deployment's budget, holding its row."""
         async with self.db.write() as transaction:
             # Take the row (made if new) before reading it: on PostgreSQL the update holds its
             # lock to the end of the transaction; SQLite's write transaction holds the file.
@@ -83,7 +80,7 @@ class Budgets:
                 "ON CONFLICT (deployment) DO UPDATE SET next_free = upstream_budgets.next_free", d=deployment)
             row = await transaction.one(f"SELECT {COLUMNS} FROM upstream_budgets WHERE deployment = :d", d=deployment)
             before = _state(row)
-            result, after = await change(transaction, before, self.clock())  # type: ignore[misc]
+            result, after = await change(transaction, before, self.clock())
             if after != before:
                 await transaction.run(
                     "UPDATE upstream_budgets SET next_free = :next_free, next_free_tokens = :next_free_tokens, "
@@ -92,4 +89,4 @@ class Budgets:
                     d=deployment, next_free=after.next_free, next_free_tokens=after.next_free_tokens,
                     learned_rate=after.learned_rate, decreased_at=after.decreased_at,
                     blocked_until=after.blocked_until)
-            return result  # type: ignore[return-value]
+            return result

@@ -22,7 +22,7 @@ REFRESH_SECONDS = 1.0
 
 
 class CapacityCheck:
-    def __init__(self, registry: ModelRegistry, budgets: Budgets | None, wait_seconds: float,
+    def __init__(self, registry: ModelRegistry, budgets: Budgets, wait_seconds: float,
                  clock: Callable[[], float] = time.time) -> None:
         self.registry = registry
         self.budgets = budgets
@@ -31,9 +31,8 @@ class CapacityCheck:
         self._states: dict[str, BudgetState] = {}
         self._read_at = float("-inf")
 
-    async def check(self, model: str, project: str) -> None:
-        if self.budgets is None:
-            return
+    async def check(self, model: str) -> None:
+        """Raises `RateLimitedError` when no deployment of `model` has a slot soon enough."""
         now = self.clock()
         if now - self._read_at >= REFRESH_SECONDS:
             self._read_at = now
