@@ -169,6 +169,10 @@ async def test_each_model_reaches_its_own_deployment_and_models_lists_them(regis
     assert len(first.requests("alpha-upstream")) == 1 and not second.requests("alpha-upstream")
     assert len(second.requests("beta-upstream")) == 1 and not first.requests("beta-upstream")
     assert "sk-first-backend-secret" not in alpha.model_dump_json()
+    history = await registry_stack.client.get_workflow_handle(alpha.id).fetch_history()
+    events = [event.SerializeToString() for event in history.events]
+    assert any(b'"alpha"' in event for event in events)  # payloads are readable here, so the next check can fail
+    assert not any(b"sk-first-backend-secret" in event for event in events)
 
 
 async def test_a_deployment_that_is_down_fails_over_to_its_fallback(registry_stack, two_backends):
