@@ -189,11 +189,14 @@ class RateLimitedUpstreamError(RetryableUpstreamError):
 
 
 class CapacityWaitError(UpstreamError):
-    """No slot of the deployment's budget is near enough: come back after `wait_seconds`."""
+    """No slot of the deployment's budget is near enough: come back after `wait_seconds`.
+    `deployment`: the budget waited on (`Deployment.budget_key`); `deployment_id`: its
+    deployment's id."""
 
-    def __init__(self, deployment: str, wait_seconds: float) -> None:
+    def __init__(self, deployment: str, wait_seconds: float, *, deployment_id: str = "") -> None:
         super().__init__(f"waiting for capacity on {deployment}")
         self.deployment = deployment
+        self.deployment_id = deployment_id or deployment
         self.wait_seconds = wait_seconds
 
 

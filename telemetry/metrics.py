@@ -104,6 +104,10 @@ upstream_rate_gauge = Gauge("durable_responses_upstream_rate_requests_per_second
 upstream_waiting_gauge = Gauge("durable_responses_upstream_waiting_calls",
                                "Calls of this worker waiting for their slot in a deployment's budget.",
                                ["deployment"], registry=REGISTRY)
+upstream_waiting_responses_gauge = Gauge(
+    "durable_responses_upstream_waiting_responses",
+    "Responses waiting (durably, in their workflows) for a deployment's capacity that this worker told to wait "
+    "(sum over workers).", ["deployment"], registry=REGISTRY)
 upstream_deferrals = Counter("durable_responses_upstream_deferrals_total",
                              "Model calls told to wait for a deployment's capacity (the response waits durably, "
                              "spending no attempt), by lane.", ["deployment", "lane"], registry=REGISTRY)
@@ -170,6 +174,10 @@ def upstream_rate(deployment: str, rate: float | None) -> None:
 
 def upstream_waiting(deployment: str, change: int) -> None:
     upstream_waiting_gauge.labels(deployment).inc(change)
+
+
+def upstream_waiting_responses(deployment: str, count: int) -> None:
+    upstream_waiting_responses_gauge.labels(deployment).set(count)
 
 
 def upstream_deferred(deployment: str, lane: str) -> None:

@@ -5,6 +5,7 @@ requests go before background work, and one project's flood does not starve anot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
 from pathlib import Path
@@ -53,7 +54,8 @@ def test_an_interactive_call_finds_a_slot_within_its_horizon_whatever_background
     for _ in range(flood):  # a burst of background calls at one instant
         _, state, clock = pacing.reserve(state, limits, now, "background", clock)
     decision, _, _ = pacing.reserve(state, limits, now, "interactive", 0.0)
-    assert isinstance(decision, Grant) and decision.wait_seconds <= pacing.INTERACTIVE_HORIZON
+    # background work reserves no further ahead than its own horizon: the next slot after it is ours
+    assert isinstance(decision, Grant) and decision.wait_seconds <= pacing.BACKGROUND_HORIZON + 1 / rate + 1e-9
 
 
 def test_deferred_calls_come_back_one_per_slot_and_each_project_in_its_own_turn():
@@ -239,3 +241,30 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
             assert (await http.get("/v1/responses", params={"limit": 100})).json()["data"] == before
     finally:
         refusing.stop()
+
+
+async def test_the_responses_waiting_for_capacity_are_counted_per_deployment(temporal_address: str,
+                                                                              store: EmptyStore):
+    """The metrics a deployment's operator watches: 429s, and how many responses wait for it."""
+    limited = ScriptedBackend(rate_limit=2).start()
+    try:
+        async with running_stack(temporal_address, limited, store) as stack, stack.sdk() as sdk, \
+                stack.http() as http:
+            created = await asyncio.gather(*(sdk.responses.create(model="limited", input=f"wait {index}",
+                                                                  background=True) for index in range(12)))
+
+            async def waiting() -> float:
+                scraped = (await http.get("/metrics")).text
+                counts = [float(line.rsplit(" ", 1)[1]) for line in scraped.splitlines()
+                          if line.startswith('durable_responses_upstream_waiting_responses{deployment="default"}')]
+                return counts[0] if counts and counts[0] >= 5 else 0.0
+
+            assert await eventually(waiting, "responses counted as waiting", seconds=10) >= 5
+            scraped = (await http.get("/metrics")).text
+            assert 'durable_responses_upstream_rate_limited_total{deployment="default"}' in scraped
+            assert 'durable_responses_upstream_deferrals_total{deployment="default",lane="background"}' in scraped
+            for response in created:  # nothing is left waiting behind the test
+                with contextlib.suppress(openai.ConflictError):  # those that have ended meanwhile
+                    await sdk.responses.cancel(response.id)
+    finally:
+        limited.stop()

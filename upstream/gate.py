@@ -39,6 +39,8 @@ MAX_REMEMBERED = 10_000
 MAX_WINDOW = 4096
 REFRESH_SECONDS = 1.0
 COOLDOWN_SECONDS = 5.0
+WAITING_GRACE_SECONDS = 1.0
+"""A response told to wait counts as waiting this long past its time (its workflow's next try)."""
 RATE_WINDOW_SECONDS = 1.0
 """Successes this long back make the sending rate a first 429 is measured against."""
 
@@ -81,6 +83,8 @@ class UpstreamGate:
         self._local: dict[str, _Local] = {}
         self._states: dict[str, BudgetState] = {}
         self._read_at = float("-inf")
+        self._waiting: dict[str, dict[str, float]] = {}
+        """Deployment -> the responses this process told to wait for its capacity -> until when."""
 
     def local(self, key: str) -> _Local:
         local = self._local.get(key)
@@ -92,10 +96,16 @@ class UpstreamGate:
         return local
 
     @contextlib.asynccontextmanager
-    async def slot(self, model: str, lane: Lane, project: str) -> AsyncIterator[Slot]:
+    async def slot(self, model: str, lane: Lane, project: str, waiter: str = "") -> AsyncIterator[Slot]:
         """A call to one of `model`'s deployments, when its budget allows (raises
-        `CapacityWaitError` when none can take it soon); its end is accounted for."""
-        deployment, wait = await self._granted(model, lane, project)
+        `CapacityWaitError` when none can take it soon); its end is accounted for. `waiter`:
+        the response the call is for (counted among those waiting while it waits)."""
+        try:
+            deployment, wait = await self._granted(model, lane, project)
+        except CapacityWaitError as error:
+            self._wait(error.deployment_id, waiter, error.wait_seconds)
+            raise
+        self._wait(deployment.id, waiter, None)
         slot = Slot(deployment, deployment.budget_key(model))
         self.local(slot.key).in_flight += 1
         try:
@@ -108,6 +118,7 @@ class UpstreamGate:
             yield slot
         except RateLimitedUpstreamError as error:
             slot.outcome = "rate_limited"
+            self._wait(deployment.id, waiter, error.retry_after or 1.0)
             await self._rate_limited(slot, error)
             raise
         finally:
@@ -131,7 +142,7 @@ class UpstreamGate:
                 return deployment, decision.wait_seconds
             soonest = decision.wait_seconds if soonest is None else min(soonest, decision.wait_seconds)
         metrics.upstream_deferred(ordered[0].id, lane)
-        raise CapacityWaitError(ordered[0].budget_key(model), soonest or 0.0)
+        raise CapacityWaitError(ordered[0].budget_key(model), soonest or 0.0, deployment_id=ordered[0].id)
 
     def _limited(self, deployment: Deployment, key: str, now: float) -> bool:
         state = self._states.get(key, BudgetState())
@@ -186,11 +197,35 @@ class UpstreamGate:
         if slot.key == deployment.id:
             metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))
 
+    def _wait(self, deployment: str, waiter: str, seconds: float | None) -> None:
+        """`waiter` waits for `deployment`'s capacity for `seconds` (None: it waits no more);
+        the gauge counts, per deployment, the responses this process told to wait whose time
+        has not passed (one that comes back to another worker leaves the count when its time
+        passes)."""
+        waiting = self._waiting.get(deployment)
+        if not waiter or (seconds is None and (waiting is None or waiter not in waiting)):
+            return  # the plain path: nothing waited, nothing to count
+        if waiting is None:
+            waiting = self._waiting[deployment] = {}
+        if seconds is None:
+            del waiting[waiter]
+        else:
+            waiting[waiter] = self.clock() + seconds + WAITING_GRACE_SECONDS
+        metrics.upstream_waiting_responses(deployment, len(waiting))
+
+    def _count_waiting(self, now: float) -> None:
+        """Forget the waiters whose time has passed (they came back elsewhere, or ended)."""
+        for deployment, waiting in self._waiting.items():
+            for gone in [waiter for waiter, until in waiting.items() if until <= now]:
+                del waiting[gone]
+            metrics.upstream_waiting_responses(deployment, len(waiting))
+
     async def _refresh(self) -> None:
         now = self.clock()
         if now - self._read_at < REFRESH_SECONDS:
             return
         self._read_at = now
+        self._count_waiting(now)
         self._states = await self.budgets.states()
         for deployment in self.registry.deployments:
             if deployment.model_name != ANY_MODEL:
