@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from http import HTTPStatus
 from typing import Any, Protocol
@@ -39,6 +40,8 @@ MAX_RETRY_AFTER_SECONDS = 300.0
 (`workflows/upstream_retry.py`), and a response must end in bounded time whatever it says."""
 CONNECT_TIMEOUT_SECONDS = 10.0
 Chunk = dict[str, Any]
+HeadersSeen = Callable[[Mapping[str, str]], None]
+"""Told the headers of a successful answer (its `x-ratelimit-*` say how much budget is left)."""
 
 
 class ChatBackend(Protocol):
@@ -47,9 +50,10 @@ class ChatBackend(Protocol):
 
     base_url: str
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+    async def complete(self, body: dict[str, Any], on_headers: HeadersSeen | None = None) -> dict[str, Any]: ...
 
-    def stream(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]: ...
+    def stream(self, body: dict[str, Any],
+               on_headers: HeadersSeen | None = None) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]: ...
 
     async def aclose(self) -> None: ...
 
@@ -84,24 +88,29 @@ class ChatClient:
                                                   connector=aiohttp.TCPConnector(limit=0))
         return self._session
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, body: dict[str, Any], on_headers: HeadersSeen | None = None) -> dict[str, Any]:
         """One whole chat completion."""
         try:
             async with self._http().post(self._url, data=orjson.dumps(body)) as answer:
                 content = await answer.read()
                 if answer.status >= 400:
                     raise self._status_failure(answer.status, answer.headers, content, body)
+                if on_headers is not None:
+                    on_headers(answer.headers)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             raise self._transport_failure(error) from error
         return _json(content)
 
     @asynccontextmanager
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[Chunk]]:
+    async def stream(self, body: dict[str, Any],
+                     on_headers: HeadersSeen | None = None) -> AsyncIterator[AsyncIterator[Chunk]]:
         """A streamed chat completion: its chunks, as the backend sends them."""
         try:
             async with self._http().post(self._url, data=orjson.dumps(body | {"stream": True})) as answer:
                 if answer.status >= 400:
                     raise self._status_failure(answer.status, answer.headers, await answer.read(), body)
+                if on_headers is not None:
+                    on_headers(answer.headers)
                 yield _chunks(answer)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             raise self._transport_failure(error) from error
@@ -217,6 +226,29 @@ def provider_rate(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         return None
     return limit / 60.0 if 0 < limit < float("inf") else None
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def exhausted_for(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the provider takes requests again, when a successful answer's
+    `x-ratelimit-remaining-requests` says none is left (OpenAI's `x-ratelimit-reset-requests`:
+    "1s", "6m0s", "20ms", or seconds); None while some are left or nothing is said."""
+    try:
+        remaining = float(headers.get("x-ratelimit-remaining-requests") or "")
+    except ValueError:
+        return None
+    if remaining != 0:
+        return None
+    reset = (headers.get("x-ratelimit-reset-requests") or "").strip()
+    try:
+        seconds = float(reset)
+    except ValueError:
+        parts = _DURATION.findall(reset)
+        units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+        seconds = sum(float(number) * units[unit] for number, unit in parts) if parts else 1.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS) if seconds == seconds else 1.0
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

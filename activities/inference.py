@@ -20,7 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
-from activities.chat_client import ChatBackend
+from activities.chat_client import ChatBackend, HeadersSeen
 from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
@@ -125,9 +125,9 @@ class InferenceActivities:
                     span.set_attribute("durable_responses.deployment", deployment.id)
                     try:
                         if request.emit_events:
-                            result, message = await self._streamed(client, request, body, table, fence)
+                            result, message = await self._streamed(client, request, body, table, fence, slot.saw)
                         else:
-                            result, message = await self._whole(client, request, body, table)
+                            result, message = await self._whole(client, request, body, table, slot.saw)
                     except UpstreamError as error:
                         metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
                                                  retried=isinstance(error, RetryableUpstreamError))
@@ -169,9 +169,10 @@ class InferenceActivities:
                 return  # lost: the fence refuses this execution's writes from now on
 
     async def _whole(
-        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable
+        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable,
+        on_headers: HeadersSeen,
     ) -> tuple[InferenceResult, dict[str, Any]]:
-        completion = await client.complete(body)
+        completion = await client.complete(body, on_headers)
         choices = completion.get("choices") or []
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
@@ -186,7 +187,8 @@ class InferenceActivities:
         return result, message
 
     async def _streamed(
-        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence
+        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence,
+        on_headers: HeadersSeen,
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
@@ -197,7 +199,7 @@ class InferenceActivities:
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
         try:
-            async with client.stream(body | {"stream_options": {"include_usage": True}}) as chunks:
+            async with client.stream(body | {"stream_options": {"include_usage": True}}, on_headers) as chunks:
                 async for chunk in chunks:
                     usage = chunk.get("usage") or usage
                     for choice in chunk.get("choices") or []:

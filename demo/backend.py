@@ -36,7 +36,7 @@ class DemoBackend:
     def __init__(self) -> None:
         self._broken_once: OrderedDict[bytes, None] = OrderedDict()
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, body: dict[str, Any], on_headers: object = None) -> dict[str, Any]:
         model = self._model(body)
         if self._fails_now(model, body):
             raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
@@ -46,7 +46,7 @@ class DemoBackend:
         return _completion(model, body, reply)
 
     @asynccontextmanager
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[AsyncIterator[Chunk]]:
+    async def stream(self, body: dict[str, Any], on_headers: object = None) -> AsyncIterator[AsyncIterator[Chunk]]:
         model = self._model(body)
         reply = reply_to(body)
         if model.failure == "always":

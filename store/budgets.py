@@ -62,6 +62,14 @@ class Budgets:
 
         return await self._change(deployment, cut)
 
+    async def exhausted(self, deployment: str, seconds: float) -> BudgetState:
+        """The provider said no request is left for `seconds` (a successful answer's headers)."""
+        async def block(_: Transaction, state: BudgetState, now: float) -> tuple[BudgetState, BudgetState]:
+            after = pacing.blocked(state, now, seconds)
+            return after, after
+
+        return await self._change(deployment, block)
+
     async def charge_tokens(self, deployment: str, limits: Limits, tokens: int) -> None:
         async def charge(_: Transaction, state: BudgetState, now: float) -> tuple[None, BudgetState]:
             return None, pacing.charge_tokens(state, limits, now, tokens)

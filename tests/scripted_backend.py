@@ -204,12 +204,13 @@ class ScriptedBackend:
                       "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens}},
         }
         if body.get("stream"):
-            return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream")
+            return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream",
+                                     headers=reply.headers)
         if reply.cut_after_chunks is not None:
             whole = json.dumps(completion).encode()
             return StreamingResponse(_half_then_reset(whole), media_type="application/json",
                                      headers={"content-length": str(len(whole))})
-        return JSONResponse(completion)
+        return JSONResponse(completion, headers=reply.headers)
 
 
 async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201

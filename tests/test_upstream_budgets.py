@@ -15,8 +15,9 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
+from activities.chat_client import MAX_RETRY_AFTER_SECONDS, exhausted_for
 from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack
-from tests.scripted_backend import ScriptedBackend
+from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import as_key, make_key
 from tests.test_replay import keep_recording, replayer
 from upstream import pacing
@@ -268,3 +269,43 @@ async def test_the_responses_waiting_for_capacity_are_counted_per_deployment(tem
                     await sdk.responses.cancel(response.id)
     finally:
         limited.stop()
+
+
+@given(st.dictionaries(st.sampled_from(["x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"]),
+                       st.one_of(st.text(max_size=20), st.sampled_from(["0", "1", "0.0", "6m0s", "20ms", "1h", "nan",
+                                                                        "1e400", "-5s", "2.5s"]))))
+def test_a_providers_ratelimit_headers_are_a_bounded_wait_or_nothing(headers):
+    wait = exhausted_for(headers)
+    if wait is not None:  # only when the provider said none is left, and never longer than a retry-after
+        assert float(headers["x-ratelimit-remaining-requests"]) == 0
+        assert 0 <= wait <= MAX_RETRY_AFTER_SECONDS
+
+
+def test_openais_reset_durations_are_read():
+    said = {"x-ratelimit-remaining-requests": "0"}
+    assert exhausted_for(said | {"x-ratelimit-reset-requests": "6m0s"}) == 300  # bounded, as retry-after is
+    assert exhausted_for(said | {"x-ratelimit-reset-requests": "1m30s"}) == 90
+    assert exhausted_for(said | {"x-ratelimit-reset-requests": "20ms"}) == pytest.approx(0.02)
+    assert exhausted_for(said | {"x-ratelimit-reset-requests": "2.5"}) == 2.5
+    assert exhausted_for({"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "1s"}) is None
+
+
+async def test_a_provider_that_says_none_is_left_is_waited_for_without_a_429(temporal_address: str,
+                                                                               store: EmptyStore, model: str):
+    """A successful answer whose `x-ratelimit-remaining-requests` is 0: the next call waits for
+    the reset the provider named, instead of learning it from a 429."""
+    backend = ScriptedBackend().start()
+    try:
+        backend.script(model, [Reply(text="first", headers={"x-ratelimit-remaining-requests": "0",
+                                                            "x-ratelimit-reset-requests": "1.5s"}),
+                               Reply(text="second")])
+        async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
+            first = await sdk.responses.create(model=model, input="one")
+            started = time.perf_counter()
+            second = await sdk.responses.create(model=model, input="two")
+            waited = time.perf_counter() - started
+        assert (first.output_text, second.output_text) == ("first", "second")
+        assert waited >= 1.2, waited
+        assert backend.rate_limited == 0 and len(backend.requests(model)) == 2
+    finally:
+        backend.stop()

@@ -23,9 +23,10 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
+from activities.chat_client import exhausted_for
 from models.errors import CapacityWaitError, RateLimitedUpstreamError, RejectedByUpstreamError
 from store.budgets import Budgets
 from telemetry import metrics
@@ -70,9 +71,14 @@ class Slot:
     """Its budget (`Deployment.budget_key`)."""
     outcome: str = "failed"
     tokens: int = 0
+    exhausted_for: float | None = None
+    """Seconds the provider said (`x-ratelimit-*` of a successful answer) it takes no more."""
 
     def succeeded(self, tokens: int) -> None:
         self.outcome, self.tokens = "ok", tokens
+
+    def saw(self, headers: Mapping[str, str]) -> None:
+        self.exhausted_for = exhausted_for(headers)
 
 
 class UpstreamGate:
@@ -182,6 +188,8 @@ class UpstreamGate:
             local.cooling_until = 0.0
             if deployment.tpm:
                 await self.budgets.charge_tokens(slot.key, deployment.limits(), slot.tokens)
+            if slot.exhausted_for is not None:  # none left: wait for the provider's reset, not for a 429
+                self._states[slot.key] = await self.budgets.exhausted(slot.key, slot.exhausted_for)
         elif slot.outcome == "failed" and len(self.registry.serving(deployment.model_name)) > 1:
             local.cooling_until = now + COOLDOWN_SECONDS
 

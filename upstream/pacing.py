@@ -18,7 +18,8 @@ one per slot, so a project with 300 waiting does not stand in front of one with 
 
 **The rate** is the file's `rpm` where given, and learned where not: a 429 cuts the rate to
 `DECREASE` of what was being sent (or to what the provider's headers say) and blocks calls
-until its `retry-after`; from then on the rate grows back by `growth_per_second` (additive
+until its `retry-after` (as a successful answer whose `x-ratelimit-remaining-requests` is 0
+blocks them until its reset); from then on the rate grows back by `growth_per_second` (additive
 increase, as congestion control probes). A deployment that has not been limited for
 `FORGET_AFTER_SECONDS` is unlimited again.
 """
@@ -153,6 +154,11 @@ def rate_limited(state: BudgetState, limits: Limits, now: float, *, retry_after:
     if limits.rate:
         base = min(base, limits.rate)
     return replace(state, learned_rate=max(MIN_RATE, base * DECREASE), decreased_at=now, blocked_until=blocked)
+
+
+def blocked(state: BudgetState, now: float, seconds: float) -> BudgetState:
+    """The provider takes no request for `seconds` (its headers said none is left)."""
+    return replace(state, blocked_until=max(state.blocked_until, now + min(max(seconds, 0.0), MAX_BLOCK_SECONDS)))
 
 
 def estimated_wait(state: BudgetState, limits: Limits, now: float, lane: Lane, project_next: float) -> float:
