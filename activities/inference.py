@@ -114,7 +114,8 @@ class InferenceActivities:
         model = request.model_group or request.response.model
         lane: Lane = "background" if request.response.background else "interactive"
         try:
-            async with self.gate.slot(model, lane, request.project, request.response.id) as slot:
+            async with self.gate.slot(model, lane, request.project, request.response.id,
+                                      returning=request.returning) as slot:
                 deployment = slot.deployment
                 client = self.upstreams.client(deployment)
                 body = body_for(client.base_url) | {"model": deployment.upstream_name(model)}

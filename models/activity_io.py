@@ -39,6 +39,8 @@ class InferenceInput(BaseModel):
     for were down; None: the response's own `model`."""
     project: str = ""
     """Whose budget share the call draws on (`upstream/pacing.py`: fairness between projects)."""
+    returning: bool = False
+    """The call comes back from a wait for capacity: deferred again, it keeps its place."""
 
 
 class InferenceResult(BaseModel):

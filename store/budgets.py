@@ -37,12 +37,14 @@ class Budgets:
             rows = await transaction.all(f"SELECT deployment, {COLUMNS} FROM upstream_budgets")
         return {row["deployment"]: _state(row) for row in rows}
 
-    async def reserve(self, deployment: str, limits: Limits, lane: Lane, project: str) -> Decision:
+    async def reserve(self, deployment: str, limits: Limits, lane: Lane, project: str, *,
+                      returning: bool = False, spread: float = 0.0) -> Decision:
         async def decide(transaction: Transaction, state: BudgetState, now: float) -> tuple[Decision, BudgetState]:
             queued = await transaction.value(
                 "SELECT next_at FROM upstream_queues WHERE deployment = :d AND lane = :lane AND project = :project",
                 d=deployment, lane=lane, project=project) or 0.0
-            decision, after, queued_after = pacing.reserve(state, limits, now, lane, queued)
+            decision, after, queued_after = pacing.reserve(state, limits, now, lane, queued, returning=returning,
+                                                           spread=spread)
             if queued_after != queued:
                 await transaction.run(
                     "INSERT INTO upstream_queues (deployment, lane, project, next_at) "

@@ -71,6 +71,19 @@ def test_deferred_calls_come_back_one_per_slot_and_each_project_in_its_own_turn(
     assert backs["b"][0] < 1.0 < backs["a"][-1]  # b's one call is not behind a's fifty
 
 
+@given(st.integers(min_value=1, max_value=300), st.floats(min_value=0, max_value=1))
+@settings(deadline=None)
+def test_a_call_that_finds_its_slot_taken_keeps_its_place_near_the_front(backlog, spread):
+    limits, state, now, clock = Limits(rate=10), BudgetState(), 0.0, 0.0
+    for _ in range(backlog):  # the project's other calls, deferred to their turns
+        _, state, clock = pacing.reserve(state, limits, now, "background", clock)
+    state = pacing.rate_limited(state, limits, now, retry_after=2.0, sending_rate=None, provider_rate=10.0)
+    decision, _, after = pacing.reserve(state, limits, now, "background", clock, returning=True, spread=spread)
+    assert isinstance(decision, Defer) and after == clock  # the project's turns are not moved on
+    frontier = pacing.earliest_start(state, limits, now) - pacing.BACKGROUND_HORIZON
+    assert frontier - 1e-9 <= decision.wait_seconds <= frontier + pacing.RETURNING_SPREAD_SLOTS / 10 + 1e-9
+
+
 def test_a_429_cuts_once_per_overload_blocks_until_retry_after_and_the_rate_grows_back():
     limits = Limits()
     cut = pacing.rate_limited(BudgetState(), limits, 100.0, retry_after=1.0, sending_rate=20.0)

@@ -10,7 +10,9 @@ from models.workflow_io import RetryBudget
 from workflows.upstream_retry import (
     CAPACITY_SPREAD,
     MESSAGE_CHARACTERS,
+    MAX_WAIT_FLOOR_SECONDS,
     RATE_LIMITED_WAIT_SECONDS,
+    WAIT_GROWTH,
     FailedAttempt,
     capacity_delay,
     capacity_details,
@@ -93,9 +95,20 @@ def test_a_capacity_wait_is_bounded_by_time_and_spread(failed: FailedAttempt, wa
                                                        jitter: float):
     delay = capacity_delay(failed, waited, queue, jitter)
     base = failed.retry_after_seconds or RATE_LIMITED_WAIT_SECONDS
+    floor = min(waited * WAIT_GROWTH, MAX_WAIT_FLOOR_SECONDS)
     if delay is None:
-        assert waited + base > queue - 1e-9 or waited + base * (1 + CAPACITY_SPREAD * jitter) > queue
+        assert waited + max(base, floor) > queue - 1e-9 or waited + base * (1 + CAPACITY_SPREAD * jitter) > queue
         return
-    assert base <= delay <= base * (1 + CAPACITY_SPREAD) + 1e-9 and waited + delay <= queue
+    assert max(base, floor) <= delay <= max(base * (1 + CAPACITY_SPREAD), floor) + 1e-9 and waited + delay <= queue
     shown = capacity_details(failed, delay, waited, queue)
     assert shown.startswith("**inferring**: waiting for capacity on ") and len(shown) < MESSAGE_CHARACTERS + 600
+
+
+def test_a_day_long_outage_costs_a_few_hundred_tries_not_one_a_second():
+    """A backend answering 429 (retry-after: 1) for the whole queue time: the tries stay few, so
+    the response's history stays far from Temporal's limits."""
+    failed = FailedAttempt(attempt=1, message="429", retryable=True, retry_after_seconds=1.0, capacity=True)
+    waited, tries = 0.0, 0
+    while (delay := capacity_delay(failed, waited, 24 * 3600.0, 0.5)) is not None:
+        waited, tries = waited + delay, tries + 1
+    assert waited > 23 * 3600 and tries < 500

@@ -42,6 +42,8 @@ REFRESH_SECONDS = 1.0
 COOLDOWN_SECONDS = 5.0
 WAITING_GRACE_SECONDS = 1.0
 """A response told to wait counts as waiting this long past its time (its workflow's next try)."""
+FIRST_GUESS_RATE = 10.0
+"""Requests a second a deployment is taken to have been taking at its first 429, at least."""
 RATE_WINDOW_SECONDS = 1.0
 """Successes this long back make the sending rate a first 429 is measured against."""
 
@@ -102,12 +104,14 @@ class UpstreamGate:
         return local
 
     @contextlib.asynccontextmanager
-    async def slot(self, model: str, lane: Lane, project: str, waiter: str = "") -> AsyncIterator[Slot]:
+    async def slot(self, model: str, lane: Lane, project: str, waiter: str = "", *,
+                   returning: bool = False) -> AsyncIterator[Slot]:
         """A call to one of `model`'s deployments, when its budget allows (raises
         `CapacityWaitError` when none can take it soon); its end is accounted for. `waiter`:
-        the response the call is for (counted among those waiting while it waits)."""
+        the response the call is for (counted among those waiting while it waits);
+        `returning`: it comes back from a wait for capacity (`pacing.reserve`)."""
         try:
-            deployment, wait = await self._granted(model, lane, project)
+            deployment, wait = await self._granted(model, lane, project, returning)
         except CapacityWaitError as error:
             self._wait(error.deployment_id, waiter, error.wait_seconds)
             raise
@@ -130,7 +134,7 @@ class UpstreamGate:
         finally:
             await self._ended(slot)
 
-    async def _granted(self, model: str, lane: Lane, project: str) -> tuple[Deployment, float]:
+    async def _granted(self, model: str, lane: Lane, project: str, returning: bool) -> tuple[Deployment, float]:
         """The deployment whose budget gave the call a slot, and how long until it."""
         deployments = self.registry.serving(model)
         if not deployments:  # the API refuses such models: this worker's models file differs from the API's
@@ -143,7 +147,7 @@ class UpstreamGate:
         soonest: float | None = None
         for deployment in ordered:
             key = deployment.budget_key(model)
-            decision = await self._decide(deployment, key, lane, project)
+            decision = await self._decide(deployment, key, lane, project, returning)
             if isinstance(decision, Grant):
                 return deployment, decision.wait_seconds
             soonest = decision.wait_seconds if soonest is None else min(soonest, decision.wait_seconds)
@@ -158,9 +162,11 @@ class UpstreamGate:
         state = self._states.get(key, BudgetState())
         return pacing.estimated_wait(state, deployment.limits(), now, lane, 0.0)
 
-    async def _decide(self, deployment: Deployment, key: str, lane: Lane, project: str) -> Grant | Defer:
+    async def _decide(self, deployment: Deployment, key: str, lane: Lane, project: str,
+                      returning: bool) -> Grant | Defer:
         if self._limited(deployment, key, self.clock()):
-            return await self.budgets.reserve(key, deployment.limits(), lane, project)
+            return await self.budgets.reserve(key, deployment.limits(), lane, project, returning=returning,
+                                              spread=random.random())
         return await self._windowed(key, lane)
 
     async def _windowed(self, key: str, lane: Lane) -> Grant | Defer:
@@ -198,9 +204,15 @@ class UpstreamGate:
         metrics.upstream_rate_limited(deployment.id)
         local = self.local(slot.key)
         local.window = max(1, local.window // 2)
+        sending = local.sending_rate(self.clock())
+        if slot.key not in self._states or self._states[slot.key].learned_rate is None:
+            # A first 429 usually meets a cold burst, before many calls have come back: what
+            # came back in the last second says too little, and a rate guessed too low spreads
+            # the waiting responses' turns far into the future. Guess high; the next 429s cut.
+            sending = max(sending or 0.0, FIRST_GUESS_RATE)
         state = await self.budgets.rate_limited(
-            slot.key, deployment.limits(), retry_after=error.retry_after,
-            sending_rate=local.sending_rate(self.clock()), provider_rate=error.provider_rate)
+            slot.key, deployment.limits(), retry_after=error.retry_after, sending_rate=sending,
+            provider_rate=error.provider_rate)
         self._states[slot.key] = state  # limited from this call on, here at once
         if slot.key == deployment.id:
             metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))

@@ -118,17 +118,29 @@ def earliest_start(state: BudgetState, limits: Limits, now: float) -> float:
     return start
 
 
-def reserve(state: BudgetState, limits: Limits, now: float, lane: Lane,
-            project_next: float) -> tuple[Decision, BudgetState, float]:
+RETURNING_SPREAD_SLOTS = 4.0
+"""A call deferred again is told to come back within this many slots after the schedule's
+frontier, at random, so those displaced together do not come back together."""
+
+
+def reserve(state: BudgetState, limits: Limits, now: float, lane: Lane, project_next: float, *,
+            returning: bool = False, spread: float = 0.0) -> tuple[Decision, BudgetState, float]:
     """Grant a slot within the lane's horizon, or defer to the project's next turn in its
-    lane. Returns the decision, the budget after it, and the project's clock after it."""
+    lane. Returns the decision, the budget after it, and the project's clock after it.
+
+    `returning`: the call comes back from a wait and found its slot taken (a 429's block, an
+    interactive request): it keeps its place near the front (`spread`, 0 to 1, says where among
+    the next few slots) rather than joining the back of its project's turn."""
     start = earliest_start(state, limits, now)
     allowed = rate(state, limits, now)
     if start - now <= horizon(lane):
         after = replace(state, next_free=start + 1.0 / allowed) if allowed else state
         return Grant(wait_seconds=start - now), after, project_next
-    come_back = max(project_next, start - horizon(lane))
     spacing = 1.0 / allowed if allowed else 0.1
+    if returning:
+        come_back = start - horizon(lane) + spacing * RETURNING_SPREAD_SLOTS * spread
+        return Defer(wait_seconds=come_back - now), state, project_next
+    come_back = max(project_next, start - horizon(lane))
     return Defer(wait_seconds=come_back - now), state, come_back + spacing
 
 

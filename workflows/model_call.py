@@ -59,6 +59,7 @@ async def call_model(inference: InferenceInput, budget: RetryBudget, *, queue_se
                 workflow.set_current_details(capacity_details(failed, delay, waited, queue_seconds))
                 await workflow.sleep(timedelta(seconds=delay))
                 waited += delay
+                call = call.model_copy(update={"returning": True})
                 continue
             delay = retry_delay(failed, budget, workflow.random().random() if paced else None)
             if delay is None:

@@ -55,11 +55,20 @@ def retry_delay(failed: FailedAttempt, budget: RetryBudget, jitter: float | None
     return backoff if jitter is None else max(0.001, backoff * jitter)
 
 
+WAIT_GROWTH = 0.05
+MAX_WAIT_FLOOR_SECONDS = 300.0
+"""A response that has waited `w` seconds in all waits at least `w * WAIT_GROWTH` (at most five
+minutes) before its next try: a long outage (a backend answering 429 for a day) costs a few
+hundred tries in its history, not one every second, and a week's wait stays far below
+Temporal's history limits."""
+
+
 def capacity_delay(failed: FailedAttempt, waited: float, queue_seconds: float, jitter: float) -> float | None:
     """Seconds to wait for a deployment's capacity, or None when the response has waited its
     `queue_seconds` in all."""
     said = failed.retry_after_seconds
     delay = (said if said is not None and said > 0 else RATE_LIMITED_WAIT_SECONDS) * (1 + CAPACITY_SPREAD * jitter)
+    delay = max(delay, min(waited * WAIT_GROWTH, MAX_WAIT_FLOOR_SECONDS))
     if waited + delay > queue_seconds:
         return None
     return delay
