@@ -26,7 +26,6 @@ from telemetry.metrics import metrics_endpoint
 from telemetry.tracing import TracingMiddleware
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
-from upstream.registry import ModelRegistry
 
 
 def create_app(
@@ -34,15 +33,15 @@ def create_app(
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
     egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
     cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
-    registry: ModelRegistry | None = None, interactive_wait_seconds: float = 60.0,
+    interactive_wait_seconds: float = 60.0,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
     `egress` says which addresses MCP servers may have; `allowed_hosts` the names the API
     answers to; `cors_allow_origins` the web origins whose pages may call it (none);
     `access_log` whether each request answered is logged (it is always counted in /metrics);
-    `tracing` whether each request is a span (OpenTelemetry); `registry` the models served
-    (`upstream/registry.py`; default: the runner's); `interactive_wait_seconds` how long an
+    `tracing` whether each request is a span (OpenTelemetry); the models served are the
+    runner's registry (`upstream/registry.py`); `interactive_wait_seconds` how long an
     interactive request may expect to wait for its model's capacity before it is refused (429)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
@@ -106,8 +105,7 @@ def create_app(
     app.state.egress = egress or EgressPolicy()
     app.state.keys = ring
     app.state.quotas = per_key
-    registry = registry or runner.registry
-    app.state.registry = registry
-    app.state.catalog = ModelCatalog(registry)
-    app.state.capacity = CapacityCheck(registry, repository.budgets, interactive_wait_seconds)
+    app.state.registry = runner.registry
+    app.state.catalog = ModelCatalog(runner.registry)
+    app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)
     return app

@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from activities.chat_client import exhausted_for
 from models.errors import CapacityWaitError, RateLimitedUpstreamError, RejectedByUpstreamError
@@ -71,7 +72,7 @@ class Slot:
     deployment: Deployment
     key: str
     """Its budget (`Deployment.budget_key`)."""
-    outcome: str = "failed"
+    outcome: Literal["ok", "rate_limited", "failed"] = "failed"
     tokens: int = 0
     exhausted_for: float | None = None
     """Seconds the provider said (`x-ratelimit-*` of a successful answer) it takes no more."""

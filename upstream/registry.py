@@ -123,9 +123,6 @@ class ModelRegistry:
         """The names a response for `model` fails over to, in order (each one known here)."""
         return [name for name in self.fallbacks.get(model, ()) if name != model and self.knows(name)]
 
-    def by_id(self) -> dict[str, Deployment]:
-        return {deployment.id: deployment for deployment in self.deployments}
-
     def context_window(self, model: str) -> int | None:
         windows = [d.max_input_tokens for d in self.serving(model) if d.max_input_tokens]
         return min(windows) if windows else None
