@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,8 +19,22 @@ from tests.conftest import Stack
 CLI = str(Path(sys.executable).parent / "durable-responses")
 
 
+LISTEN_PORTS = range(20000, 32000)
+"""Where the tests' servers listen: below the kernel's ephemeral range (32768-60999 here), so a
+port found free is not taken, before its server binds it, by one of the many outbound
+connections the suite makes (each draws its local port from the ephemeral range)."""
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
+    for _ in range(200):
+        port = random.choice(LISTEN_PORTS)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # a crowded range: any port the kernel gives
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
