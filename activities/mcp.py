@@ -6,6 +6,12 @@ notifications, or the server answering a ping while the tool runs. A worker that
 an MCP server that hangs, stops the heartbeats, and Temporal's heartbeat timeout ends the
 attempt. Retries belong to Temporal: failures that retrying can mend are raised, the rest
 become the call's `error`, which the model is shown.
+
+Retrying may repeat a side effect. Only a call the tool's listing marks read-only or
+idempotent (`McpListedTool.repeatable`) may be sent again; any other is sent at most once
+(`store/dispatches.py`), and a failure after it was sent ends it with an unknown outcome,
+which the model is told. Every call carries its id in `_meta` as an idempotency key, for
+servers that deduplicate.
 """
 
 from __future__ import annotations
@@ -33,7 +39,14 @@ from models.activity_io import (
     ListMcpToolsInput,
     ListMcpToolsResult,
 )
-from models.errors import CancelRequestedError, McpRejectedError, McpServerError, McpUnreachableError, SecretsUnavailableError
+from models.errors import (
+    CancelRequestedError,
+    McpRejectedError,
+    McpSentBeforeError,
+    McpServerError,
+    McpUnreachableError,
+    SecretsUnavailableError,
+)
 from models.events import (
     StreamEvent,
     list_tools_closing,
@@ -49,6 +62,8 @@ from telemetry.tracing import mcp_span
 T = TypeVar("T")
 
 INVALID_PARAMS = -32602
+IDEMPOTENCY_KEY = "durable-responses/idempotency-key"
+"""The `_meta` entry of a `tools/call` request that names the call, the same on every attempt."""
 
 
 class McpActivities:
@@ -111,7 +126,7 @@ class McpActivities:
             raise CancelRequestedError(f"response {response_id} was cancelled")
         if request.emit_events:
             await self._emit(response_id, mcp_call_opening(call, request.output_index))
-        finished = await self._call(request.server_url, call, response_id)
+        finished = await self._call(request.server_url, call, response_id, repeatable=bool(request.repeatable))
         if request.emit_events:
             await self._emit(response_id, mcp_call_closing(finished, request.output_index))
         # A large result (or large arguments) travels as a stub; its fields wait in the store.
@@ -129,7 +144,7 @@ class McpActivities:
             return request.call
         return request.call.model_copy(update={"arguments": fields["arguments"]})
 
-    async def _call(self, server_url: str, call: McpCallItem, response_id: str) -> McpCallItem:
+    async def _call(self, server_url: str, call: McpCallItem, response_id: str, *, repeatable: bool) -> McpCallItem:
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError:
@@ -139,12 +154,21 @@ class McpActivities:
                                      message=f"arguments are not a JSON object: {_excerpt(call.arguments)}")
             return call.model_copy(update={"error": error, "status": "failed"})
         headers = await self._headers(response_id, call.server_label)
+        sent = False
 
         async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
+            nonlocal sent
             async with connected(call.server_label, server_url, headers,
                                  egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
                 vitals.connected(client)
-                return await client.call_tool(call.name, arguments, progress_callback=vitals.alive)
+                # Claimed once connected: a server that cannot be reached has run nothing.
+                if not repeatable and not await self.repository.dispatches.claim(response_id, call.id):
+                    raise McpSentBeforeError(
+                        "an earlier attempt sent the call and was cut off before its answer came back "
+                        "(its worker stopped, or the call stopped answering)", code=504)
+                sent = True
+                return await client.call_tool(call.name, arguments, progress_callback=vitals.alive,
+                                              meta={IDEMPOTENCY_KEY: call.id})
 
         began = time.perf_counter()
 
@@ -154,12 +178,18 @@ class McpActivities:
         try:
             with mcp_span("tools/call", call.name, urlsplit(server_url).netloc):
                 result = await _while_alive(call.server_label, calling)
+        except McpSentBeforeError as error:
+            measured("unknown")
+            return _outcome_unknown(call, error)
         except McpRejectedError as error:
             measured("rejected")
             failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol
                        else McpHttpError(code=error.code, message=error.message))
             return call.model_copy(update={"error": failure, "status": "failed"})
         except McpServerError as error:
+            if sent and not repeatable:
+                measured("unknown")
+                return _outcome_unknown(call, error)
             measured(_outcome(error))
             raise _application_error(error) from error
         measured("tool_error" if result.is_error else "ok")
@@ -226,6 +256,16 @@ async def _while_alive(label: str, body: Callable[[_Vitals], Awaitable[T]]) -> T
     finally:
         if not task.done():
             task.cancel()
+
+
+def _outcome_unknown(call: McpCallItem, error: McpServerError) -> McpCallItem:
+    """A call that was sent, may have run, and is not sent again."""
+    why = error.message if isinstance(error, McpSentBeforeError) else f"{error.message}, after the call was sent"
+    message = (f"The outcome of '{call.name}' on MCP server '{call.server_label}' is unknown: {why}. "
+               f"It was not run again, because the server does not mark '{call.name}' read-only or "
+               f"idempotent. Find out whether it took effect before calling it again; "
+               f"a call that needs approval needs it again.")
+    return call.model_copy(update={"error": McpHttpError(code=error.code, message=message), "status": "failed"})
 
 
 def _outcome(error: McpServerError) -> str:

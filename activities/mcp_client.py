@@ -25,6 +25,7 @@ from models.errors import McpRejectedError, McpServerError, McpUnreachableError
 from models.items import McpListedTool
 
 RETRYABLE_STATUS = frozenset({408, 429})
+INTERNAL_ERROR = -32603
 # The initialize handshake every MCP server speaks; the 2026-07-28 protocol drops `ping`,
 # which a long call needs to tell a working server from a hung one.
 PROTOCOL_MODE = "legacy"
@@ -48,10 +49,18 @@ async def connected(
     # No read timeout: a tool may take hours. A server that stops answering is found by the
     # caller's pings (see activities/mcp.py), a hung listing by its activity's timeout.
     timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=None)
+    # The SDK turns an HTTP error answer to a request into a JSON-RPC error that has lost its
+    # status; the status is noted here, so a 502 is still told from the server's own error.
+    failed_statuses: list[int] = []
+
+    async def note_status(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            failed_statuses.append(response.status_code)
 
     def http_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return guarded_http_client(egress, headers=headers, timeout=timeout, auth=auth)
+        return guarded_http_client(egress, headers=headers, timeout=timeout, auth=auth,
+                                   event_hooks={"response": [note_status]})
 
     try:
         if is_sse(url):
@@ -65,15 +74,19 @@ async def connected(
                 async with Client(transport, mode=PROTOCOL_MODE) as client:
                     yield client
     except Exception as error:  # noqa: BLE001 - every failure is classified
-        raise classify(label, error) from error
+        raise classify(label, error, failed_statuses[-1] if failed_statuses else None) from error
 
 
-def classify(label: str, error: BaseException) -> McpServerError:
-    """Whether retrying can help: connection failures, timeouts, 408/429/5xx can."""
+def classify(label: str, error: BaseException, http_status: int | None = None) -> McpServerError:
+    """Whether retrying can help: connection failures, timeouts, 408/429/5xx can.
+    `http_status`: the last HTTP error status the server answered in this session."""
     leaf = _first_leaf(error)
     where = f"MCP server '{label}'"
     if isinstance(leaf, McpServerError):
         return leaf
+    if isinstance(leaf, MCPError) and leaf.error.code == INTERNAL_ERROR and http_status is not None:
+        leaf = httpx2.HTTPStatusError(f"HTTP {http_status}", request=httpx2.Request("POST", "http://mcp"),
+                                      response=httpx2.Response(http_status))
     if isinstance(leaf, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
         return McpRejectedError(f"{where} has a URL this server cannot use ({leaf})", code=400)
     if isinstance(leaf, EgressRefusedError):

@@ -107,6 +107,11 @@ class CallMcpToolInput(BaseModel):
     arguments_parked_in: str | None = None
     """The item (this call, or the approval request it runs) whose parked fields hold the
     call's arguments, when they were too large to travel."""
+    repeatable: bool | None = None
+    """The tool's listing says running it twice is harmless (`McpListedTool.repeatable`).
+    A call that is not repeatable runs at most once: an attempt that finds an earlier one
+    sent it ends with an unknown outcome instead of sending it again. None (an input from a
+    workflow older than this field) counts as not repeatable."""
 
 
 class CallMcpToolResult(BaseModel):

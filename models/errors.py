@@ -243,6 +243,11 @@ class McpRejectedError(McpServerError):
     pass
 
 
+class McpSentBeforeError(McpServerError):
+    """An earlier attempt already sent this call, which may not run twice: whether it ran is
+    unknown, and it is not sent again."""
+
+
 class SecretsUnavailableError(DurableResponsesError):
     pass
 

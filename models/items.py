@@ -198,6 +198,14 @@ class McpListedTool(WireModel):
     def read_only(self) -> bool:
         return bool((self.annotations or {}).get("readOnlyHint"))
 
+    @property
+    def repeatable(self) -> bool:
+        """Running a call twice does no more than running it once: the server says the tool
+        only reads (`readOnlyHint`) or is idempotent (`idempotentHint`). MCP's defaults are
+        false, so an unannotated tool is not repeatable."""
+        hints = self.annotations or {}
+        return hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
+
 
 class McpListToolsItem(ListedAsSent):
     type: Literal["mcp_list_tools"] = "mcp_list_tools"

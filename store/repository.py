@@ -17,6 +17,7 @@ from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from store.codec import dumps, loads
 from store.budgets import Budgets
+from store.dispatches import ToolDispatches
 from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
@@ -43,7 +44,7 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 # `approval_decisions`, which `purge` handles on its own).
 RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
                    "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events", "approval_waits",
-                   "open_approvals")
+                   "open_approvals", "tool_dispatches")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ class ResponseRepository:
         self.pending_approvals = PendingApprovals(db)
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         self.budgets = Budgets(db)
+        self.dispatches = ToolDispatches(db)
+        """Which tool calls were sent, so one that is not repeatable is sent at most once."""
 
     # ---- responses -------------------------------------------------------------------
 

@@ -211,6 +211,17 @@ parked_fields = Table(
     Column("value", JSON, nullable=False),
 )
 
+# Tool calls that were sent to their MCP server: a call that is not repeatable is sent at most
+# once, and an attempt that finds its row here knows an earlier one may have run it
+# (`store/dispatches.py`).
+tool_dispatches = Table(
+    "tool_dispatches",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("call_id", String(255), primary_key=True),
+    Column("sent_at", Float, nullable=False),
+)
+
 # API keys (`durable-responses keys`): each belongs to a project; only a SHA-256 of the key
 # is kept (keys are long and random, so a fast hash cannot be reversed by guessing). An
 # approver key may read its project's waiting responses and decide approvals, nothing else.

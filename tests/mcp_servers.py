@@ -5,6 +5,7 @@ loop does). It records every HTTP request's headers and every tool call."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from tests.threaded_server import ThreadedServer
 
 READ_ONLY = mcp_types.ToolAnnotations(readOnlyHint=True)
+DESTRUCTIVE = mcp_types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False)
 
 
 @dataclass
@@ -24,8 +26,13 @@ class McpTestServer:
     name: str = "test-tools"
     headers_seen: list[dict[str, str]] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    call_metas: list[dict[str, Any]] = field(default_factory=list)
+    """The `_meta` of each `tools/call` request, as it came over the wire."""
     intervals: list[tuple[float, float]] = field(default_factory=list)
     """(start, end) of each `slow` call, by the monotonic clock."""
+    fail_after_running: set[str] = field(default_factory=set)
+    """Tools whose calls run, and then are answered HTTP 502 instead of their result: the
+    proxy in front of the server failed after the tool acted."""
     port: int = 0
     tool_count: int = 0
     """Extra tools (`tool_<n>`) to list, each with a description of `description_size` characters."""
@@ -71,7 +78,7 @@ class McpTestServer:
             self._record("explode", {})
             raise ValueError("the tool exploded")
 
-        @server.tool(description="Take a while, then answer.")
+        @server.tool(description="Take a while, then answer.", annotations=READ_ONLY)
         async def slow(seconds: float) -> str:
             self._record("slow", {"seconds": seconds})
             started = time.monotonic()
@@ -80,7 +87,13 @@ class McpTestServer:
                 self.intervals.append((started, time.monotonic()))
             return f"done after {seconds:g} s"
 
-        @server.tool(description="Hang the whole server: it answers nothing for a while.")
+        @server.tool(description="Take a while, then delete a file.", annotations=DESTRUCTIVE)
+        async def slow_delete(path: str, seconds: float) -> str:
+            self._record("slow_delete", {"path": path, "seconds": seconds})
+            await asyncio.sleep(seconds)
+            return f"deleted {path} after {seconds:g} s"
+
+        @server.tool(description="Hang the whole server: it answers nothing for a while.", annotations=READ_ONLY)
         async def hang(seconds: float) -> str:
             self._record("hang", {"seconds": seconds})
             time.sleep(seconds)  # blocks the server's event loop: pings go unanswered
@@ -107,6 +120,45 @@ class McpTestServer:
             server.add_tool(lambda: "", name=f"tool_{number}", description="d" * self.description_size)
         return server
 
+    def _failing_after(self, send, called: list[str]):  # noqa: ANN001, ANN202 - ASGI
+        """`send`, answering 502 instead of the result of a call to a tool in `fail_after_running`."""
+        replaced = False
+
+        async def sending(message):  # noqa: ANN001, ANN202
+            nonlocal replaced
+            if not (called and called[0] in self.fail_after_running):
+                return await send(message)
+            if message["type"] == "http.response.start":
+                await send({"type": "http.response.start", "status": 502,
+                            "headers": [(b"content-type", b"text/plain")]})
+            elif message["type"] == "http.response.body" and not replaced:
+                replaced = True
+                await send({"type": "http.response.body", "body": b"bad gateway", "more_body": False})
+
+        return sending
+
+    def _reading_calls(self, receive, called: list[str]):  # noqa: ANN001, ANN202 - ASGI
+        """`receive`, noting the `_meta` of a `tools/call` request body as it passes (and the
+        tool's name in `called`)."""
+        body = bytearray()
+
+        async def receiving():  # noqa: ANN202
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+                if not message.get("more_body") and b'"tools/call"' in body:
+                    try:
+                        request = json.loads(body)
+                    except ValueError:
+                        request = None
+                    if isinstance(request, dict) and request.get("method") == "tools/call":
+                        called.append(str(request.get("params", {}).get("name")))
+                        with self._lock:
+                            self.call_metas.append(dict(request.get("params", {}).get("_meta") or {}))
+            return message
+
+        return receiving
+
     def start(self) -> "McpTestServer":
         server = self.build()
         # Large enough for the tests' 5 MB arguments (the SDK's default is 4 MiB).
@@ -118,6 +170,9 @@ class McpTestServer:
                 headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
                 with self._lock:
                     self.headers_seen.append(headers)
+                called: list[str] = []
+                receive = self._reading_calls(receive, called)
+                send = self._failing_after(send, called)
             await app(scope, receive, send)
 
         self._server = ThreadedServer(recording, f"mcp-{self.transport}").start()

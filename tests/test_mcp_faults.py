@@ -5,10 +5,12 @@ heartbeat timeout instead of holding the response forever."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import openai
 import pytest
 
+from activities.mcp import IDEMPOTENCY_KEY
 from tests.conftest import EmptyStore, eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import kill, spawn_worker
@@ -19,30 +21,86 @@ def tools(server: McpTestServer, require_approval: object = "never") -> list[dic
     return [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": require_approval}]
 
 
-async def test_a_long_tool_call_outlives_a_killed_worker(
+async def test_a_long_read_only_call_outlives_a_killed_worker_and_runs_again(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     server = McpTestServer().start()
     backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 4})]), Reply(text="the long job is done")])
+    try:
+        final = await _kill_the_worker_mid_call(temporal_address, backend, store, model, server, "slow")
+    finally:
+        server.stop()
+    assert final.status == "completed" and final.output_text == "the long job is done"
+    call = final.output[1]
+    assert call.type == "mcp_call" and call.status == "completed" and call.output == "done after 4 s"
+    # Read-only: the attempt on the dead worker was abandoned by heartbeat timeout and run again.
+    assert len(server.calls_of("slow")) == 2
+    # Each attempt carried the call's id as its idempotency key.
+    assert [meta.get(IDEMPOTENCY_KEY) for meta in server.call_metas] == [call.id, call.id]
+
+
+async def test_a_destructive_call_cut_off_by_a_killed_worker_is_not_run_again(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+):
+    server = McpTestServer().start()
+    path = f"/tmp/{model}"
+    backend.script(model, [Reply(tool_calls=[("slow_delete", {"path": path, "seconds": 4})]),
+                           Reply(text="I will check whether it was deleted")])
+    try:
+        final = await _kill_the_worker_mid_call(temporal_address, backend, store, model, server, "slow_delete")
+        await asyncio.sleep(1)  # time enough for a repeat to show
+    finally:
+        server.stop()
+    assert server.calls_of("slow_delete") == [{"path": path, "seconds": 4}], "the call ran again"
+    assert final.status == "completed" and final.output_text == "I will check whether it was deleted"
+    call = final.output[1]
+    assert call.type == "mcp_call" and call.status == "failed" and call.output is None
+    assert call.error.type == "http_error" and "outcome of 'slow_delete'" in call.error.message
+    assert "is unknown" in call.error.message and "not run again" in call.error.message
+    told = backend.requests(model)[1]["messages"][-1]
+    assert told["role"] == "tool" and "is unknown" in told["content"], "the model was not told"
+
+
+async def _kill_the_worker_mid_call(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, server: McpTestServer,
+    tool_name: str,
+) -> Any:
+    """Start a background response whose tool call takes 4 s, kill -9 its worker once the call
+    reached the server, start another, and wait for the response's end."""
     async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2) as stack:
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client:
                 created = await client.responses.create(model=model, input="run it", tools=tools(server),
                                                         background=True)
-                await eventually(lambda: len(server.calls_of("slow")) == 1, "the slow tool to be called")
+                await eventually(lambda: len(server.calls_of(tool_name)) == 1, f"'{tool_name}' to be called")
                 kill(first)
                 second = spawn_worker(stack)
-                final = await until_terminal(client, created.id)
+                return await until_terminal(client, created.id)
         finally:
             kill(first)
             kill(second)
-            server.stop()
-    assert final.status == "completed" and final.output_text == "the long job is done"
-    call = final.output[1]
-    assert call.type == "mcp_call" and call.status == "completed" and call.output == "done after 4 s"
-    # The attempt on the dead worker was abandoned by heartbeat timeout and run again: at least once.
-    assert len(server.calls_of("slow")) == 2
+
+
+@pytest.mark.parametrize(("tool_name", "arguments", "runs"), [
+    ("delete_file", {"path": "/tmp/once"}, 1),  # unannotated: may change the world
+    ("add", {"a": 1, "b": 2}, 2),  # read-only: retried while attempts last (2 in these tests)
+])
+async def test_a_failure_after_the_tool_ran_repeats_only_a_repeatable_tool(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, tool_name: str, arguments: dict, runs: int
+):
+    server = McpTestServer(fail_after_running={tool_name}).start()
+    backend.script(model, [Reply(tool_calls=[(tool_name, arguments)]), Reply(text="noted")])
+    try:
+        async with asyncio.timeout(60):
+            response = await sdk.responses.create(model=model, input="go", tools=tools(server))
+    finally:
+        server.stop()
+    assert server.calls_of(tool_name) == [arguments] * runs
+    call = response.output[1]
+    assert response.status == "completed" and call.status == "failed" and call.error.code == 502
+    assert "HTTP 502" in call.error.message
+    assert ("is unknown" in call.error.message) == (runs == 1)
 
 
 @pytest.mark.parametrize("decided", ["once the next worker runs", "while no worker runs"])

@@ -369,7 +369,8 @@ class ResponseWorkflow:
                 "call_mcp_tool",
                 CallMcpToolInput(response_id=self.response.id, server_url=tool.server_url or "", call=call,
                                  output_index=index, emit_events=self.emit_events,
-                                 arguments_parked_in=self.parked.get(call.id)),
+                                 arguments_parked_in=self.parked.get(call.id),
+                                 repeatable=self._repeatable(call)),
                 result_type=CallMcpToolResult,
                 **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds,
                                     wait_for_cancel=wait_for_cancel, task_queue=self.settings.mcp_task_queue),
@@ -382,6 +383,13 @@ class ResponseWorkflow:
             finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
+
+    def _repeatable(self, call: McpCallItem) -> bool:
+        """Whether the tool's listing says running the call twice is harmless."""
+        for listing in self.listings:
+            if listing.item.server_label == call.server_label:
+                return any(tool.name == call.name and tool.repeatable for tool in listing.item.tools)
+        return False
 
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
