@@ -14,6 +14,7 @@ COPY models ./models
 COPY store ./store
 COPY telemetry ./telemetry
 COPY upstream ./upstream
+COPY sealing ./sealing
 COPY webhooks ./webhooks
 COPY inbox ./inbox
 COPY worker ./worker

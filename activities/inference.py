@@ -86,7 +86,7 @@ class InferenceActivities:
             _raise_if_spent(start, request.max_attempts)
             table = ToolTable(request.response.tools, request.mcp_functions)
             conversation = chat_format.items_to_messages(
-                [self._opened(item) for item in chat_format.parse_items(start.conversation)], table)
+                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table)
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
             messages = conversation + context
@@ -219,7 +219,8 @@ class InferenceActivities:
         box = self.repository.secret_box
         if box is None or "reasoning.encrypted_content" not in request.response.include:
             return None
-        return box.seal_text
+        project = request.project
+        return lambda text: box.seal_reasoning(text, project=project)
 
     def _with_sealed_reasoning(self, request: InferenceInput, output: list[Any]) -> list[Any]:
         seal = self._sealer(request)
@@ -248,7 +249,7 @@ class InferenceActivities:
     ) -> list[dict[str, Any]]:
         if request.turn > 0:
             return inputs.context + chat_format.tool_messages(tool_results)
-        items = [self._opened(item) for item in chat_format.parse_items(inputs.items)]
+        items = [self._opened(item, request.project) for item in chat_format.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
@@ -256,12 +257,13 @@ class InferenceActivities:
         return (inputs.context + chat_format.tool_messages(closing)
                 + chat_format.items_to_messages(items, table, tool_results))
 
-    def _opened(self, item: Any) -> Any:
-        """A reasoning item passed back sealed, with its text again (when this server sealed it)."""
+    def _opened(self, item: Any, project: str) -> Any:
+        """A reasoning item passed back sealed, with its text again (when this server sealed it
+        for this project)."""
         box = self.repository.secret_box
         if item.type != "reasoning" or item.content or not item.encrypted_content or box is None:
             return item
-        text = box.open_text(item.encrypted_content)
+        text = box.open_reasoning(item.encrypted_content, project=project)
         return item if text is None else item.model_copy(update={"content": [ReasoningText(text=text)]})
 
 

@@ -14,7 +14,8 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import approvals, conversations, health, models, routes, webhook_endpoints
+from api import approvals, codec, conversations, health, models, routes, webhook_endpoints
+from api.codec import CodecAccess
 from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
@@ -22,7 +23,7 @@ from api.errors import EXCEPTION_HANDLERS
 from api.runner import ResponseRunner
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
-from telemetry.metrics import metrics_endpoint
+from telemetry.metrics import guarded_metrics
 from telemetry.tracing import TracingMiddleware
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
@@ -33,7 +34,8 @@ def create_app(
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
     egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
     cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
-    interactive_wait_seconds: float = 60.0,
+    interactive_wait_seconds: float = 60.0, codec_access: CodecAccess | None = None, metrics_auth: str = "",
+    metrics_route: bool = True,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -42,7 +44,10 @@ def create_app(
     `access_log` whether each request answered is logged (it is always counted in /metrics);
     `tracing` whether each request is a span (OpenTelemetry); the models served are the
     runner's registry (`upstream/registry.py`); `interactive_wait_seconds` how long an
-    interactive request may expect to wait for its model's capacity before it is refused (429)."""
+    interactive request may expect to wait for its model's capacity before it is refused (429);
+    `codec_access` who may use the codec endpoint (`api/codec.py`); `metrics_auth` the
+    `Authorization` header `/metrics` requires (none: open), `metrics_route` whether it is
+    served here at all (not when it has a port of its own)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -90,7 +95,11 @@ def create_app(
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),
             Route("/livez", health.livez, methods=["GET"]),
-            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            *([Route("/metrics", guarded_metrics(metrics_auth), methods=["GET"])] if metrics_route else []),
+            Route("/codec/decode", codec.decode, methods=["POST"]),
+            Route("/codec/encode", codec.encode, methods=["POST"]),
+            Route("/codec/decode", codec.preflight, methods=["OPTIONS"]),
+            Route("/codec/encode", codec.preflight, methods=["OPTIONS"]),
             *inbox_routes(),
             *mounts,
         ],
@@ -104,6 +113,7 @@ def create_app(
     app.state.served_model = served_model
     app.state.egress = egress or EgressPolicy()
     app.state.keys = ring
+    app.state.codec_access = codec_access or CodecAccess(codec=None)
     app.state.quotas = per_key
     app.state.registry = runner.registry
     app.state.catalog = ModelCatalog(runner.registry)

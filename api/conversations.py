@@ -78,7 +78,8 @@ async def update_conversation(request: Request) -> HttpResponse:
 
 async def delete_conversation(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
-    await repository(request).conversations.delete(conversation.id)
+    ran_on_it = await repository(request).conversations.delete(conversation.id)
+    request.app.state.runner.erase_histories_soon(ran_on_it)
     return JSONResponse({"id": conversation.id, "object": "conversation.deleted", "deleted": True})
 
 

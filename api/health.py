@@ -12,6 +12,7 @@ Each check has a time limit, so a hung dependency makes the answer "unavailable"
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from store.workers import ALIVE_WITHIN_SECONDS
+
+log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 3.0
 
@@ -49,7 +52,10 @@ async def ready(checks: dict[str, Callable[[], Awaitable[Any]]], *, answering: s
         if isinstance(outcome, TimeoutError):
             results[name] = f"error: no answer within {CHECK_SECONDS:g} s"
         elif isinstance(outcome, BaseException):
-            results[name] = f"error: {outcome}"
+            # The answer names the failure's kind only: its text can hold hosts, paths or
+            # credentials of the store's URL. The log has it whole.
+            log.warning("readiness check %r failed: %s: %s", name, type(outcome).__name__, outcome)
+            results[name] = f"error: {type(outcome).__name__}"
         else:
             results[name] = outcome if isinstance(outcome, str) else "ok"
     healthy = all(value == "ok" for value in results.values())

@@ -93,14 +93,15 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         raise
     metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
     if prepared.request.stream:
-        events = metrics.first_delta_watch(tail(repository, response.id, after=-1, forget_at_end=not response.store),
+        events = metrics.first_delta_watch(tail(repository, response.id, after=-1,
+                                                forget_at_end=None if response.store else runner.forget_unstored),
                                            arrived, response.model)
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
     ended = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
     if not response.store:
-        await repository.purge(response.id, with_decisions=False)  # kept only until this request had it
+        await runner.forget_unstored(response.id)  # kept only until this request had it
     return _json(ended)
 
 
@@ -165,7 +166,7 @@ async def delete_response(request: Request) -> HttpResponse:
             f"Response with id '{response.id}' is {response.status}; cancel it before deleting it.",
             param="response_id",
         )
-    await _repository(request).purge(response.id)
+    await _runner(request).forget(response.id)
     return _json(DeletedResponse(id=response.id))
 
 

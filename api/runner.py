@@ -25,6 +25,7 @@ from models.workflow_io import (
     ResponseWorkflowInput,
     side_task_queues,
 )
+from api.history_eraser import HistoryEraser
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
 
@@ -55,8 +56,12 @@ class ResponseRunner:
         repository: ResponseRepository,
         local_worker: bool,
         registry: ModelRegistry | None = None,
+        summary_input: bool = False,
     ) -> None:
         self.client = client
+        self.summary_input = summary_input
+        """The workflow summary shows the input's first words (user text, readable in the
+        Temporal UI); otherwise the model only."""
         self.task_queue = task_queue
         self.settings = settings if settings.mcp_task_queue else settings.model_copy(
             update=side_task_queues(task_queue))
@@ -69,6 +74,26 @@ class ResponseRunner:
         # How soon a workflow task held by a dead worker (e.g. running a local activity)
         # is handed to another worker.
         self.task_timeout = timedelta(seconds=task_timeout_seconds)
+        self.eraser = HistoryEraser(repository, client)
+        self._erasing: set[asyncio.Task[None]] = set()
+
+    async def forget(self, response_id: str, *, with_decisions: bool = True) -> None:
+        """Remove an ended response from the store, and its history from Temporal as soon as
+        its workflow has ended (the store keeps asking until it is: `api/history_eraser.py`)."""
+        await self.repository.purge(response_id, with_decisions=with_decisions)
+        self.erase_histories_soon([response_id])
+
+    def erase_histories_soon(self, workflow_ids: list[str]) -> None:
+        """Erase these histories, the store asks for, now (each once its workflow has ended)
+        rather than at the next sweep."""
+        for workflow_id in workflow_ids:
+            task = asyncio.create_task(self.eraser.erase_when_ended(workflow_id))
+            self._erasing.add(task)
+            task.add_done_callback(self._erasing.discard)
+
+    async def forget_unstored(self, response_id: str) -> None:
+        """An unstored response, once its request or stream has its end."""
+        await self.forget(response_id, with_decisions=False)
 
     async def start(
         self,
@@ -110,7 +135,7 @@ class ResponseRunner:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
                 request_eager_start=eager,
-                static_summary=visibility.summary(response.model, first_words),
+                static_summary=visibility.summary(response.model, first_words if self.summary_input else ""),
                 static_details=visibility.details(
                     previous_response_id=response.previous_response_id, tools=_tool_names(response),
                     background=response.background, stream=emit_events and not response.background,

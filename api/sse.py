@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from models.events import ErrorEvent
 from store.event_log import TERMINAL_EVENT_TYPES, StoredEvent
@@ -38,11 +38,13 @@ def frame(event: StoredEvent) -> str:
 
 
 async def tail(
-    repository: ResponseRepository, response_id: str, *, after: int, forget_at_end: bool = False
+    repository: ResponseRepository, response_id: str, *, after: int,
+    forget_at_end: Callable[[str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[str]:
     """The response's events after `after`, then its new ones as they come, to its terminal
-    event. A stream that cannot reach one (its response ended without logging it, or the
-    store fails) ends with an `error` event instead of a silent close."""
+    event (then `forget_at_end`, for an unstored response). A stream that cannot reach one (its
+    response ended without logging it, or the store fails) ends with an `error` event instead
+    of a silent close."""
     log, notifier = repository.events, repository.events.notifier
     last = after
     opened_at_ms = int(time.time() * 1000)
@@ -66,8 +68,8 @@ async def tail(
                 metrics.stream_event_sent(event.written_at, opened_at_ms)
                 yield frame(event)
                 if event.type in TERMINAL_EVENT_TYPES:
-                    if forget_at_end:
-                        await repository.purge(response_id, with_decisions=False)
+                    if forget_at_end is not None:
+                        await forget_at_end(response_id)
                     return
     except Exception:  # noqa: BLE001 - the client learns that its stream broke, the log has the rest
         log_error.exception("stream of response %s broke after event %d", response_id, last)

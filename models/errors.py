@@ -31,9 +31,14 @@
     │                                     fails: the setting is wrong, the response fails at once
     ├── McpServerError                    raised inside MCP activities about an MCP server
     │   ├── McpUnreachableError           connection failures, timeouts, 408/429/5xx: Temporal retries
-    │   └── McpRejectedError              other 4xx, protocol errors: retrying cannot help
+    │   ├── McpRejectedError              other 4xx, protocol errors: retrying cannot help
+    │   └── McpSentBeforeError            an earlier attempt sent a call that must run at most
+    │                                     once: its outcome is unknown, it is not sent again
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
-    │                                     or not the one that sealed them
+    │   │                                 or not the one that sealed them
+    │   └── SealedElsewhereError          a sealed blob that no key of the ring opens for this
+    │                                     purpose and project (another server's, project's or
+    │                                     purpose's, or tampered with)
     ├── StoreUnavailableError             the database went away mid-transaction, or did not come
     │                                     back in time: nothing of the transaction was kept; the
     │                                     API answers 503 (clients retry), activities are retried
@@ -249,6 +254,10 @@ class McpSentBeforeError(McpServerError):
 
 
 class SecretsUnavailableError(DurableResponsesError):
+    pass
+
+
+class SealedElsewhereError(SecretsUnavailableError):
     pass
 
 

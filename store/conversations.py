@@ -18,6 +18,7 @@ from typing import Any, Literal
 from models.errors import InvalidRequestError, NotFoundError
 from models.responses import TERMINAL_STATUSES
 from store.codec import dumps, loads
+from store.history_deletions import HistoryDeletions
 from store.database import Database, Transaction
 from store.schema import NO_PROJECT
 from store.paging import page_of_items
@@ -76,11 +77,17 @@ class Conversations:
                                             id=conversation_id, metadata=dumps(metadata))
         return await self.get(conversation_id) if changed else None
 
-    async def delete(self, conversation_id: str) -> bool:
+    async def delete(self, conversation_id: str) -> list[str]:
+        """The conversation and its items; the Temporal histories of the responses that ran on
+        it (which hold its items) are to be erased too, and their ids returned. The responses
+        themselves stay, as OpenAI's do."""
         async with self.db.write() as transaction:
             removed = await transaction.run("DELETE FROM conversations WHERE id = :id", id=conversation_id)
             await transaction.run("DELETE FROM conversation_items WHERE conversation_id = :id", id=conversation_id)
-        return removed > 0
+            responses = await transaction.all("SELECT id FROM responses WHERE conversation_id = :id",
+                                              id=conversation_id)
+            await HistoryDeletions.request_in(transaction, [row["id"] for row in responses])
+        return [row["id"] for row in responses] if removed else []
 
     # ---- items -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from models.tools import McpSecrets
 from store.codec import dumps, loads
 from store.budgets import Budgets
 from store.dispatches import ToolDispatches
+from store.history_deletions import HistoryDeletions
 from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
@@ -30,7 +31,7 @@ from store.outcomes import Outcomes
 from store.paging import page_of_items
 from store.schema import NO_PROJECT
 from store.parked import Parked, ParkedFields
-from store.secret_box import SecretBox
+from sealing.secret_box import SecretBox
 from store.turns import Turns, put_chat_context
 from store.workers import WorkerRegistry
 
@@ -88,6 +89,8 @@ class ResponseRepository:
         self.pending_approvals = PendingApprovals(db)
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         self.budgets = Budgets(db)
+        self.history_deletions = HistoryDeletions(db)
+        """Temporal histories to erase (`api/history_eraser.py`)."""
         self.dispatches = ToolDispatches(db)
         """Which tool calls were sent, so one that is not repeatable is sent at most once."""
 
@@ -114,16 +117,18 @@ class ResponseRepository:
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it) and closes the open approval requests it answers or leaves (`closes`;
         `applies`: those whose kept decision it applies, see `store/open_approvals.py`)."""
-        sealed = {label: self._seal(value) for label, value in (secrets or {}).items()}
+        sealed = {label: self._seal(value, project) for label, value in (secrets or {}).items()}
         response_id = response.id
         try:
             async with self.db.write() as transaction:
                 await transaction.run(
                     "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
-                    "project) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, :data, :project)",
+                    "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
+                    ":data, :project, :conversation_id)",
                     id=response_id, created_at=response.created_at, sort_key=time.time_ns() // 1000,
                     status=response.status, stored=response.store, previous=response.previous_response_id,
                     data=response.model_dump_json(), project=project,
+                    conversation_id=response.conversation.id if response.conversation else None,
                 )
                 if items:
                     await transaction.run_many(
@@ -326,6 +331,8 @@ class ResponseRepository:
             )
             await OpenApprovals.reopen_in(transaction, response_id)
         removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
+        if removed:
+            await HistoryDeletions.request_in(transaction, [response_id])
         secrets = 0
         for table in RESPONSE_TABLES:
             deleted = await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
@@ -440,22 +447,23 @@ class ResponseRepository:
 
     # ---- MCP: secrets, listings, approval decisions ---------------------------------------
 
-    def _seal(self, secrets: McpSecrets) -> str:
+    def _seal(self, secrets: McpSecrets, project: str) -> str:
         if self.secret_box is None:
             raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be kept")
-        return self.secret_box.seal(secrets)
+        return self.secret_box.seal(secrets, project=project)
 
     async def mcp_secrets(self, response_id: str, server_label: str) -> McpSecrets | None:
         async with self.db.read() as transaction:
-            sealed = await transaction.value(
-                "SELECT sealed FROM mcp_secrets WHERE response_id = :id AND server_label = :label",
+            row = await transaction.one(
+                "SELECT s.sealed, r.project FROM mcp_secrets s JOIN responses r ON r.id = s.response_id "
+                "WHERE s.response_id = :id AND s.server_label = :label",
                 id=response_id, label=server_label,
             )
-        if sealed is None:
+        if row is None:
             return None
         if self.secret_box is None:
             raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be opened")
-        return self.secret_box.open(sealed)
+        return self.secret_box.open(row["sealed"], project=row["project"])
 
     async def listings(self, response_id: str) -> list[McpListing]:
         async with self.db.read() as transaction:

@@ -23,7 +23,10 @@ responses = Table(
     Column("data", JSON, nullable=False),
     # The project (tenant) of the API key that created it; every route sees only its own.
     Column("project", String(80), nullable=False, server_default=text("''")),
+    # The conversation it ran on, if any: deleting the conversation erases its histories.
+    Column("conversation_id", String(80), nullable=True),
 )
+Index("ix_responses_conversation_id", responses.c.conversation_id)
 Index("ix_responses_sort_key", responses.c.sort_key, responses.c.id)
 Index("ix_responses_project_sort_key", responses.c.project, responses.c.sort_key, responses.c.id)
 
@@ -220,6 +223,16 @@ tool_dispatches = Table(
     Column("response_id", String(80), primary_key=True),
     Column("call_id", String(255), primary_key=True),
     Column("sent_at", Float, nullable=False),
+)
+
+# Temporal histories to erase: a response deleted, unstored, expired, or of a deleted
+# conversation leaves its workflow id here in the transaction that removes its rows; the
+# history is deleted once its workflow has ended (`api/history_eraser.py`).
+history_deletions = Table(
+    "history_deletions",
+    metadata,
+    Column("workflow_id", String(80), primary_key=True),
+    Column("requested_at", Float, nullable=False),
 )
 
 # API keys (`durable-responses keys`): each belongs to a project; only a SHA-256 of the key

@@ -18,7 +18,7 @@ from models.ids import new_id
 from models.webhooks import WebhookSubscription
 from store.codec import dumps, loads
 from store.database import Database, Row
-from store.secret_box import SecretBox
+from sealing.secret_box import SecretBox
 from webhooks.signing import new_secret, secret_bytes
 
 LAST_SORT_KEY = 2**62
@@ -82,7 +82,7 @@ class WebhookEndpoints:
         return self.secret_box
 
     def _row(self, row: Row) -> WebhookEndpointRow:
-        url = self._box().open_text(row["url_sealed"])
+        url = self._box().open_webhook_text(row["url_sealed"], project=row["project"])
         return WebhookEndpointRow(id=row["id"], name=row["name"], url=url if url is not None else "",
                                   event_types=_event_types(row["event_types"]),
                                   secret_hint=row["secret_hint"], created_at=row["created_at"],
@@ -96,6 +96,9 @@ class WebhookEndpoints:
         now = int(time.time())
         endpoint_id = new_id("we")
         async with self.db.write() as transaction:
+            if self.db.dialect == "postgresql":
+                # Count, then insert, one project at a time: two creates cannot both see room for one.
+                await transaction.value("SELECT pg_advisory_xact_lock(hashtext(:key))", key=f"webhook_endpoints/{project}")
             count = await transaction.value("SELECT COUNT(*) FROM webhook_endpoints WHERE project = :project",
                                             project=project)
             if count >= MAX_PER_PROJECT:
@@ -105,8 +108,8 @@ class WebhookEndpoints:
                 "INSERT INTO webhook_endpoints (id, project, name, url_sealed, event_types, secret_sealed, "
                 "secret_hint, created_at, updated_at, sort_key) VALUES (:id, :project, :name, :url, :event_types, "
                 ":secret, :hint, :now, :now, :sort_key)",
-                id=endpoint_id, project=project, name=name, url=box.seal_text(url), event_types=dumps(event_types),
-                secret=box.seal_text(secret), hint=_hint(secret), now=now, sort_key=time.time_ns() // 1000)
+                id=endpoint_id, project=project, name=name, url=box.seal_webhook_text(url, project=project),
+                event_types=dumps(event_types), secret=box.seal_webhook_text(secret, project=project), hint=_hint(secret), now=now, sort_key=time.time_ns() // 1000)
         return WebhookEndpointRow(endpoint_id, name, url, event_types, _hint(secret), now, now), secret
 
     async def get(self, project: str, endpoint_id: str) -> WebhookEndpointRow | None:
@@ -148,7 +151,7 @@ class WebhookEndpoints:
             await transaction.run(
                 "UPDATE webhook_endpoints SET name = :name, url_sealed = :url, event_types = :event_types, "
                 "updated_at = :now WHERE id = :id AND project = :project",
-                name=updated.name, url=self._box().seal_text(updated.url), event_types=dumps(updated.event_types),
+                name=updated.name, url=self._box().seal_webhook_text(updated.url, project=project), event_types=dumps(updated.event_types),
                 now=updated.updated_at, id=endpoint_id, project=project)
         return updated
 
@@ -175,7 +178,7 @@ class WebhookEndpoints:
             await transaction.run(
                 "UPDATE webhook_endpoints SET secret_sealed = :secret, secret_hint = :hint, updated_at = :now, "
                 "previous_secret_sealed = :previous, previous_secret_until = :until WHERE id = :id",
-                secret=box.seal_text(secret), hint=_hint(secret), now=now, id=endpoint_id,
+                secret=box.seal_webhook_text(secret, project=project), hint=_hint(secret), now=now, id=endpoint_id,
                 previous=row["secret_sealed"] if keep_old else None,
                 until=now + PREVIOUS_SECRET_SECONDS if keep_old else None)
         if not keep_old:
@@ -196,16 +199,18 @@ class WebhookEndpoints:
             return None
         async with self.db.read() as transaction:
             row = await transaction.one(
-                "SELECT url_sealed, secret_sealed, previous_secret_sealed, previous_secret_until "
+                "SELECT project, url_sealed, secret_sealed, previous_secret_sealed, previous_secret_until "
                 "FROM webhook_endpoints WHERE id = :id", id=endpoint_id)
         if row is None:
             return None
-        url, secret = self.secret_box.open_text(row["url_sealed"]), self.secret_box.open_text(row["secret_sealed"])
+        project = row["project"]
+        url = self.secret_box.open_webhook_text(row["url_sealed"], project=project)
+        secret = self.secret_box.open_webhook_text(row["secret_sealed"], project=project)
         if url is None or secret is None:
             return None
         keys = [secret_bytes(secret)]
         previous = row["previous_secret_sealed"]
         if previous is not None and (row["previous_secret_until"] or 0) > time.time():
-            opened = self.secret_box.open_text(previous)
+            opened = self.secret_box.open_webhook_text(previous, project=project)
             keys += [secret_bytes(opened)] if opened is not None else []
         return SigningEndpoint(url=url, keys=keys)

@@ -11,14 +11,17 @@ clients (the model, an MCP server's host) go through `Bounded`, which keeps the 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -134,6 +137,29 @@ async def metrics_endpoint(request: Request) -> Response:
             approvals_waiting.set(waiting)
             oldest_approval_wait.set(oldest)
     return Response(generate_latest(REGISTRY) + generate_latest(TEMPORAL_REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+def guarded_metrics(authorization: str = "") -> Callable[[Request], Awaitable[Response]]:
+    """`/metrics`, needing exactly this `Authorization` header when one is set (`METRICS_AUTH`;
+    Prometheus sends it from a scrape job's `authorization`)."""
+    if not authorization:
+        return metrics_endpoint
+    expected = authorization.encode()
+
+    async def guarded(request: Request) -> Response:
+        if not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
+            return Response("metrics need the Authorization header set in METRICS_AUTH\n", status_code=401,
+                            media_type="text/plain", headers={"www-authenticate": "Bearer"})
+        return await metrics_endpoint(request)
+
+    return guarded
+
+
+def metrics_app(repository: object | None, authorization: str = "") -> Starlette:
+    """`/metrics` alone, for a port of its own (`METRICS_PORT`)."""
+    app = Starlette(routes=[Route("/metrics", guarded_metrics(authorization), methods=["GET"])])
+    app.state.repository = repository
+    return app
 
 
 # ---- recorders: what the rest of the code calls ------------------------------------------------

@@ -27,7 +27,8 @@ from api.app import create_app
 from api.runner import ResponseRunner
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, RetryBudget
-from store.secret_box import SecretBox
+from sealing.secret_box import SecretBox
+from worker.roles import codec_access
 from telemetry.logs import install_filters
 from tests.mcp_servers import McpTestServer
 from tests.postgres import PostgresServer
@@ -174,6 +175,7 @@ async def running_stack(
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
     quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
     webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
+    codec_allowed_origins: list[str] | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -191,6 +193,7 @@ async def running_stack(
         webhook_urls=webhook_urls or [],
         webhook_secret=webhook_secret,
         models_file=models_file,
+        codec_allowed_origins=codec_allowed_origins or [],
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
@@ -200,7 +203,8 @@ async def running_stack(
             repository=repository, local_worker=with_worker, registry=settings.registry(),
         )
         app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
-                         tracing=tracing, interactive_wait_seconds=interactive_wait_seconds)
+                         tracing=tracing, interactive_wait_seconds=interactive_wait_seconds,
+                         codec_access=codec_access(settings))
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():

@@ -64,14 +64,16 @@ async def test_the_migrations_build_the_schema_the_code_declares(store: EmptySto
 
 async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: EmptyStore):
     """A store as the version before migrations left it: no version table, no API keys,
-    workers, approval waits, open approvals, webhook endpoints, upstream budgets or tool dispatches tables, no `project`, `decided_by`, `reason` or
-    `written_at` columns; and a response in it."""
+    workers, approval waits, open approvals, webhook endpoints, upstream budgets, tool
+    dispatches or history deletions tables, no `conversation_id`, `project`, `decided_by`,
+    `reason` or `written_at` columns; and a response in it."""
     await migrated(store.url)
     await store_probe.execute(
         store.url,
         "DROP TABLE alembic_version", "DROP TABLE api_keys", "DROP TABLE workers", "DROP TABLE approval_waits",
         "DROP TABLE open_approvals", "DROP TABLE webhook_endpoints", "DROP TABLE upstream_budgets",
-        "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches",
+        "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches", "DROP TABLE history_deletions",
+        "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
         "ALTER TABLE approval_decisions DROP COLUMN reason",
         "DROP INDEX ix_responses_project_sort_key",
         "ALTER TABLE responses DROP COLUMN project", "ALTER TABLE conversations DROP COLUMN project",

@@ -15,10 +15,11 @@ import openai
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.conftest import Stack, eventually, until_awaiting_approval, until_requested
+from sealing.keyring import KeyRing
+from sealing.payload_codec import data_converter
+from tests.conftest import SECRETS_KEY, Stack, eventually, until_awaiting_approval, until_requested
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -28,7 +29,8 @@ HISTORIES = Path(__file__).parent / "histories"
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[ResponseWorkflow], data_converter=pydantic_data_converter)
+    """Reads histories the payload codec encrypted with the tests' key, and older ones in clear."""
+    return Replayer(workflows=[ResponseWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
 
 
 def keep_recording(name: str, history: WorkflowHistory) -> None:
@@ -70,7 +72,7 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
         "upstream_retried": (await sdk.responses.create(model=f"{model}-retry", input="hi")).id,
         "upstream_retried_twice": (await sdk.responses.create(model=f"{model}-retries", input="hi")).id,
         "incomplete": (await sdk.responses.create(model=f"{model}-length", input="hi")).id,
-        "unstored": (await sdk.responses.create(model=model, input="hi", store=False)).id,
+        # (an unstored one's history is erased once it ends: `tests/test_at_rest.py`)
     }
     async with sdk.responses.stream(model=f"{model}-tools", input="hi", tools=[tool, tool_g]) as stream:
         ids["streamed"] = (await stream.get_final_response()).id

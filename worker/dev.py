@@ -21,7 +21,7 @@ from access.egress import LOOPBACK_ALLOWLIST
 from demo.backend import DEMO_BASE_URL
 from models.visibility import SEARCH_ATTRIBUTES
 from demo.tools import DEMO_TOOLS_PATH, demo_tools_mount
-from store.secret_box import SecretBox
+from sealing.secret_box import SecretBox
 from worker.roles import run_api
 from worker.settings import Settings, backend_configured
 from worker.shutdown import Shutdown
@@ -61,13 +61,15 @@ def _die_with_parent() -> None:
         pass
 
 
-def start_temporal(data_dir: Path, port: int, ui_port: int) -> subprocess.Popen:
+def start_temporal(data_dir: Path, port: int, ui_port: int, codec_endpoint: str | None = None) -> subprocess.Popen:
+    """`codec_endpoint`: where the UI asks to decode the payloads the codec encrypted."""
     log_file = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives as long as the child
     command = [
         temporal_binary(), "server", "start-dev",
         "--ip", "127.0.0.1",
         "--port", str(port),
         "--ui-port", str(ui_port),
+        *(["--ui-codec-endpoint", codec_endpoint] if codec_endpoint else []),
         "--db-filename", str(data_dir / "temporal.db"),
         "--sqlite-pragma", "journal_mode=wal",
         "--sqlite-pragma", "synchronous=normal",
@@ -89,6 +91,19 @@ def stop_child(child: subprocess.Popen, timeout: float = 10) -> None:
         child.wait()
 
 
+def private_directory(directory: Path) -> Path:
+    """The data directory, made (or made again) private to this user: the directory 0700,
+    every file in it 0600, and what this process and its children create from now on too
+    (umask 077): `temporal.db` holds every response's history."""
+    os.umask(0o077)
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in [directory, *directory.rglob("*")]:
+        if path.is_symlink():
+            continue
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    return directory
+
+
 def secrets_key_in(directory: Path) -> str:
     """The data directory's own SECRETS_KEY, made on first start, readable by its owner only."""
     path = directory / "secrets.key"
@@ -103,8 +118,7 @@ async def run_dev(
     host: str, port: int, data_dir: str, temporal_port: int, shutdown: Shutdown, *, ui_port: int | None = None,
     demo: bool = False, allow_open: bool = False, models_file: str | None = None,
 ) -> int:
-    directory = Path(data_dir).resolve()
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = private_directory(Path(data_dir).resolve())
     if ui_port is None:
         ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
     settings = Settings.from_env(
@@ -118,9 +132,13 @@ async def run_dev(
         settings = settings.model_copy(update={"models_file": None})
     if not settings.secrets_key:
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
+    # The UI decodes the encrypted payloads in the browser, through this server's codec endpoint.
+    ui_origins = [f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}"]
+    settings = settings.model_copy(update={"codec_allowed_origins": [*settings.codec_allowed_origins, *ui_origins]})
     settings.check_backend()
     settings.check_webhooks()
-    child = start_temporal(directory, temporal_port, ui_port)
+    codec_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    child = start_temporal(directory, temporal_port, ui_port, codec_endpoint=f"http://{codec_host}:{port}/codec")
     announcer = asyncio.create_task(_announce_when_healthy(host, port, ui_port, directory, settings))
     try:
         async with demo_tools_mount(host) as tools:

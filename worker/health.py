@@ -17,10 +17,11 @@ from temporalio.client import Client
 from api.health import livez, ready
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
-from telemetry.metrics import metrics_endpoint
+from telemetry.metrics import guarded_metrics
 
 
-def worker_health_app(repository: ResponseRepository, client: Client, running: Callable[[], bool]) -> Starlette:
+def worker_health_app(repository: ResponseRepository, client: Client, running: Callable[[], bool], *,
+                      metrics_auth: str = "") -> Starlette:
     async def temporal() -> None:
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
 
@@ -31,5 +32,5 @@ def worker_health_app(repository: ResponseRepository, client: Client, running: C
         return await ready({"store": repository.ping, "temporal": temporal, "worker": worker})
 
     return Starlette(routes=[Route("/livez", livez), Route("/readyz", readyz), Route("/health", readyz),
-                             Route("/metrics", metrics_endpoint)],
+                             Route("/metrics", guarded_metrics(metrics_auth))],
                      middleware=[Middleware(AccessLog, enabled=False)])

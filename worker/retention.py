@@ -4,7 +4,8 @@
   its request or stream has taken its end; one whose client went away is removed once it is
   `unstored_seconds` old.
 - With `retention_days` set (off by default), a stored response that ended and is older is
-  deleted, with everything it left in the store and its workflow history in Temporal.
+  deleted, with everything it left in the store; its workflow history in Temporal goes after
+  it (`api/history_eraser.py`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 from store.repository import ResponseRepository
 
@@ -37,17 +35,6 @@ class Retention:
         removed = await self.repository.sweep_unstored(now - self.unstored_seconds)
         if self.retention_days > 0:
             for response_id in await self.repository.expired(now - self.retention_days * 86400):
-                await self._delete_history(response_id)
                 await self.repository.purge(response_id)
                 removed += 1
         return removed
-
-    async def _delete_history(self, response_id: str) -> None:
-        """Temporal's first, so a failure leaves the response in the store to be tried again."""
-        try:
-            await self.client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
-                namespace=self.client.namespace, workflow_execution=WorkflowExecution(workflow_id=response_id),
-            ))
-        except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
-                raise

@@ -21,13 +21,17 @@ from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
 from activities.chat_client import shown_url
 from api.app import create_app
+from api.codec import CodecAccess
+from api.history_eraser import HistoryEraser
 from api.http_protocol import with_header_timeout
 from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
 from store.database import open_database
 from store.repository import ResponseRepository
-from store.secret_box import SecretBox
+from sealing.payload_codec import EncryptedPayloads
+from sealing.secret_box import SecretBox
+from telemetry.metrics import metrics_app
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
 from worker.health import worker_health_app
@@ -75,6 +79,7 @@ def _runner(client: Client, settings: Settings, repository: ResponseRepository, 
     return ResponseRunner(
         client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds,
         repository=repository, local_worker=local_worker, registry=settings.registry(),
+        summary_input=settings.summary_input,
     )
 
 
@@ -87,7 +92,8 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
     orphans = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
     retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
                           retention_days=settings.response_retention_days)
-    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep}
+    eraser = HistoryEraser(repository, client)
+    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep, "history erasure": eraser.sweep}
     async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
         sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
         try:
@@ -117,7 +123,8 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
             if settings.worker_health_port is None:
                 await shutdown.requested.wait()
                 return
-            app = worker_health_app(repository, client, running=lambda: not shutdown.requested.is_set())
+            app = worker_health_app(repository, client, running=lambda: not shutdown.requested.is_set(),
+                                    metrics_auth=settings.metrics_auth)
             log.info("worker health on http://0.0.0.0:%d (/livez, /readyz)", settings.worker_health_port)
             await _serve_http(app, "0.0.0.0", settings.worker_health_port, shutdown.requested, 0.0,
                               settings.header_timeout_seconds, announce=False)
@@ -195,15 +202,41 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
                          egress=settings.egress(), quotas=settings.quotas(),
                          allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
                          cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log,
-                         tracing=settings.tracing, interactive_wait_seconds=settings.inference_interactive_wait_seconds)
+                         tracing=settings.tracing, interactive_wait_seconds=settings.inference_interactive_wait_seconds,
+                         codec_access=codec_access(settings), metrics_auth=settings.metrics_auth,
+                         metrics_route=settings.metrics_port is None)
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
-        grace = settings.shutdown_grace_seconds
-        closing = app.state.admission.closing
-        if not with_worker:
-            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
-                              closing=closing)
-            return
-        async with working(client, settings, repository, shutdown):
-            await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
-                              closing=closing)
+        async with _metrics_port(settings, host, repository, shutdown):
+            grace = settings.shutdown_grace_seconds
+            closing = app.state.admission.closing
+            if not with_worker:
+                await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
+                                  closing=closing)
+                return
+            async with working(client, settings, repository, shutdown):
+                await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
+                                  closing=closing)
+
+
+@asynccontextmanager
+async def _metrics_port(settings: Settings, host: str, repository: ResponseRepository,
+                        shutdown: Shutdown) -> AsyncIterator[None]:
+    """`/metrics` on a port of its own (`METRICS_PORT`), while the API serves."""
+    if settings.metrics_port is None:
+        yield
+        return
+    serving = asyncio.create_task(_serve_http(
+        metrics_app(repository, settings.metrics_auth), host, settings.metrics_port, shutdown.requested, 0.0,
+        settings.header_timeout_seconds, announce=False))
+    log.info("metrics on http://%s:%d/metrics", host, settings.metrics_port)
+    try:
+        yield
+    finally:
+        await serving
+
+
+def codec_access(settings: Settings) -> CodecAccess:
+    ring = settings.key_ring()
+    return CodecAccess(codec=EncryptedPayloads(ring) if ring else None, authorization=settings.codec_auth,
+                       allowed_origins=settings.codec_allowed_origins)

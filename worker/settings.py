@@ -7,6 +7,7 @@ import os
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
+from temporalio.converter import DataConverter
 
 from access.egress import EgressPolicy
 from access.quotas import QuotaSettings
@@ -19,6 +20,8 @@ from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
+from sealing.keyring import KeyRing
+from sealing.payload_codec import data_converter
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -84,7 +87,23 @@ class Settings(BaseModel):
     cancel_poll_seconds: float = 0.25
     workflow_task_timeout_seconds: float = 10.0
     secrets_key: str = Field(default="", repr=False)
-    """Seals MCP `headers`/`authorization` in the store; API and workers need the same one."""
+    """The master key ring (`sealing/keyring.py`): seals MCP `headers`/`authorization`,
+    webhook secrets, reasoning and Temporal payloads; API and workers need the same one."""
+    payload_encryption: bool = True
+    """With a secrets key, Temporal payloads are written encrypted (`sealing/payload_codec.py`);
+    off, they are written in clear and still read either way."""
+    summary_input: bool = False
+    """The workflow summary in the Temporal UI shows the input's first words (user text);
+    otherwise the model only."""
+    codec_auth: str = Field(default="", repr=False)
+    """The `Authorization` header the codec endpoint (`/codec/decode`) requires; without it the
+    endpoint is open only on a server without API keys."""
+    codec_allowed_origins: list[str] = Field(default_factory=list)
+    """Web origins (a Temporal UI's) whose pages may call the codec endpoint."""
+    metrics_auth: str = Field(default="", repr=False)
+    """The `Authorization` header `/metrics` requires (none: open)."""
+    metrics_port: int | None = None
+    """Serve `/metrics` on this port of its own (on the API's host) instead of the API's."""
     max_in_flight_responses: int = 1000
     """Responses one API process takes at once (being created, waited for or streamed); more
     are refused with a 503 and `retry-after`."""
@@ -141,6 +160,13 @@ class Settings(BaseModel):
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
+
+    def key_ring(self) -> KeyRing | None:
+        return KeyRing.parse(self.secrets_key) if self.secrets_key else None
+
+    def data_converter(self) -> DataConverter:
+        """How payloads are written to Temporal: encrypted whenever there is a secrets key."""
+        return data_converter(self.key_ring(), encrypt=self.payload_encryption)
 
     @property
     def uses_demo_model(self) -> bool:
@@ -268,6 +294,12 @@ class Settings(BaseModel):
             "cancel_poll_seconds": _env_float("CANCEL_POLL_SECONDS", 0.25),
             "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
+            "payload_encryption": os.environ.get("PAYLOAD_ENCRYPTION", "on").lower() not in ("0", "false", "no", "off"),
+            "summary_input": os.environ.get("WORKFLOW_SUMMARY_INPUT", "").lower() in ("1", "true", "yes", "on"),
+            "codec_auth": os.environ.get("CODEC_AUTH", ""),
+            "codec_allowed_origins": _env_list("CODEC_ALLOWED_ORIGINS"),
+            "metrics_auth": os.environ.get("METRICS_AUTH", ""),
+            "metrics_port": _env_int("METRICS_PORT", 0) or None,
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
             "mcp_concurrent_calls": _env_int("MCP_CONCURRENT_CALLS", 100),
             "webhook_concurrent_deliveries": _env_int("WEBHOOK_CONCURRENT_DELIVERIES", 50),

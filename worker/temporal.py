@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -82,7 +81,7 @@ async def connect(settings: Settings) -> Client:
     connection = temporal_connection(settings)
     return await Client.connect(
         connection.target_host, namespace=connection.namespace, api_key=connection.api_key, tls=connection.tls,
-        rpc_metadata=dict(connection.rpc_metadata), data_converter=pydantic_data_converter,
+        rpc_metadata=dict(connection.rpc_metadata), data_converter=settings.data_converter(),
         runtime=temporal_runtime(), interceptors=temporal_interceptors(settings.tracing),
     )
 

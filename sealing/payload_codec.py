@@ -1,0 +1,80 @@
+"""The payload codec: every payload the server's Temporal client writes (workflow inputs and
+results, activity inputs and results, signals, queries, updates, memos, failure messages) is
+sealed with AES-256-GCM under the ring's payload key, so Temporal's history holds nothing
+readable: not the input, the instructions, the model's output, tool arguments and results,
+approval reasons or MCP server URLs.
+
+An encoded payload's data is `nonce || ciphertext || tag` of the whole original payload
+(metadata included); its metadata says `encoding: binary/encrypted` and which master key
+sealed it (`encryption-key-id`), so a rotated ring still opens old histories. Payloads that
+are not encrypted (histories from before the codec) pass through decoding unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+
+from models.errors import SealedElsewhereError
+from sealing.keyring import KeyRing, Purpose
+
+ENCODING = b"binary/encrypted"
+KEY_ID = "encryption-key-id"
+NONCE_BYTES = 12
+ASSOCIATED_DATA = b"durable-responses temporal payload"
+
+
+class EncryptedPayloads(PayloadCodec):
+    def __init__(self, ring: KeyRing, *, encrypt: bool = True) -> None:
+        self.ring = ring
+        self.encrypt = encrypt
+        """False: payloads are written in clear but still read either way (the first step of
+        turning encryption on across a fleet, `PAYLOAD_ENCRYPTION=off`)."""
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        if not self.encrypt:
+            return list(payloads)
+        master = self.ring.sealing
+        key = AESGCM(self.ring.key(master.id, Purpose.PAYLOADS) or b"")
+        sealed = []
+        for payload in payloads:
+            nonce = os.urandom(NONCE_BYTES)
+            data = nonce + key.encrypt(nonce, payload.SerializeToString(), ASSOCIATED_DATA)
+            sealed.append(Payload(metadata={"encoding": ENCODING, KEY_ID: master.id.encode()}, data=data))
+        return sealed
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.open(payload) for payload in payloads]
+
+    def open(self, payload: Payload) -> Payload:
+        if payload.metadata.get("encoding") != ENCODING:
+            return payload
+        key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
+        key = self.ring.key(key_id, Purpose.PAYLOADS)
+        if key is None:
+            raise SealedElsewhereError(f"a Temporal payload sealed with a key not in SECRETS_KEY (key id {key_id!r})")
+        try:
+            plain = AESGCM(key).decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], ASSOCIATED_DATA)
+        except InvalidTag:
+            raise SealedElsewhereError(f"a Temporal payload that key {key_id!r} did not seal") from None
+        opened = Payload()
+        opened.ParseFromString(plain)
+        return opened
+
+
+def data_converter(ring: KeyRing | None, *, encrypt: bool = True) -> DataConverter:
+    """Pydantic payloads; with a key ring, sealed by the codec, failure messages and stack
+    traces included (they can quote user content)."""
+    if ring is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter, payload_codec=EncryptedPayloads(ring, encrypt=encrypt),
+        failure_converter_class=(DefaultFailureConverterWithEncodedAttributes if encrypt
+                                 else pydantic_data_converter.failure_converter_class))

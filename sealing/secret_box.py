@@ -1,0 +1,55 @@
+"""The secrets the server keeps for clients, sealed by purpose and bound to their project:
+MCP `headers` and `authorization`, webhook URLs and signing secrets, and the reasoning a
+client without state carries between requests (`reasoning.encrypted_content`).
+
+The API seals; workers open. Both must be given the same `SECRETS_KEY` (`durable-responses
+dev` keeps one in its data directory).
+"""
+
+from __future__ import annotations
+
+from models.errors import SealedElsewhereError, SecretsUnavailableError
+from models.tools import McpSecrets
+from sealing.keyring import KeyRing, Purpose, new_master_key
+from sealing.sealer import Sealer
+
+
+class SecretBox:
+    def __init__(self, key: str | KeyRing) -> None:
+        self.ring = key if isinstance(key, KeyRing) else KeyRing.parse(key)
+        self.mcp = Sealer(self.ring, Purpose.MCP_SECRETS)
+        self.webhooks = Sealer(self.ring, Purpose.WEBHOOK_SECRETS)
+        self.reasoning = Sealer(self.ring, Purpose.REASONING)
+
+    @staticmethod
+    def new_key() -> str:
+        return new_master_key()
+
+    def seal(self, secrets: McpSecrets, *, project: str) -> str:
+        return self.mcp.seal(secrets.model_dump_json().encode(), project=project)
+
+    def open(self, sealed: str, *, project: str) -> McpSecrets:
+        try:
+            return McpSecrets.model_validate_json(self.mcp.open(sealed, project=project))
+        except SealedElsewhereError as error:
+            raise SecretsUnavailableError(f"the MCP secrets of this response cannot be opened: {error}") from None
+
+    def seal_webhook_text(self, text: str, *, project: str) -> str:
+        return self.webhooks.seal(text.encode(), project=project)
+
+    def open_webhook_text(self, sealed: str, *, project: str) -> str | None:
+        """The text, or None when this server did not seal it for this project."""
+        try:
+            return self.webhooks.open(sealed, project=project).decode()
+        except SealedElsewhereError:
+            return None
+
+    def seal_reasoning(self, text: str, *, project: str) -> str:
+        return self.reasoning.seal(text.encode(), project=project)
+
+    def open_reasoning(self, sealed: str, *, project: str) -> str | None:
+        """The reasoning, or None when this server did not seal it for this project."""
+        try:
+            return self.reasoning.open(sealed, project=project).decode()
+        except SealedElsewhereError:
+            return None
