@@ -313,3 +313,38 @@ async def until_awaiting_approval(client: openai.AsyncOpenAI, response_id: str, 
         return response if response.output and response.output[-1].type == "mcp_approval_request" else None
 
     return await eventually(asking, f"response {response_id} to ask for approval", seconds=seconds)
+
+
+async def decoded_history(client: Client, workflow_id: str) -> Any:
+    """The workflow's history with every payload decoded by the client's codec (as the UI shows
+    it through the codec endpoint), for tests that look inside payloads."""
+    from google.protobuf.descriptor import FieldDescriptor
+    from temporalio.api.common.v1 import Payload
+
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    codec = client.data_converter.payload_codec
+    found: list[Payload] = []
+
+    def walk(message: Any) -> None:
+        if isinstance(message, Payload):
+            found.append(message)
+            return
+        for field, value in message.ListFields():
+            if field.type != FieldDescriptor.TYPE_MESSAGE:
+                continue
+            if field.message_type.GetOptions().map_entry:
+                values = list(value.values())
+            elif field.is_repeated:
+                values = list(value)
+            else:
+                values = [value]
+            for item in values:
+                if hasattr(item, "ListFields"):
+                    walk(item)
+
+    for event in history.events:
+        walk(event)
+    if codec is not None and found:
+        for payload, opened in zip(found, await codec.decode(found)):
+            payload.CopyFrom(opened)
+    return history

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import Stack, empty_store, running_stack, until_awaiting_approval
+from tests.conftest import Stack, decoded_history, empty_store, running_stack, until_awaiting_approval
 from tests.mcp_servers import McpTestServer
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -217,7 +217,7 @@ async def test_an_approver_key_decides_and_reads_what_waits_nothing_else(keyed, 
             and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert ended.status == "completed" and ended.output_text == "5"
-    history = await stack.client.get_workflow_handle(waiting.id).fetch_history()
+    history = await decoded_history(stack.client, waiting.id)
     updates = [event for event in history.events if event.HasField("workflow_execution_update_accepted_event_attributes")]
     assert len(updates) == 1
     payload = updates[0].workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads[0]

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from models.errors import StartupError
-from tests.conftest import EmptyStore, running_stack
+from tests.conftest import EmptyStore, decoded_history, running_stack
 from tests.processes import CLI
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_replay import keep_recording, replayer
@@ -169,7 +169,7 @@ async def test_each_model_reaches_its_own_deployment_and_models_lists_them(regis
     assert len(first.requests("alpha-upstream")) == 1 and not second.requests("alpha-upstream")
     assert len(second.requests("beta-upstream")) == 1 and not first.requests("beta-upstream")
     assert "sk-first-backend-secret" not in alpha.model_dump_json()
-    history = await registry_stack.client.get_workflow_handle(alpha.id).fetch_history()
+    history = await decoded_history(registry_stack.client, alpha.id)  # as the codec endpoint shows it
     events = [event.SerializeToString() for event in history.events]
     assert any(b'"alpha"' in event for event in events)  # payloads are readable here, so the next check can fail
     assert not any(b"sk-first-backend-secret" in event for event in events)

@@ -20,7 +20,7 @@ from openai.types.webhooks import (
 )
 
 from models.webhooks import WebhookPolicy, endpoint_id
-from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack, until_awaiting_approval, \
+from tests.conftest import TEST_EXECUTION, EmptyStore, decoded_history, Stack, eventually, running_stack, until_awaiting_approval, \
     until_requested, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port, kill, spawn_worker
@@ -125,13 +125,14 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
             assert (await until_terminal(sdk, response.id)).status == "completed"
             await eventually(lambda: working.of(response.id), "the working endpoint's delivery")
             await eventually(lambda: len(failing.of(response.id)) == 4, "the fourth attempt", seconds=20)
+            # Decoded, as the codec endpoint shows them: not just ciphertext.
             history = [event.SerializeToString() for event in
-                       (await stack.client.get_workflow_handle(response.id).fetch_history()).events]
+                       (await decoded_history(stack.client, response.id)).events]
             deliveries = [execution.id async for execution in stack.client.list_workflows(
                 f'WorkflowType = "WebhookDelivery" AND TaskQueue = "{stack.settings.task_queue}-webhooks"')]
             for delivery_id in deliveries:
                 history += [event.SerializeToString() for event in
-                            (await stack.client.get_workflow_handle(delivery_id).fetch_history()).events]
+                            (await decoded_history(stack.client, delivery_id)).events]
     finally:
         failing.stop()
         working.stop()
@@ -140,6 +141,7 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
     # The same event to each endpoint, each delivered on its own.
     assert working.of(response.id)[0].body == attempts[0].body and len(working.of(response.id)) == 1
     # Neither the URLs nor the secret are in any history: the workflows name endpoints by id.
+    assert any(b"response.completed" in event for event in history)  # the search sees payloads' contents
     for url in (failing.url, working.url, SECRET, SECRET.removeprefix("whsec_")):
         assert not any(url.encode() in event for event in history), url
     assert len(deliveries) == 2
