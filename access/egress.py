@@ -126,12 +126,66 @@ class GuardedNetworkBackend(httpcore2.AsyncNetworkBackend):
         await self.inner.sleep(seconds)
 
 
-def guarded_http_client(policy: EgressPolicy, **options: Any) -> httpx2.AsyncClient:
-    """An httpx2 client whose every connection (redirects included) passes the policy."""
+class ReplyTooLargeError(DurableResponsesError):
+    """A reply from a URL a tenant chose grew past what this server reads of one."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the reply was larger than {limit} bytes")
+        self.limit = limit
+
+
+class _BoundedBody(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __aiter__(self):  # noqa: ANN204 - an async iterator of bytes
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise ReplyTooLargeError(self.limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class BoundedTransport(httpx2.AsyncBaseTransport):
+    """Stops reading a reply body at `limit` bytes (`ReplyTooLargeError`), so an endless
+    reply costs that much memory at most. Event streams are left alone: they are long-lived
+    by design, and their reader bounds each event instead."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:
+            await response.aclose()
+            raise ReplyTooLargeError(self.limit)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        return httpx2.Response(response.status_code, headers=response.headers, extensions=response.extensions,
+                               stream=_BoundedBody(response.stream, self.limit), request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def guarded_http_client(policy: EgressPolicy, *, max_reply_bytes: int | None = None,
+                        **options: Any) -> httpx2.AsyncClient:
+    """An httpx2 client whose every connection (redirects included) passes the policy;
+    `max_reply_bytes`: the most it reads of one reply body (`BoundedTransport`)."""
     transport = httpx2.AsyncHTTPTransport(trust_env=False)
     # httpx2's transport builds its connection pool without a way to pass a network backend;
     # the pool is rebuilt with the guarded one (the tests prove the guard holds).
     transport._pool = httpcore2.AsyncConnectionPool(  # noqa: SLF001
         ssl_context=httpx2.create_ssl_context(), max_connections=100, max_keepalive_connections=20,
         keepalive_expiry=5.0, network_backend=GuardedNetworkBackend(policy))
-    return httpx2.AsyncClient(transport=transport, trust_env=False, **options)
+    outer: httpx2.AsyncBaseTransport = transport if max_reply_bytes is None else BoundedTransport(transport,
+                                                                                                 max_reply_bytes)
+    return httpx2.AsyncClient(transport=outer, trust_env=False, **options)

@@ -162,14 +162,17 @@ class ChatClient:
 
 async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     """The body's lines, however long (aiohttp's own line reader stops at 64 KiB)."""
-    pending = b""
+    pending = bytearray()  # grows in place: a long line arriving in many pieces stays linear
     async for data in answer.content.iter_any():
         pending += data
-        *complete, pending = pending.split(b"\n")
+        if b"\n" not in data:
+            continue
+        *complete, rest = pending.split(b"\n")
+        pending = bytearray(rest)
         for line in complete:
-            yield line.rstrip(b"\r")
+            yield bytes(line.rstrip(b"\r"))
     if pending:
-        yield pending
+        yield bytes(pending)
 
 
 async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:

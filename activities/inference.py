@@ -97,7 +97,8 @@ class InferenceActivities:
 
             result, message = await self._call_upstream(request, body_for, table, fence)
             await self.repository.turns.record(
-                fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json")
+                fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json"),
+                base=start.base,
             )
             return await self._carried(request, result)
         except BaseException as error:

@@ -54,7 +54,14 @@ from models.events import (
     mcp_call_closing,
     mcp_call_opening,
 )
-from models.items import McpCallItem, McpHttpError, McpListToolsItem, McpProtocolError, McpToolExecutionError
+from models.items import (
+    McpCallItem,
+    McpHttpError,
+    McpListedTool,
+    McpListToolsItem,
+    McpProtocolError,
+    McpToolExecutionError,
+)
 from store.repository import ResponseRepository
 from telemetry import metrics
 from telemetry.tracing import mcp_span
@@ -62,6 +69,10 @@ from telemetry.tracing import mcp_span
 T = TypeVar("T")
 
 INVALID_PARAMS = -32602
+MAX_LISTED_TOOLS = 1000
+"""Tools one MCP server may list (before `allowed_tools` chooses among them)."""
+MAX_LIST_PAGES = 100
+"""Pages of a `tools/list` this server follows `nextCursor` through."""
 IDEMPOTENCY_KEY = "durable-responses/idempotency-key"
 """The `_meta` entry of a `tools/call` request that names the call, the same on every attempt."""
 
@@ -86,18 +97,29 @@ class McpActivities:
             with mcp_span("tools/list", None, urlsplit(tool.server_url or "").netloc):
                 async with connected(tool.server_label, tool.server_url or "", headers,
                                      egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
-                    listed = await client.list_tools()
-                    tools = list(listed.tools)
-                    while listed.next_cursor:
-                        listed = await client.list_tools(cursor=listed.next_cursor)
-                        tools.extend(listed.tools)
+                    # Page by page, keeping only what `allowed_tools` lets through (the tools
+                    # offered to the model), within MAX_LIST_PAGES pages and MAX_LISTED_TOOLS.
+                    offered: list[McpListedTool] = []
+                    cursor: str | None = None
+                    for _ in range(MAX_LIST_PAGES):
+                        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+                        offered.extend(each for each in map(listed_tool, page.tools)
+                                       if tool.allows(each.name, each.read_only))
+                        cursor = page.next_cursor
+                        if not cursor or len(offered) > MAX_LISTED_TOOLS:
+                            break
         except McpServerError as error:
             metrics.mcp_operation(tool.server_url or "", "list", _outcome(error), time.perf_counter() - began)
             raise _application_error(error) from error
+        if len(offered) > MAX_LISTED_TOOLS or cursor:
+            metrics.mcp_operation(tool.server_url or "", "list", "error", time.perf_counter() - began)
+            raise ApplicationError(
+                f"it offers more than {MAX_LISTED_TOOLS} tools (or more than {MAX_LIST_PAGES} pages of them), more "
+                "than this server offers a model from one MCP server; choose fewer tools with `allowed_tools`",
+                type="ListingTooLarge", non_retryable=True,
+            )
         metrics.mcp_operation(tool.server_url or "", "list", "ok", time.perf_counter() - began)
-        # Only the tools `allowed_tools` lets through are listed, and offered to the model.
-        listed = [listed_tool(each) for each in tools]
-        item = item.model_copy(update={"tools": [each for each in listed if tool.allows(each.name, each.read_only)]})
+        item = item.model_copy(update={"tools": offered})
         size = history_budget.size_of(item)
         if size > history_budget.MAX_LISTING_BYTES:
             raise ApplicationError(

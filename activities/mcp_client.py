@@ -20,7 +20,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from access.egress import EgressPolicy, EgressRefusedError, guarded_http_client
+from access.egress import EgressPolicy, EgressRefusedError, ReplyTooLargeError, guarded_http_client
 from models.errors import McpRejectedError, McpServerError, McpUnreachableError
 from models.items import McpListedTool
 
@@ -31,8 +31,9 @@ INTERNAL_ERROR = -32603
 PROTOCOL_MODE = "legacy"
 CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_RESULT_BYTES = 16 * 1024 * 1024
-"""The largest message a streamable-HTTP MCP server may send (a tool result), by default
-(MCP_MAX_RESULT_BYTES). The SDK's legacy SSE transport keeps its own 1 MiB."""
+"""The largest message a streamable-HTTP MCP server may send (a tool result, as one JSON body
+or one event of a stream), by default (MCP_MAX_RESULT_BYTES): an endless reply costs about
+that much memory, then fails the call. The SDK's legacy SSE transport keeps its own 1 MiB."""
 
 
 def is_sse(url: str) -> bool:
@@ -60,7 +61,7 @@ async def connected(
     def http_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         return guarded_http_client(egress, headers=headers, timeout=timeout, auth=auth,
-                                   event_hooks={"response": [note_status]})
+                                   event_hooks={"response": [note_status]}, max_reply_bytes=max_result_bytes)
 
     try:
         if is_sse(url):
@@ -89,6 +90,8 @@ def classify(label: str, error: BaseException, http_status: int | None = None) -
                                       response=httpx2.Response(http_status))
     if isinstance(leaf, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
         return McpRejectedError(f"{where} has a URL this server cannot use ({leaf})", code=400)
+    if isinstance(leaf, ReplyTooLargeError):
+        return McpRejectedError(f"{where} answered more than {leaf.limit} bytes (MCP_MAX_RESULT_BYTES)", code=502)
     if isinstance(leaf, EgressRefusedError):
         return McpRejectedError(f"{where} may not be reached from this server (egress policy)", code=403)
     if isinstance(leaf, httpx2.HTTPStatusError):

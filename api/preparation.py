@@ -111,7 +111,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     if known_model is not None and not known_model(request.model):
         raise NotFoundError(f"The model `{request.model}` does not exist or you do not have access to it.",
                             param="model", code="model_not_found")
-    await _reachable_servers(request, egress or EgressPolicy())
+    await _reachable_urls(request, egress or EgressPolicy())
     if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
         raise InvalidRequestError(
             f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",
@@ -162,9 +162,28 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
                             listings=listings, approvals=approvals, parked=parked, applied=applied)
 
 
-async def _reachable_servers(request: CreateResponseRequest, egress: EgressPolicy) -> None:
-    """Every MCP `server_url` must be at an address this server may reach; a refusal says the
-    same whatever the reason (the host does not resolve, or resolves to a private address)."""
+async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) -> None:
+    """Every MCP `server_url`, and every image URL the backend will fetch (a self-hosted one
+    fetches from inside this network), must be at an address this server may reach; a
+    refusal says the same whatever the reason (the host does not resolve, or resolves to a
+    private address). Data URLs are the image itself."""
+    for index, item in enumerate(request.input_items()):
+        if getattr(item, "type", None) != "message":
+            continue
+        for part_index, part in enumerate(item.content_parts()):
+            url = getattr(part, "image_url", None) if part.type == "input_image" else None
+            if not url or url.startswith("data:"):
+                continue
+            try:
+                if not url.startswith(("http://", "https://")):
+                    raise EgressRefusedError(url)
+                await egress.check_url(url)
+            except EgressRefusedError:
+                raise InvalidRequestError(
+                    f"Invalid 'input[{index}].content[{part_index}].image_url': this server may not fetch that "
+                    "URL. Send a public http(s) URL, or the image itself as a data URL.",
+                    param=f"input[{index}].content[{part_index}].image_url", code="invalid_value",
+                ) from None
     for index, tool in enumerate(request.tools):
         if tool.type != "mcp" or not tool.server_url:
             continue

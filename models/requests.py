@@ -102,6 +102,10 @@ class ReasoningConfig(BaseModel):
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 
 
+MAX_CLIENT_FUNCTIONS = 1024
+"""Function and custom tools a request may offer, namespaced ones included."""
+
+
 class CreateResponseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -153,6 +157,10 @@ class CreateResponseRequest(BaseModel):
         if self.background and not self.store:
             raise UnsupportedParameter("background", "background responses must be stored (`store: true`)")
         named = self.client_tool_names()
+        if len(named) > MAX_CLIENT_FUNCTIONS:
+            raise UnsupportedParameter(
+                "tools", f"at most {MAX_CLIENT_FUNCTIONS} function and custom tools may be offered, namespaced ones "
+                         f"included (this request has {len(named)})")
         if len(set(named)) != len(named):
             raise UnsupportedParameter("tools", "tool names must be unique (within their namespace)")
         labels = [tool.server_label for tool in self.tools if tool.type == "mcp"]

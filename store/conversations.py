@@ -25,6 +25,9 @@ from store.paging import page_of_items
 
 Order = Literal["asc", "desc"]
 
+MAX_ITEMS = 10_000
+"""Items one conversation keeps: every response on it reads them all."""
+
 
 class ConversationLockedError(InvalidRequestError):
     """OpenAI answers a second response on a busy conversation with this 400."""
@@ -92,9 +95,16 @@ class Conversations:
     # ---- items -----------------------------------------------------------------------
 
     async def add_items(self, conversation_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
-        """Append items a client adds; refused while a response runs on the conversation."""
+        """Append items a client adds; refused while a response runs on the conversation, or
+        past `MAX_ITEMS`."""
         async with self.db.write() as transaction:
             await self._free(transaction, conversation_id)
+            held = await self._count(transaction, conversation_id)
+            if held + len(items) > MAX_ITEMS:
+                raise InvalidRequestError(
+                    f"Conversation '{conversation_id}' holds {held} items; with these it would hold more than "
+                    f"{MAX_ITEMS}, the most one keeps. Delete some, or start a new conversation.",
+                    param="items", code="conversation_full")
             await self._append(transaction, conversation_id, items)
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -140,6 +150,12 @@ class Conversations:
         holder = await Conversations._holder(transaction, conversation_id)
         if holder is not None:
             raise ConversationLockedError(conversation_id)
+        held = await Conversations._count(transaction, conversation_id)
+        if held >= MAX_ITEMS:
+            raise InvalidRequestError(
+                f"Conversation '{conversation_id}' holds {held} items, the most one keeps ({MAX_ITEMS}): every "
+                "response on it would read them all. Delete some, or start a new conversation.",
+                param="conversation", code="conversation_full")
         await transaction.run("UPDATE conversations SET active_response_id = :response_id WHERE id = :id",
                               id=conversation_id, response_id=response_id)
 
@@ -174,6 +190,11 @@ class Conversations:
         )
         if held and items:
             await Conversations._append(transaction, conversation_id, items)
+
+    @staticmethod
+    async def _count(transaction: Transaction, conversation_id: str) -> int:
+        return await transaction.value("SELECT COUNT(*) FROM conversation_items WHERE conversation_id = :id",
+                                       id=conversation_id) or 0
 
     @staticmethod
     async def _append(transaction: Transaction, conversation_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:

@@ -32,7 +32,8 @@ from store.paging import page_of_items
 from store.schema import NO_PROJECT
 from store.parked import Parked, ParkedFields
 from sealing.secret_box import SecretBox
-from store.turns import Turns, put_chat_context
+from store.chat_contexts import context_in, extend_in, fold_into_followers
+from store.turns import Turns
 from store.workers import WorkerRegistry
 
 log = logging.getLogger(__name__)
@@ -248,9 +249,7 @@ class ResponseRepository:
                      for position, item in enumerate(response.output)],
                 )
                 if tool_messages:
-                    context = loads(await transaction.value(
-                        "SELECT messages FROM chat_contexts WHERE response_id = :id", id=response_id)) or []
-                    await put_chat_context(transaction, response_id, context + tool_messages)
+                    await extend_in(transaction, response_id, tool_messages)
                 if listings:
                     await transaction.run(
                         "INSERT INTO mcp_listings (response_id, listings) VALUES (:id, :listings) "
@@ -330,6 +329,7 @@ class ResponseRepository:
                 "(SELECT item_id FROM output_items WHERE response_id = :id)", id=response_id,
             )
             await OpenApprovals.reopen_in(transaction, response_id)
+        await fold_into_followers(transaction, response_id)  # those that follow it keep their context
         removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
         if removed:
             await HistoryDeletions.request_in(transaction, [response_id])
@@ -442,8 +442,7 @@ class ResponseRepository:
 
     async def chat_context(self, response_id: str) -> list[dict[str, Any]] | None:
         async with self.db.read() as transaction:
-            return loads(await transaction.value("SELECT messages FROM chat_contexts WHERE response_id = :id",
-                                                 id=response_id))
+            return await context_in(transaction, response_id)
 
     # ---- MCP: secrets, listings, approval decisions ---------------------------------------
 

@@ -41,13 +41,18 @@ input_items = Table(
 Index("ix_input_items_item_id", input_items.c.item_id)
 
 # The chat-completion messages of a response's last inference call (plus its reply): a
-# follow-up response in a chain resumes from them without re-converting items.
+# follow-up response in a chain resumes from them without re-converting items. Each row keeps
+# the response's own messages after the first `base_length` of its base's context
+# (`store/chat_contexts.py`); a row with no base holds the whole context.
 chat_contexts = Table(
     "chat_contexts",
     metadata,
     Column("response_id", String(80), primary_key=True),
     Column("messages", JSON, nullable=False),
+    Column("base_response_id", String(80), nullable=True),
+    Column("base_length", Integer, nullable=True),
 )
+Index("ix_chat_contexts_base_response_id", chat_contexts.c.base_response_id)
 
 # What each inference call of a response returned (its output items, finish reason and usage),
 # kept with the chat context it produced: a local activity that runs again for the same turn

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from store.chat_contexts import ContextBase, base_in, context_in, put_in
 from store.codec import dumps, loads
 from store.conversations import Conversations
 from store.database import Database, Transaction
@@ -62,18 +63,12 @@ class TurnStart:
     """This response's input items (a first turn only)."""
     conversation: list[dict[str, Any]] = field(default_factory=list)
     """The items of the response's conversation, which every turn starts from."""
+    base: ContextBase = ContextBase()
+    """What the response's own chat context follows (`store/chat_contexts.py`)."""
 
 
 def _now_us() -> int:
     return time.time_ns() // 1000
-
-
-async def put_chat_context(transaction: Transaction, response_id: str, messages: list[dict[str, Any]]) -> None:
-    await transaction.run(
-        "INSERT INTO chat_contexts (response_id, messages) VALUES (:id, :messages) "
-        "ON CONFLICT (response_id) DO UPDATE SET messages = excluded.messages",
-        id=response_id, messages=dumps(messages),
-    )
 
 
 class Turns:
@@ -107,8 +102,11 @@ class Turns:
             context_of = response_id if turn > 0 else previous_response_id
             context = []
             if context_of is not None:
-                context = loads(await transaction.value(
-                    "SELECT messages FROM chat_contexts WHERE response_id = :id", id=context_of)) or []
+                context = await context_in(transaction, context_of) or []
+            if turn > 0:
+                base = await base_in(transaction, response_id)
+            else:
+                base = ContextBase(previous_response_id, len(context)) if previous_response_id else ContextBase()
             items = []
             if turn == 0:
                 rows = await transaction.all(
@@ -116,7 +114,7 @@ class Turns:
                 items = [loads(row["data"]) for row in rows]
             conversation = await Conversations.items_in(transaction, conversation_id) if conversation_id else []
             return TurnStart(failures=claim["failures"], last_error=loads(claim["last_error"]), context=context,
-                             items=items, conversation=conversation)
+                             items=items, conversation=conversation, base=base)
 
     async def renew(self, fence: Fence, lease_seconds: float) -> bool:
         """Extend a claim this execution still holds; False when it holds it no more."""
@@ -138,15 +136,17 @@ class Turns:
                 **fence.key, holder=fence.holder, **({"error": dumps(error)} if error is not None else {}),
             )
 
-    async def record(self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any]) -> None:
-        """The call's chat context and result, written together, while the claim is still this
-        execution's (raises `TurnLost` otherwise); the claim ends with it."""
+    async def record(self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any], *,
+                     base: ContextBase = ContextBase()) -> None:
+        """The call's chat context (kept as its own messages after `base`'s) and result,
+        written together, while the claim is still this execution's (raises `TurnLost`
+        otherwise); the claim ends with it."""
         async with self.db.write() as transaction:
             released = await transaction.run(
                 f"DELETE FROM inference_claims WHERE {TURN} AND holder = :holder", **fence.key, holder=fence.holder)
             if released == 0:
                 raise TurnLost(f"turn {fence.turn} of response {fence.response_id} is claimed by another execution")
-            await put_chat_context(transaction, fence.response_id, messages)
+            await put_in(transaction, fence.response_id, messages, base)
             await transaction.run(
                 "INSERT INTO inference_results (response_id, turn, result) VALUES (:response_id, :turn, :result)",
                 **fence.key, result=dumps(result),

@@ -33,6 +33,8 @@ class McpTestServer:
     fail_after_running: set[str] = field(default_factory=set)
     """Tools whose calls run, and then are answered HTTP 502 instead of their result: the
     proxy in front of the server failed after the tool acted."""
+    endless_reply: set[str] = field(default_factory=set)
+    """Tools whose calls are answered with a JSON body that never ends (64 KiB a piece)."""
     port: int = 0
     tool_count: int = 0
     """Extra tools (`tool_<n>`) to list, each with a description of `description_size` characters."""
@@ -126,6 +128,22 @@ class McpTestServer:
 
         async def sending(message):  # noqa: ANN001, ANN202
             nonlocal replaced
+            if called and called[0] in self.endless_reply:
+                if message["type"] == "http.response.start" and not replaced:
+                    replaced = True
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": [(b"content-type", b"application/json")]})
+                    piece = b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "' + \
+                        b"x" * 65536
+                    for _ in range(16384):  # 1 GiB, or until the client goes away
+                        try:
+                            await send({"type": "http.response.body", "body": piece, "more_body": True})
+                        except Exception:  # noqa: BLE001 - the client left
+                            return None
+                        piece = b"x" * 65536
+                        await asyncio.sleep(0)
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return None
             if not (called and called[0] in self.fail_after_running):
                 return await send(message)
             if message["type"] == "http.response.start":

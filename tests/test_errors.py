@@ -4,6 +4,7 @@ retried by Temporal where that can help and otherwise fail the response with the
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 import socket
 import time
 
@@ -42,15 +43,18 @@ BAD_REQUESTS = [
 ]
 
 
-async def _workflow_count(stack: Stack) -> int:
-    query = f"TaskQueue = '{stack.settings.task_queue}'"
+async def _workflow_count(stack: Stack, since: str) -> int:
+    """Workflows of the stack's task queue started since `since` (others' histories may be
+    erased meanwhile: deleted and unstored responses leave none)."""
+    query = f"TaskQueue = '{stack.settings.task_queue}' AND StartTime >= '{since}'"
     return (await stack.client.count_workflows(query)).count
 
 
 async def test_bad_requests_are_refused_before_temporal(stack: Stack, sdk: openai.AsyncOpenAI):
     await sdk.responses.create(model="warm-up", input="hi")
     await asyncio.sleep(1.5)  # visibility is eventually consistent
-    before = await _workflow_count(stack)
+    since = datetime.now(timezone.utc).isoformat()
+    before = await _workflow_count(stack, since)
     async with stack.http() as http:
         for body, status, param, words in BAD_REQUESTS:
             if isinstance(body, bytes):
@@ -65,9 +69,9 @@ async def test_bad_requests_are_refused_before_temporal(stack: Stack, sdk: opena
             assert words.lower() in error["message"].lower(), (body, error)
     marker = await sdk.responses.create(model="marker", input="counted")
     deadline = time.monotonic() + 10
-    while await _workflow_count(stack) < before + 1 and time.monotonic() < deadline:
+    while await _workflow_count(stack, since) < before + 1 and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-    assert await _workflow_count(stack) == before + 1, "a refused request started a workflow"
+    assert await _workflow_count(stack, since) == before + 1, "a refused request started a workflow"
     assert marker.status == "completed"
 
 

@@ -72,6 +72,22 @@ async def _waiting(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server
 
 
 @pytest.mark.one_store
+async def test_the_inbox_shows_invisible_and_direction_changing_characters_escaped(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+):
+    """A right-to-left override can make `/etc/passwd` read as something harmless, and a
+    zero-width space hides in plain sight: the card shows each as an escape, and says so."""
+    path = "/tmp/\u202eft.txt\u200b/../../etc/passwd"
+    _response, request = await _waiting(sdk, backend, mcp_server, model, "tidy up", {"path": path}, "done")
+    with browser() as driver:
+        await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
+        card = await shown(driver, request, "the request's card")
+    assert "\\u{202E}" in card and "\\u{200B}" in card, card
+    assert "\u202e" not in card and "\u200b" not in card
+    assert "2 invisible or direction-changing characters" in card
+
+
+@pytest.mark.one_store
 async def test_the_inbox_lists_what_waits_approves_and_denies_with_a_reason(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
     tmp_path: Path,

@@ -74,6 +74,8 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE open_approvals", "DROP TABLE webhook_endpoints", "DROP TABLE upstream_budgets",
         "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches", "DROP TABLE history_deletions",
         "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
+        "DROP INDEX ix_chat_contexts_base_response_id", "ALTER TABLE chat_contexts DROP COLUMN base_response_id",
+        "ALTER TABLE chat_contexts DROP COLUMN base_length",
         "ALTER TABLE approval_decisions DROP COLUMN reason",
         "DROP INDEX ix_responses_project_sort_key",
         "ALTER TABLE responses DROP COLUMN project", "ALTER TABLE conversations DROP COLUMN project",

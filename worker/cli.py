@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the durable-responses API ($DURABLE_RESPONSES_URL when set)")
     approve.add_argument("--api-key", default=None,
                          help="an API key of the response's project, full or approver "
-                              "(default: $DURABLE_RESPONSES_API_KEY, else $OPENAI_API_KEY)")
+                              "(default: $DURABLE_RESPONSES_API_KEY; never $OPENAI_API_KEY, which is another "
+                              "server's key)")
     return parser
 
 
@@ -185,7 +186,7 @@ def _approve(args: argparse.Namespace) -> int:
     if args.reason is not None:
         body["reason"] = args.reason
     url = f"{args.api_url.rstrip('/')}/v1/responses/{args.response_id}/approvals"
-    key = args.api_key or os.environ.get("DURABLE_RESPONSES_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    key = args.api_key or os.environ.get("DURABLE_RESPONSES_API_KEY")
     headers = {"authorization": f"Bearer {key}"} if key else {}
     try:
         answer = httpx.post(url, json=body, headers=headers, timeout=60)

@@ -11,7 +11,8 @@ A chat-completions backend knows functions only. So:
   called `<server_label>__<name>`. Whether a call needs approval is decided here, once, from
   the tool's `require_approval`.
 
-Names are cut to 64 characters of `[a-zA-Z0-9_-]`, what backends accept, and kept unique.
+Names are cut to 64 characters of `[a-zA-Z0-9_-]`, what backends accept, and kept unique
+(in linear time: a request may offer thousands).
 """
 
 from __future__ import annotations
@@ -67,18 +68,39 @@ def _custom_description(tool: Any) -> str:
     return "\n\n".join(lines)
 
 
+class UniqueNames:
+    """Names kept unique by a numbered suffix (`name`, `name_2`, `name_3`, ...), in linear time:
+    each wanted name remembers the next suffix to try, so a thousand tools that all cut to
+    the same 64 characters do not each try every suffix before theirs."""
+
+    def __init__(self, taken: set[str] | None = None) -> None:
+        self.taken: set[str] = set(taken or ())
+        self._next_suffix: dict[str, int] = {}
+
+    def claim(self, wanted: str) -> str:
+        name, suffix = wanted, self._next_suffix.get(wanted, 2)
+        if name in self.taken:
+            name = _numbered(wanted, suffix)
+            while name in self.taken:
+                suffix += 1
+                name = _numbered(wanted, suffix)
+            self._next_suffix[wanted] = suffix + 1
+        self.taken.add(name)
+        return name
+
+
+def _numbered(wanted: str, suffix: int) -> str:
+    """`wanted` with `_<suffix>`, within 64 characters (cut to 60 up to `_999`, as always)."""
+    return f"{wanted[:min(60, 63 - len(str(suffix)))]}_{suffix}"
+
+
 def client_functions(tools: Sequence[Any]) -> list[ClientFunction]:
     """Every function and custom tool of the request, namespaced ones included."""
     found: list[ClientFunction] = []
-    taken: set[str] = set()
+    names = UniqueNames()
 
     def add(tool: Any, namespace: str | None) -> None:
-        wanted = _safe(f"{namespace}__{tool.name}" if namespace else tool.name)
-        chat_name, suffix = wanted, 2
-        while chat_name in taken:
-            chat_name = f"{wanted[:60]}_{suffix}"
-            suffix += 1
-        taken.add(chat_name)
+        chat_name = names.claim(_safe(f"{namespace}__{tool.name}" if namespace else tool.name))
         found.append(ClientFunction(chat_name, tool.type, tool.name, namespace, tool))
 
     for tool in tools:
@@ -100,11 +122,13 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
         if tool.allows(listed.name, listed.read_only)
     ]
     counts = Counter(listed.name for _, listed in offered)
+    names = UniqueNames(client_names)
     functions = []
     for tool, listed in offered:
         name = listed.name
         if counts[name] > 1 or name in client_names or _UNSAFE.search(name) or len(name) > 64:
             name = _safe(f"{tool.server_label}__{listed.name}")
+        name = names.claim(name)
         functions.append(
             McpFunction(
                 function_name=name,

@@ -59,13 +59,54 @@ function prettyArguments(text) {
   }
 }
 
+// Characters that change how text reads without showing themselves: direction controls
+// (which can make "delete /etc" read as something else), zero-width and other format
+// characters, and control characters other than line breaks and tabs.
+const HIDDEN = /[\p{Cf}\p{Zl}\p{Zp}]|(?![\n\t])\p{Cc}/gu;
+
+function codePoint(character) {
+  return "\\u{" + character.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "}";
+}
+
+// The text as nodes, each hidden character shown as a marked \u{XXXX} escape; and how many.
+function visible(text) {
+  const nodes = [];
+  let count = 0;
+  let last = 0;
+  for (const match of text.matchAll(HIDDEN)) {
+    if (match.index > last) nodes.push(document.createTextNode(text.slice(last, match.index)));
+    const shown = element("mark", "hidden-character", codePoint(match[0]));
+    shown.title = "an invisible or direction-changing character";
+    nodes.push(shown);
+    count += 1;
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) nodes.push(document.createTextNode(text.slice(last)));
+  return { nodes, count };
+}
+
+function plain(text) {
+  return String(text).replace(HIDDEN, codePoint);
+}
+
+function argumentsBlock(text) {
+  const shown = visible(prettyArguments(text));
+  const block = element("pre", "arguments");
+  block.append(...shown.nodes);
+  if (!shown.count) return [block];
+  const note = element("p", "hidden-note", "These arguments hold " + shown.count + " invisible or " +
+    "direction-changing character" + (shown.count === 1 ? "" : "s") + ", shown as \\u{…} escapes. " +
+    "Read them before you approve.");
+  return [note, block];
+}
+
 function render(request) {
   const card = element("li", "request");
   card.dataset.id = request.id;
   const titleId = "title-" + request.id;
   const article = element("article");
   article.setAttribute("aria-labelledby", titleId);
-  const title = element("h2", null, request.name + " on " + request.server_label);
+  const title = element("h2", null, plain(request.name) + " on " + plain(request.server_label));
   title.id = titleId;
   article.append(title);
   const meta = element("p", "meta");
@@ -82,7 +123,7 @@ function render(request) {
   if (request.last_user_message) {
     article.append(element("h3", null, "Asked"), element("blockquote", "asked", request.last_user_message));
   }
-  article.append(element("h3", null, "Arguments"), element("pre", "arguments", prettyArguments(request.arguments)));
+  article.append(element("h3", null, "Arguments"), ...argumentsBlock(request.arguments));
   const reasonId = "reason-" + request.id;
   const label = element("label", null, "Reason (optional, told to the model)");
   label.htmlFor = reasonId;
