@@ -30,10 +30,12 @@ INTERNAL_ERROR = -32603
 # which a long call needs to tell a working server from a hung one.
 PROTOCOL_MODE = "legacy"
 CONNECT_TIMEOUT_SECONDS = 10.0
-MAX_RESULT_BYTES = 16 * 1024 * 1024
+MAX_RESULT_BYTES = 12 * 1024 * 1024
 """The largest message a streamable-HTTP MCP server may send (a tool result, as one JSON body
 or one event of a stream), by default (MCP_MAX_RESULT_BYTES): an endless reply costs about
-that much memory, then fails the call. The SDK's legacy SSE transport keeps its own 1 MiB."""
+that much memory and a few MiB more (under 20 MiB, `tests/test_bounds.py`), then fails the
+call. It still takes a 5 MB text result, which FastMCP servers send twice in one message
+(as `content` and as `structuredContent`). The SDK's legacy SSE transport keeps its own 1 MiB."""
 
 
 def is_sse(url: str) -> bool:

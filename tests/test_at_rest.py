@@ -109,10 +109,11 @@ async def test_deleting_a_response_erases_its_history(stack: Stack, sdk: openai.
 
 async def test_an_unstored_response_leaves_no_history(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     response = await sdk.responses.create(model=model, input="not kept", store=False)
-    await eventually(lambda: _gone(stack, response.id), "the unstored response's history to be erased", seconds=60)
     async with sdk.responses.stream(model=model, input="not kept either", store=False) as stream:
         streamed = await stream.get_final_response()
-    await eventually(lambda: _gone(stack, streamed.id), "the unstored stream's history to be erased", seconds=60)
+    await asyncio.gather(
+        eventually(lambda: _gone(stack, response.id), "the unstored response's history to be erased", seconds=60),
+        eventually(lambda: _gone(stack, streamed.id), "the unstored stream's history to be erased", seconds=60))
 
 
 async def test_deleting_a_conversation_erases_its_responses_histories(
@@ -135,6 +136,7 @@ async def _gone(stack: Stack, response_id: str) -> bool:
 # ---- the codec endpoint -----------------------------------------------------------------------
 
 
+@pytest.mark.one_store  # the codec's, not the store's
 async def test_the_codec_endpoint_needs_codec_auth_once_the_server_has_keys(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore,
 ):
@@ -163,6 +165,7 @@ async def test_the_codec_endpoint_needs_codec_auth_once_the_server_has_keys(
             assert refused.status_code == 401
 
 
+@pytest.mark.one_store  # the codec's, not the store's
 async def test_the_codec_endpoint_answers_browsers_of_its_allowed_origins_only(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore,
 ):
@@ -189,6 +192,7 @@ CODEC_BODIES = st.one_of(
 )
 
 
+@pytest.mark.one_store  # the codec's, not the store's
 async def test_the_codec_endpoint_refuses_any_malformed_body_with_a_400(stack: Stack):
     base_url = stack.base_url.removesuffix("/v1")
 

@@ -48,18 +48,22 @@ def _reset_peak(pid: int | str) -> int:
 # ---- replies from tenant-chosen URLs ---------------------------------------------------------
 
 
+@pytest.mark.one_store
 async def test_an_endless_json_reply_from_an_mcp_server_costs_a_few_mib_and_fails_clearly(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str,
 ):
     server = McpTestServer(endless_reply={"weather"}).start()
+    normal = McpTestServer().start()
     tool = {"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": "never"}
-    backend.script(model, [Reply(tool_calls=[("add", {"a": 1, "b": 1})]), Reply(text="warm"),
-                           Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="the reply was too long")])
+    warm = tool | {"server_url": normal.url}
+    backend.script(model, [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="warm")] * 2
+                   + [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="the reply was too long")])
     async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
         worker = spawn_worker(stack)
         try:
             async with stack.sdk(timeout=90) as sdk:
-                await sdk.responses.create(model=model, input="warm up", tools=[tool])  # the worker's imports
+                for _ in range(2):  # the same path, whole, twice: what the measure sees is the reply alone
+                    await sdk.responses.create(model=model, input="warm up", tools=[warm])
                 before = _reset_peak(worker.pid)
                 began = time.monotonic()
                 response = await sdk.responses.create(model=model, input="weather?", tools=[tool])
@@ -68,6 +72,7 @@ async def test_an_endless_json_reply_from_an_mcp_server_costs_a_few_mib_and_fail
         finally:
             kill(worker)
             server.stop()
+            normal.stop()
     call = response.output[1]
     assert call.type == "mcp_call" and call.status == "failed"
     assert "answered more than" in call.error.message and "MCP_MAX_RESULT_BYTES" in call.error.message
@@ -78,6 +83,7 @@ async def test_an_endless_json_reply_from_an_mcp_server_costs_a_few_mib_and_fail
     assert took < 30
 
 
+@pytest.mark.one_store
 async def test_an_endless_reply_to_a_webhook_test_costs_nothing(stack: Stack, sdk: openai.AsyncOpenAI):
     async def endless(_request: Request) -> StreamingResponse:
         async def body():  # noqa: ANN202
@@ -229,6 +235,7 @@ async def test_a_conversation_keeps_at_most_max_items(stack: Stack, sdk: openai.
 # ---- small ones ------------------------------------------------------------------------------
 
 
+@pytest.mark.one_store
 async def test_an_image_url_at_a_private_address_is_refused(sdk: openai.AsyncOpenAI, model: str):
     for url in ("http://10.0.0.1/cat.png", "file:///etc/passwd", "http://169.254.169.254/latest/meta-data"):
         with pytest.raises(openai.BadRequestError) as refused:
@@ -273,6 +280,7 @@ async def test_health_names_a_failure_without_its_text():
     assert "hunter2" not in answer.body.decode() and "db.internal" not in answer.body.decode()
 
 
+@pytest.mark.one_store
 def test_metrics_can_need_a_key_or_have_a_port_of_their_own(stack: Stack):
     import httpx
 

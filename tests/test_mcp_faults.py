@@ -82,6 +82,7 @@ async def _kill_the_worker_mid_call(
             kill(second)
 
 
+@pytest.mark.one_store  # the retry rule's, not the store's (the kill proofs run on both)
 @pytest.mark.parametrize(("tool_name", "arguments", "runs"), [
     ("delete_file", {"path": "/tmp/once"}, 1),  # unannotated: may change the world
     ("add", {"a": 1, "b": 2}, 2),  # read-only: retried while attempts last (2 in these tests)

@@ -114,7 +114,7 @@ class Settings(BaseModel):
     """The largest `max_output_tokens` a request may ask for."""
     shutdown_grace_seconds: float = 10.0
     """How long a stopping API process lets open requests and streams finish."""
-    mcp_max_result_bytes: int = 16 * 1024 * 1024
+    mcp_max_result_bytes: int = 12 * 1024 * 1024
     """The largest message (a tool result) a streamable-HTTP MCP server may send."""
     unstored_retention_seconds: float = 3600.0
     """How long an ended `store: false` response whose client went away stays in the store."""
@@ -308,7 +308,7 @@ class Settings(BaseModel):
             "max_json_depth": _env_int("MAX_JSON_DEPTH", 64),
             "max_output_tokens": _env_int("MAX_OUTPUT_TOKENS", 1_000_000),
             "shutdown_grace_seconds": _env_float("SHUTDOWN_GRACE_SECONDS", 10.0),
-            "mcp_max_result_bytes": _env_int("MCP_MAX_RESULT_BYTES", 16 * 1024 * 1024),
+            "mcp_max_result_bytes": _env_int("MCP_MAX_RESULT_BYTES", 12 * 1024 * 1024),
             "unstored_retention_seconds": _env_float("UNSTORED_RETENTION_SECONDS", 3600.0),
             "response_retention_days": _env_float("RESPONSE_RETENTION_DAYS", 0.0),
             "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
