@@ -1,7 +1,9 @@
 """Writes an activity's stream events to the event log without holding the stream up.
 
 The first event is written at once. Events that arrive while a write is in flight are
-written together right after it, so batching grows with load and adds no fixed delay.
+written together right after it, so batching grows with load and adds no fixed delay; text
+deltas of one item that queued up meanwhile are written as one delta (a long reply arriving a
+word a chunk is a few hundred rows, not one per word).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class EventEmitter:
 
     async def _write_pending(self) -> None:
         while self._pending:
-            batch, self._pending = self._pending, []
+            batch, self._pending = coalesced(self._pending), []
             await self.log.append(self.response_id, batch, fence=self.fence)
 
     async def close(self) -> None:
@@ -42,3 +44,36 @@ class EventEmitter:
             await self._writer
         if self._pending:
             await self._write_pending()
+
+
+MERGEABLE = frozenset({"response.output_text.delta", "response.reasoning_text.delta"})
+"""Text deltas: a long reply's are many. (A call's arguments are short, and clients show them
+piece by piece as they come.)"""
+
+
+def coalesced(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive deltas of the same item and part as one (their texts, and logprobs, joined)."""
+    merged: list[dict[str, Any]] = []
+    texts: list[str] = []
+    logprobs: list[Any] = []
+
+    def close() -> None:
+        if len(texts) > 1:
+            merged[-1] = merged[-1] | {"delta": "".join(texts)}
+            if logprobs:
+                merged[-1]["logprobs"] = logprobs.copy()
+        texts.clear()
+        logprobs.clear()
+
+    for event in events:
+        last = merged[-1] if merged else None
+        if not (last is not None and event["type"] in MERGEABLE and last["type"] == event["type"]
+                and last.get("item_id") == event.get("item_id")
+                and last.get("content_index") == event.get("content_index")):
+            close()
+            merged.append(event)
+        if event["type"] in MERGEABLE:
+            texts.append(event["delta"])
+            logprobs.extend(event.get("logprobs") or [])
+    close()
+    return merged

@@ -16,7 +16,7 @@ from api.body import read_json
 from api.params import at_end, json_response as _json, limits, page_params, plausible_id, principal, \
     repository as _repository
 from api.preparation import PreparedResponse, parse_approval, prepare
-from api.progress import output_so_far
+from api.progress import OutputFolds
 from api.runner import ResponseRunner
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
@@ -146,16 +146,23 @@ async def retrieve_response(request: Request) -> HttpResponse:
     return _event_stream(request, response.id, after=after)
 
 
+OUTPUT_FOLDS = OutputFolds()
+"""Running responses' outputs so far, kept between polls (`api/progress.py`)."""
+
+
 async def with_progress(repository: ResponseRepository, response: Response) -> Response:
     """A running response shows the output streamed so far (its log, when it keeps one)."""
     if response.is_terminal:
+        OUTPUT_FOLDS.forget(response.id)
         return response
-    streamed = await repository.events.item_events(response.id, from_output_index=len(response.output))
-    if not streamed:
+    fold = OUTPUT_FOLDS.of(response.id, len(response.output))
+    fold.apply(await repository.events.item_events(response.id, from_output_index=len(response.output),
+                                                   after=fold.last_sequence))
+    if not fold.items:
         return response
     output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
     return Response.model_validate(
-        response.model_dump(mode="json", by_alias=True) | {"output": output + output_so_far(streamed)}
+        response.model_dump(mode="json", by_alias=True) | {"output": output + fold.output()}
     )
 
 

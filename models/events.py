@@ -54,6 +54,11 @@ class TextDeltaEvent(StreamEvent):
     delta: str
     logprobs: list[Any] = Field(default_factory=list)
 
+    def wire(self) -> dict[str, Any]:
+        # One per chunk of a reply: built directly, as `model_dump` would (a test checks).
+        return {"type": self.type, "item_id": self.item_id, "output_index": self.output_index,
+                "content_index": self.content_index, "delta": self.delta, "logprobs": self.logprobs}
+
 
 class TextDoneEvent(StreamEvent):
     type: Literal["response.output_text.done", "response.reasoning_text.done"] = "response.output_text.done"

@@ -122,12 +122,14 @@ class EventLog:
             )
         return [StoredEvent(row["sequence_number"], row["type"], row["data"], row["written_at"]) for row in rows]
 
-    async def item_events(self, response_id: str, *, from_output_index: int) -> list[dict[str, Any]]:
-        """Item events already streamed at or after an output index (what a retry must respect)."""
+    async def item_events(self, response_id: str, *, from_output_index: int, after: int = -1) -> list[dict[str, Any]]:
+        """Item events already streamed at or after an output index (what a retry must respect);
+        `after`: only those after this sequence number."""
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT data FROM events WHERE response_id = :id AND output_index >= :index ORDER BY sequence_number",
-                id=response_id, index=from_output_index,
+                "SELECT data FROM events WHERE response_id = :id AND output_index >= :index "
+                "AND sequence_number > :after ORDER BY sequence_number",
+                id=response_id, index=from_output_index, after=after,
             )
         return [loads(row["data"]) for row in rows]
 

@@ -42,6 +42,9 @@ class Reply:
     usage: tuple[int, int] = (10, 5)
     chunk_delay: float = 0.0
     """Seconds between streamed chunks."""
+    chunk_chars: int | None = None
+    """Characters of text a streamed chunk carries (default: a few, or a huge text in about
+    256 chunks)."""
     cut_after_chunks: int | None = None
     """Break the connection: streamed, after this many chunks; not streamed, halfway through
     the body (a connection reset mid-answer)."""
@@ -215,7 +218,7 @@ class ScriptedBackend:
 
 async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
     """The same answer as chat.completion.chunk events, paced and cut as the reply says."""
-    for count, piece in enumerate(_chunks(completion)):
+    for count, piece in enumerate(_chunks(completion, reply.chunk_chars)):
         if reply.cut_after_chunks is not None and count >= reply.cut_after_chunks:
             raise ConnectionResetError("scripted cut mid-stream")
         if reply.chunk_delay and count:
@@ -233,7 +236,7 @@ def _step(text: str, small: int) -> int:
     return small if len(text) < 64 * 1024 else len(text) // 256
 
 
-def _chunks(completion: dict[str, Any]):  # noqa: ANN201
+def _chunks(completion: dict[str, Any], chunk_chars: int | None = None):  # noqa: ANN201
     base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     message = completion["choices"][0]["message"]
 
@@ -249,7 +252,7 @@ def _chunks(completion: dict[str, Any]):  # noqa: ANN201
         yield chunk({"reasoning_content": reasoning[start:start + 4]})
     text = message.get("content") or ""
     logprobs = (completion["choices"][0]["logprobs"] or {}).get("content")
-    step = _step(text, 4)
+    step = chunk_chars or _step(text, 4)
     for start in range(0, len(text), step):
         piece = chunk({"content": text[start:start + step]})
         if logprobs:

@@ -298,3 +298,55 @@ def test_metrics_can_need_a_key_or_have_a_port_of_their_own(stack: Stack):
         assert scraped.status_code == 200 and "durable_responses_" in scraped.text
     finally:
         kill(api)
+
+
+def test_the_output_so_far_is_folded_in_linear_time():
+    from api.progress import output_so_far
+
+    def folded(deltas: int) -> float:
+        events = [{"type": "response.output_item.added", "output_index": 0,
+                   "item": {"type": "message", "id": "msg_1", "content": []}},
+                  {"type": "response.content_part.added", "output_index": 0, "content_index": 0,
+                   "part": {"type": "output_text", "text": ""}}]
+        events += [{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "word "}
+                   for _ in range(deltas)]
+        began = time.perf_counter()
+        [message] = output_so_far(events)
+        took = time.perf_counter() - began
+        assert message["content"][0]["text"] == "word " * deltas
+        return took
+
+    folded(1000)
+    small, large = folded(50_000), folded(200_000)
+    assert large < 8 * small, (small, large)
+
+
+def test_a_delta_event_is_written_as_its_model_would_be():
+    from models.events import TextDeltaEvent
+    from models.responses import WIRE
+
+    for event in (TextDeltaEvent(item_id="msg_1", output_index=2, content_index=0, delta="hé\u2028"),
+                  TextDeltaEvent(type="response.reasoning_text.delta", item_id="rs_1", output_index=0,
+                                 content_index=0, delta="x", logprobs=[{"token": "x", "logprob": -0.1}])):
+        assert json.dumps(event.wire()) == json.dumps(event.model_dump(mode="json", by_alias=True, context=WIRE))
+
+
+async def test_a_long_reply_a_word_a_chunk_is_polled_coherently_and_completes(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+):
+    """30,000 chunks of one word: the log keeps them as a few hundred deltas, each poll shows
+    a prefix of the final text, and a stream of the stored log gives it whole."""
+    text = "word " * 30_000
+    backend.script(model, [Reply(text=text, chunk_chars=5)])
+    created = await sdk.responses.create(model=model, input="go", background=True)
+    seen: list[str] = []
+    while (current := await sdk.responses.retrieve(created.id)).status in ("queued", "in_progress"):
+        if current.output and current.output[0].type == "message" and current.output[0].content:
+            seen.append(current.output[0].content[0].text)
+        await asyncio.sleep(0.02)
+    assert current.status == "completed" and current.output_text == text
+    assert all(text.startswith(shown) for shown in seen)
+    deltas = [event async for event in await sdk.responses.retrieve(created.id, stream=True)
+              if event.type == "response.output_text.delta"]
+    assert "".join(event.delta for event in deltas) == text
+    assert len(deltas) < 30_000
