@@ -128,7 +128,7 @@ async def _fairness() -> Row:
                 latencies.append(time.perf_counter() - started)
             statuses, seconds = await flood
             calls, limited = _calls(backend)
-            return [f"A: 300 background, then B: 10 sequential (10 req/s)", f"{statuses.count('completed')}/300",
+            return ["A: 300 background, then B: 10 sequential (10 req/s)", f"{statuses.count('completed')}/300",
                     str(300 - statuses.count("completed")), f"{calls} ({limited})", f"{calls / 310:.3f}",
                     f"B p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s; A in {seconds:.0f} s",
                     "A 300/300, B p50 ≤ 2 s"]
