@@ -325,3 +325,15 @@ def test_devs_data_dir_is_private_to_its_user(tmp_path: Path, backend: ScriptedB
     files = {path.name: stat.S_IMODE(path.stat().st_mode) for path in data.rglob("*") if path.is_file()}
     assert {"temporal.db", "responses.db", "secrets.key", "left-over.txt"} <= set(files)
     assert {name: mode for name, mode in files.items() if mode & 0o077} == {}, "a file others may read"
+
+
+def test_what_earlier_versions_sealed_still_opens():
+    """Before purpose keys, blobs were Fernet tokens under SECRETS_KEY itself: stored MCP
+    secrets and webhook endpoints, and clients' reasoning, made then still open."""
+    from cryptography.fernet import Fernet
+
+    key = new_master_key()
+    legacy = Fernet(key.encode()).encrypt(b"sealed last year").decode()
+    assert Sealer(KeyRing.parse(key), Purpose.WEBHOOK_SECRETS).open(legacy, project="any") == b"sealed last year"
+    with pytest.raises(SealedElsewhereError):
+        Sealer(KeyRing.parse(new_master_key()), Purpose.WEBHOOK_SECRETS).open(legacy, project="any")
