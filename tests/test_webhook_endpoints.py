@@ -274,3 +274,20 @@ async def test_a_project_has_at_most_twenty_endpoints(hooked: tuple[Stack, dict[
                 await beta.delete(f"/v1/webhook_endpoints/{endpoint_id}")
         assert (await beta.post("/v1/webhook_endpoints", json=body)).status_code == 200  # room again
         await beta.delete(f"/v1/webhook_endpoints/{(await beta.get('/v1/webhook_endpoints')).json()['data'][0]['id']}")
+
+
+async def test_twenty_endpoints_at_most_even_when_created_all_at_once(hooked: tuple[Stack, dict[str, str]]):
+    """Creates that race (each counts, then inserts) on PostgreSQL's pool cannot all see
+    room for one more."""
+    stack, keys = hooked
+    async with http_as(stack, keys["beta"]) as beta:
+        body = {"name": "racing", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]}
+        answers = await asyncio.gather(*(beta.post("/v1/webhook_endpoints", json=body) for _ in range(40)))
+        made = [answer.json()["id"] for answer in answers if answer.status_code == 200]
+        try:
+            assert len(made) == 20, [answer.status_code for answer in answers]
+            assert {answer.json()["error"]["code"] for answer in answers if answer.status_code != 200} == \
+                {"limit_exceeded"}
+        finally:
+            for endpoint_id in made:
+                await beta.delete(f"/v1/webhook_endpoints/{endpoint_id}")
