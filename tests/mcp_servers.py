@@ -33,6 +33,8 @@ class McpTestServer:
     fail_after_running: set[str] = field(default_factory=set)
     """Tools whose calls run, and then are answered HTTP 502 instead of their result: the
     proxy in front of the server failed after the tool acted."""
+    endless_pages: bool = False
+    """`tools/list` never ends: every page names a next one."""
     endless_reply: set[str] = field(default_factory=set)
     """Tools whose calls are answered with a JSON body that never ends (64 KiB a piece)."""
     port: int = 0
@@ -58,7 +60,7 @@ class McpTestServer:
             self.calls.append((name, arguments))
 
     def build(self) -> MCPServer:
-        server = MCPServer(self.name)
+        server = EndlessPages(self.name) if self.endless_pages else MCPServer(self.name)
 
         @server.tool(description="Add two integers.", annotations=READ_ONLY)
         def add(a: int, b: int) -> int:
@@ -200,3 +202,12 @@ class McpTestServer:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
+
+
+class EndlessPages(MCPServer):
+    """A server whose tool list never ends: each page holds one tool and names the next."""
+
+    async def _handle_list_tools(self, ctx, params):  # noqa: ANN001, ANN202 - the SDK's handler
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        tool = mcp_types.Tool(name=f"page_{page}", input_schema={"type": "object"})
+        return mcp_types.ListToolsResult(tools=[tool], next_cursor=str(page + 1))

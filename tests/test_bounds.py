@@ -350,3 +350,21 @@ async def test_a_long_reply_a_word_a_chunk_is_polled_coherently_and_completes(
               if event.type == "response.output_text.delta"]
     assert "".join(event.delta for event in deltas) == text
     assert len(deltas) < 30_000
+
+
+@pytest.mark.one_store
+async def test_a_tool_list_that_never_ends_fails_the_listing_after_100_pages(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+):
+    server = McpTestServer(endless_pages=True).start()
+    try:
+        began = time.monotonic()
+        response = await sdk.responses.create(model=model, input="hi", tools=[
+            {"type": "mcp", "server_label": "pages", "server_url": server.url, "require_approval": "never"}])
+        took = time.monotonic() - began
+    finally:
+        server.stop()
+    assert response.status == "failed" and backend.requests(model) == []
+    listing = response.output[0]
+    assert listing.type == "mcp_list_tools" and "100 pages" in listing.error and "allowed_tools" in listing.error
+    assert took < 30
