@@ -19,7 +19,7 @@ from temporalio.worker import Replayer
 
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
-from tests.conftest import SECRETS_KEY, Stack, eventually, until_awaiting_approval, until_requested
+from tests.conftest import SECRETS_KEY, Stack, decoded_history, eventually, until_awaiting_approval, until_requested
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
@@ -35,7 +35,8 @@ def replayer() -> Replayer:
 
 def keep_recording(name: str, history: WorkflowHistory) -> None:
     """With RECORD_HISTORIES set, keep a history as `tests/histories/<name>.json` unless one is
-    there already (earlier recordings stay as they are)."""
+    there already (earlier recordings stay as they are). Pass it decoded (`decoded_history`):
+    the tests' SECRETS_KEY is new each run, and a history in clear replays with any key."""
     recording = HISTORIES / f"{name}.json"
     if os.environ.get("RECORD_HISTORIES") and not recording.exists():
         HISTORIES.mkdir(exist_ok=True)
@@ -120,6 +121,17 @@ async def _mcp_scenarios(
     slow = await sdk.responses.create(model=f"{model}-slow-tool", input="slow", tools=never, background=True)
     await eventually(lambda: len(server.calls_of("slow")) > calls_before, "the slow tool call to start")
     ids["mcp_call_cancelled"] = (await sdk.responses.cancel(slow.id)).id
+    # A call that may have run and is not repeated: its outcome is unknown.
+    failing = McpTestServer(fail_after_running={"delete_file"}).start()
+    try:
+        backend.script(f"{model}-unknown", [Reply(tool_calls=[("delete_file", {"path": "/tmp/u"})]),
+                                            Reply(text="I will check")])
+        ids["mcp_call_outcome_unknown"] = (await sdk.responses.create(
+            model=f"{model}-unknown", input="delete", tools=[{"type": "mcp", "server_label": "tools",
+                                                              "server_url": failing.url, "require_approval": "never"}],
+        )).id
+    finally:
+        failing.stop()
     return ids
 
 
@@ -147,4 +159,5 @@ async def test_fresh_histories_replay(
         assert failed_tasks == [], (name, failed_tasks)
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
-        keep_recording(name, history)
+        # Kept decoded: the tests' key is new each run (payloads in clear replay with any key).
+        keep_recording(name, await decoded_history(stack.client, response_id))
