@@ -222,7 +222,7 @@ class McpActivities:
 
     async def _headers(self, response_id: str, server_label: str) -> dict[str, str]:
         try:
-            secrets = await self.repository.mcp_secrets(response_id, server_label)
+            secrets = await self.repository.mcp_secrets.opened(response_id, server_label)
         except SecretsUnavailableError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
         return secrets.http_headers() if secrets else {}

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models.errors import ApprovalAlreadyAnsweredError, SecretsUnavailableError
+from models.errors import ApprovalAlreadyAnsweredError
 from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from models.history_budget import restored
 from models.mcp import McpListing
@@ -19,6 +19,7 @@ from store.codec import dumps, loads
 from store.budgets import Budgets
 from store.dispatches import ToolDispatches
 from store.history_deletions import HistoryDeletions
+from store.mcp_secrets import McpSecretsStore
 from store.conversations import Conversations
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
@@ -92,6 +93,8 @@ class ResponseRepository:
         self.budgets = Budgets(db)
         self.history_deletions = HistoryDeletions(db)
         """Temporal histories to erase (`api/history_eraser.py`)."""
+        self.mcp_secrets = McpSecretsStore(db, secret_box)
+        """MCP `headers` and `authorization`, sealed for the response's project."""
         self.dispatches = ToolDispatches(db)
         """Which tool calls were sent, so one that is not repeatable is sent at most once."""
 
@@ -118,7 +121,7 @@ class ResponseRepository:
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it) and closes the open approval requests it answers or leaves (`closes`;
         `applies`: those whose kept decision it applies, see `store/open_approvals.py`)."""
-        sealed = {label: self._seal(value, project) for label, value in (secrets or {}).items()}
+        sealed = {label: self.mcp_secrets.seal(value, project) for label, value in (secrets or {}).items()}
         response_id = response.id
         try:
             async with self.db.write() as transaction:
@@ -444,25 +447,7 @@ class ResponseRepository:
         async with self.db.read() as transaction:
             return await context_in(transaction, response_id)
 
-    # ---- MCP: secrets, listings, approval decisions ---------------------------------------
-
-    def _seal(self, secrets: McpSecrets, project: str) -> str:
-        if self.secret_box is None:
-            raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be kept")
-        return self.secret_box.seal(secrets, project=project)
-
-    async def mcp_secrets(self, response_id: str, server_label: str) -> McpSecrets | None:
-        async with self.db.read() as transaction:
-            row = await transaction.one(
-                "SELECT s.sealed, r.project FROM mcp_secrets s JOIN responses r ON r.id = s.response_id "
-                "WHERE s.response_id = :id AND s.server_label = :label",
-                id=response_id, label=server_label,
-            )
-        if row is None:
-            return None
-        if self.secret_box is None:
-            raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be opened")
-        return self.secret_box.open(row["sealed"], project=row["project"])
+    # ---- MCP: listings, approval decisions ---------------------------------------
 
     async def listings(self, response_id: str) -> list[McpListing]:
         async with self.db.read() as transaction:
