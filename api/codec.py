@@ -11,6 +11,7 @@ Browsers may call it from the origins in `CODEC_ALLOWED_ORIGINS` (the Temporal U
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,7 +68,8 @@ async def _transcode(
         answer = error_response(error)
         answer.headers.update(cors)
         return answer
-    body = json_format.MessageToJson(Payloads(payloads=changed), indent=None)
+    # Built by hand so an empty list still shows (`MessageToJson` leaves empty fields out).
+    body = json.dumps({"payloads": [json_format.MessageToDict(payload) for payload in changed]})
     return Response(body, media_type="application/json", headers=cors)
 
 
