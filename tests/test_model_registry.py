@@ -188,7 +188,7 @@ async def test_a_deployment_that_is_down_fails_over_to_its_fallback(registry_sta
     assert len(second.requests("beta-upstream")) == 1
     history = await registry_stack.client.get_workflow_handle(response.id).fetch_history()
     assert (await replayer().replay_workflow(history)).replay_failure is None
-    keep_recording("upstream_failover", await decoded_history(registry_stack.client, response.id))
+    await keep_recording("upstream_failover", registry_stack.client, response.id)
 
 
 async def test_an_unknown_model_is_a_404_and_leaves_nothing(registry_stack):

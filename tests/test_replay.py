@@ -14,7 +14,7 @@ from pathlib import Path
 import openai
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
 from temporalio.worker import Replayer
 
 from sealing.keyring import KeyRing
@@ -33,12 +33,14 @@ def replayer() -> Replayer:
     return Replayer(workflows=[ResponseWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
 
 
-def keep_recording(name: str, history: WorkflowHistory) -> None:
-    """With RECORD_HISTORIES set, keep a history as `tests/histories/<name>.json` unless one is
-    there already (earlier recordings stay as they are). Pass it decoded (`decoded_history`):
-    the tests' SECRETS_KEY is new each run, and a history in clear replays with any key."""
+async def keep_recording(name: str, client: Client, workflow_id: str) -> None:
+    """With RECORD_HISTORIES set, keep a workflow's history as `tests/histories/<name>.json`
+    unless one is there already (earlier recordings stay as they are). It is kept decoded: the
+    tests' SECRETS_KEY is new each run, and a history in clear replays with any key. Without
+    the variable this reads nothing (tests that time what follows are not slowed)."""
     recording = HISTORIES / f"{name}.json"
     if os.environ.get("RECORD_HISTORIES") and not recording.exists():
+        history = await decoded_history(client, workflow_id)
         HISTORIES.mkdir(exist_ok=True)
         recording.write_text(history.to_json())
 
@@ -160,4 +162,4 @@ async def test_fresh_histories_replay(
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
         # Kept decoded: the tests' key is new each run (payloads in clear replay with any key).
-        keep_recording(name, await decoded_history(stack.client, response_id))
+        await keep_recording(name, stack.client, response_id)

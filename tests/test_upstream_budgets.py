@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from activities.chat_client import MAX_RETRY_AFTER_SECONDS, exhausted_for
-from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, decoded_history, eventually, running_stack
+from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import as_key, make_key
 from tests.test_replay import keep_recording, replayer
@@ -246,7 +246,7 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
             assert refusing.calls > TEST_EXECUTION.inference.maximum_attempts  # waits spent no attempt
             history = await handle.fetch_history()
             assert (await replayer().replay_workflow(history)).replay_failure is None
-            keep_recording("upstream_capacity_waits", await decoded_history(stack.client, waiting.id))
+            await keep_recording("upstream_capacity_waits", stack.client, waiting.id)
             before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
             with pytest.raises(openai.RateLimitError) as raised:
                 await sdk.responses.create(model="limited", input="now please")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from tests import store_probe
-from tests.conftest import TEST_EXECUTION, Stack, decoded_history, empty_store, eventually, running_stack, until_terminal
+from tests.conftest import TEST_EXECUTION, Stack, empty_store, eventually, running_stack, until_terminal
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import as_key, http_as, make_key
 from tests.test_replay import keep_recording, replayer
@@ -124,7 +124,7 @@ async def test_a_projects_responses_reach_its_endpoints_with_the_events_they_nam
             # Its workflow, which sent to the project's endpoint, replays as it ran.
             history = await stack.client.get_workflow_handle(completed.id).fetch_history()
             assert (await replayer().replay_workflow(history)).replay_failure is None
-            keep_recording("webhooks_to_a_project", await decoded_history(stack.client, completed.id))
+            await keep_recording("webhooks_to_a_project", stack.client, completed.id)
             await asyncio.sleep(1.0)  # time for anything that should not come
             assert {delivery.event["data"]["id"] for delivery in receiver.deliveries} == {completed.id}
             assert ordinary.status == "completed"

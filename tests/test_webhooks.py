@@ -103,7 +103,7 @@ async def test_a_response_waiting_for_approval_sends_action_required(
         # The response's workflow, with both deliveries started from it, replays as it ran.
         history = await stack.client.get_workflow_handle(response.id).fetch_history()
         assert (await replayer().replay_workflow(history)).replay_failure is None
-        keep_recording("webhooks_sent", await decoded_history(stack.client, response.id))
+        await keep_recording("webhooks_sent", stack.client, response.id)
         started = [event for event in history.events
                    if event.HasField("start_child_workflow_execution_initiated_event_attributes")]
         assert len(started) == 2
