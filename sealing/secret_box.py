@@ -39,17 +39,18 @@ class SecretBox:
 
     def open_webhook_text(self, sealed: str, *, project: str) -> str | None:
         """The text, or None when this server did not seal it for this project."""
-        try:
-            return self.webhooks.open(sealed, project=project).decode()
-        except SealedElsewhereError:
-            return None
+        return _text_or_none(self.webhooks, sealed, project)
 
     def seal_reasoning(self, text: str, *, project: str) -> str:
         return self.reasoning.seal(text.encode(), project=project)
 
     def open_reasoning(self, sealed: str, *, project: str) -> str | None:
         """The reasoning, or None when this server did not seal it for this project."""
-        try:
-            return self.reasoning.open(sealed, project=project).decode()
-        except SealedElsewhereError:
-            return None
+        return _text_or_none(self.reasoning, sealed, project)
+
+
+def _text_or_none(sealer: Sealer, sealed: str, project: str) -> str | None:
+    try:
+        return sealer.open(sealed, project=project).decode()
+    except SealedElsewhereError:
+        return None
