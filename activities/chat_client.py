@@ -26,7 +26,9 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from context.overflow import overflow_in
 from models.errors import (
+    ContextWindowExceededError,
     MisconfiguredUpstreamError,
     RateLimitedUpstreamError,
     RejectedByUpstreamError,
@@ -157,6 +159,10 @@ class ChatClient:
             message += f" ({hint}: set INFERENCE_API_KEY)"
         elif status == 404:
             message += f" (is model {body.get('model')!r} served there, and does INFERENCE_BASE_URL end in /v1?)"
+        overflow = overflow_in(status, parsed, said)
+        if overflow is not None:
+            return ContextWindowExceededError(message, status_code=status, window=overflow.window,
+                                              tokens=overflow.tokens)
         return RejectedByUpstreamError(message, status_code=status)
 
 

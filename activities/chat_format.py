@@ -12,13 +12,16 @@ it is sent back upstream only to backends configured to take it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import TypeAdapter
 
+from context import compaction
 from models.ids import new_id
 from models.items import (
+    CompactionItem,
     CustomToolCallItem,
     InputItem,
     McpApprovalRequestItem,
@@ -54,10 +57,12 @@ def parse_items(raw_items: list[dict[str, Any]]) -> list[Any]:
 NOT_RUN = "The call was not run: the user did not approve it."
 
 
-def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str, str] | None = None) -> list[ChatMessage]:
+def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str, str] | None = None, *,
+                      compacted: Callable[[CompactionItem], list[ChatMessage]] | None = None) -> list[ChatMessage]:
     """Consecutive tool calls (and the assistant text and reasoning before them) share one
     message. `tool_results`: what calls run by this response returned, by chat tool-call id;
-    an approval request in `items` is followed by its call's result (or by "not run")."""
+    an approval request in `items` is followed by its call's result (or by "not run").
+    `compacted`: the messages a compaction item stands for (none, without it)."""
     results = tool_results or {}
     messages: list[ChatMessage] = []
     reasoning = ""
@@ -80,6 +85,10 @@ def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str
                 messages.append(_tool_message(item.id, results.get(item.id, NOT_RUN)))
             case "reasoning":
                 reasoning += item.text()
+                continue
+            case "compaction":
+                messages.extend(compacted(item) if compacted is not None else [])
+                reasoning = ""
                 continue
             case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "tool_search_call" | \
                     "tool_search_output":
@@ -136,10 +145,12 @@ def _append_tool_call(messages: list[ChatMessage], call_id: str, name: str, argu
 
 
 def build_chat_request(
-    response: Response, context: list[ChatMessage], base_url: str, table: ToolTable, *, send_reasoning: bool = False
+    response: Response, context: list[ChatMessage], base_url: str | None, table: ToolTable, *,
+    send_reasoning: bool = False,
 ) -> dict[str, Any]:
-    """The body of `POST /chat/completions` for one inference call."""
-    messages = context if send_reasoning else [_without_reasoning(message) for message in context]
+    """The body of `POST /chat/completions` for one inference call (`base_url` None: without
+    `max_output_tokens`, whose name depends on the backend)."""
+    messages = [compaction.sendable(message if send_reasoning else _without_reasoning(message)) for message in context]
     if response.instructions:
         messages = [{"role": "system", "content": response.instructions}, *messages]
     request: dict[str, Any] = {"model": response.model, "messages": messages}
@@ -155,8 +166,8 @@ def build_chat_request(
         request["logprobs"] = True
         if response.top_logprobs:
             request["top_logprobs"] = response.top_logprobs
-    if response.max_output_tokens is not None:
-        request[_max_tokens_parameter(base_url)] = response.max_output_tokens
+    if base_url is not None:
+        request.update(max_tokens_field(response, base_url))
     if response.reasoning.effort is not None:
         request["reasoning_effort"] = response.reasoning.effort
     response_format = _response_format(response)
@@ -181,7 +192,14 @@ def _tool_choice(choice: Any, table: ToolTable) -> Any:
     return {"type": "function", "function": {"name": table.chat_name(choice.name, choice.namespace)}}
 
 
-def _max_tokens_parameter(base_url: str) -> str:
+def max_tokens_field(response: Response, base_url: str) -> dict[str, int]:
+    """`max_output_tokens` under the name the backend at `base_url` knows, when set."""
+    if response.max_output_tokens is None:
+        return {}
+    return {max_tokens_parameter(base_url): response.max_output_tokens}
+
+
+def max_tokens_parameter(base_url: str) -> str:
     """OpenAI wants `max_completion_tokens`; most other backends only know `max_tokens`."""
     return "max_completion_tokens" if urlparse(base_url).hostname == "api.openai.com" else "max_tokens"
 

@@ -25,33 +25,45 @@ from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
+from context import compaction
+from context.plan import Compact, Send, compaction_threshold, plan
+from context.windows import ContextWindows
 from models import history_budget
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import (
     CancelRequestedError,
     CapacityWaitError,
+    ContextWindowExceededError,
     RateLimitedUpstreamError,
     RetryableUpstreamError,
     UpstreamError,
 )
 from models.ids import new_id
-from models.items import ReasoningText
+from models.events import compaction_events
+from models.items import CompactionItem, ReasoningText
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
+from store.chat_contexts import ContextBase
 from store.turns import Fence, TurnLost, TurnStart
 from telemetry import metrics
 from telemetry.tracing import inference_span
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
+from upstream.registry import Deployment
 from workflows.catalogue import ToolTable
+
+SUMMARY_TOKENS = 1_024
+"""The most a compaction's summary may take."""
+
 
 class InferenceActivities:
     def __init__(self, repository: ResponseRepository, gate: UpstreamGate, upstreams: Upstreams, *,
-                 send_reasoning: bool = False) -> None:
+                 send_reasoning: bool = False, windows: ContextWindows | None = None) -> None:
         self.repository = repository
         self.gate = gate
         self.upstreams = upstreams
+        self.windows = windows or ContextWindows(gate.registry)
         self.send_reasoning = send_reasoning
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
@@ -86,14 +98,26 @@ class InferenceActivities:
             _raise_if_spent(start, request.max_attempts)
             table = ToolTable(request.response.tools, request.mcp_functions)
             conversation = chat_format.items_to_messages(
-                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table)
+                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table,
+                compacted=self._compacted(request.project))
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
-            messages = conversation + context
+            messages = compaction.from_latest(conversation + context)
+            if request.compact:
+                return await self._compact(request, messages, fence)
+            whole = chat_format.build_chat_request(request.response, messages, None, table,
+                                                   send_reasoning=self.send_reasoning)
+            try:
+                step = await self._plan(request, whole)
+            except ContextWindowExceededError as error:
+                raise to_application_error(error) from error
+            if isinstance(step, Compact):
+                await self.repository.turns.release(fence, None)
+                return InferenceResult(output=[], finish_reason="stop", usage=Usage(), compaction_due=True)
+            sent = step.messages
 
             def body_for(base_url: str) -> dict[str, Any]:
-                return chat_format.build_chat_request(request.response, messages, base_url, table,
-                                                      send_reasoning=self.send_reasoning)
+                return whole | {"messages": sent} | chat_format.max_tokens_field(request.response, base_url)
 
             result, message = await self._call_upstream(request, body_for, table, fence)
             await self.repository.turns.record(
@@ -109,9 +133,70 @@ class InferenceActivities:
         finally:
             keeping.cancel()
 
+    async def _plan(self, request: InferenceInput, whole: dict[str, Any]) -> Send | Compact:
+        """Send the context as it is, truncated, or compact it first (`context/plan.py`)."""
+        response = request.response
+        window = await self.windows.of(request.model_group or response.model)
+        policy = response.compaction
+        return plan(whole, window, truncation=response.truncation, compaction=policy is not None,
+                    threshold=compaction_threshold(policy.compact_threshold if policy else None, window),
+                    may_compact=not request.just_compacted)
+
+    async def _compact(self, request: InferenceInput, messages: list[dict[str, Any]], fence: Fence) -> InferenceResult:
+        """Summarise the context into a `compaction` item; the response's context starts
+        afresh from it (what came before is in the summary)."""
+        window = await self.windows.of(request.model_group or request.response.model)
+        budget = None if window is None else max(window - SUMMARY_TOKENS - 64, 1)
+        kept = compaction.kept_messages(messages)
+
+        def body_for(base_url: str) -> dict[str, Any]:
+            return {"model": request.response.model, "messages": compaction.summariser_messages(messages, budget),
+                    chat_format.max_tokens_parameter(base_url): SUMMARY_TOKENS}
+
+        result, message = await self._call_upstream(request, body_for, None, fence)
+        summary = str(message.get("content") or "").strip()
+        if not summary:
+            raise ApplicationError("the model gave an empty summary when asked to compact the context",
+                                   type=RetryableUpstreamError.__name__)
+        content = compaction.CompactionContent(summary=summary, kept=kept)
+        item = CompactionItem(id=new_id("cmp"), encrypted_content=compaction.seal(
+            content, self.repository.secret_box, request.project))
+        result = InferenceResult(output=[item], finish_reason="stop", usage=result.usage,
+                                 deployment=result.deployment)
+        if request.emit_events:
+            emitter = EventEmitter(self.repository.events, request.response.id, fence)
+            emitter.emit(compaction_events(item, request.output_offset))
+            await emitter.close()
+        await self.repository.turns.record(fence, compaction.rendered(item.id or "", content),
+                                           result.model_dump(mode="json"), base=ContextBase())
+        return await self._carried(request, result)
+
+    async def _learned(self, request: InferenceInput, deployment: Deployment, model: str,
+                       error: ContextWindowExceededError) -> bool:
+        """The window a refusal told of is kept; whether the call may be fitted to it and sent
+        again (it shrinks to fit, and the window is smaller than the one it was fitted to)."""
+        if not error.window:
+            return False
+        before = await self.windows.of_deployment(deployment, model)
+        self.windows.learn(deployment, model, error.window)
+        response = request.response
+        shrinks = response.truncation == "auto" or response.compaction is not None
+        return shrinks and (before is None or error.window < before)
+
+    def _compacted(self, project: str) -> Callable[[CompactionItem], list[dict[str, Any]]]:
+        """Renders a compaction item this server made for `project` (none other: refused at
+        request time, and left out here)."""
+        box = self.repository.secret_box
+
+        def render(item: CompactionItem) -> list[dict[str, Any]]:
+            content = compaction.open_content(item.encrypted_content, box, project)
+            return compaction.rendered(item.id or "compaction", content) if content is not None else []
+        return render
+
     async def _call_upstream(self, request: InferenceInput, body_for: Callable[[str], dict[str, Any]],
-                             table: ToolTable, fence: Fence) -> tuple[InferenceResult, dict[str, Any]]:
-        """The call, to a deployment of the model when its budget gives the call a slot."""
+                             table: ToolTable | None, fence: Fence) -> tuple[InferenceResult, dict[str, Any]]:
+        """The call, to a deployment of the model when its budget gives the call a slot;
+        `table` None: a compaction's summary (asked whole, never streamed)."""
         model = request.model_group or request.response.model
         lane: Lane = "background" if request.response.background else "interactive"
         try:
@@ -126,10 +211,21 @@ class InferenceActivities:
                 with inference_span(request.response.model, urlsplit(client.base_url).netloc) as span:
                     span.set_attribute("durable_responses.deployment", deployment.id)
                     try:
-                        if request.emit_events:
+                        if table is None:
+                            result, message = await self._summary(client, body, slot.saw)
+                        elif request.emit_events:
                             result, message = await self._streamed(client, request, body, table, fence, slot.saw)
                         else:
                             result, message = await self._whole(client, request, body, table, slot.saw)
+                    except ContextWindowExceededError as error:
+                        retried = await self._learned(request, deployment, model, error)
+                        metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
+                                                 retried=retried)
+                        span.set_status(Status(StatusCode.ERROR))
+                        if retried:
+                            raise RetryableUpstreamError(
+                                f"{error.message} (the request is fitted to that window and sent again)") from error
+                        raise
                     except UpstreamError as error:
                         metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
                                                  retried=isinstance(error, RetryableUpstreamError))
@@ -158,7 +254,7 @@ class InferenceActivities:
             response = request.response
             start = await self.repository.turns.claim(
                 fence, response.previous_response_id, response.conversation.id if response.conversation else None,
-                request.lease_seconds,
+                request.lease_seconds, first=request.turn == 0 or request.from_start,
             )
             if not start.held:
                 return start
@@ -187,6 +283,15 @@ class InferenceActivities:
             usage=_usage(completion.get("usage")),
         )
         return result, message
+
+    async def _summary(self, client: ChatBackend, body: dict[str, Any],
+                       on_headers: HeadersSeen) -> tuple[InferenceResult, dict[str, Any]]:
+        completion = await client.complete(body, on_headers)
+        choices = completion.get("choices") or []
+        if not choices:
+            raise RetryableUpstreamError("inference backend answered with no choices")
+        message = _present(choices[0].get("message") or {})
+        return InferenceResult(output=[], finish_reason="stop", usage=_usage(completion.get("usage"))), message
 
     async def _streamed(
         self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence,
@@ -248,7 +353,7 @@ class InferenceActivities:
     def _context(
         self, request: InferenceInput, inputs: TurnStart, table: ToolTable, tool_results: dict[str, str]
     ) -> list[dict[str, Any]]:
-        if request.turn > 0:
+        if request.turn > 0 and not request.from_start:
             return inputs.context + chat_format.tool_messages(tool_results)
         items = [self._opened(item, request.project) for item in chat_format.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
@@ -256,7 +361,8 @@ class InferenceActivities:
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
         closing = {call_id: text for call_id, text in tool_results.items() if call_id not in in_items}
         return (inputs.context + chat_format.tool_messages(closing)
-                + chat_format.items_to_messages(items, table, tool_results))
+                + chat_format.items_to_messages(items, table, tool_results,
+                                                compacted=self._compacted(request.project)))
 
     def _opened(self, item: Any, project: str) -> Any:
         """A reasoning item passed back sealed, with its text again (when this server sealed it

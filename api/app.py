@@ -14,13 +14,14 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import approvals, codec, conversations, health, models, routes, webhook_endpoints
+from api import approvals, codec, context_endpoints, conversations, health, models, routes, webhook_endpoints
 from api.codec import CodecAccess
 from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
 from api.errors import EXCEPTION_HANDLERS
 from api.runner import ResponseRunner
+from context.windows import ContextWindows
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
@@ -63,6 +64,8 @@ def create_app(
         routes=[
             Route("/v1/responses", routes.create_response, methods=["POST"]),
             Route("/v1/responses", routes.list_responses, methods=["GET"]),
+            Route("/v1/responses/compact", context_endpoints.compact, methods=["POST"]),
+            Route("/v1/responses/input_tokens", context_endpoints.count_input_tokens, methods=["POST"]),
             Route("/v1/responses/{response_id}", routes.retrieve_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", routes.delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
@@ -117,5 +120,6 @@ def create_app(
     app.state.quotas = per_key
     app.state.registry = runner.registry
     app.state.catalog = ModelCatalog(runner.registry)
+    app.state.windows = ContextWindows(runner.registry)
     app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)
     return app

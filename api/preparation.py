@@ -12,7 +12,9 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from access.egress import EgressPolicy, EgressRefusedError
+from context.windows import ContextWindows
 from api.body import Limits
+from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
 from models import history_budget
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
@@ -31,7 +33,7 @@ from store.repository import ResponseRepository
 ITEM_ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
     "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws",
-    "tool_search_call": "tsc", "tool_search_output": "tso",
+    "tool_search_call": "tsc", "tool_search_output": "tso", "compaction": "cmp",
     "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
 }
 _input_item = TypeAdapter(InputItem)
@@ -101,10 +103,12 @@ def parse_approval(payload: dict[str, Any], decided_by: str | None) -> ApprovalU
 async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits, *,
                   served_model: Callable[[str], str] | None = None, project: str = NO_PROJECT,
                   decided_by: str | None = None, egress: EgressPolicy | None = None,
-                  known_model: Callable[[str], bool] | None = None) -> PreparedResponse:
+                  known_model: Callable[[str], bool] | None = None,
+                  windows: ContextWindows | None = None) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
-    `known_model`: whether the model registry serves a model name (an unknown one is a 404)."""
+    `known_model`: whether the model registry serves a model name (an unknown one is a 404).
+    `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`)."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
@@ -123,6 +127,29 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
             code="mutually_exclusive_parameters",
         )
     items = await resolved(request.input_items(), repository, project)
+    previous, known_context, known_items = await history_of(request, repository, project)
+    if not items and request.previous_response_id is None and request.conversation is None:
+        raise InvalidRequestError("Missing required parameter: 'input'.", param="input",
+                                  code="missing_required_parameter")
+    _check_items(items, _call_ids(known_context, known_items))
+    check_compactions(items, repository.secret_box, project)
+    secrets = _secrets(request, repository)
+    has_mcp = any(tool.type == "mcp" for tool in request.tools)
+    listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
+    approvals, applied = await _approvals(request, items, previous, repository, known_items, project, decided_by)
+    response = Response.from_request(new_id("resp"), int(time.time()), request)
+    if windows is not None:
+        await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
+    approvals, parked = _stubbed(approvals)
+    listings = _within_budget(response, listings, approvals, limits)
+    return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
+                            listings=listings, approvals=approvals, parked=parked, applied=applied)
+
+
+async def history_of(request: CreateResponseRequest, repository: ResponseRepository,
+                     project: str) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
+    """What the request continues: the previous response and its chat context, or the items
+    of its conversation (each of `project`, or not found)."""
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
@@ -147,19 +174,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
             raise conversation_not_found(request.conversation_id, "conversation")
         known_items = [_input_item.validate_python(item) for item in
                        await repository.conversations.items(request.conversation_id)]
-    if not items and request.previous_response_id is None and request.conversation is None:
-        raise InvalidRequestError("Missing required parameter: 'input'.", param="input",
-                                  code="missing_required_parameter")
-    _check_items(items, _call_ids(known_context, known_items))
-    secrets = _secrets(request, repository)
-    has_mcp = any(tool.type == "mcp" for tool in request.tools)
-    listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
-    approvals, applied = await _approvals(request, items, previous, repository, known_items, project, decided_by)
-    response = Response.from_request(new_id("resp"), int(time.time()), request)
-    approvals, parked = _stubbed(approvals)
-    listings = _within_budget(response, listings, approvals, limits)
-    return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
-                            listings=listings, approvals=approvals, parked=parked, applied=applied)
+    return previous, known_context, known_items
 
 
 async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) -> None:

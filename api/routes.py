@@ -17,7 +17,7 @@ from api.params import at_end, json_response as _json, limits, page_params, plau
     repository as _repository
 from api.preparation import PreparedResponse, parse_approval, prepare
 from api.progress import OutputFolds
-from api.runner import ResponseRunner
+from api.runner import ResponseRunner, Started
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
 from models.events import opening_events
@@ -54,7 +54,7 @@ async def create_response(request: Request) -> HttpResponse:
     prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
                              served_model=request.app.state.served_model, project=acting.project,
                              decided_by=acting.key_id, egress=request.app.state.egress,
-                             known_model=request.app.state.registry.knows)
+                             known_model=request.app.state.registry.knows, windows=request.app.state.windows)
     if not prepared.request.background:  # an interactive request that would wait too long is refused now
         await request.app.state.capacity.check(prepared.response.model)
     if prepared.request.stream:
@@ -69,6 +69,30 @@ def _open_stream(request: Request) -> None:
 
 
 async def _created(request: Request, prepared: PreparedResponse, acting: Principal, arrived: float) -> HttpResponse:
+    repository, runner = _repository(request), _runner(request)
+    response = prepared.response
+    started = await kept_and_started(request, prepared, acting)
+    if prepared.request.stream:
+        events = metrics.first_delta_watch(tail(repository, response.id, after=-1,
+                                                forget_at_end=None if response.store else runner.forget_unstored),
+                                           arrived, response.model)
+        return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+    if prepared.request.background:
+        return _json(response)
+    return _json(await ended(request, started, response))
+
+
+async def ended(request: Request, started: Started, response: Response) -> Response:
+    """The end of a response this request waits for (an unstored one is then forgotten)."""
+    runner = _runner(request)
+    end = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
+    if not response.store:
+        await runner.forget_unstored(response.id)  # kept only until this request had it
+    return end
+
+
+async def kept_and_started(request: Request, prepared: PreparedResponse, acting: Principal) -> Started:
+    """The response kept in the store and its workflow started (or nothing left behind)."""
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
@@ -92,17 +116,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         await repository.purge(response.id)  # refused or failed: nothing is left behind
         raise
     metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
-    if prepared.request.stream:
-        events = metrics.first_delta_watch(tail(repository, response.id, after=-1,
-                                                forget_at_end=None if response.store else runner.forget_unstored),
-                                           arrived, response.model)
-        return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
-    if prepared.request.background:
-        return _json(response)
-    ended = await _admission(request).unless_closing(runner.ended(started), response.id, stored=response.store)
-    if not response.store:
-        await runner.forget_unstored(response.id)  # kept only until this request had it
-    return _json(ended)
+    return started
 
 
 def _first_words(given: object, characters: int = 200) -> str:

@@ -3,7 +3,8 @@
 It echoes the last user message; when the request offers tools and the message names one
 (`roll_dice`, or `roll dice`), or `tool_choice` demands one, it calls it with arguments taken
 from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
-for strings); after tool results it reports what each tool answered. Which demo model a
+for strings); after tool results it reports what each tool answered; asked to compact a
+conversation, it lists what the user said. Which demo model a
 request names decides only its pace and how it fails (`DEMO_MODELS`).
 """
 
@@ -13,8 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from context.compaction import is_summariser_request
+
 DEMO_PREFIX = "demo/"
 DEFAULT_DEMO_MODEL = "demo/echo"
+DEMO_CONTEXT_WINDOW = 8_192
+"""The tokens a demo model takes as input (as `GET /v1/models` would say of a real one)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class DemoReply:
 
 def reply_to(body: dict[str, Any]) -> DemoReply:
     messages = [message for message in _list(body.get("messages")) if isinstance(message, dict)]
+    if is_summariser_request(messages):
+        return DemoReply(text=_summary(_text(messages[-1].get("content"))))
     results = _trailing_tool_results(messages)
     if results:
         return DemoReply(text=" ".join(f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
@@ -73,6 +80,17 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
     if tools:
         text += f" (Name a tool and I will call it: {', '.join(tools)}.)"
     return _within_limit(DemoReply(text=text), body.get("max_completion_tokens") or body.get("max_tokens"))
+
+
+def _summary(transcript: str) -> str:
+    """A compaction's summary, the same for the same transcript: what the user said (each
+    message's first words), and how many answers and tool results there were."""
+    entries = transcript.split("\n\n")
+    said = [_clip(entry.removeprefix("[user] "), 80) for entry in entries if entry.startswith("[user] ")]
+    answers = sum(1 for entry in entries if entry.startswith("[assistant]"))
+    results = sum(1 for entry in entries if entry.startswith("[tool result]"))
+    heard = "; ".join(f"\"{each}\"" for each in said) or "nothing yet"
+    return f"The user said: {heard}. The assistant answered {answers} times; tools answered {results} times."
 
 
 def _within_limit(reply: DemoReply, limit: Any) -> DemoReply:

@@ -41,6 +41,14 @@ class InferenceInput(BaseModel):
     """Whose budget share the call draws on (`upstream/pacing.py`: fairness between projects)."""
     returning: bool = False
     """The call comes back from a wait for capacity: deferred again, it keeps its place."""
+    compact: bool = False
+    """Summarise the context into a `compaction` item instead of answering
+    (`context/compaction.py`); the turn after it answers from the item."""
+    from_start: bool = False
+    """No turn of the response has been recorded yet (only compaction checks ran): the call
+    starts from the response's input, as its first turn does."""
+    just_compacted: bool = False
+    """The context was compacted right before this turn: it is not compacted again."""
 
 
 class InferenceResult(BaseModel):
@@ -52,6 +60,9 @@ class InferenceResult(BaseModel):
     """Ids of the items whose heavy fields wait in the store."""
     deployment: str | None = None
     """The deployment that answered (`upstream/registry.py`)."""
+    compaction_due: bool = False
+    """Nothing was asked: the context passed the compaction threshold, so the workflow
+    compacts it first (and then runs the turn again)."""
 
 
 class RecordStatusInput(BaseModel):

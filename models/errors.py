@@ -3,7 +3,8 @@
     DurableResponsesError                 root; never raised itself
     ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
-    │   │   └── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
+    │   │   ├── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
+    │   │   └── ContextLengthExceededError     the input does not fit the model's context window
     │   ├── AuthenticationError           401  no API key, or not one of this server's
     │   ├── PermissionDeniedError         403  an approver key asked for more than it may do
     │   ├── NotFoundError                 404  no stored response (or item) with that id (or
@@ -26,7 +27,9 @@
     │   ├── CapacityWaitError             the deployment's budget has no slot near enough: the
     │   │                                 response waits for capacity (durably, in the workflow)
     │   ├── RejectedByUpstreamError       other 4xx (a bad key, an unknown model): the response
-    │   │                                 fails at once with the backend's message
+    │   │   │                             fails at once with the backend's message
+    │   │   └── ContextWindowExceededError  the backend said the input is longer than its context
+    │   │                                 window: the response fails `context_length_exceeded`
     │   └── MisconfiguredUpstreamError    a host that does not resolve, a TLS handshake that
     │                                     fails: the setting is wrong, the response fails at once
     ├── McpServerError                    raised inside MCP activities about an MCP server
@@ -100,6 +103,17 @@ class ApprovalAlreadyAnsweredError(InvalidRequestError):
             param="approval_request_id",
             code="invalid_value",
         )
+
+
+class ContextLengthExceededError(InvalidRequestError):
+    def __init__(self, tokens: int, window: int) -> None:
+        super().__init__(
+            f"Your input exceeds the context window of this model: it takes about {tokens} tokens, and the model "
+            f"takes at most {window}. Shorten the input, or set `truncation` to \"auto\" (the oldest items are "
+            "left out) or `context_management` to compact it.",
+            param="input", code="context_length_exceeded")
+        self.tokens = tokens
+        self.window = window
 
 
 class AuthenticationError(ApiError):
@@ -207,6 +221,19 @@ class CapacityWaitError(UpstreamError):
 
 class RejectedByUpstreamError(UpstreamError):
     pass
+
+
+class ContextWindowExceededError(RejectedByUpstreamError):
+    """The request was longer than the backend's context window: sending it again cannot
+    help. `window` and `tokens` are what the backend said, when it said them."""
+
+    code = "context_length_exceeded"
+
+    def __init__(self, message: str, *, status_code: int | None = 400, window: int | None = None,
+                 tokens: int | None = None) -> None:
+        super().__init__(message, status_code=status_code)
+        self.window = window
+        self.tokens = tokens
 
 
 class MisconfiguredUpstreamError(UpstreamError):

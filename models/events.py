@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from models.items import (
+    CompactionItem,
     McpApprovalRequestItem,
     McpCallItem,
     McpListToolsItem,
@@ -120,6 +121,12 @@ class McpArgumentsDoneEvent(StreamEvent):
     arguments: str
 
 
+class CompactionProgressEvent(StreamEvent):
+    type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
+    item_id: str
+    output_index: int
+
+
 class ErrorEvent(StreamEvent):
     """A stream that fails outside a response. OpenAI's SDK reads the error's fields at the
     top level, the OpenResponses schema inside `error`: both are sent."""
@@ -193,4 +200,16 @@ def approval_request_events(request: McpApprovalRequestItem, index: int) -> list
     return [
         OutputItemEvent(type="response.output_item.added", output_index=index, item=request),
         OutputItemEvent(type="response.output_item.done", output_index=index, item=request),
+    ]
+
+
+def compaction_events(item: CompactionItem, index: int) -> list[StreamEvent]:
+    """A compaction item, announced once its summary is made (a retried attempt announces
+    nothing twice)."""
+    assert item.id is not None
+    return [
+        OutputItemEvent(type="response.output_item.added", output_index=index,
+                        item=item.model_copy(update={"encrypted_content": ""})),
+        CompactionProgressEvent(item_id=item.id, output_index=index),
+        OutputItemEvent(type="response.output_item.done", output_index=index, item=item),
     ]

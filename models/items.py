@@ -185,6 +185,16 @@ class PassedBackItem(ListedAsSent):
 
 
 
+class CompactionItem(ListedAsSent):
+    """A context compacted into a summary (`context/compaction.py`): it stands for every item
+    before it. `encrypted_content` is opaque; only the server that made it opens it."""
+
+    type: Literal["compaction"] = "compaction"
+    id: ItemId | None = None
+    encrypted_content: str = Field(min_length=1, max_length=4 * 1024 * 1024)
+    created_by: str | None = None
+
+
 # ---- MCP items (input and output alike) ---------------------------------------------------
 
 
@@ -304,6 +314,7 @@ InputItem = Annotated[
         ItemReference,
         ReasoningItem,
         PassedBackItem,
+        CompactionItem,
         McpListToolsItem,
         McpCallItem,
         McpApprovalRequestItem,
@@ -335,7 +346,7 @@ class OutputFunctionCall(WireModel):
 
 
 OutputItem = Annotated[
-    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, McpListToolsItem, McpCallItem,
-          McpApprovalRequestItem],
+    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, CompactionItem, McpListToolsItem,
+          McpCallItem, McpApprovalRequestItem],
     Field(discriminator="type"),
 ]

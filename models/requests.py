@@ -23,14 +23,12 @@ ADVISORY_PARAMETERS = (
     "prompt_cache_options",
     "service_tier",
     "stream_options",
-    "truncation",
     "client_metadata",
 )
 
 # Known to OpenAI, not implemented here: a request that sets them is refused, naming them.
 REJECTED_PARAMETERS = {
     "prompt": "prompt templates are stored on OpenAI's platform; send `input` and `instructions` instead",
-    "context_management": "server-side context compaction is not implemented",
     "image": "image generation options are not implemented",
     "moderation": "moderation policies are not implemented",
     "access_programs": "access programs are not implemented",
@@ -102,6 +100,16 @@ class ReasoningConfig(BaseModel):
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
 
 
+class CompactionEntry(BaseModel):
+    """`context_management: [{"type": "compaction", "compact_threshold": N}]`: when the context
+    a turn sends passes N tokens, it is compacted first (`context/compaction.py`); without N,
+    at 90% of the model's window (when known)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["compaction"]
+    compact_threshold: StrictInt | None = Field(default=None, ge=1, le=2**31 - 1)
+
+
 MAX_CLIENT_FUNCTIONS = 1024
 """Function and custom tools a request may offer, namespaced ones included."""
 
@@ -142,8 +150,9 @@ class CreateResponseRequest(BaseModel):
     truncation: Literal["auto", "disabled"] | None = None
     client_metadata: dict[str, Any] | None = None
 
+    context_management: list[CompactionEntry] | None = Field(default=None, max_length=1)
+
     prompt: Any = None
-    context_management: Any = None
     image: Any = None
     moderation: Any = None
     access_programs: Any = None

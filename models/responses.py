@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from models.items import OutputItem, WireModel
-from models.requests import CreateResponseRequest, ReasoningConfig, TextConfig
+from models.requests import CompactionEntry, CreateResponseRequest, ReasoningConfig, TextConfig
 from models.tools import Tool, ToolChoice
 
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
@@ -103,12 +103,24 @@ class Response(WireModel):
     include: list[str] = Field(default_factory=list)
     """What the request asked to be included (`reasoning.encrypted_content`, logprobs): it
     shapes the output, and is not part of the object clients see."""
+    context_management: list[CompactionEntry] | None = None
+    """When to compact (`context/compaction.py`); not part of the object clients see."""
+
+    compact_only: bool = False
+    """A response of `POST /v1/responses/compact`: its one model call compacts its input into
+    a `compaction` item; not part of the object clients see."""
+
+    @property
+    def compaction(self) -> CompactionEntry | None:
+        return self.context_management[0] if self.context_management else None
 
     @model_serializer(mode="wrap")
     def _effective_sampling(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
         data = handler(self)
         if info.context and info.context.get("wire"):
             data.pop("include", None)
+            data.pop("context_management", None)
+            data.pop("compact_only", None)
             for name, default in SAMPLING_DEFAULTS.items():
                 if data.get(name) is None:
                     data[name] = default
@@ -141,6 +153,7 @@ class Response(WireModel):
             truncation=request.truncation or "disabled",
             conversation=ConversationRef(id=conversation_id) if conversation_id else None,
             include=list(request.include or []),
+            context_management=request.context_management,
             **echoed,
         )
 

@@ -32,6 +32,8 @@ class Purpose(str, Enum):
     """A webhook endpoint's URL and signing secret (`store/webhook_endpoints.py`)."""
     REASONING = "reasoning"
     """`reasoning.encrypted_content` handed to clients that keep no state."""
+    COMPACTION = "compaction"
+    """A `compaction` item's summary of an earlier context (`context/compaction.py`)."""
     PAYLOADS = "payloads"
     """Temporal payloads (`sealing/payload_codec.py`)."""
 

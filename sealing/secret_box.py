@@ -1,6 +1,7 @@
 """The secrets the server keeps for clients, sealed by purpose and bound to their project:
-MCP `headers` and `authorization`, webhook URLs and signing secrets, and the reasoning a
-client without state carries between requests (`reasoning.encrypted_content`).
+MCP `headers` and `authorization`, webhook URLs and signing secrets, the reasoning a client
+without state carries between requests (`reasoning.encrypted_content`), and the summaries in
+`compaction` items.
 
 The API seals; workers open. Both must be given the same `SECRETS_KEY` (`durable-responses
 dev` keeps one in its data directory).
@@ -20,6 +21,7 @@ class SecretBox:
         self.mcp = Sealer(self.ring, Purpose.MCP_SECRETS)
         self.webhooks = Sealer(self.ring, Purpose.WEBHOOK_SECRETS)
         self.reasoning = Sealer(self.ring, Purpose.REASONING)
+        self.compaction = Sealer(self.ring, Purpose.COMPACTION)
 
     @staticmethod
     def new_key() -> str:
@@ -47,6 +49,16 @@ class SecretBox:
     def open_reasoning(self, sealed: str, *, project: str) -> str | None:
         """The reasoning, or None when this server did not seal it for this project."""
         return _text_or_none(self.reasoning, sealed, project)
+
+    def seal_compaction(self, content: bytes, *, project: str) -> str:
+        return self.compaction.seal(content, project=project)
+
+    def open_compaction(self, sealed: str, *, project: str) -> bytes | None:
+        """The content, or None when this server did not seal it for this project."""
+        try:
+            return self.compaction.open(sealed, project=project)
+        except SealedElsewhereError:
+            return None
 
 
 def _text_or_none(sealer: Sealer, sealed: str, project: str) -> str | None:

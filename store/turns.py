@@ -76,12 +76,15 @@ class Turns:
         self.db = db
 
     async def claim(
-        self, fence: Fence, previous_response_id: str | None, conversation_id: str | None, lease_seconds: float
+        self, fence: Fence, previous_response_id: str | None, conversation_id: str | None, lease_seconds: float,
+        *, first: bool | None = None,
     ) -> TurnStart:
         """Claim a turn, in one transaction with reading what it starts from: the items of the
         response's conversation, then the response's own chat context after its first turn;
-        before it, the previous response's and this response's input items."""
+        before it (`first`: no turn recorded yet; by default, turn 0), the previous response's
+        and this response's input items."""
         response_id, turn = fence.response_id, fence.turn
+        first = turn == 0 if first is None else first
         async with self.db.write() as transaction:
             recorded = await transaction.value(f"SELECT result FROM inference_results WHERE {TURN}", **fence.key)
             if recorded is not None:
@@ -99,16 +102,16 @@ class Turns:
             )
             if claim is None:
                 return TurnStart(held=True)
-            context_of = response_id if turn > 0 else previous_response_id
+            context_of = previous_response_id if first else response_id
             context = []
             if context_of is not None:
                 context = await context_in(transaction, context_of) or []
-            if turn > 0:
+            if not first:
                 base = await base_in(transaction, response_id)
             else:
                 base = ContextBase(previous_response_id, len(context)) if previous_response_id else ContextBase()
             items = []
-            if turn == 0:
+            if first:
                 rows = await transaction.all(
                     "SELECT data FROM input_items WHERE response_id = :id ORDER BY position", id=response_id)
                 items = [loads(row["data"]) for row in rows]

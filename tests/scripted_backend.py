@@ -2,7 +2,11 @@
 
 The `model` of a request picks its behaviour:
 - a model with a script (`backend.script(model, [...])`) gets the next scripted `Reply`;
-- any other model gets an echo of the last user message ("echo: <text>").
+- any other model gets an echo of the last user message ("echo: <text>"), or asked to
+  compact a context (`context/compaction.py`'s prompt), a short summary.
+A model given a context window (`backend.limit_context`) refuses longer requests as vLLM
+does (400 "This model's maximum context length is N tokens..."), counting tokens its own
+plain way (`reference_tokens`: one a word, one a mark, 3 a message).
 Every request is recorded per model (`backend.requests(model)`), so tests can check what
 durable-responses sent upstream. `latency` delays every answer (the benchmark's backend).
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import defaultdict, deque
@@ -25,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from context.compaction import is_summariser_request
 from tests.threaded_server import ThreadedServer
 
 
@@ -86,6 +92,8 @@ class ScriptedBackend:
         self.rate_limited = 0
         """How many of them were answered 429."""
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self._windows: dict[str, int] = {}
+        self._listed_windows: dict[str, int] = {}
         self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
@@ -100,6 +108,14 @@ class ScriptedBackend:
     def script(self, model: str, replies: list[Reply]) -> None:
         with self._lock:
             self._scripts[model].extend(replies)
+
+    def limit_context(self, model: str, window: int, *, listed: bool = False) -> None:
+        """Refuse requests for `model` longer than `window` tokens; `listed`: say the window
+        in `GET /v1/models` as vLLM does (`max_model_len`)."""
+        with self._lock:
+            self._windows[model] = window
+            if listed:
+                self._listed_windows[model] = window
 
     def requests(self, model: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -125,9 +141,13 @@ class ScriptedBackend:
 
     async def _models(self, _request: Request) -> Response:
         """The backend's own model list (`GET /v1/models`), as OpenAI-compatible servers answer it."""
+        with self._lock:
+            windows = dict(self._listed_windows)
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted"}
-            for name in ("scripted-a", "scripted-b")]})
+            for name in ("scripted-a", "scripted-b")] + [
+            {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted", "max_model_len": window}
+            for name, window in windows.items()]})
 
     # ---- control over HTTP, for a backend in another process (the benchmark's) ----------
 
@@ -155,6 +175,9 @@ class ScriptedBackend:
             script = self._scripts.get(model)
             if script:
                 return script.popleft()
+        if is_summariser_request(body.get("messages") or []):
+            said = body["messages"][-1]["content"].count("[user]")
+            return Reply(text=f"summary: the user spoke {said} times", usage=(reference_tokens(body), 8))
         last_user = next(
             (message for message in reversed(body.get("messages", [])) if message.get("role") == "user"), None
         )
@@ -175,6 +198,17 @@ class ScriptedBackend:
                 {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None,
                            "code": "rate_limit_exceeded"}},
                 status_code=429, headers={"retry-after": "1", **self.rate_limit_headers})
+        with self._lock:
+            window = self._windows.get(body.get("model", ""))
+        if window is not None and reference_tokens(body) > window:
+            with self._lock:
+                self._requests[body.get("model", "")].append(body)
+            tokens = reference_tokens(body)
+            return JSONResponse({"object": "error", "type": "BadRequestError", "param": None, "code": 400,
+                                 "message": f"This model's maximum context length is {window} tokens. However, you "
+                                            f"requested {tokens} tokens ({tokens} in the messages, 0 in the "
+                                            "completion). Please reduce the length of the messages or completion."},
+                                status_code=400)
         reply = self._next_reply(body)
         await asyncio.sleep(self.latency + reply.delay)
         if reply.status != 200:
@@ -214,6 +248,25 @@ class ScriptedBackend:
             return StreamingResponse(_half_then_reset(whole), media_type="application/json",
                                      headers={"content-length": str(len(whole))})
         return JSONResponse(completion, headers=reply.headers)
+
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def reference_tokens(body: dict[str, Any]) -> int:
+    """The backend's own count of a request's tokens: one a word, one a mark, 3 a message."""
+    count = 0
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        count += 3 + len(_WORD.findall(str(content or "")))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            count += len(_WORD.findall(f"{function.get('name', '')} {function.get('arguments', '')}"))
+    if body.get("tools"):
+        count += len(_WORD.findall(json.dumps(body["tools"])))
+    return count
 
 
 async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType, is_cancelled_exception
 
-from models.errors import CancelRequestedError, CapacityWaitError, RateLimitedUpstreamError
+from models.errors import CancelRequestedError, CapacityWaitError, ContextWindowExceededError, RateLimitedUpstreamError
 from models.items import McpCallItem
 from workflows.options import NON_RETRYABLE
 from workflows.upstream_retry import FailedAttempt
@@ -20,6 +20,14 @@ def application_failure(error: ActivityError | ApplicationError) -> ApplicationE
     regular one's as the cause of an ActivityError."""
     cause = error.cause if isinstance(error, ActivityError) else error
     return cause if isinstance(cause, ApplicationError) else None
+
+
+ERROR_CODES = {ContextWindowExceededError.__name__: ContextWindowExceededError.code}
+"""The response's `error.code` for a failure of these types (else `server_error`)."""
+
+
+def error_code(failure: ApplicationError | None) -> str:
+    return ERROR_CODES.get(failure.type or "", "server_error") if failure is not None else "server_error"
 
 
 def failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> FailedAttempt:

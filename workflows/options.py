@@ -8,13 +8,19 @@ from typing import Any
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
-from models.errors import CancelRequestedError, McpRejectedError, RejectedByUpstreamError, SecretsUnavailableError
+from models.errors import (
+    CancelRequestedError,
+    ContextWindowExceededError,
+    McpRejectedError,
+    RejectedByUpstreamError,
+    SecretsUnavailableError,
+)
 from models.workflow_io import RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
 NON_RETRYABLE = [
     RejectedByUpstreamError.__name__, CancelRequestedError.__name__, McpRejectedError.__name__,
-    SecretsUnavailableError.__name__,
+    SecretsUnavailableError.__name__, ContextWindowExceededError.__name__,
 ]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the

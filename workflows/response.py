@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from models.webhooks import action_required_event, ended_event
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
-    from workflows.failures import application_failure, call_failure, is_cancel_request
+    from workflows.failures import application_failure, call_failure, error_code, is_cancel_request
     from workflows.model_call import call_model
     from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step
@@ -97,7 +97,7 @@ class ResponseWorkflow:
                 await self._let_temporal_cancel_arrive()
             else:
                 failure = application_failure(error)
-                self._fail(failure.message if failure else str(error.cause or error))
+                self._fail(failure.message if failure else str(error.cause or error), error_code(failure))
         except ResponseFailedError as error:
             self._fail(error.message, error.code)
         except IllegalTransition as error:
@@ -202,7 +202,7 @@ class ResponseWorkflow:
             self.machine.fire("tools_done")
         else:
             self.machine.fire("start")
-        turn = 0
+        turn, recorded, compact, just_compacted = 0, False, response.compact_only, False
         while True:
             if turn >= MAX_TURNS:
                 # History must stay bounded: a model that never stops calling tools is stopped.
@@ -217,15 +217,27 @@ class ResponseWorkflow:
                 response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
                 tool_results=self.tool_results, mcp_functions=functions,
                 max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
-                project=request.project,
+                project=request.project, compact=compact, from_start=not recorded, just_compacted=just_compacted,
             ), self.settings.inference, queue_seconds=self.settings.inference_queue_seconds,
                 fallbacks=request.fallbacks)
             if detailed:  # the details told of retries or waits; they are over
                 workflow.set_current_details(current_details(self.machine.state.value))
+            turn += 1
+            if result.compaction_due:  # nothing was asked: compact the context, then ask
+                compact = True
+                continue
             self.tool_results = {}
             response.output.extend(result.output)
             self.parked.update({item_id: item_id for item_id in result.parked})
             response.usage = (response.usage or Usage()) + result.usage
+            recorded = True
+            if response.compact_only:
+                self.machine.fire("complete")
+                return
+            if compact:  # the compaction item is out; the turn now runs from it
+                compact, just_compacted = False, True
+                continue
+            just_compacted = False
             while True:
                 step = next_step(response.output, turn_start, result.finish_reason, self.decisions,
                                  can_wait=response.background)
@@ -247,7 +259,6 @@ class ResponseWorkflow:
                     case "infer":
                         self.machine.fire("tools_done")
                         break
-            turn += 1
 
     # ---- MCP: listing, calls, approvals ------------------------------------------------
 

@@ -1,0 +1,59 @@
+"""The size of a request's context, at request time: the chat-completions messages its first
+turn would send (the chain's context or the conversation's items, then the input), estimated
+in tokens (`context/tokens.py`); and the checks made with it before anything is kept.
+
+- `compaction` items in `input` must be this server's, made for the key's project;
+- with `truncation: "disabled"` and no `context_management`, a request longer than the
+  model's known window is refused: 400 `context_length_exceeded`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities import chat_format
+from context import compaction
+from context.tokens import request_tokens
+from context.windows import ContextWindows
+from models.errors import ContextLengthExceededError, InvalidRequestError
+from models.items import CompactionItem
+from models.responses import Response
+from sealing.secret_box import SecretBox
+from workflows.catalogue import ToolTable
+
+
+def check_compactions(items: list[Any], box: SecretBox | None, project: str) -> None:
+    for index, item in enumerate(items):
+        if item.type == "compaction" and compaction.open_content(item.encrypted_content, box, project) is None:
+            raise InvalidRequestError(
+                f"Invalid 'input[{index}].encrypted_content': this compaction item was not made by this server for "
+                "this project (or it was altered), so it cannot be read.",
+                param=f"input[{index}].encrypted_content", code="invalid_encrypted_content")
+
+
+def request_size(response: Response, known_context: list[dict[str, Any]], history: list[Any], items: list[Any],
+                 box: SecretBox | None, project: str) -> int:
+    """Estimated tokens of the response's first request upstream (MCP tools not counted: they
+    are listed later)."""
+    table = ToolTable(response.tools, [])
+
+    def compacted(item: CompactionItem) -> list[dict[str, Any]]:
+        content = compaction.open_content(item.encrypted_content, box, project)
+        return compaction.rendered(item.id or "compaction", content) if content is not None else []
+
+    messages = compaction.from_latest(
+        chat_format.items_to_messages(history, table, compacted=compacted) + known_context
+        + chat_format.items_to_messages(items, table, compacted=compacted))
+    return request_tokens(chat_format.build_chat_request(response, messages, None, table))
+
+
+async def check_fits(response: Response, known_context: list[dict[str, Any]], history: list[Any], items: list[Any],
+                     box: SecretBox | None, project: str, windows: ContextWindows) -> None:
+    if response.truncation != "disabled" or response.compaction is not None:
+        return
+    window = await windows.of(response.model)
+    if window is None:
+        return
+    tokens = request_size(response, known_context, history, items, box, project)
+    if tokens > window:
+        raise ContextLengthExceededError(tokens, window)

@@ -1,0 +1,102 @@
+"""How many tokens a model's input may take: its context window, or None when unknown.
+
+Where it comes from, first found wins, per deployment that serves the model:
+1. the models file: `model_info.max_input_tokens`;
+2. a window learned from the backend's own refusal ("This model's maximum context length is
+   N tokens", `context.overflow`), kept for the life of the process;
+3. what the backend's `GET /models` says of the model: vLLM's `max_model_len`, or the
+   `context_length` / `context_window` / `max_context_length` other servers use (fetched
+   once per backend every `REFRESH_SECONDS`; a failed fetch is tried again after
+   `RETRY_SECONDS`);
+4. the demo model's own window.
+A model served by several deployments takes the smallest of their windows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from demo.backend import DEMO_BASE_URL
+from demo.model import DEMO_CONTEXT_WINDOW
+from upstream.registry import Deployment, ModelRegistry
+
+REFRESH_SECONDS = 300.0
+RETRY_SECONDS = 30.0
+FETCH_TIMEOUT_SECONDS = 5.0
+MAX_LISTED = 10_000
+WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+
+
+@dataclass
+class _Listing:
+    windows: dict[str, int] = field(default_factory=dict)
+    fetched_at: float = float("-inf")
+    ok: bool = False
+
+
+class ContextWindows:
+    def __init__(self, registry: ModelRegistry, clock: Callable[[], float] = time.monotonic) -> None:
+        self.registry = registry
+        self.clock = clock
+        self._listings: dict[str, _Listing] = {}
+        self._learned: dict[tuple[str, str], int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def of(self, model: str) -> int | None:
+        """The model's window in tokens (the smallest of its deployments'), or None."""
+        windows = [window for deployment in self.registry.serving(model)
+                   for window in [await self.of_deployment(deployment, model)] if window]
+        return min(windows) if windows else None
+
+    async def of_deployment(self, deployment: Deployment, model: str) -> int | None:
+        if deployment.max_input_tokens:
+            return deployment.max_input_tokens
+        upstream = deployment.upstream_name(model)
+        learned = self._learned.get((deployment.id, upstream))
+        if learned:
+            return learned
+        if deployment.api_base == DEMO_BASE_URL:
+            return DEMO_CONTEXT_WINDOW
+        listing = await self._listing(deployment)
+        return listing.windows.get(upstream)
+
+    def learn(self, deployment: Deployment, model: str, window: int) -> None:
+        """The window a backend's refusal told of."""
+        self._learned[(deployment.id, deployment.upstream_name(model))] = window
+
+    async def _listing(self, deployment: Deployment) -> _Listing:
+        listing = self._listings.get(deployment.api_base)
+        if listing is not None and self.clock() - listing.fetched_at < (REFRESH_SECONDS if listing.ok else RETRY_SECONDS):
+            return listing
+        lock = self._locks.setdefault(deployment.api_base, asyncio.Lock())
+        async with lock:
+            listing = self._listings.get(deployment.api_base)
+            if listing is None or self.clock() - listing.fetched_at >= (REFRESH_SECONDS if listing.ok else RETRY_SECONDS):
+                listing = await self._fetch(deployment)
+                self._listings[deployment.api_base] = listing
+        return listing
+
+    async def _fetch(self, deployment: Deployment) -> _Listing:
+        headers = {"authorization": f"Bearer {deployment.api_key}"} if deployment.api_key else {}
+        try:
+            async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS) as http:
+                answer = await http.get(f"{deployment.api_base}/models", headers=headers)
+            listed = answer.json().get("data") if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            listed = None
+        if not isinstance(listed, list):
+            return _Listing(fetched_at=self.clock())
+        windows = {}
+        for entry in listed[:MAX_LISTED]:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                window = next((entry[key] for key in WINDOW_KEYS
+                               if isinstance(entry.get(key), int) and not isinstance(entry.get(key), bool)
+                               and entry[key] > 0), None)
+                if window:
+                    windows[entry["id"]] = window
+        return _Listing(windows, self.clock(), ok=True)
