@@ -91,7 +91,7 @@ def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str
                 reasoning = ""
                 continue
             case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "tool_search_call" | \
-                    "tool_search_output":
+                    "tool_search_output" | "compaction_trigger":
                 continue  # nothing a chat-completions backend takes; approvals act through `tool_results`
             case other:
                 raise ValueError(f"item type {other!r} cannot be sent to a chat-completions backend")

@@ -45,9 +45,8 @@ async def compact(request: Request) -> HttpResponse:
     prepared = await prepare(payload | {"store": False}, _repository(request), limits(request),
                              served_model=request.app.state.served_model, project=acting.project,
                              decided_by=acting.key_id, egress=request.app.state.egress,
-                             known_model=request.app.state.registry.knows)
-    response = prepared.response.model_copy(update={"compact_only": True})
-    prepared = type(prepared)(**{**prepared.__dict__, "response": response})
+                             known_model=request.app.state.registry.knows, compact_only=True)
+    response = prepared.response
     admission = request.app.state.admission
     admission.enter()
     at_end(request, admission.leave)

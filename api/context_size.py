@@ -49,8 +49,8 @@ def request_size(response: Response, known_context: list[dict[str, Any]], histor
 
 async def check_fits(response: Response, known_context: list[dict[str, Any]], history: list[Any], items: list[Any],
                      box: SecretBox | None, project: str, windows: ContextWindows) -> None:
-    if response.truncation != "disabled" or response.compaction is not None:
-        return
+    if response.truncation != "disabled" or response.compaction is not None or response.compact_only:
+        return  # it will be cut or compacted to fit
     window = await windows.of(response.model)
     if window is None:
         return

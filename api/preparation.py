@@ -33,7 +33,7 @@ from store.repository import ResponseRepository
 ITEM_ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
     "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws",
-    "tool_search_call": "tsc", "tool_search_output": "tso", "compaction": "cmp",
+    "tool_search_call": "tsc", "tool_search_output": "tso", "compaction": "cmp", "compaction_trigger": "cmpt",
     "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
 }
 _input_item = TypeAdapter(InputItem)
@@ -104,11 +104,13 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
                   served_model: Callable[[str], str] | None = None, project: str = NO_PROJECT,
                   decided_by: str | None = None, egress: EgressPolicy | None = None,
                   known_model: Callable[[str], bool] | None = None,
-                  windows: ContextWindows | None = None) -> PreparedResponse:
+                  windows: ContextWindows | None = None, compact_only: bool = False) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
     `known_model`: whether the model registry serves a model name (an unknown one is a 404).
-    `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`)."""
+    `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`).
+    `compact_only`: the response compacts its context and answers nothing else (as one whose
+    input ends with a `compaction_trigger` does)."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
@@ -138,6 +140,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
     approvals, applied = await _approvals(request, items, previous, repository, known_items, project, decided_by)
     response = Response.from_request(new_id("resp"), int(time.time()), request)
+    response.compact_only = compact_only or bool(items and items[-1].type == "compaction_trigger")
     if windows is not None:
         await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
     approvals, parked = _stubbed(approvals)
@@ -392,6 +395,9 @@ def _check_items(items: list[Any], known_calls: set[str]) -> None:
             case "message":
                 for part_index, part in enumerate(item.content_parts()):
                     _check_part(part, f"{param}.content[{part_index}]")
+            case "compaction_trigger" if index != len(items) - 1:
+                raise InvalidRequestError("A `compaction_trigger` item must be the last input item.", param=param,
+                                          code="invalid_value")
 
 
 def _check_part(part: Any, param: str) -> None:

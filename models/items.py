@@ -195,6 +195,14 @@ class CompactionItem(ListedAsSent):
     created_by: str | None = None
 
 
+class CompactionTriggerItem(ListedAsSent):
+    """Last in `input`: the response compacts its context into a `compaction` item, and
+    answers nothing else (what Codex sends to compact)."""
+
+    type: Literal["compaction_trigger"] = "compaction_trigger"
+    id: ItemId | None = None
+
+
 # ---- MCP items (input and output alike) ---------------------------------------------------
 
 
@@ -315,6 +323,7 @@ InputItem = Annotated[
         ReasoningItem,
         PassedBackItem,
         CompactionItem,
+        CompactionTriggerItem,
         McpListToolsItem,
         McpCallItem,
         McpApprovalRequestItem,

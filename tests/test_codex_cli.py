@@ -101,3 +101,49 @@ async def test_codex_exec_runs_a_command_and_edits_a_file(
     assert patch_call["name"] == "apply_patch" and json.loads(patch_call["arguments"]) == {"input": PATCH}
     patch_result = requests[2]["messages"][-1]
     assert patch_result["role"] == "tool" and "greeting.txt" in patch_result["content"]
+
+
+@pytest.mark.parametrize("provider_name", ["durable-responses", "OpenAI"])
+async def test_codex_with_a_small_context_window_compacts_and_carries_on(
+    codex_cli: str, stack: Stack, backend: ScriptedBackend, tmp_path: Path, provider_name: str
+):
+    """Codex compacts once a turn's usage passes its `model_auto_compact_token_limit`: with a
+    provider of its own naming it asks the model for a summary in an ordinary request; named
+    "OpenAI", it calls `POST /v1/responses/compact`. Either way it carries on from the summary."""
+    earlier = len(backend.requests(CODEX_MODEL))
+    backend.script(CODEX_MODEL, [
+        Reply(tool_calls=[("exec_command", {"cmd": "echo step-one"})], usage=(3_000, 20)),
+        Reply(text="SUMMARY: the user wanted a greeting; `echo step-one` ran.", usage=(500, 20)),
+        Reply(text="Carried on after compacting.", usage=(400, 10)),
+    ])
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = codex_home(tmp_path, stack.base_url)
+    config = home / "config.toml"
+    config.write_text(config.read_text().replace('name = "durable-responses"', f'name = "{provider_name}"')
+                      .replace('approval_policy = "never"\n', 'approval_policy = "never"\nmodel_context_window = 4000\n'
+                               'model_auto_compact_token_limit = 2000\n'))
+    environment = os.environ | {"CODEX_HOME": str(home), "DURABLE_RESPONSES_KEY": "unused"}
+    process = await asyncio.create_subprocess_exec(
+        codex_cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+        "run step one, then tell me", cwd=workspace, env=environment,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), 120)
+    except TimeoutError:
+        process.kill()
+        raise
+    transcript = output.decode(errors="replace")
+    requests = backend.requests(CODEX_MODEL)[earlier:]
+    assert process.returncode == 0, transcript
+    assert transcript.rstrip().endswith("Carried on after compacting."), transcript
+    assert len(requests) == 3, [r["messages"][-1] for r in requests]
+    summarising, carrying_on = requests[1]["messages"], requests[2]["messages"]
+    if provider_name == "OpenAI":  # a `compaction_trigger`: this server's summariser ran
+        assert summarising[0]["content"].startswith("COMPACT THE CONVERSATION")
+        assert "step-one" in summarising[-1]["content"]  # the transcript holds the command's output
+    else:  # Codex's own summary prompt, as an ordinary request
+        assert summarising[-1]["role"] == "user" and "summary" in summarising[-1]["content"].lower()
+    assert any("SUMMARY: the user wanted a greeting" in str(message.get("content")) for message in carrying_on)
+    assert not any(message["role"] == "tool" for message in carrying_on)  # the call and its output were compacted

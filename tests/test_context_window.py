@@ -328,3 +328,14 @@ async def test_a_window_is_read_from_the_backends_model_list_as_vllm_gives_it(ba
 def test_the_error_names_openais_code() -> None:
     assert ContextWindowExceededError.code == "context_length_exceeded"
     assert json.dumps({"code": ContextWindowExceededError.code})
+
+
+async def test_a_compaction_trigger_last_in_input_compacts_and_answers_nothing_else(sdk: openai.AsyncOpenAI):
+    compacted = await sdk.responses.create(model=SMALL, input=[{"role": "user", "content": words(20)},
+                                                               {"type": "compaction_trigger"}])
+    assert compacted.status == "completed", compacted.error
+    assert [item.type for item in compacted.output] == ["compaction"]
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk.responses.create(model=SMALL, input=[{"type": "compaction_trigger"},
+                                                       {"role": "user", "content": "hi"}])
+    assert isinstance(refused.value.body, dict) and refused.value.body["param"] == "input[0]"

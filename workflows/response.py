@@ -192,7 +192,7 @@ class ResponseWorkflow:
         assert response is not None
         if response.background:
             await self._record_status("in_progress")
-        if self.servers:
+        if self.servers and not response.compact_only:
             self.machine.fire("list_tools")
             await self._list_tools(request.listings)
         functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings})
