@@ -77,6 +77,13 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
         "incomplete": (await sdk.responses.create(model=f"{model}-length", input="hi")).id,
         # (an unstored one's history is erased once it ends: `tests/test_at_rest.py`)
     }
+    first = await sdk.responses.create(model=model, input="hello " * 20)
+    ids["compacted"] = (await sdk.responses.create(
+        model=model, input="go on", previous_response_id=first.id,
+        context_management=[{"type": "compaction", "compact_threshold": 10}])).id
+    backend.limit_context(f"{model}-small", 5)
+    overflowing = await sdk.responses.with_raw_response.create(model=f"{model}-small", input="hello " * 20)
+    ids["context_overflow"] = overflowing.http_response.json()["id"]  # (its error code is not in the SDK's list)
     async with sdk.responses.stream(model=f"{model}-tools", input="hi", tools=[tool, tool_g]) as stream:
         ids["streamed"] = (await stream.get_final_response()).id
     background = await sdk.responses.create(model=model, input="hi", background=True)
