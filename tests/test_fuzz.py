@@ -76,6 +76,14 @@ input_items = st.one_of(
     st.fixed_dictionaries({"type": st.just("item_reference"), "id": hostile_text}),
     st.fixed_dictionaries({"type": st.just("mcp_approval_response"), "approval_request_id": hostile_text,
                            "approve": wrong_types}),
+    st.fixed_dictionaries({"type": st.just("compaction"), "encrypted_content": st.one_of(
+        hostile_text, st.just("plain.eyJzdW1tYXJ5IjogMX0"), st.just("dr1.k.forged"))}),
+    st.fixed_dictionaries({"type": st.just("compaction_trigger")}, optional={"id": hostile_text}),
+    json_values,
+)
+context_management = st.one_of(
+    st.lists(st.fixed_dictionaries({"type": st.one_of(st.just("compaction"), hostile_text)},
+                                   optional={"compact_threshold": huge_numbers}), max_size=2),
     json_values,
 )
 function_tools = st.fixed_dictionaries(
@@ -104,7 +112,9 @@ hostile_bodies = st.fixed_dictionaries(
         "tool_choice": st.one_of(st.sampled_from(["auto", "none", "required"]), json_values),
         "text": json_values, "reasoning": json_values, "include": st.lists(hostile_text, max_size=2),
         "previous_response_id": hostile_text, "conversation": st.one_of(hostile_text, json_values),
-        "truncation": wrong_types, "service_tier": wrong_types, "prompt_cache_key": hostile_text,
+        "truncation": st.one_of(st.sampled_from(["auto", "disabled"]), wrong_types),
+        "context_management": context_management,
+        "service_tier": wrong_types, "prompt_cache_key": hostile_text,
     },
 )
 
@@ -127,6 +137,10 @@ legal_bodies = st.fixed_dictionaries(
                                                  "parameters": st.integers(1, 30).map(nested),
                                                  "description": legal_text}), max_size=2, unique_by=lambda t: t["name"]),
         "user": legal_text.map(lambda text: text[:64]),
+        "truncation": st.sampled_from(["auto", "disabled"]),
+        "context_management": st.lists(st.fixed_dictionaries(
+            {"type": st.just("compaction")}, optional={"compact_threshold": st.integers(1, 2**31 - 1)}),
+            max_size=1),
     },
 ).map(lambda body: body if not body.get("background") else body | {"store": True})
 request_bodies = st.one_of(hostile_bodies, legal_bodies)
@@ -225,4 +239,37 @@ def test_no_request_breaks_the_server(dev: DevStack):
     while (started := asyncio.run(workflow_count(dev))) < len(accepted) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert started == len(accepted)
+    assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"
+
+
+CONTEXT_PATHS = ("/v1/responses/compact", "/v1/responses/input_tokens")
+
+
+def test_no_compact_or_count_request_breaks_the_server(dev: DevStack):
+    """The same bodies to `/v1/responses/compact` and `/v1/responses/input_tokens`: never a
+    500, a refusal in OpenAI's shape that leaves no row, an answer of the documented object."""
+    outcomes: Counter[str] = Counter()
+
+    @settings(max_examples=max(EXAMPLES // 3, 20), deadline=None, database=None,
+              derandomize=os.environ.get("CI") is not None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @given(body=request_bodies, path=st.sampled_from(CONTEXT_PATHS))
+    def one_request(body: dict[str, Any], path: str) -> None:
+        rows_before = stored_rows(dev)
+        with httpx.Client(base_url=dev.url, timeout=ACCEPTED_WITHIN_SECONDS) as http:
+            answer = http.post(path, content=as_json(body), headers={"content-type": "application/json"})
+        assert answer.status_code < 500, (answer.status_code, answer.text[:500], body)
+        if answer.status_code != 200:
+            error = answer.json()["error"]
+            assert set(error) == {"message", "type", "param", "code"}, error
+            outcomes[f"{path} {answer.status_code} {error['code']}"] += 1
+        else:
+            kind = answer.json()["object"]
+            assert kind == ("response.compaction" if path.endswith("compact") else "response.input_tokens")
+            outcomes[f"{path} 200"] += 1
+        assert stored_rows(dev) == rows_before, "a compaction or a count left a response behind"
+
+    one_request()
+    print("\n" + ", ".join(f"{name}: {count}" for name, count in outcomes.most_common()))
+    assert any(name.endswith(" 200") for name in outcomes), "no generated request was answered"
     assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"
