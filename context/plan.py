@@ -20,7 +20,7 @@ DEFAULT_THRESHOLD_SHARE = 0.9
 class Send:
     messages: list[dict[str, Any]]
     tokens: int
-    """The request's estimated tokens."""
+    """The request's estimated tokens (0: not measured, as no window or threshold is known)."""
     dropped: int = 0
     """Messages truncation left out."""
 
@@ -43,6 +43,8 @@ def plan(body: dict[str, Any], window: int | None, *, truncation: str, compactio
          threshold: int | None, may_compact: bool) -> Send | Compact:
     """`body`: the chat-completions request as it would be sent whole."""
     messages = body["messages"]
+    if window is None and (not compaction or threshold is None):
+        return Send(messages, 0)  # nothing to measure against: not measured
     tokens = request_tokens(body)
     if compaction and may_compact and threshold is not None and tokens > threshold:
         return Compact(tokens, threshold)

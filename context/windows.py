@@ -5,9 +5,10 @@ Where it comes from, first found wins, per deployment that serves the model:
 2. a window learned from the backend's own refusal ("This model's maximum context length is
    N tokens", `context.overflow`), kept for the life of the process;
 3. what the backend's `GET /models` says of the model: vLLM's `max_model_len`, or the
-   `context_length` / `context_window` / `max_context_length` other servers use (fetched
-   once per backend every `REFRESH_SECONDS`; a failed fetch is tried again after
-   `RETRY_SECONDS`);
+   `context_length` / `context_window` / `max_context_length` other servers use. The list is
+   fetched beside the requests, never in their way: a request finds what the last fetch
+   said (nothing, before the first), and a stale list (`REFRESH_SECONDS`; a failed fetch
+   after `RETRY_SECONDS`) is fetched again in the background;
 4. the demo model's own window.
 A model served by several deployments takes the smallest of their windows.
 """
@@ -45,7 +46,7 @@ class ContextWindows:
         self.clock = clock
         self._listings: dict[str, _Listing] = {}
         self._learned: dict[tuple[str, str], int] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._fetching: dict[str, asyncio.Future[None]] = {}
 
     async def of(self, model: str) -> int | None:
         """The model's window in tokens (the smallest of its deployments'), or None."""
@@ -70,16 +71,26 @@ class ContextWindows:
         self._learned[(deployment.id, deployment.upstream_name(model))] = window
 
     async def _listing(self, deployment: Deployment) -> _Listing:
-        listing = self._listings.get(deployment.api_base)
-        if listing is not None and self.clock() - listing.fetched_at < (REFRESH_SECONDS if listing.ok else RETRY_SECONDS):
-            return listing
-        lock = self._locks.setdefault(deployment.api_base, asyncio.Lock())
-        async with lock:
-            listing = self._listings.get(deployment.api_base)
-            if listing is None or self.clock() - listing.fetched_at >= (REFRESH_SECONDS if listing.ok else RETRY_SECONDS):
-                listing = await self._fetch(deployment)
-                self._listings[deployment.api_base] = listing
+        """The backend's last fetched list (an empty one before the first fetch ends); a stale
+        one is fetched again in the background."""
+        listing = self._listings.get(deployment.api_base) or _Listing()
+        fresh = self.clock() - listing.fetched_at < (REFRESH_SECONDS if listing.ok else RETRY_SECONDS)
+        if not fresh and deployment.api_base not in self._fetching:
+            task = asyncio.ensure_future(self._refresh(deployment))
+            self._fetching[deployment.api_base] = task
+            task.add_done_callback(lambda _: self._fetching.pop(deployment.api_base, None))
         return listing
+
+    async def refreshed(self, model: str) -> None:
+        """Until the lists of the model's backends are fetched (a process warming up; tests)."""
+        for deployment in self.registry.serving(model):
+            await self._listing(deployment)
+            task = self._fetching.get(deployment.api_base)
+            if task is not None:
+                await asyncio.shield(task)
+
+    async def _refresh(self, deployment: Deployment) -> None:
+        self._listings[deployment.api_base] = await self._fetch(deployment)
 
     async def _fetch(self, deployment: Deployment) -> _Listing:
         headers = {"authorization": f"Bearer {deployment.api_key}"} if deployment.api_key else {}

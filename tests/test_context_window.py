@@ -9,18 +9,15 @@ refuses anything longer, counting its own way: `tests/scripted_backend.reference
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import openai
 import pytest
 import yaml
 
 from context.windows import ContextWindows
-from models.errors import ContextWindowExceededError
-from tests.conftest import EmptyStore, Stack, empty_store, running_stack, until_terminal
+from tests.conftest import Stack, empty_store, running_stack
 from tests.scripted_backend import Reply, ScriptedBackend, reference_tokens
 from upstream.registry import ModelRegistry
 
@@ -318,16 +315,13 @@ async def test_a_window_is_read_from_the_backends_model_list_as_vllm_gives_it(ba
     name = f"listed-{uuid.uuid4().hex[:8]}"
     backend.limit_context(name, 4096, listed=True)
     windows = ContextWindows(ModelRegistry.single(backend.base_url))
+    assert await windows.of(name) is None  # the list is fetched beside the request, not in its way
+    await windows.refreshed(name)
     assert await windows.of(name) == 4096
     assert await windows.of("scripted-a") is None  # listed without a window: unknown
     deployment = windows.registry.deployments[0]
     windows.learn(deployment, "scripted-a", 1000)
     assert await windows.of("scripted-a") == 1000
-
-
-def test_the_error_names_openais_code() -> None:
-    assert ContextWindowExceededError.code == "context_length_exceeded"
-    assert json.dumps({"code": ContextWindowExceededError.code})
 
 
 async def test_a_compaction_trigger_last_in_input_compacts_and_answers_nothing_else(sdk: openai.AsyncOpenAI):
