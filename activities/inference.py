@@ -110,10 +110,14 @@ class InferenceActivities:
             try:
                 step = await self._plan(request, whole)
             except ContextWindowExceededError as error:
+                metrics.context_step(request.response.model, "refused")
                 raise to_application_error(error) from error
             if isinstance(step, Compact):
+                metrics.context_step(request.response.model, "compacted")
                 await self.repository.turns.release(fence, None)
                 return InferenceResult(output=[], finish_reason="stop", usage=Usage(), compaction_due=True)
+            if step.dropped:
+                metrics.context_step(request.response.model, "truncated")
             sent = step.messages
 
             def body_for(base_url: str) -> dict[str, Any]:

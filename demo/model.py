@@ -4,7 +4,8 @@ It echoes the last user message; when the request offers tools and the message n
 (`roll_dice`, or `roll dice`), or `tool_choice` demands one, it calls it with arguments taken
 from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
 for strings); after tool results it reports what each tool answered; asked to compact a
-conversation, it lists what the user said. Which demo model a
+conversation, it lists what the user said, and it quotes such a summary when it finds one.
+Which demo model a
 request names decides only its pace and how it fails (`DEMO_MODELS`).
 """
 
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from context.compaction import is_summariser_request
+from context.compaction import SUMMARY_PREFIX, is_summariser_request
 
 DEMO_PREFIX = "demo/"
 DEFAULT_DEMO_MODEL = "demo/echo"
@@ -77,6 +78,10 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
     if calls:
         return DemoReply(tool_calls=calls, finish_reason="tool_calls")
     text = f"You said: {said}" if said else "Hello! I am the demo model; say something and I will echo it."
+    summary = next((_text(message.get("content")).removeprefix(SUMMARY_PREFIX.strip()).strip()
+                    for message in messages if _text(message.get("content")).startswith(SUMMARY_PREFIX.strip())), None)
+    if summary:
+        text += f" (From the summary of our earlier messages: {_clip(summary, 300)})"
     if tools:
         text += f" (Name a tool and I will call it: {', '.join(tools)}.)"
     return _within_limit(DemoReply(text=text), body.get("max_completion_tokens") or body.get("max_tokens"))

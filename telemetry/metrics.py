@@ -120,6 +120,11 @@ upstream_failovers = Counter("durable_responses_upstream_failover_calls_total",
                              "Model calls made to a fallback model because the one asked for was down, by the "
                              "deployment that took them.", ["deployment"], registry=REGISTRY)
 
+context_steps = Counter("durable_responses_context_steps_total",
+                        "What model calls did with a context too long for their window or threshold: `truncated` "
+                        "(oldest items left out), `compacted` (summarised first), `refused` "
+                        "(context_length_exceeded), by model.", ["model", "step"], registry=REGISTRY)
+
 
 async def metrics_endpoint(request: Request) -> Response:
     """`GET /metrics`: this process's metrics, ours and Temporal's SDK's, in Prometheus's text
@@ -216,6 +221,10 @@ def upstream_rate_limited(deployment: str) -> None:
 
 def upstream_failover(deployment: str) -> None:
     upstream_failovers.labels(deployment).inc()
+
+
+def context_step(model: str, step: str) -> None:
+    context_steps.labels(model, step).inc()
 
 
 def approval_decided(approve: bool, waited_seconds: float | None) -> None:

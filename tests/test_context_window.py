@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from context.windows import ContextWindows
-from tests.conftest import Stack, empty_store, running_stack
+from demo.backend import DEMO_BASE_URL
+from tests.conftest import EmptyStore, Stack, empty_store, running_stack
 from tests.scripted_backend import Reply, ScriptedBackend, reference_tokens
 from upstream.registry import ModelRegistry
 
@@ -153,7 +154,7 @@ async def test_with_truncation_auto_a_refusal_teaches_the_window_and_the_retry_f
 
 
 async def test_truncation_auto_keeps_a_long_chain_going_within_the_window(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, window_stack: Stack
 ):
     earlier = len(backend.requests(SMALL))
     previous = None
@@ -170,6 +171,9 @@ async def test_truncation_auto_keeps_a_long_chain_going_within_the_window(
     assert last[0] == {"role": "system", "content": "Answer briefly."}  # instructions stay
     assert last[-1]["content"].startswith(tag(14) + " ")  # the newest user message stays
     assert not any(str(message.get("content")).startswith(tag(0) + " ") for message in last)  # the oldest went
+    async with window_stack.http() as http:
+        shown = (await http.get("/metrics")).text
+    assert f'durable_responses_context_steps_total{{model="{SMALL}",step="truncated"}}' in shown
 
 
 async def test_truncation_never_separates_a_tool_call_from_its_output(
@@ -333,3 +337,20 @@ async def test_a_compaction_trigger_last_in_input_compacts_and_answers_nothing_e
         await sdk.responses.create(model=SMALL, input=[{"type": "compaction_trigger"},
                                                        {"role": "user", "content": "hi"}])
     assert isinstance(refused.value.body, dict) and refused.value.body["param"] == "input[0]"
+
+
+@pytest.mark.one_store
+async def test_the_demo_model_compacts_as_the_docs_show(temporal_address: str, backend: ScriptedBackend,
+                                                         store: EmptyStore):
+    """`docs/context-windows.md`'s snippet, against the demo model a newcomer starts with."""
+    async with running_stack(temporal_address, backend, store, inference_base_url=DEMO_BASE_URL) as demo:
+        async with demo.sdk(timeout=60) as sdk:
+            previous, shown = None, []
+            for text in ["my name is Ada", "I like tea", "what do you know about me?"]:
+                response = await sdk.responses.create(
+                    model="demo/echo", input=text, previous_response_id=previous,
+                    context_management=[{"type": "compaction", "compact_threshold": 40}])
+                shown.append(([item.type for item in response.output], response.output_text))
+                previous = response.id
+    assert any("compaction" in types for types, _ in shown), shown
+    assert "my name is Ada" in shown[-1][1], shown

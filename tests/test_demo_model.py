@@ -106,3 +106,16 @@ def test_no_request_makes_the_demo_model_raise(messages, tools, tool_choice, lim
     reply = reply_to({"messages": messages, "tools": tools, "tool_choice": tool_choice, "max_tokens": limit})
     assert reply.finish_reason in ("stop", "length", "tool_calls")
     json.dumps([call.arguments for call in reply.tool_calls])
+
+
+def test_asked_to_compact_it_lists_what_the_user_said_and_quotes_the_summary_after():
+    from context.compaction import CompactionContent, rendered, summariser_messages
+
+    context = [{"role": "user", "content": "my name is Ada"}, {"role": "assistant", "content": "You said: ..."},
+               {"role": "user", "content": "I like tea"}]
+    summary = reply_to({"model": "demo/echo", "messages": summariser_messages(context)}).text
+    assert summary == reply_to({"model": "demo/echo", "messages": summariser_messages(context)}).text
+    assert '"my name is Ada"' in summary and '"I like tea"' in summary
+    after = rendered("cmp_1", CompactionContent(summary=summary, kept=[{"role": "user", "content": "who am I?"}]))
+    answer = reply_to({"model": "demo/echo", "messages": after}).text
+    assert answer.startswith("You said: who am I?") and "my name is Ada" in answer
