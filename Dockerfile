@@ -9,6 +9,7 @@ COPY pyproject.toml README.md ./
 COPY access ./access
 COPY activities ./activities
 COPY api ./api
+COPY context ./context
 COPY demo ./demo
 COPY models ./models
 COPY store ./store

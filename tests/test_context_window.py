@@ -354,3 +354,24 @@ async def test_the_demo_model_compacts_as_the_docs_show(temporal_address: str, b
                 previous = response.id
     assert any("compaction" in types for types, _ in shown), shown
     assert "my name is Ada" in shown[-1][1], shown
+
+
+async def test_a_large_compaction_item_travels_parked_and_comes_back_whole(stack: Stack, backend: ScriptedBackend,
+                                                                            model: str):
+    """A kept message of 3,800 words makes an item past what history carries whole: it is
+    parked in the store on the way, and the client gets it whole."""
+    long_message = words(3800, "kept")
+    async with stack.sdk(timeout=60) as sdk:
+        compacted = await sdk.responses.create(model=model, input=[{"role": "user", "content": long_message},
+                                                                   {"type": "compaction_trigger"}])
+        item = compacted.output[0]
+        assert item.type == "compaction" and len(item.encrypted_content) > 16 * 1024
+        handle = stack.client.get_workflow_handle(compacted.id)
+        await handle.result()  # (the answer came in-process, before the workflow's end reached Temporal)
+        history = await handle.fetch_history()
+        assert max(event.ByteSize() for event in history.events) < 16 * 1024  # it did not pass through whole
+        assert (await sdk.responses.retrieve(compacted.id)).output[0].encrypted_content == item.encrypted_content
+        follow = await sdk.responses.create(model=model, input=[item.model_dump(exclude_none=True),
+                                                                {"role": "user", "content": "and?"}])
+    assert follow.status == "completed"
+    assert [m["content"] for m in backend.requests(model)[-1]["messages"]][1:] == [long_message, "and?"]

@@ -95,10 +95,10 @@ async def test_unknown_route_answers_in_openai_shape(stack: Stack):
 async def test_upstream_4xx_fails_the_response_with_its_message(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
-    backend.script(model, [Reply(status=400, error_message="context length exceeded for this model")])
-    response = await sdk.responses.create(model=model, input="too long")
-    assert response.status == "failed"
-    assert response.error is not None and "context length exceeded" in response.error.message
+    backend.script(model, [Reply(status=400, error_message="unsupported value for parameter 'seed'")])
+    response = await sdk.responses.create(model=model, input="hi")
+    assert response.status == "failed"  # (a refusal of a context too long: `tests/test_context_window.py`)
+    assert response.error is not None and "unsupported value for parameter 'seed'" in response.error.message
     assert "400" in response.error.message
     assert len(backend.requests(model)) == 1, "a 4xx must not be retried"
     stored = await sdk.responses.retrieve(response.id)
