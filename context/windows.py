@@ -1,15 +1,14 @@
 """How many tokens a model's input may take: its context window, or None when unknown.
 
 Where it comes from, first found wins, per deployment that serves the model:
-1. the models file: `model_info.max_input_tokens`;
+1. the models file: `model_info.max_input_tokens` (the demo model's own, without one);
 2. a window learned from the backend's own refusal ("This model's maximum context length is
    N tokens", `context.overflow`), kept for the life of the process;
 3. what the backend's `GET /models` says of the model: vLLM's `max_model_len`, or the
    `context_length` / `context_window` / `max_context_length` other servers use. The list is
    fetched beside the requests, never in their way: a request finds what the last fetch
    said (nothing, before the first), and a stale list (`REFRESH_SECONDS`; a failed fetch
-   after `RETRY_SECONDS`) is fetched again in the background;
-4. the demo model's own window.
+   after `RETRY_SECONDS`) is fetched again in the background.
 A model served by several deployments takes the smallest of their windows.
 """
 
@@ -22,8 +21,6 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from demo.backend import DEMO_BASE_URL
-from demo.model import DEMO_CONTEXT_WINDOW
 from upstream.registry import Deployment, ModelRegistry
 
 REFRESH_SECONDS = 300.0
@@ -61,8 +58,6 @@ class ContextWindows:
         learned = self._learned.get((deployment.id, upstream))
         if learned:
             return learned
-        if deployment.api_base == DEMO_BASE_URL:
-            return DEMO_CONTEXT_WINDOW
         listing = await self._listing(deployment)
         return listing.windows.get(upstream)
 

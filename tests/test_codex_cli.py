@@ -65,6 +65,23 @@ apply_patch_freeform = true
     return home
 
 
+async def codex_exec(codex_cli: str, home: Path, workspace: Path, prompt: str) -> tuple[int | None, str]:
+    """`codex exec <prompt>` in a new `workspace`, with the config in `home`: its exit code and
+    transcript."""
+    workspace.mkdir()
+    process = await asyncio.create_subprocess_exec(
+        codex_cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt,
+        cwd=workspace, env=os.environ | {"CODEX_HOME": str(home), "DURABLE_RESPONSES_KEY": "unused"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), 120)
+    except TimeoutError:
+        process.kill()
+        raise
+    return process.returncode, output.decode(errors="replace")
+
+
 async def test_codex_exec_runs_a_command_and_edits_a_file(
     codex_cli: str, stack: Stack, backend: ScriptedBackend, tmp_path: Path
 ):
@@ -75,21 +92,9 @@ async def test_codex_exec_runs_a_command_and_edits_a_file(
         Reply(text="All done."),
     ])
     workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    environment = os.environ | {"CODEX_HOME": str(codex_home(tmp_path, stack.base_url)),
-                                "DURABLE_RESPONSES_KEY": "unused"}
-    process = await asyncio.create_subprocess_exec(
-        codex_cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-        "make a greeting file", cwd=workspace, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        output, _ = await asyncio.wait_for(process.communicate(), 120)
-    except TimeoutError:
-        process.kill()
-        raise
-    transcript = output.decode(errors="replace")
-    assert process.returncode == 0, transcript
+    returncode, transcript = await codex_exec(codex_cli, codex_home(tmp_path, stack.base_url), workspace,
+                                              "make a greeting file")
+    assert returncode == 0, transcript
     assert transcript.rstrip().endswith("All done."), transcript
     assert (workspace / "greeting.txt").read_text() == "hello from apply_patch\n"
 
@@ -116,27 +121,14 @@ async def test_codex_with_a_small_context_window_compacts_and_carries_on(
         Reply(text="SUMMARY: the user wanted a greeting; `echo step-one` ran.", usage=(500, 20)),
         Reply(text="Carried on after compacting.", usage=(400, 10)),
     ])
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
     home = codex_home(tmp_path, stack.base_url)
     config = home / "config.toml"
     config.write_text(config.read_text().replace('name = "durable-responses"', f'name = "{provider_name}"')
                       .replace('approval_policy = "never"\n', 'approval_policy = "never"\nmodel_context_window = 4000\n'
                                'model_auto_compact_token_limit = 2000\n'))
-    environment = os.environ | {"CODEX_HOME": str(home), "DURABLE_RESPONSES_KEY": "unused"}
-    process = await asyncio.create_subprocess_exec(
-        codex_cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-        "run step one, then tell me", cwd=workspace, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        output, _ = await asyncio.wait_for(process.communicate(), 120)
-    except TimeoutError:
-        process.kill()
-        raise
-    transcript = output.decode(errors="replace")
+    returncode, transcript = await codex_exec(codex_cli, home, tmp_path / "workspace", "run step one, then tell me")
     requests = backend.requests(CODEX_MODEL)[earlier:]
-    assert process.returncode == 0, transcript
+    assert returncode == 0, transcript
     assert transcript.rstrip().endswith("Carried on after compacting."), transcript
     assert len(requests) == 3, [r["messages"][-1] for r in requests]
     summarising, carrying_on = requests[1]["messages"], requests[2]["messages"]

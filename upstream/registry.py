@@ -98,10 +98,12 @@ class ModelRegistry:
     from_file: bool = False
 
     @classmethod
-    def single(cls, api_base: str, api_key: str = "", timeout_seconds: float | None = None) -> "ModelRegistry":
+    def single(cls, api_base: str, api_key: str = "", timeout_seconds: float | None = None,
+               max_input_tokens: int | None = None) -> "ModelRegistry":
         """No file: one deployment that serves every model name under the name asked for."""
         return cls((Deployment(id="default", model_name=ANY_MODEL, upstream_model=None, api_base=api_base,
-                               api_key=api_key, timeout_seconds=timeout_seconds),))
+                               api_key=api_key, timeout_seconds=timeout_seconds,
+                               max_input_tokens=max_input_tokens),))
 
     def serving(self, model: str) -> list[Deployment]:
         """The deployments that serve `model` (a listed name's own, else the `*` entry's)."""

@@ -14,6 +14,7 @@ from access.quotas import QuotaSettings
 from activities.chat_client import shown_url
 from api.body import Limits
 from demo.backend import DEMO_BASE_URL
+from demo.model import DEMO_CONTEXT_WINDOW
 from demo.model import DEFAULT_DEMO_MODEL
 from models.errors import StartupError
 from telemetry.tracing import tracing_configured
@@ -178,7 +179,8 @@ class Settings(BaseModel):
         if self.models_file is not None:
             return _registry_in(self.models_file)[0]
         return ModelRegistry.single(self.inference_base_url, self.inference_api_key,
-                                    self.execution.inference.start_to_close_seconds)
+                                    self.execution.inference.start_to_close_seconds,
+                                    max_input_tokens=DEMO_CONTEXT_WINDOW if self.uses_demo_model else None)
 
     def registry_warnings(self) -> list[str]:
         """One line naming every key of the models file that is ignored (none without a file)."""
