@@ -288,10 +288,11 @@ async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30
         await asyncio.sleep(poll_seconds)
 
 
-async def until_requested(backend: ScriptedBackend, model: str, count: int = 1) -> None:
+async def until_requested(backend: ScriptedBackend, model: str, count: int = 1, *, seconds: float = 30) -> None:
     """Until the backend has received `count` requests for this model."""
     await eventually(lambda: len(backend.requests(model)) >= count,
-                     f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})")
+                     f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})",
+                     seconds=seconds)
 
 
 async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05, seconds: float = 60):

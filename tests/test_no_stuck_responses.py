@@ -74,7 +74,9 @@ async def _run(client: openai.AsyncOpenAI, backend: ScriptedBackend, case: Case)
     if case.fault == "cancelled":
         created = await client.responses.create(model=case.model, input="hi", background=True)
         case.response_id = created.id
-        await until_requested(backend, case.model)
+        # A background call waits behind interactive ones while 429s hold the deployment's
+        # budget: on a loaded machine that can take longer than the default wait.
+        await until_requested(backend, case.model, seconds=120)
         case.seen = await client.responses.cancel(created.id)
     elif streaming:
         events = [event async for event in await client.responses.create(
