@@ -16,6 +16,7 @@ COPY store ./store
 COPY telemetry ./telemetry
 COPY upstream ./upstream
 COPY sealing ./sealing
+COPY search ./search
 COPY webhooks ./webhooks
 COPY inbox ./inbox
 COPY worker ./worker

@@ -34,8 +34,12 @@ from models.items import (
     ReasoningItem,
     ReasoningText,
     Refusal,
+    WebSearchAction,
+    WebSearchCallItem,
 )
 from models.mcp import McpFunction
+from models.search import Source
+from search.citations import annotations
 from models.responses import Response
 from workflows.catalogue import CUSTOM_INPUT, ToolTable
 
@@ -226,8 +230,8 @@ def reasoning_of(message: ChatMessage) -> str:
     return next((message[key] for key in REASONING_KEYS if isinstance(message.get(key), str)), "")
 
 
-def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[dict[str, Any]] | None = None
-                        ) -> list[OutputItem]:
+def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[dict[str, Any]] | None = None,
+                        sources: list[Source] | None = None) -> list[OutputItem]:
     """Output items of a reply. A call of an MCP tool becomes an `mcp_call` to run, or an
     `mcp_approval_request`; its chat tool-call id becomes the item's id (so it is mutated in
     `message`), which ties the result to the call in the chat context."""
@@ -237,7 +241,8 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
         output.append(ReasoningItem(id=new_id("rs"), content=[ReasoningText(text=reasoning)]))
     parts: list[Any] = []
     if message.get("content"):
-        parts.append(OutputText(type="output_text", text=message["content"], logprobs=logprobs or []))
+        parts.append(OutputText(type="output_text", text=message["content"], logprobs=logprobs or [],
+                                annotations=annotations(message["content"], sources or [])))
     if message.get("refusal"):
         parts.append(Refusal(type="refusal", refusal=message["refusal"]))
     if parts:
@@ -245,7 +250,7 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
     for call in message.get("tool_calls") or []:
         function = call["function"]
         item = call_item(table, function["name"], function.get("arguments") or "{}", call_id=call["id"])
-        if isinstance(item, (McpCallItem, McpApprovalRequestItem)):
+        if isinstance(item, (McpCallItem, McpApprovalRequestItem, WebSearchCallItem)):
             call["id"] = item.id
         output.append(item)
     return output
@@ -254,6 +259,8 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
 def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str | None = None,
               item_id: str | None = None) -> OutputItem:
     """The item a model's call of `chat_name` becomes."""
+    if chat_name == table.web_search_name:
+        return WebSearchCallItem(id=item_id or new_id("ws"), action=WebSearchAction(query=_query(arguments)))
     mcp = table.mcp.get(chat_name)
     if mcp is not None:
         return mcp_item(mcp, arguments, item_id)
@@ -266,6 +273,16 @@ def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str 
         id=item_id or new_id("fc"), call_id=call_id, name=client.name if client else chat_name,
         arguments=arguments, namespace=client.namespace if client else None,
     )
+
+
+def _query(arguments: str) -> str:
+    """The `query` of a model's web search (its whole arguments, when it sent something else)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments.strip()[:2_000]
+    query = parsed.get("query") if isinstance(parsed, dict) else None
+    return (query if isinstance(query, str) else arguments).strip()[:2_000]
 
 
 def custom_input(arguments: str) -> str:

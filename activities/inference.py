@@ -96,7 +96,7 @@ class InferenceActivities:
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
         try:
             _raise_if_spent(start, request.max_attempts)
-            table = ToolTable(request.response.tools, request.mcp_functions)
+            table = ToolTable(request.response.tools, request.mcp_functions, web_search=request.web_search)
             conversation = chat_format.items_to_messages(
                 [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table,
                 compacted=self._compacted(request.project))
@@ -280,7 +280,7 @@ class InferenceActivities:
             raise RetryableUpstreamError("inference backend answered with no choices")
         choice = choices[0]
         message = _with_call_ids(_present(choice.get("message") or {}))
-        output = chat_format.assistant_to_output(message, table, _logprobs(choice))
+        output = chat_format.assistant_to_output(message, table, _logprobs(choice), request.sources)
         result = InferenceResult(
             output=self._with_sealed_reasoning(request, output),
             finish_reason=_finish_reason(choice.get("finish_reason"), message),
@@ -305,7 +305,7 @@ class InferenceActivities:
         response_id = request.response.id
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
         assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier), table,
-                                    seal=self._sealer(request))
+                                    seal=self._sealer(request), sources=request.sources)
         emitter = EventEmitter(self.repository.events, response_id, fence)
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None

@@ -50,13 +50,17 @@ from models.items import (
     ReasoningText,
     Refusal,
 )
+from models.search import Source
+from search.citations import annotations
 from workflows.catalogue import ToolTable
 
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
-WHOLE_KINDS = (*MCP_KINDS, "custom_tool_call")
-"""Announced whole once the reply is complete."""
+SERVER_RUN_KINDS = (*MCP_KINDS, "web_search_call")
+"""Calls this server runs: the chat tool-call id is the item's id."""
+WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call")
+"""Announced whole once the reply is complete (a web search by the search that runs it)."""
 ID_PREFIX = {"message": "msg", "reasoning": "rs", "function_call": "fc", "custom_tool_call": "ctc",
-             "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
+             "mcp_call": "mcp", "mcp_approval_request": "mcpr", "web_search_call": "ws"}
 TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
 
@@ -161,6 +165,8 @@ class StreamAssembler:
     table: ToolTable = field(default_factory=lambda: ToolTable([]))
     seal: Callable[[str], str] | None = None
     """Seals reasoning into `encrypted_content`, for a client that asked to carry it."""
+    sources: list[Source] = field(default_factory=list)
+    """Search results shown to the model: its `[n]` become `url_citation` annotations."""
     items: list[_Item] = field(default_factory=list)
     _message: _Item | None = None
     _reasoning: _Item | None = None
@@ -199,6 +205,8 @@ class StreamAssembler:
             output.append(final)
             if item.earlier is not None and item.earlier.done and item.earlier.text == self._streamed_text(item, final):
                 continue  # an earlier attempt finished this very item
+            if item.type == "web_search_call":
+                continue  # announced by the search that runs it
             if item.type in WHOLE_KINDS:
                 events.extend(self._announce_whole(item, final))
                 continue
@@ -229,6 +237,8 @@ class StreamAssembler:
     # ---- internals -----------------------------------------------------------------------
 
     def _kind_of(self, chat_name: str) -> str:
+        if chat_name == self.table.web_search_name:
+            return "web_search_call"
         mcp = self.table.mcp.get(chat_name)
         if mcp is not None:
             return "mcp_approval_request" if mcp.requires_approval else "mcp_call"
@@ -317,7 +327,8 @@ class StreamAssembler:
             case "message":
                 parts: list[Any] = []
                 if item.text or not item.refusal:
-                    parts.append(OutputText(type="output_text", text=item.text, logprobs=item.logprobs))
+                    parts.append(OutputText(type="output_text", text=item.text, logprobs=item.logprobs,
+                                            annotations=annotations(item.text, self.sources)))
                 if item.refusal:
                     parts.append(Refusal(type="refusal", refusal=item.refusal))
                 return OutputMessage(id=item.id, content=parts)
@@ -334,7 +345,7 @@ class StreamAssembler:
         if calls:
             # An MCP call's chat tool-call id is its item's id (see chat_format.assistant_to_output).
             message["tool_calls"] = [
-                {"id": item.id if item.type in MCP_KINDS else item.call_id, "type": "function",
+                {"id": item.id if item.type in SERVER_RUN_KINDS else item.call_id, "type": "function",
                  "function": {"name": item.chat_name, "arguments": item.text or "{}"}}
                 for item in calls
             ]

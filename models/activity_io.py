@@ -8,10 +8,11 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from models.history_budget import ToolResult
-from models.items import McpCallItem, McpListToolsItem, OutputItem
+from models.search import Source
+from models.items import McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
-from models.tools import McpTool
+from models.tools import McpTool, WebSearchTool
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
@@ -47,6 +48,10 @@ class InferenceInput(BaseModel):
     from_start: bool = False
     """No turn of the response has been recorded yet (only compaction checks ran): the call
     starts from the response's input, as its first turn does."""
+    web_search: bool = False
+    """Offer the request's `web_search` tool to the model (a search provider is configured)."""
+    sources: list[Source] = Field(default_factory=list)
+    """The search results shown to the model so far, numbered: its `[n]` become citations."""
     just_compacted: bool = False
     """The context was compacted right before this turn: it is not compacted again."""
 
@@ -142,3 +147,21 @@ class EmitEventsResult(BaseModel):
 
 class FinalizeResult(BaseModel):
     stored: bool
+
+
+class WebSearchInput(BaseModel):
+    response_id: str
+    call: WebSearchCallItem
+    output_index: int
+    emit_events: bool = False
+    tool: WebSearchTool
+    first_number: int = 1
+    """The number the first result gets (numbers run on through the response)."""
+    include_sources: bool = False
+
+
+class WebSearchResult(BaseModel):
+    call: WebSearchCallItem
+    text: str
+    """What the model is told: the numbered results, or why there are none."""
+    sources: list[Source] = Field(default_factory=list)

@@ -37,6 +37,10 @@
     │   ├── McpRejectedError              other 4xx, protocol errors: retrying cannot help
     │   └── McpSentBeforeError            an earlier attempt sent a call that must run at most
     │                                     once: its outcome is unknown, it is not sent again
+    ├── SearchError                       raised inside the web search activity about its provider
+    │   ├── SearchUnavailableError        5xx, 429, timeouts, refused connections: Temporal retries
+    │   └── SearchRefusedError            a refused key, other 4xx, an answer not understood: the
+    │                                     call fails at once and the model is told
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
     │   │                                 or not the one that sealed them
     │   └── SealedElsewhereError          a sealed blob that no key of the ring opens for this
@@ -278,6 +282,20 @@ class McpRejectedError(McpServerError):
 class McpSentBeforeError(McpServerError):
     """An earlier attempt already sent this call, which may not run twice: whether it ran is
     unknown, and it is not sent again."""
+
+
+class SearchError(DurableResponsesError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class SearchUnavailableError(SearchError):
+    pass
+
+
+class SearchRefusedError(SearchError):
+    pass
 
 
 class SecretsUnavailableError(DurableResponsesError):

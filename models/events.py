@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from models.items import (
     CompactionItem,
+    WebSearchCallItem,
     McpApprovalRequestItem,
     McpCallItem,
     McpListToolsItem,
@@ -121,6 +122,13 @@ class McpArgumentsDoneEvent(StreamEvent):
     arguments: str
 
 
+class WebSearchProgressEvent(StreamEvent):
+    type: Literal["response.web_search_call.in_progress", "response.web_search_call.searching",
+                  "response.web_search_call.completed"]
+    item_id: str
+    output_index: int
+
+
 class CompactionProgressEvent(StreamEvent):
     type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
     item_id: str
@@ -213,3 +221,19 @@ def compaction_events(item: CompactionItem, index: int) -> list[StreamEvent]:
         CompactionProgressEvent(item_id=item.id, output_index=index),
         OutputItemEvent(type="response.output_item.done", output_index=index, item=item),
     ]
+
+
+def web_search_opening(call: WebSearchCallItem, index: int) -> list[StreamEvent]:
+    started = call.model_copy(update={"status": "in_progress", "action": call.action.model_copy(update={"sources": None})})
+    return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
+            WebSearchProgressEvent(type="response.web_search_call.in_progress", item_id=call.id, output_index=index),
+            WebSearchProgressEvent(type="response.web_search_call.searching", item_id=call.id, output_index=index)]
+
+
+def web_search_closing(call: WebSearchCallItem, index: int) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    if call.status == "completed":
+        events.append(WebSearchProgressEvent(type="response.web_search_call.completed", item_id=call.id,
+                                             output_index=index))
+    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
+    return events

@@ -195,6 +195,35 @@ class CompactionItem(ListedAsSent):
     created_by: str | None = None
 
 
+class WebSearchSource(WireModel):
+    type: Literal["url"] = "url"
+    url: str
+
+
+class WebSearchAction(WireModel):
+    type: Literal["search"] = "search"
+    query: str
+    sources: list[WebSearchSource] | None = None
+
+
+class WebSearchCallItem(WireModel):
+    """A search this server ran for the model (`search/`): its query, and its sources when
+    the request's `include` asks for them. Its id is the chat tool-call id of the model's call."""
+
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    action: WebSearchAction
+    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "in_progress"
+
+    @property
+    def chat_call_id(self) -> str:
+        return self.id
+
+    @property
+    def has_run(self) -> bool:
+        return self.status in ("completed", "failed", "incomplete")
+
+
 class CompactionTriggerItem(ListedAsSent):
     """Last in `input`: the response compacts its context into a `compaction` item, and
     answers nothing else (what Codex sends to compact)."""
@@ -355,7 +384,7 @@ class OutputFunctionCall(WireModel):
 
 
 OutputItem = Annotated[
-    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, CompactionItem, McpListToolsItem,
-          McpCallItem, McpApprovalRequestItem],
+    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, CompactionItem, WebSearchCallItem,
+          McpListToolsItem, McpCallItem, McpApprovalRequestItem],
     Field(discriminator="type"),
 ]

@@ -66,10 +66,30 @@ class NamespaceTool(WireModel):
     tools: list[NamespacedTool] = Field(min_length=1)
 
 
+class WebSearchFilters(WireModel):
+    allowed_domains: list[str] | None = Field(default=None, max_length=100)
+
+
+class WebSearchLocation(WireModel):
+    type: Literal["approximate"] = "approximate"
+    country: str | None = Field(default=None, max_length=2)
+    city: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
 class WebSearchTool(WireModel):
-    """Accepted, and not offered to the model: this server has no search provider."""
+    """Offered to the model as a `web_search(query)` function when the server has a search
+    provider (`search/`); accepted and not offered when it has none (the start-up log says so)."""
 
     type: Literal["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"]
+    filters: WebSearchFilters | None = None
+    search_context_size: Literal["low", "medium", "high"] | None = None
+    user_location: WebSearchLocation | None = None
+
+    def allowed_domains(self) -> tuple[str, ...]:
+        domains = (self.filters.allowed_domains or []) if self.filters else []
+        return tuple(domain.lower().removeprefix("https://").removeprefix("http://").strip("/") for domain in domains)
 
 
 class ToolSearchTool(WireModel):

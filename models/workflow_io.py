@@ -42,6 +42,10 @@ class ExecutionSettings(BaseModel):
     that started before it existed)."""
     webhook_task_queue: str | None = None
     """Where webhook deliveries run (`<task queue>-webhooks`); None: the response's own."""
+    web_search: bool = False
+    """Whether a search provider is configured: a `web_search` tool is then offered to the
+    model as a function, and its calls run (`search/`)."""
+    web_search_call: RetryBudget = RetryBudget(start_to_close_seconds=60, maximum_attempts=4)
     search_attributes: bool = False
     """Whether the namespace has the response search attributes (`models/visibility.py`), so
     the workflow keeps `ResponseState` current."""

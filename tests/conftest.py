@@ -52,6 +52,7 @@ TEST_EXECUTION = ExecutionSettings(
     store=RetryBudget(start_to_close_seconds=10, maximum_attempts=5, initial_interval_seconds=0.05),
     mcp_list=RetryBudget(start_to_close_seconds=5, maximum_attempts=2, initial_interval_seconds=0.05),
     mcp_call=RetryBudget(start_to_close_seconds=120, maximum_attempts=2, initial_interval_seconds=0.05),
+    web_search_call=RetryBudget(start_to_close_seconds=30, maximum_attempts=4, initial_interval_seconds=0.05),
     mcp_heartbeat_seconds=3,
     approval_timeout_seconds=120,
 )
@@ -175,7 +176,8 @@ async def running_stack(
     send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
     quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
     webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
-    codec_allowed_origins: list[str] | None = None,
+    codec_allowed_origins: list[str] | None = None, web_search_provider: str | None = None,
+    web_search_url: str | None = None, web_search_api_key: str = "",
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -194,6 +196,8 @@ async def running_stack(
         webhook_secret=webhook_secret,
         models_file=models_file,
         codec_allowed_origins=codec_allowed_origins or [],
+        web_search_provider=web_search_provider, web_search_url=web_search_url,
+        web_search_api_key=web_search_api_key,
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})

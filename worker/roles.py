@@ -106,6 +106,7 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
 def announce_backend(settings: Settings) -> None:
     """Which backend answers, and whether a key is set (never the key), once at start."""
     log.info("%s", settings.backend_summary())
+    log.info("%s", settings.search().described())
     if webhooks := settings.webhooks_summary():
         log.info("%s", webhooks)
     for warning in settings.backend_warnings():

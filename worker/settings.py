@@ -6,7 +6,7 @@ import functools
 import os
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from temporalio.converter import DataConverter
 
 from access.egress import EgressPolicy
@@ -14,8 +14,7 @@ from access.quotas import QuotaSettings
 from activities.chat_client import shown_url
 from api.body import Limits
 from demo.backend import DEMO_BASE_URL
-from demo.model import DEMO_CONTEXT_WINDOW
-from demo.model import DEFAULT_DEMO_MODEL
+from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from models.errors import StartupError
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
@@ -23,6 +22,7 @@ from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
+from search.provider import PROVIDERS, ProviderName, SearchSettings
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -154,6 +154,12 @@ class Settings(BaseModel):
     is never logged whole and never in Temporal's history)."""
     webhook_secret: str = Field(default="", repr=False)
     """`whsec_...`: signs every delivery (`WEBHOOK_SECRET`)."""
+    web_search_provider: ProviderName | None = None
+    """`WEB_SEARCH_PROVIDER`: searxng, tavily, brave, or demo (the default with the demo model);
+    None: a `web_search` tool is accepted and not offered to the model."""
+    web_search_api_key: str = Field(default="", repr=False)
+    web_search_url: str | None = None
+    """`WEB_SEARCH_URL`: the provider at another base URL (a proxy, a self-hosted instance)."""
     mcp_concurrent_calls: int = 100
     """MCP tool calls one worker runs at once (the `<task queue>-mcp` queue's slots)."""
     webhook_concurrent_deliveries: int = 50
@@ -255,6 +261,18 @@ class Settings(BaseModel):
     def egress(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allowlist)
 
+    def search(self) -> SearchSettings:
+        provider = self.web_search_provider or ("demo" if self.uses_demo_model else None)
+        return SearchSettings(provider=provider, api_key=self.web_search_api_key, url=self.web_search_url)
+
+    @model_validator(mode="after")
+    def _offers_web_search(self) -> "Settings":
+        """Responses learn whether a search provider runs their `web_search` tools."""
+        enabled = self.search().enabled
+        if self.execution.web_search != enabled:
+            self.execution = self.execution.model_copy(update={"web_search": enabled})
+        return self
+
     def quotas(self) -> QuotaSettings:
         return QuotaSettings(max_in_flight_per_key=self.max_in_flight_per_key,
                              max_streams_per_key=self.max_streams_per_key,
@@ -330,6 +348,9 @@ class Settings(BaseModel):
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
             "webhook_urls": _env_list("WEBHOOK_URLS"),
             "webhook_secret": os.environ.get("WEBHOOK_SECRET", ""),
+            "web_search_provider": _web_search_provider(),
+            "web_search_api_key": os.environ.get("WEB_SEARCH_API_KEY", ""),
+            "web_search_url": os.environ.get("WEB_SEARCH_URL") or None,
         }
         for name, env in (
             ("task_queue", "TEMPORAL_TASK_QUEUE"),
@@ -339,3 +360,12 @@ class Settings(BaseModel):
                 values[name] = os.environ[env]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(values)
+
+
+def _web_search_provider() -> str | None:
+    name = os.environ.get("WEB_SEARCH_PROVIDER", "").strip().lower()
+    if name in ("", "off", "none"):
+        return None
+    if name not in PROVIDERS:
+        raise StartupError(f"WEB_SEARCH_PROVIDER must be one of {', '.join(PROVIDERS)} (or off), not {name!r}")
+    return name

@@ -21,6 +21,8 @@ from activities.store import StoreActivities
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, side_task_queues
+from activities.web_search import SearchActivities
+from search.providers import provider_for
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
@@ -129,6 +131,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
+    searching = SearchActivities(repository, provider_for(settings.search(), settings.egress()))
     webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
                                  project_endpoints=repository.webhook_endpoints)
     grace = timedelta(seconds=grace_seconds)
@@ -142,7 +145,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         activities=[
             inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
             store.record_approval_wait,
-            mcp.list_mcp_tools, mcp.call_mcp_tool,
+            mcp.list_mcp_tools, mcp.call_mcp_tool, searching.web_search,
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
@@ -152,7 +155,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     # only its own queue's slots, never those of the responses' workflow tasks.
     queues = side_task_queues(settings.task_queue)
     side_workers = [
-        Worker(client, task_queue=queues["mcp_task_queue"], activities=[mcp.call_mcp_tool],
+        Worker(client, task_queue=queues["mcp_task_queue"], activities=[mcp.call_mcp_tool, searching.web_search],
                max_concurrent_activities=settings.mcp_concurrent_calls, graceful_shutdown_timeout=grace),
         Worker(client, task_queue=queues["webhook_task_queue"], workflows=[WebhookDeliveryWorkflow],
                workflow_runner=WORKFLOW_RUNNER, activities=[webhooks.deliver_webhook],

@@ -142,17 +142,33 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
     return functions
 
 
-class ToolTable:
-    """The functions the model sees for one inference call, by the names it calls them."""
+WEB_SEARCH_FUNCTION = {
+    "description": "Search the web. Answers with numbered results; cite a result you use with its number in "
+                   "brackets, like [1].",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to search for."}},
+                   "required": ["query"], "additionalProperties": False},
+}
 
-    def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = ()) -> None:
+
+class ToolTable:
+    """The functions the model sees for one inference call, by the names it calls them.
+    `web_search`: the request's `web_search` tool is offered (a provider is configured), as
+    a function `web_search(query)` (another name, should a client function have that one)."""
+
+    def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = (), *, web_search: bool = False) -> None:
         self.client = {function.chat_name: function for function in client_functions(tools)}
         self.mcp = {function.function_name: function for function in mcp}
         self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
+        self.web_search_tool = next((tool for tool in tools if tool.type.startswith("web_search")), None) \
+            if web_search else None
+        self.web_search_name = UniqueNames(set(self.client) | set(self.mcp)).claim("web_search") \
+            if self.web_search_tool is not None else None
 
     def chat_tools(self) -> list[dict[str, Any]]:
+        searching = [{"type": "function", "function": {"name": self.web_search_name, **WEB_SEARCH_FUNCTION}}] \
+            if self.web_search_name else []
         return ([function.chat_tool() for function in self.client.values()]
-                + [function.chat_tool() for function in self.mcp.values()])
+                + [function.chat_tool() for function in self.mcp.values()] + searching)
 
     def chat_name(self, name: str, namespace: str | None) -> str:
         """What the model calls a client tool (also one this request no longer offers)."""

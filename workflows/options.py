@@ -67,3 +67,13 @@ def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for
         "cancellation_type": (ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if wait_for_cancel
                               else ActivityCancellationType.TRY_CANCEL),
     }
+
+
+def search_call_options(budget: RetryBudget, task_queue: str | None = None) -> dict[str, Any]:
+    """A web search: a regular activity, bounded by `budget` (no heartbeats: the provider's
+    own timeout is shorter than its start-to-close)."""
+    return {
+        **({"task_queue": task_queue} if task_queue else {}),
+        "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
+        "retry_policy": _retry_policy(budget),
+    }

@@ -25,6 +25,8 @@ with workflow.unsafe.imports_passed_through():
         FinalizeInput,
         FinalizeResult,
         InferenceInput,
+        WebSearchInput,
+        WebSearchResult,
         ListMcpToolsInput,
         ListMcpToolsResult,
         RecordApprovalWaitInput,
@@ -33,12 +35,13 @@ with workflow.unsafe.imports_passed_through():
         RecordStatusResult,
     )
     from models.errors import ResponseFailedError
-    from models.events import StreamEvent, list_tools_closing, mcp_call_closing
+    from models.events import StreamEvent, list_tools_closing, mcp_call_closing, web_search_closing
     from models.history_budget import MAX_HISTORY_BYTES, ToolResult
-    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem
+    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem, WebSearchCallItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
-    from models.tools import McpTool
+    from models.search import Source
+    from models.tools import McpTool, WebSearchTool
     from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
     from models.visibility import RESPONSE_STATE, current_details
     from models.webhooks import action_required_event, ended_event
@@ -46,8 +49,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.failures import application_failure, call_failure, error_code, is_cancel_request
     from workflows.model_call import call_model
-    from workflows.options import local_activity_options, tool_call_options
-    from workflows.turn import next_step
+    from workflows.options import local_activity_options, search_call_options, tool_call_options
+    from workflows.turn import SERVER_CALLS, next_step
     from workflows.webhook_sending import send_webhooks
 
 
@@ -71,6 +74,8 @@ class ResponseWorkflow:
         self.tool_results: dict[str, ToolResult] = {}
         """Results of tools run since the last inference call, by chat tool-call id."""
         self.listings: list[McpListing] = []
+        self.sources: list[Source] = []
+        """The search results shown to the model so far, numbered (its `[n]` cite them)."""
         self.parked: dict[str, str] = {}
         """Output items that travel as stubs -> the item whose parked fields complete them
         (itself, or for a call approved from a large request, the request)."""
@@ -218,6 +223,7 @@ class ResponseWorkflow:
                 tool_results=self.tool_results, mcp_functions=functions,
                 max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
                 project=request.project, compact=compact, from_start=not recorded, just_compacted=just_compacted,
+                web_search=self.settings.web_search, sources=self.sources,
             ), self.settings.inference, queue_seconds=self.settings.inference_queue_seconds,
                 fallbacks=request.fallbacks)
             if detailed:  # the details told of retries or waits; they are over
@@ -344,11 +350,12 @@ class ResponseWorkflow:
         assert response is not None
         if response.max_tool_calls is None:
             return indexes
-        run_before = sum(1 for item in response.output if item.type == "mcp_call" and item.status in ("completed", "failed"))
+        run_before = sum(1 for item in response.output
+                         if item.type in SERVER_CALLS and item.status in ("completed", "failed"))
         allowed = max(0, response.max_tool_calls - run_before)
         for index in indexes[allowed:]:
             call = response.output[index]
-            assert isinstance(call, McpCallItem)
+            assert isinstance(call, (McpCallItem, WebSearchCallItem))
             response.output[index] = call.model_copy(update={"status": "incomplete"})
             self.tool_results[call.chat_call_id] = ToolResult(
                 text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
@@ -358,6 +365,9 @@ class ResponseWorkflow:
         response = self.response
         assert response is not None
         call = response.output[index]
+        if isinstance(call, WebSearchCallItem):
+            await self._search(call, index)
+            return
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
         # and the API refuses an approval for a server missing from `tools`.
@@ -394,6 +404,34 @@ class ResponseWorkflow:
             finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
+
+    async def _search(self, call: WebSearchCallItem, index: int) -> None:
+        """Run the model's web search; a failed one tells the model why, and the response goes on."""
+        response = self.response
+        assert response is not None
+        tool = next(tool for tool in response.tools if isinstance(tool, WebSearchTool))
+        try:
+            result = await workflow.execute_activity(
+                "web_search",
+                WebSearchInput(response_id=response.id, call=call, output_index=index, emit_events=self.emit_events,
+                               tool=tool, first_number=len(self.sources) + 1,
+                               include_sources="web_search_call.action.sources" in response.include),
+                result_type=WebSearchResult,
+                **search_call_options(self.settings.web_search_call, task_queue=self.settings.mcp_task_queue),
+            )
+        except ActivityError as error:
+            if is_cancelled_exception(error) or is_cancel_request(error):
+                raise
+            failure = application_failure(error)
+            reason = failure.message if failure else str(error.cause or error)
+            failed = call.model_copy(update={"status": "failed"})
+            response.output[index] = failed
+            await self._emit(web_search_closing(failed, index))
+            self.tool_results[call.chat_call_id] = ToolResult(text=f"Error: the web search failed: {reason}")
+            return
+        response.output[index] = result.call
+        self.sources.extend(result.sources)
+        self.tool_results[call.chat_call_id] = ToolResult(text=result.text)
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""

@@ -24,7 +24,7 @@ class Finish:
 
 @dataclass(frozen=True)
 class RunTools:
-    """Run these MCP calls (by output index)."""
+    """Run these calls (MCP tools, web searches; by output index)."""
 
     indexes: tuple[int, ...]
     type: Literal["run_tools"] = "run_tools"
@@ -47,6 +47,9 @@ class Infer:
 
 NextStep = Union[Finish, RunTools, AwaitApproval, Infer]
 
+SERVER_CALLS = ("mcp_call", "web_search_call")
+"""Calls this server runs for the model (an MCP tool's, a web search)."""
+
 
 def next_step(
     output: Sequence[Any], turn_start: int, finish_reason: str, decided: Collection[str], *, can_wait: bool
@@ -59,7 +62,7 @@ def next_step(
         case "content_filter":
             return Finish(trigger="truncate", incomplete_reason="content_filter")
     turn = list(enumerate(output))[turn_start:]
-    unrun = tuple(index for index, item in turn if item.type == "mcp_call" and not item.has_run)
+    unrun = tuple(index for index, item in turn if item.type in SERVER_CALLS and not item.has_run)
     if unrun:
         return RunTools(unrun)
     if any(item.type == "function_call" for _, item in turn):
@@ -68,6 +71,6 @@ def next_step(
     if pending:
         return AwaitApproval(pending) if can_wait else Finish(trigger="complete")
     answered = any(item.type == "mcp_approval_request" for _, item in turn)
-    if answered or any(item.type == "mcp_call" for _, item in turn):
+    if answered or any(item.type in SERVER_CALLS for _, item in turn):
         return Infer()
     return Finish(trigger="complete")

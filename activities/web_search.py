@@ -1,0 +1,61 @@
+"""The web search activity: one search by the configured provider (`search/`), for one
+`web_search_call` the model made.
+
+It announces the call (added, in progress, searching) once, however often it is retried;
+a provider that is down (5xx, 429, a timeout) is retried by Temporal within the
+`web_search_call` budget, one that refuses (a bad key, a 4xx) is not. Results outside
+`filters.allowed_domains` are dropped; what is left is numbered for the model to cite.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from models.activity_io import WebSearchInput, WebSearchResult
+from models.errors import SearchRefusedError, SearchUnavailableError
+from models.events import StreamEvent, web_search_closing, web_search_opening
+from models.items import WebSearchSource
+from search.citations import numbered, shown_to_model
+from search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
+from store.repository import ResponseRepository
+
+RESULTS_BY_SIZE = {"low": 3, "medium": 5, "high": 8}
+"""Results shown to the model, by the tool's `search_context_size`."""
+
+
+class SearchActivities:
+    def __init__(self, repository: ResponseRepository, provider: SearchProvider | None) -> None:
+        self.repository = repository
+        self.provider = provider
+
+    @activity.defn(name="web_search")
+    async def web_search(self, request: WebSearchInput) -> WebSearchResult:
+        call, index = request.call, request.output_index
+        if request.emit_events:
+            await self._emit(request.response_id, web_search_opening(call, index))
+        if self.provider is None:  # a worker without the provider its API has
+            raise ApplicationError("this worker has no web search provider (WEB_SEARCH_PROVIDER)",
+                                   type=SearchRefusedError.__name__, non_retryable=True)
+        tool = request.tool
+        size = tool.search_context_size or "medium"
+        query = SearchQuery(query=call.action.query, max_results=min(MAX_RESULTS, RESULTS_BY_SIZE[size] * 2),
+                            allowed_domains=tool.allowed_domains(),
+                            country=tool.user_location.country if tool.user_location else None, depth=size)
+        try:
+            found = await self.provider.search(query)
+        except SearchUnavailableError as error:
+            raise ApplicationError(error.message, type=type(error).__name__) from error
+        except SearchRefusedError as error:
+            raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
+        results = [result for result in found if allowed(result.url, query.allowed_domains)][:RESULTS_BY_SIZE[size]]
+        sources = numbered(results, request.first_number)
+        shown = [WebSearchSource(url=source.url) for source in sources] if request.include_sources else None
+        done = call.model_copy(update={"status": "completed",
+                                       "action": call.action.model_copy(update={"sources": shown})})
+        if request.emit_events:
+            await self._emit(request.response_id, web_search_closing(done, index))
+        return WebSearchResult(call=done, text=shown_to_model(call.action.query, results, sources), sources=sources)
+
+    async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
+        await self.repository.events.append_once(response_id, [event.wire() for event in events])

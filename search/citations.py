@@ -1,0 +1,42 @@
+"""What the model is shown of a search, and the citations read back from its answer.
+
+Each result gets a number that runs on through the response (the second search's first
+result follows the first search's last), and the model is asked to cite it as `[n]`. In the
+final message, each `[n]` naming a source becomes a `url_citation` annotation over the
+marker (`start_index`, `end_index`: character offsets of `[n]` in the text). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from models.search import Source
+from search.provider import SearchResult
+
+MARKER = re.compile(r"\[(\d{1,4})\]")
+
+
+def numbered(results: list[SearchResult], first: int) -> list[Source]:
+    return [Source(number=first + index, url=result.url, title=result.title) for index, result in enumerate(results)]
+
+
+def shown_to_model(query: str, results: list[SearchResult], sources: list[Source]) -> str:
+    if not results:
+        return f"The web search for {query!r} found nothing."
+    lines = [f"Web search results for {query!r}. Cite a result you use with its number in brackets, like [1]."]
+    for source, result in zip(sources, results):
+        lines.append(f"[{source.number}] {result.title}\n{source.url}\n{result.snippet}")
+    return "\n\n".join(lines)
+
+
+def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
+    """The `url_citation` annotations of the markers in `text` that name a source."""
+    by_number = {source.number: source for source in sources}
+    found = []
+    for match in MARKER.finditer(text):
+        source = by_number.get(int(match.group(1)))
+        if source is not None:
+            found.append({"type": "url_citation", "url": source.url, "title": source.title,
+                          "start_index": match.start(), "end_index": match.end()})
+    return found
