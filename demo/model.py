@@ -4,7 +4,8 @@ It echoes the last user message; when the request offers tools and the message n
 (`roll_dice`, or `roll dice`), or `tool_choice` demands one, it calls it with arguments taken
 from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
 for strings); after tool results it reports what each tool answered; asked to compact a
-conversation, it lists what the user said, and it quotes such a summary when it finds one.
+conversation, it lists what the user said, and it quotes such a summary when it finds one;
+after a web search it names what it found, citing each result as `[n]`.
 Which demo model a
 request names decides only its pace and how it fails (`DEMO_MODELS`).
 """
@@ -70,7 +71,8 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
         return DemoReply(text=_summary(_text(messages[-1].get("content"))))
     results = _trailing_tool_results(messages)
     if results:
-        return DemoReply(text=" ".join(f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
+        return DemoReply(text=" ".join(_searched(answer) if answer.startswith(SEARCH_RESULTS) else
+                                       f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
     said = _text(next((message.get("content") for message in reversed(messages) if message.get("role") == "user"),
                       None))
     tools = _functions(body)
@@ -85,6 +87,18 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
     if tools:
         text += f" (Name a tool and I will call it: {', '.join(tools)}.)"
     return _within_limit(DemoReply(text=text), body.get("max_completion_tokens") or body.get("max_tokens"))
+
+
+SEARCH_RESULTS = "Web search results for "
+"""How a web search's results open (`search/citations.py`): the demo model cites them."""
+
+
+def _searched(results: str) -> str:
+    """A web search's results, cited the way a model cites them: each title with its `[n]`."""
+    found = re.findall(r"^\[(\d+)\] (.+)$", results, re.MULTILINE)
+    if not found:
+        return "The web search found nothing."
+    return "I searched the web and found: " + "; ".join(f"{title} [{number}]" for number, title in found[:3]) + "."
 
 
 def _summary(transcript: str) -> str:

@@ -2,9 +2,10 @@
 
 The client's own tools: `function`, `custom` (freeform text input, such as Codex's
 `apply_patch`) and `namespace` (functions and custom tools grouped under a name); the
-model calls them and the client runs them. `mcp` tools run here. `web_search` and
-`tool_search` are accepted and left out of what the model sees: this server has no search
-provider, and it offers every function at once, so nothing is deferred to a search.
+model calls them and the client runs them. `mcp` tools run here, and so does `web_search`
+when a search provider is configured (`search/`; without one it is accepted and not offered).
+`tool_search` is accepted and left out of what the model sees: every function is offered at
+once, so nothing is deferred to a search.
 
 `McpTool` is OpenAI's remote MCP tool. Its `headers` and `authorization` are secrets: the
 API takes them out (`McpTool.secrets`) and keeps them sealed in the store, and everything

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from access.egress import EgressPolicy
-from search.provider import SearchQuery, SearchRefusedError, SearchResult, cut, fetch_json
+from search.provider import KeyedProvider, SearchQuery, SearchRefusedError, SearchResult, cut, fetch_json
 
 BASE_URL = "https://api.search.brave.com/res/v1"
 
 
-class BraveProvider:
+class BraveProvider(KeyedProvider):
     name = "brave"
-
-    def __init__(self, base_url: str | None, api_key: str, policy: EgressPolicy) -> None:
-        self.base_url = (base_url or BASE_URL).rstrip("/")
-        self.api_key = api_key
-        self.policy = policy
+    base_url_default = BASE_URL
 
     async def search(self, query: SearchQuery) -> list[SearchResult]:
+        key = self.key()
         params = {"q": query.query, "count": str(min(query.max_results, 20))}
         if query.country:
             params["country"] = query.country.lower()
         body = await fetch_json(self.policy, "GET", f"{self.base_url}/web/search", provider=self.name, params=params,
-                                headers={"x-subscription-token": self.api_key, "accept": "application/json"})
+                                headers={"x-subscription-token": key, "accept": "application/json"})
         web = body.get("web") if isinstance(body, dict) else None
         if not isinstance(body, dict) or (web is not None and not isinstance(web, dict)):
             raise SearchRefusedError("the brave search provider answered in a shape not understood")

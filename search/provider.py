@@ -24,6 +24,7 @@ from models.errors import SearchRefusedError, SearchUnavailableError
 
 ProviderName = Literal["searxng", "tavily", "brave", "demo"]
 PROVIDERS: tuple[ProviderName, ...] = ("searxng", "tavily", "brave", "demo")
+KEYED_PROVIDERS = ("tavily", "brave")
 MAX_REPLY_BYTES = 2 * 1024 * 1024
 TIMEOUT_SECONDS = 20.0
 MAX_RESULTS = 10
@@ -72,6 +73,23 @@ class SearchSettings:
                     "WEB_SEARCH_PROVIDER to searxng, tavily or brave to turn it on)")
         where = f" at {urlsplit(self.url).netloc}" if self.url else ""
         return f"web search: {self.provider}{where}"
+
+
+class KeyedProvider:
+    """A vendor's API: its base URL (or `WEB_SEARCH_URL`), its key, the egress guard."""
+
+    name = ""
+    base_url_default = ""
+
+    def __init__(self, base_url: str | None, api_key: str, policy: EgressPolicy) -> None:
+        self.base_url = (base_url or self.base_url_default).rstrip("/")
+        self.api_key = api_key
+        self.policy = policy
+
+    def key(self) -> str:
+        if not self.api_key:
+            raise SearchRefusedError(f"the {self.name} search provider needs a key: set WEB_SEARCH_API_KEY")
+        return self.api_key
 
 
 def allowed(url: str, domains: tuple[str, ...]) -> bool:

@@ -30,6 +30,7 @@ class SearchServer:
         self.results = list(RESULTS)
         self.requests: list[dict[str, Any]] = []
         self._failures: list[int] = []
+        self._bodies: list[bytes] = []
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
 
@@ -41,6 +42,11 @@ class SearchServer:
     def fail_next(self, status: int, times: int = 1) -> None:
         with self._lock:
             self._failures.extend([status] * times)
+
+    def answer_next(self, body: bytes) -> None:
+        """Answer the next request 200 with exactly these bytes (whatever the provider)."""
+        with self._lock:
+            self._bodies.append(body)
 
     def queries(self) -> list[str]:
         with self._lock:
@@ -61,6 +67,9 @@ class SearchServer:
         with self._lock:
             self.requests.append({"provider": provider, "query": query, "key": given_key})
             failure = self._failures.pop(0) if self._failures else None
+            body = self._bodies.pop(0) if self._bodies else None
+        if body is not None:
+            return Response(body, media_type="application/json")
         if failure is not None:
             return JSONResponse({"error": "scripted failure"}, status_code=failure)
         if self.key and given_key != self.key:

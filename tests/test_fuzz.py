@@ -97,6 +97,14 @@ mcp_tools = st.fixed_dictionaries(
     optional={"headers": st.dictionaries(hostile_text, hostile_text, max_size=2), "authorization": hostile_text,
               "require_approval": st.one_of(st.sampled_from(["always", "never"]), wrong_types)},
 )
+web_search_tools = st.fixed_dictionaries(
+    {"type": st.sampled_from(["web_search", "web_search_preview"])},
+    optional={"filters": st.one_of(st.fixed_dictionaries({"allowed_domains": st.lists(hostile_text, max_size=3)}),
+                                   json_values),
+              "search_context_size": st.one_of(st.sampled_from(["low", "medium", "high"]), wrong_types),
+              "user_location": st.one_of(st.fixed_dictionaries({"type": st.just("approximate"),
+                                                                "country": hostile_text}), json_values)},
+)
 hostile_bodies = st.fixed_dictionaries(
     {"model": st.one_of(st.just("echo"), hostile_text),
      "input": st.one_of(hostile_text, st.lists(input_items, max_size=3))},
@@ -108,7 +116,7 @@ hostile_bodies = st.fixed_dictionaries(
         "top_logprobs": huge_numbers, "max_tool_calls": huge_numbers,
         "stream": wrong_types, "background": wrong_types, "store": wrong_types,
         "parallel_tool_calls": wrong_types,
-        "tools": st.lists(st.one_of(function_tools, mcp_tools, json_values), max_size=2),
+        "tools": st.lists(st.one_of(function_tools, mcp_tools, web_search_tools, json_values), max_size=2),
         "tool_choice": st.one_of(st.sampled_from(["auto", "none", "required"]), json_values),
         "text": json_values, "reasoning": json_values, "include": st.lists(hostile_text, max_size=2),
         "previous_response_id": hostile_text, "conversation": st.one_of(hostile_text, json_values),

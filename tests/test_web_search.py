@@ -4,6 +4,7 @@ a durable activity, and the answer cites the provider's URLs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 
@@ -11,6 +12,8 @@ import agents
 import httpx
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from access.egress import EgressPolicy
 from models.errors import SearchRefusedError
@@ -24,6 +27,7 @@ from tests.openresponses import validate_event, validate_response
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.search_servers import SearchServer
+from tests.test_replay import keep_recording
 
 LOCAL = EgressPolicy.parse("127.0.0.1")
 SEARCH = [{"type": "web_search"}]
@@ -79,6 +83,8 @@ async def test_a_search_runs_and_the_answer_cites_the_providers_urls(
     cited = [(a.url, ANSWER[a.start_index:a.end_index]) for a in text.annotations]
     assert cited == [("https://temporal.io/blog/durable-execution", "[1]"), ("https://docs.temporal.io/workflows", "[2]")]
     assert text.annotations[0].title == "What is durable execution?"
+    await search_stack.client.get_workflow_handle(response.id).result()
+    await keep_recording("web_search", search_stack.client, response.id)
     async with search_stack.http() as http:  # the OpenResponses schema takes the cited message (its items
         shown = (await http.get(f"/v1/responses/{response.id}")).json()  # have no web_search_call)
     validate_response(shown | {"output": [item for item in shown["output"] if item["type"] != "web_search_call"]})
@@ -138,7 +144,7 @@ async def test_allowed_domains_keep_only_their_results(
 
 
 async def test_a_refused_search_tells_the_model_and_the_response_completes(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str, search_stack: Stack
 ):
     searching(model, backend, query="refused", answer="I could not search.")
     before = len(searxng.requests)
@@ -149,6 +155,8 @@ async def test_a_refused_search_tells_the_model_and_the_response_completes(
     told = [m for m in backend.requests(model)[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert told.startswith("Error: the web search failed") and "403" in told
     assert len(searxng.requests) - before == 1  # a refusal is not retried
+    await search_stack.client.get_workflow_handle(response.id).result()
+    await keep_recording("web_search_refused", search_stack.client, response.id)
 
 
 @pytest.mark.one_store
@@ -229,3 +237,62 @@ async def test_the_demo_provider_searches_this_projects_docs():
 async def test_a_provider_answering_html_is_refused_with_a_hint(searxng: SearchServer):
     async with httpx.AsyncClient() as http:  # SearXNG without its JSON format answers 403 to format=json
         assert (await http.get(f"{searxng.url}/search", params={"q": "x"})).status_code == 403
+
+
+@pytest.mark.one_store
+async def test_the_demo_model_searches_the_docs_and_cites_them(temporal_address: str, backend: ScriptedBackend,
+                                                               store):  # noqa: ANN001 - the store fixture
+    """What a newcomer sees with `durable-responses dev` and nothing set up."""
+    from demo.backend import DEMO_BASE_URL
+
+    async with running_stack(temporal_address, backend, store, inference_base_url=DEMO_BASE_URL) as demo:
+        async with demo.sdk(timeout=60) as sdk:
+            response = await sdk.responses.create(model="demo/echo", tools=SEARCH,
+                                                  input='web search "compaction context window"')
+    assert [item.type for item in response.output] == ["web_search_call", "message"]
+    assert response.output[0].action.query == "compaction context window"
+    text = response.output[1].content[0]
+    assert text.text.startswith("I searched the web and found:")
+    assert text.annotations and all(a.url.startswith("file://") for a in text.annotations)
+
+
+any_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
+                        lambda children: st.lists(children, max_size=3) | st.dictionaries(
+                            st.sampled_from(["results", "web", "url", "title", "content", "description", "x"]),
+                            children, max_size=4), max_leaves=15)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.one_of(any_json.map(lambda value: json.dumps(value).encode()), st.binary(max_size=64)),
+       adapter=st.sampled_from(["searxng", "tavily", "brave"]))
+def test_whatever_a_provider_answers_an_adapter_gives_results_or_a_refusal(
+    searxng: SearchServer, body: bytes, adapter: str
+):
+    provider = {"searxng": SearxngProvider(searxng.url, LOCAL), "tavily": TavilyProvider(searxng.url, "", LOCAL),
+                "brave": BraveProvider(searxng.url, "", LOCAL)}[adapter]
+    searxng.answer_next(body)
+    try:
+        found = asyncio.run(provider.search(SearchQuery("anything")))
+    except SearchRefusedError:
+        return
+    assert all(isinstance(result.url, str) and isinstance(result.title, str) for result in found)
+
+
+def test_the_settings_choose_a_provider_and_refuse_what_cannot_work(monkeypatch: pytest.MonkeyPatch):
+    from models.errors import StartupError
+    from worker.settings import Settings
+
+    monkeypatch.setenv("INFERENCE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("WEB_SEARCH_PROVIDER", "searxng")
+    monkeypatch.setenv("WEB_SEARCH_URL", "http://searxng.internal:8080")
+    chosen = Settings.from_env()
+    assert chosen.search().provider == "searxng" and chosen.execution.web_search
+    assert chosen.search().described() == "web search: searxng at searxng.internal:8080"
+    monkeypatch.setenv("WEB_SEARCH_PROVIDER", "tavily")
+    with pytest.raises(StartupError, match="WEB_SEARCH_API_KEY"):
+        Settings.from_env()
+    monkeypatch.setenv("WEB_SEARCH_PROVIDER", "bing")
+    with pytest.raises(StartupError, match="searxng, tavily, brave"):
+        Settings.from_env()
+    monkeypatch.setenv("WEB_SEARCH_PROVIDER", "off")
+    assert not Settings.from_env().execution.web_search

@@ -166,6 +166,7 @@ async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: 
         f"  demo tools:  {url}{DEMO_TOOLS_PATH}/mcp (an MCP server)",
         f"  data dir:    {directory}",
         f"  {settings.backend_summary()}",
+        f"  {settings.search().described()}",
     ]
     if settings.uses_demo_model:
         lines += ["", "  *** DEMO MODEL: answers are echoes, not a real LLM (models demo/echo, demo/slow, "

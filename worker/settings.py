@@ -22,7 +22,7 @@ from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
-from search.provider import PROVIDERS, ProviderName, SearchSettings
+from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -368,4 +368,6 @@ def _web_search_provider() -> str | None:
         return None
     if name not in PROVIDERS:
         raise StartupError(f"WEB_SEARCH_PROVIDER must be one of {', '.join(PROVIDERS)} (or off), not {name!r}")
+    if name in KEYED_PROVIDERS and not os.environ.get("WEB_SEARCH_API_KEY"):
+        raise StartupError(f"WEB_SEARCH_PROVIDER={name} needs its key in WEB_SEARCH_API_KEY")
     return name
