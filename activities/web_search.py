@@ -4,23 +4,31 @@
 It announces the call (added, in progress, searching) once, however often it is retried;
 a provider that is down (5xx, 429, a timeout) is retried by Temporal within the
 `web_search_call` budget, one that refuses (a bad key, a 4xx) is not. Results outside
-`filters.allowed_domains` are dropped; what is left is numbered for the model to cite.
+`filters.allowed_domains` are dropped; what is left is numbered for the model to cite. A
+long text for the model is parked in the store, as any large result is (`history_budget`).
 """
 
 from __future__ import annotations
+
+import time
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from models.activity_io import WebSearchInput, WebSearchResult
 from models.errors import SearchRefusedError, SearchUnavailableError
+from models.history_budget import PARK_ITEM_BYTES
 from models.events import StreamEvent, web_search_closing, web_search_opening
 from models.items import WebSearchSource
 from search.citations import numbered, shown_to_model
 from search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 RESULTS_BY_SIZE = {"low": 3, "medium": 5, "high": 8}
+MAX_URL_CHARS = 1_000
+"""A result whose URL is longer is dropped (few pages have one; a search's sources, which
+history carries, stay within what it carries whole)."""
 """Results shown to the model, by the tool's `search_context_size`."""
 
 
@@ -42,20 +50,29 @@ class SearchActivities:
         query = SearchQuery(query=call.action.query, max_results=min(MAX_RESULTS, RESULTS_BY_SIZE[size] * 2),
                             allowed_domains=tool.allowed_domains(),
                             country=tool.user_location.country if tool.user_location else None, depth=size)
+        began = time.perf_counter()
         try:
             found = await self.provider.search(query)
         except SearchUnavailableError as error:
+            metrics.web_search(self.provider.name, "unavailable", time.perf_counter() - began)
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except SearchRefusedError as error:
+            metrics.web_search(self.provider.name, "refused", time.perf_counter() - began)
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
-        results = [result for result in found if allowed(result.url, query.allowed_domains)][:RESULTS_BY_SIZE[size]]
+        metrics.web_search(self.provider.name, "completed", time.perf_counter() - began)
+        results = [result for result in found if len(result.url) <= MAX_URL_CHARS
+                   and allowed(result.url, query.allowed_domains)][:RESULTS_BY_SIZE[size]]
         sources = numbered(results, request.first_number)
         shown = [WebSearchSource(url=source.url) for source in sources] if request.include_sources else None
         done = call.model_copy(update={"status": "completed",
                                        "action": call.action.model_copy(update={"sources": shown})})
         if request.emit_events:
             await self._emit(request.response_id, web_search_closing(done, index))
-        return WebSearchResult(call=done, text=shown_to_model(call.action.query, results, sources), sources=sources)
+        text = shown_to_model(call.action.query, results, sources)
+        if len(text.encode()) > PARK_ITEM_BYTES:  # it waits in the store; history carries its place
+            await self.repository.parked.put(request.response_id, {call.id: {"output": text}})
+            return WebSearchResult(call=done, text="", parked=True, sources=sources)
+        return WebSearchResult(call=done, text=text, sources=sources)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
         await self.repository.events.append_once(response_id, [event.wire() for event in events])

@@ -164,4 +164,6 @@ class WebSearchResult(BaseModel):
     call: WebSearchCallItem
     text: str
     """What the model is told: the numbered results, or why there are none."""
+    parked: bool = False
+    """The text is long: it waits in the store under the call's id, as `output`."""
     sources: list[Source] = Field(default_factory=list)

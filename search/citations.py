@@ -15,10 +15,13 @@ from models.search import Source
 from search.provider import SearchResult
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
+TITLE_CHARS = 200
+"""A citation's title is cut to this many characters."""
 
 
 def numbered(results: list[SearchResult], first: int) -> list[Source]:
-    return [Source(number=first + index, url=result.url, title=result.title) for index, result in enumerate(results)]
+    return [Source(number=first + index, url=result.url, title=result.title[:TITLE_CHARS])
+            for index, result in enumerate(results)]
 
 
 def shown_to_model(query: str, results: list[SearchResult], sources: list[Source]) -> str:

@@ -120,6 +120,9 @@ upstream_failovers = Counter("durable_responses_upstream_failover_calls_total",
                              "Model calls made to a fallback model because the one asked for was down, by the "
                              "deployment that took them.", ["deployment"], registry=REGISTRY)
 
+web_searches = Histogram("durable_responses_web_search_seconds",
+                         "Web searches by provider and outcome (`completed`, `unavailable`: retried, `refused`).",
+                         ["provider", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
 context_steps = Counter("durable_responses_context_steps_total",
                         "What model calls did with a context too long for their window or threshold: `truncated` "
                         "(oldest items left out), `compacted` (summarised first), `refused` "
@@ -221,6 +224,10 @@ def upstream_rate_limited(deployment: str) -> None:
 
 def upstream_failover(deployment: str) -> None:
     upstream_failovers.labels(deployment).inc()
+
+
+def web_search(provider: str, outcome: str, seconds: float) -> None:
+    web_searches.labels(provider, outcome).observe(seconds)
 
 
 def context_step(model: str, step: str) -> None:

@@ -120,7 +120,7 @@ async def test_a_streamed_search_sends_openais_events_in_order(
 
 
 async def test_a_provider_down_twice_is_retried_into_one_call(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str, search_stack: Stack
 ):
     searching(model, backend, query="flaky provider")
     before = len(searxng.requests)
@@ -130,6 +130,9 @@ async def test_a_provider_down_twice_is_retried_into_one_call(
     assert [item.type for item in response.output] == ["web_search_call", "message"]
     assert response.output[0].status == "completed"
     assert len(searxng.requests) - before == 3
+    async with search_stack.http() as http:
+        shown = (await http.get("/metrics")).text
+    assert 'durable_responses_web_search_seconds_count{outcome="unavailable",provider="searxng"}' in shown
 
 
 async def test_allowed_domains_keep_only_their_results(
@@ -296,3 +299,23 @@ def test_the_settings_choose_a_provider_and_refuse_what_cannot_work(monkeypatch:
         Settings.from_env()
     monkeypatch.setenv("WEB_SEARCH_PROVIDER", "off")
     assert not Settings.from_env().execution.web_search
+
+
+async def test_long_results_travel_parked_and_reach_the_model_whole(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str, search_stack: Stack
+):
+    long_results = [{"url": f"https://example.com/{'q' * 2000}", "title": "too long a URL"}] + [
+        {"url": f"https://example.com/{index}/{'p' * 900}", "title": "t" * 900, "content": "é" * 1000}
+        for index in range(8)]
+    searxng.answer_next(json.dumps({"results": long_results}).encode())
+    searching(model, backend, query="long")
+    response = await sdk.responses.create(model=model, input="search", tools=[{"type": "web_search",
+                                                                             "search_context_size": "high"}])
+    assert response.status == "completed" and response.output[0].status == "completed"
+    told = [m for m in backend.requests(model)[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert told.count("https://example.com/") == 8 and len(told.encode()) > 16 * 1024
+    assert "too long a URL" not in told
+    handle = search_stack.client.get_workflow_handle(response.id)
+    await handle.result()
+    history = await handle.fetch_history()
+    assert max(event.ByteSize() for event in history.events) < 16 * 1024

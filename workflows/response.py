@@ -431,7 +431,8 @@ class ResponseWorkflow:
             return
         response.output[index] = result.call
         self.sources.extend(result.sources)
-        self.tool_results[call.chat_call_id] = ToolResult(text=result.text)
+        self.tool_results[call.chat_call_id] = ToolResult(parked_in=call.id) if result.parked \
+            else ToolResult(text=result.text)
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""
