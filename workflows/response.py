@@ -25,23 +25,19 @@ with workflow.unsafe.imports_passed_through():
         FinalizeInput,
         FinalizeResult,
         InferenceInput,
-        WebSearchInput,
-        WebSearchResult,
-        ListMcpToolsInput,
-        ListMcpToolsResult,
         RecordApprovalWaitInput,
         RecordApprovalWaitResult,
         RecordStatusInput,
         RecordStatusResult,
     )
     from models.errors import ResponseFailedError
-    from models.events import StreamEvent, list_tools_closing, mcp_call_closing, web_search_closing
+    from models.events import StreamEvent, mcp_call_closing
     from models.history_budget import MAX_HISTORY_BYTES, ToolResult
-    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, McpListToolsItem, WebSearchCallItem
+    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.search import Source
-    from models.tools import McpTool, WebSearchTool
+    from models.tools import McpTool
     from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
     from models.visibility import RESPONSE_STATE, current_details
     from models.webhooks import action_required_event, ended_event
@@ -49,8 +45,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.failures import application_failure, call_failure, error_code, is_cancel_request
     from workflows.model_call import call_model
-    from workflows.options import local_activity_options, search_call_options, tool_call_options
-    from workflows.turn import SERVER_CALLS, next_step
+    from workflows.options import local_activity_options, tool_call_options
+    from workflows.turn import next_step, within_max_tool_calls
+    from workflows.mcp_listing import list_server
+    from workflows.web_search_call import web_search
     from workflows.webhook_sending import send_webhooks
 
 
@@ -283,35 +281,15 @@ class ResponseWorkflow:
             else:
                 to_list.append(tool)
         offset = len(response.output)
-        items = await asyncio.gather(*(self._list_one(tool, offset + position) for position, tool in enumerate(to_list)))
+        items = await asyncio.gather(*(
+            list_server(response.id, tool, offset + position, settings=self.settings, emit_events=self.emit_events,
+                        emit=self._emit) for position, tool in enumerate(to_list)))
         response.output.extend(items)
         self.listings.extend(McpListing(server_url=tool.server_url or "", item=item)
                              for tool, item in zip(to_list, items) if item.error is None)
         failed = [item for item in items if item.error is not None]
         if failed:
             raise ResponseFailedError("; ".join(item.error or "" for item in failed))
-
-    async def _list_one(self, tool: McpTool, index: int) -> McpListToolsItem:
-        assert self.response is not None
-        item_id = f"mcpl_{workflow.uuid4().hex}"
-        try:
-            result = await workflow.execute_local_activity(
-                "list_mcp_tools",
-                ListMcpToolsInput(response_id=self.response.id, tool=tool, item_id=item_id, output_index=index,
-                                  emit_events=self.emit_events),
-                result_type=ListMcpToolsResult,
-                **local_activity_options(self.settings.mcp_list),
-            )
-            return result.item
-        except (ActivityError, ApplicationError) as error:
-            if is_cancelled_exception(error):
-                raise
-            failure = application_failure(error)
-            reason = failure.message if failure else str(error.cause or error)
-            message = f"Error retrieving tool list from MCP server '{tool.server_label}': {reason}"
-            item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
-            await self._emit(list_tools_closing(item, index))
-            return item
 
     def _apply(self, decisions: list[ApprovalDecision]) -> list[int]:
         """Approved requests become calls (appended to the output, returned by index); refused
@@ -348,18 +326,13 @@ class ResponseWorkflow:
         """Calls beyond `max_tool_calls` are not run; the model is told so."""
         response = self.response
         assert response is not None
-        if response.max_tool_calls is None:
-            return indexes
-        run_before = sum(1 for item in response.output
-                         if item.type in SERVER_CALLS and item.status in ("completed", "failed"))
-        allowed = max(0, response.max_tool_calls - run_before)
-        for index in indexes[allowed:]:
+        allowed, refused = within_max_tool_calls(response.output, indexes, response.max_tool_calls)
+        for index in refused:
             call = response.output[index]
-            assert isinstance(call, (McpCallItem, WebSearchCallItem))
             response.output[index] = call.model_copy(update={"status": "incomplete"})
             self.tool_results[call.chat_call_id] = ToolResult(
                 text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
-        return indexes[:allowed]
+        return allowed
 
     async def _run_call(self, index: int) -> None:
         response = self.response
@@ -406,33 +379,13 @@ class ResponseWorkflow:
             return finished, False
 
     async def _search(self, call: WebSearchCallItem, index: int) -> None:
-        """Run the model's web search; a failed one tells the model why, and the response goes on."""
         response = self.response
         assert response is not None
-        tool = next(tool for tool in response.tools if isinstance(tool, WebSearchTool))
-        try:
-            result = await workflow.execute_activity(
-                "web_search",
-                WebSearchInput(response_id=response.id, call=call, output_index=index, emit_events=self.emit_events,
-                               tool=tool, first_number=len(self.sources) + 1,
-                               include_sources="web_search_call.action.sources" in response.include),
-                result_type=WebSearchResult,
-                **search_call_options(self.settings.web_search_call, task_queue=self.settings.mcp_task_queue),
-            )
-        except ActivityError as error:
-            if is_cancelled_exception(error) or is_cancel_request(error):
-                raise
-            failure = application_failure(error)
-            reason = failure.message if failure else str(error.cause or error)
-            failed = call.model_copy(update={"status": "failed"})
-            response.output[index] = failed
-            await self._emit(web_search_closing(failed, index))
-            self.tool_results[call.chat_call_id] = ToolResult(text=f"Error: the web search failed: {reason}")
-            return
-        response.output[index] = result.call
-        self.sources.extend(result.sources)
-        self.tool_results[call.chat_call_id] = ToolResult(parked_in=call.id) if result.parked \
-            else ToolResult(text=result.text)
+        searched = await web_search(response, call, index, settings=self.settings, emit_events=self.emit_events,
+                                    first_number=len(self.sources) + 1, emit=self._emit)
+        response.output[index] = searched.call
+        self.sources.extend(searched.sources)
+        self.tool_results[call.chat_call_id] = searched.told
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""

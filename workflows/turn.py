@@ -74,3 +74,14 @@ def next_step(
     if answered or any(item.type in SERVER_CALLS for _, item in turn):
         return Infer()
     return Finish(trigger="complete")
+
+
+def within_max_tool_calls(output: Sequence[Any], indexes: Sequence[int],
+                          max_tool_calls: int | None) -> tuple[list[int], list[int]]:
+    """The calls at `indexes` split into those `max_tool_calls` lets run (counting the calls
+    the response has run already) and those it does not."""
+    if max_tool_calls is None:
+        return list(indexes), []
+    run_before = sum(1 for item in output if item.type in SERVER_CALLS and item.status in ("completed", "failed"))
+    allowed = max(0, max_tool_calls - run_before)
+    return list(indexes[:allowed]), list(indexes[allowed:])
