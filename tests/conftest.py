@@ -300,10 +300,15 @@ async def until_requested(backend: ScriptedBackend, model: str, count: int = 1, 
 
 
 async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05, seconds: float = 60):
-    """Poll the response until it reaches a terminal status; returns it."""
+    """Poll the response until it reaches a terminal status; returns it. A poll whose kept-alive
+    connection the server closed as it was reused (HTTP/1.1's idle-timeout race, which the SDK
+    would retry on its own; the tests' clients retry nothing) is simply polled again."""
 
     async def ended():  # noqa: ANN202
-        response = await client.responses.retrieve(response_id)
+        try:
+            response = await client.responses.retrieve(response_id)
+        except openai.APIConnectionError:
+            return None
         return response if response.status not in ("queued", "in_progress") else None
 
     return await eventually(ended, f"response {response_id} to end", seconds=seconds, poll_seconds=poll_seconds)
