@@ -71,6 +71,9 @@ class SearchSettings:
         if self.provider is None:
             return ("web search: off (a `web_search` tool is accepted but not offered to the model; set "
                     "WEB_SEARCH_PROVIDER to searxng, tavily or brave to turn it on)")
+        if self.provider == "demo":
+            return ("web search: demo (searches this project's README and docs; set WEB_SEARCH_PROVIDER to searxng, "
+                    "tavily or brave for the web)")
         where = f" at {urlsplit(self.url).netloc}" if self.url else ""
         return f"web search: {self.provider}{where}"
 

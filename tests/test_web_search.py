@@ -299,6 +299,10 @@ def test_the_settings_choose_a_provider_and_refuse_what_cannot_work(monkeypatch:
         Settings.from_env()
     monkeypatch.setenv("WEB_SEARCH_PROVIDER", "off")
     assert not Settings.from_env().execution.web_search
+    monkeypatch.setenv("INFERENCE_BASE_URL", "demo")  # the demo model searches the docs unless told otherwise
+    assert not Settings.from_env().execution.web_search
+    monkeypatch.delenv("WEB_SEARCH_PROVIDER")
+    assert "searches this project's README and docs" in Settings.from_env().search().described()
 
 
 async def test_long_results_travel_parked_and_reach_the_model_whole(

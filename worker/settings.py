@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Literal
 import os
 from urllib.parse import urlsplit
 
@@ -154,9 +155,9 @@ class Settings(BaseModel):
     is never logged whole and never in Temporal's history)."""
     webhook_secret: str = Field(default="", repr=False)
     """`whsec_...`: signs every delivery (`WEBHOOK_SECRET`)."""
-    web_search_provider: ProviderName | None = None
+    web_search_provider: ProviderName | Literal["off"] | None = None
     """`WEB_SEARCH_PROVIDER`: searxng, tavily, brave, or demo (the default with the demo model);
-    None: a `web_search` tool is accepted and not offered to the model."""
+    `off` (or None without the demo model): a `web_search` tool is accepted and not offered."""
     web_search_api_key: str = Field(default="", repr=False)
     web_search_url: str | None = None
     """`WEB_SEARCH_URL`: the provider at another base URL (a proxy, a self-hosted instance)."""
@@ -262,7 +263,8 @@ class Settings(BaseModel):
         return EgressPolicy.parse(self.egress_allowlist)
 
     def search(self) -> SearchSettings:
-        provider = self.web_search_provider or ("demo" if self.uses_demo_model else None)
+        chosen = self.web_search_provider
+        provider = None if chosen == "off" else chosen or ("demo" if self.uses_demo_model else None)
         return SearchSettings(provider=provider, api_key=self.web_search_api_key, url=self.web_search_url)
 
     @model_validator(mode="after")
@@ -364,8 +366,10 @@ class Settings(BaseModel):
 
 def _web_search_provider() -> str | None:
     name = os.environ.get("WEB_SEARCH_PROVIDER", "").strip().lower()
-    if name in ("", "off", "none"):
+    if name == "":
         return None
+    if name in ("off", "none"):
+        return "off"
     if name not in PROVIDERS:
         raise StartupError(f"WEB_SEARCH_PROVIDER must be one of {', '.join(PROVIDERS)} (or off), not {name!r}")
     if name in KEYED_PROVIDERS and not os.environ.get("WEB_SEARCH_API_KEY"):
