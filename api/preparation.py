@@ -123,11 +123,6 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
             f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",
             param="max_output_tokens", code="invalid_value",
         )
-    if request.previous_response_id is not None and request.conversation is not None:
-        raise InvalidRequestError(
-            "Mutually exclusive parameters: send either 'previous_response_id' or 'conversation', not both.",
-            code="mutually_exclusive_parameters",
-        )
     items = await resolved(request.input_items(), repository, project)
     previous, known_context, known_items = await history_of(request, repository, project)
     if not items and request.previous_response_id is None and request.conversation is None:
@@ -152,7 +147,12 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
 async def history_of(request: CreateResponseRequest, repository: ResponseRepository,
                      project: str) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
     """What the request continues: the previous response and its chat context, or the items
-    of its conversation (each of `project`, or not found)."""
+    of its conversation (each of `project`, or not found; not both)."""
+    if request.previous_response_id is not None and request.conversation is not None:
+        raise InvalidRequestError(
+            "Mutually exclusive parameters: send either 'previous_response_id' or 'conversation', not both.",
+            code="mutually_exclusive_parameters",
+        )
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:

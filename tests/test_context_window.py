@@ -310,6 +310,11 @@ async def test_input_tokens_counts_what_the_first_turn_would_send(sdk: openai.As
     assert instructed.input_tokens > short.input_tokens
     with pytest.raises(openai.NotFoundError):
         await sdk.responses.input_tokens.count(model=SMALL, input="x", previous_response_id="resp_nope")
+    conversation = await sdk.conversations.create()
+    with pytest.raises(openai.BadRequestError) as both:
+        await sdk.responses.input_tokens.count(model=SMALL, input="x", previous_response_id=first.id,
+                                               conversation=conversation.id)
+    assert isinstance(both.value.body, dict) and both.value.body["code"] == "mutually_exclusive_parameters"
 
 
 # ---- windows from the backend ------------------------------------------------------------------
