@@ -17,6 +17,7 @@ COPY telemetry ./telemetry
 COPY upstream ./upstream
 COPY sealing ./sealing
 COPY search ./search
+COPY retrieval ./retrieval
 COPY webhooks ./webhooks
 COPY inbox ./inbox
 COPY worker ./worker

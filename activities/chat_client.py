@@ -54,6 +54,8 @@ class ChatBackend(Protocol):
 
     async def complete(self, body: dict[str, Any], on_headers: HeadersSeen | None = None) -> dict[str, Any]: ...
 
+    async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
     def stream(self, body: dict[str, Any],
                on_headers: HeadersSeen | None = None) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]: ...
 
@@ -99,6 +101,17 @@ class ChatClient:
                     raise self._status_failure(answer.status, answer.headers, content, body)
                 if on_headers is not None:
                     on_headers(answer.headers)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+            raise self._transport_failure(error) from error
+        return _json(content)
+
+    async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One call of the backend's `/embeddings`."""
+        try:
+            async with self._http().post(f"{self.base_url}/embeddings", data=orjson.dumps(body)) as answer:
+                content = await answer.read()
+                if answer.status >= 400:
+                    raise self._status_failure(answer.status, answer.headers, content, body)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             raise self._transport_failure(error) from error
         return _json(content)

@@ -34,6 +34,7 @@ from models.items import (
     ReasoningItem,
     ReasoningText,
     Refusal,
+    FileSearchCallItem,
     WebSearchAction,
     WebSearchCallItem,
 )
@@ -94,8 +95,8 @@ def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str
                 messages.extend(compacted(item) if compacted is not None else [])
                 reasoning = ""
                 continue
-            case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "tool_search_call" | \
-                    "tool_search_output" | "compaction_trigger":
+            case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "file_search_call" | \
+                    "tool_search_call" | "tool_search_output" | "compaction_trigger":
                 continue  # nothing a chat-completions backend takes; approvals act through `tool_results`
             case other:
                 raise ValueError(f"item type {other!r} cannot be sent to a chat-completions backend")
@@ -250,7 +251,7 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
     for call in message.get("tool_calls") or []:
         function = call["function"]
         item = call_item(table, function["name"], function.get("arguments") or "{}", call_id=call["id"])
-        if isinstance(item, (McpCallItem, McpApprovalRequestItem, WebSearchCallItem)):
+        if isinstance(item, (McpCallItem, McpApprovalRequestItem, WebSearchCallItem, FileSearchCallItem)):
             call["id"] = item.id
         output.append(item)
     return output
@@ -261,6 +262,8 @@ def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str 
     """The item a model's call of `chat_name` becomes."""
     if chat_name == table.web_search_name:
         return WebSearchCallItem(id=item_id or new_id("ws"), action=WebSearchAction(query=_query(arguments)))
+    if chat_name == table.file_search_name:
+        return FileSearchCallItem(id=item_id or new_id("fs"), queries=[_query(arguments)])
     mcp = table.mcp.get(chat_name)
     if mcp is not None:
         return mcp_item(mcp, arguments, item_id)

@@ -55,12 +55,13 @@ from search.citations import annotations
 from workflows.catalogue import ToolTable
 
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
-SERVER_RUN_KINDS = (*MCP_KINDS, "web_search_call")
+SERVER_RUN_KINDS = (*MCP_KINDS, "web_search_call", "file_search_call")
 """Calls this server runs: the chat tool-call id is the item's id."""
 WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call")
-"""Announced whole once the reply is complete (a web search by the search that runs it)."""
+"""Announced whole once the reply is complete (a web or file search by the search that runs it)."""
 ID_PREFIX = {"message": "msg", "reasoning": "rs", "function_call": "fc", "custom_tool_call": "ctc",
-             "mcp_call": "mcp", "mcp_approval_request": "mcpr", "web_search_call": "ws"}
+             "mcp_call": "mcp", "mcp_approval_request": "mcpr", "web_search_call": "ws",
+             "file_search_call": "fs"}
 TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
 
@@ -205,7 +206,7 @@ class StreamAssembler:
             output.append(final)
             if item.earlier is not None and item.earlier.done and item.earlier.text == self._streamed_text(item, final):
                 continue  # an earlier attempt finished this very item
-            if item.type == "web_search_call":
+            if item.type in ("web_search_call", "file_search_call"):
                 continue  # announced by the search that runs it
             if item.type in WHOLE_KINDS:
                 events.extend(self._announce_whole(item, final))
@@ -239,6 +240,8 @@ class StreamAssembler:
     def _kind_of(self, chat_name: str) -> str:
         if chat_name == self.table.web_search_name:
             return "web_search_call"
+        if chat_name == self.table.file_search_name:
+            return "file_search_call"
         mcp = self.table.mcp.get(chat_name)
         if mcp is not None:
             return "mcp_approval_request" if mcp.requires_approval else "mcp_call"

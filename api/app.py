@@ -14,7 +14,23 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api import approvals, codec, context_endpoints, conversations, health, models, routes, webhook_endpoints
+from api.ingestions import Ingestions
+from retrieval.embedder import Embedder
+from retrieval.vectors import LEXICAL_MODEL
+from upstream.clients import Upstreams
+from api import (
+    approvals,
+    codec,
+    context_endpoints,
+    conversations,
+    files,
+    health,
+    models,
+    routes,
+    vector_store_files,
+    vector_stores,
+    webhook_endpoints,
+)
 from api.codec import CodecAccess
 from inbox.routes import inbox_routes
 from api.admission import Admission
@@ -30,13 +46,42 @@ from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
 
 
+def retrieval_routes() -> list[Route]:
+    """The Files and Vector Stores APIs (`file_search`'s documents)."""
+    store, file, batch = "/v1/vector_stores/{vector_store_id}", "/v1/vector_stores/{vector_store_id}/files/{file_id}", \
+        "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}"
+    return [
+        Route("/v1/files", files.create_file, methods=["POST"]),
+        Route("/v1/files", files.list_files, methods=["GET"]),
+        Route("/v1/files/{file_id}", files.retrieve_file, methods=["GET"]),
+        Route("/v1/files/{file_id}", files.delete_file, methods=["DELETE"]),
+        Route("/v1/files/{file_id}/content", files.file_content, methods=["GET"]),
+        Route("/v1/vector_stores", vector_stores.create_vector_store, methods=["POST"]),
+        Route("/v1/vector_stores", vector_stores.list_vector_stores, methods=["GET"]),
+        Route(store, vector_stores.retrieve_vector_store, methods=["GET"]),
+        Route(store, vector_stores.update_vector_store, methods=["POST"]),
+        Route(store, vector_stores.delete_vector_store, methods=["DELETE"]),
+        Route(f"{store}/search", vector_stores.search_vector_store, methods=["POST"]),
+        Route(f"{store}/files", vector_store_files.create_file, methods=["POST"]),
+        Route(f"{store}/files", vector_store_files.list_files, methods=["GET"]),
+        Route(file, vector_store_files.retrieve_file, methods=["GET"]),
+        Route(file, vector_store_files.update_file, methods=["POST"]),
+        Route(file, vector_store_files.delete_file, methods=["DELETE"]),
+        Route(f"{file}/content", vector_store_files.file_content, methods=["GET"]),
+        Route(f"{store}/file_batches", vector_store_files.create_batch, methods=["POST"]),
+        Route(batch, vector_store_files.retrieve_batch, methods=["GET"]),
+        Route(f"{batch}/cancel", vector_store_files.cancel_batch, methods=["POST"]),
+        Route(f"{batch}/files", vector_store_files.list_batch_files, methods=["GET"]),
+    ]
+
+
 def create_app(
     repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None,
     served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
     egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
     cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
     interactive_wait_seconds: float = 60.0, codec_access: CodecAccess | None = None, metrics_auth: str = "",
-    metrics_route: bool = True,
+    metrics_route: bool = True, embedding_model: str = LEXICAL_MODEL,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -48,7 +93,8 @@ def create_app(
     interactive request may expect to wait for its model's capacity before it is refused (429);
     `codec_access` who may use the codec endpoint (`api/codec.py`); `metrics_auth` the
     `Authorization` header `/metrics` requires (none: open), `metrics_route` whether it is
-    served here at all (not when it has a port of its own)."""
+    served here at all (not when it has a port of its own); `embedding_model` what new vector
+    stores embed with (`EMBEDDING_MODEL`)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -95,6 +141,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
                   methods=["DELETE"]),
+            *retrieval_routes(),
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),
             Route("/livez", health.livez, methods=["GET"]),
@@ -122,4 +169,6 @@ def create_app(
     app.state.catalog = ModelCatalog(runner.registry)
     app.state.windows = ContextWindows(runner.registry)
     app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)
+    app.state.embedder = Embedder(embedding_model, runner.registry, Upstreams())
+    app.state.ingestions = Ingestions(runner.client, runner.task_queue)
     return app

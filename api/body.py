@@ -46,23 +46,30 @@ async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
             f"Request bodies must be JSON: send `Content-Type: application/json` (got {content_type or 'none'!r}).",
             code="invalid_content_type",
         )
+    return parse_json(await read_bounded(request, limits.max_request_bytes, limits.body_timeout_seconds,
+                                         _too_large(limits)), limits)
+
+
+async def read_bounded(request: Request, max_bytes: int, timeout_seconds: float, too_large: Exception) -> bytes:
+    """The whole body, refused with `too_large` as soon as it is known to be longer than
+    `max_bytes`, and with a 408 when it has not arrived within `timeout_seconds`."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_request_bytes:
-        raise _too_large(limits)
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
     chunks: list[bytes] = []
     try:
-        async with asyncio.timeout(limits.body_timeout_seconds):
+        async with asyncio.timeout(timeout_seconds):
             size = 0
             async for chunk in request.stream():
                 size += len(chunk)
-                if size > limits.max_request_bytes:
-                    raise _too_large(limits)
+                if size > max_bytes:
+                    raise too_large
                 chunks.append(chunk)
     except TimeoutError:
         raise RequestTimeoutError(
-            f"The request body did not arrive within {limits.body_timeout_seconds:g} s.", code="request_timeout",
+            f"The request body did not arrive within {timeout_seconds:g} s.", code="request_timeout",
         ) from None
-    return parse_json(b"".join(chunks), limits)
+    return b"".join(chunks)
 
 
 def parse_json(body: bytes, limits: Limits) -> dict[str, Any]:

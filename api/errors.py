@@ -46,13 +46,14 @@ def from_validation_error(error: ValidationError, payload: Any = None) -> Invali
 def _location(location: tuple, payload: Any) -> str:
     text = ""
     at = payload
-    for part in location:
+    for index, part in enumerate(location):
         if isinstance(part, int):
             text += f"[{part}]"
             at = at[part] if isinstance(at, list) and part < len(at) else None
             continue
-        if isinstance(at, dict) and part not in at and at.get("type") == part:
-            continue  # the tag of a discriminated union, not a field
+        following = location[index + 1] if index + 1 < len(location) else None
+        if isinstance(at, dict) and at.get("type") == part and (part not in at or following in at):
+            continue  # the tag of a discriminated union, not a field (also when a field has its name)
         if "[" in str(part) or "function-" in str(part) or part in ("str", "list"):
             continue  # pydantic's names for union members, not fields
         text += f".{part}" if text else str(part)

@@ -32,7 +32,7 @@ from store.repository import ResponseRepository
 
 ITEM_ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
-    "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws",
+    "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws", "file_search_call": "fs",
     "tool_search_call": "tsc", "tool_search_output": "tso", "compaction": "cmp", "compaction_trigger": "cmpt",
     "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
 }
@@ -130,6 +130,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
                                   code="missing_required_parameter")
     _check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
+    await _vector_stores_exist(request, repository, project)
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
@@ -178,6 +179,18 @@ async def history_of(request: CreateResponseRequest, repository: ResponseReposit
         known_items = [_input_item.validate_python(item) for item in
                        await repository.conversations.items(request.conversation_id)]
     return previous, known_context, known_items
+
+
+async def _vector_stores_exist(request: CreateResponseRequest, repository: ResponseRepository, project: str) -> None:
+    """Every vector store a `file_search` tool names is one of the project's."""
+    for index, tool in enumerate(request.tools):
+        if tool.type != "file_search":
+            continue
+        found = await repository.vector_stores.some(list(tool.vector_store_ids), project)
+        for position, vector_store_id in enumerate(tool.vector_store_ids):
+            if vector_store_id not in found:
+                raise NotFoundError(f"Vector store with id '{vector_store_id}' not found.",
+                                    param=f"tools[{index}].vector_store_ids[{position}]")
 
 
 async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) -> None:

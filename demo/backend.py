@@ -22,6 +22,7 @@ import orjson
 from demo.model import DEMO_MODELS, DemoModel, DemoReply, reply_to
 from models.errors import RejectedByUpstreamError, RetryableUpstreamError
 from models.ids import new_id
+from retrieval.vectors import lexical_vector
 
 DEMO_BASE_URL = "demo"
 REMEMBERED_ANSWERS = 10_000
@@ -53,6 +54,14 @@ class DemoBackend:
             raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
                                          status_code=500)
         yield self._chunks(model, body, reply, break_halfway=self._fails_now(model, body))
+
+    async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every demo model embeds with the lexical embedder that ships in the package."""
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        return {"object": "list", "model": body.get("model"),
+                "data": [{"object": "embedding", "index": index, "embedding": lexical_vector(str(text))}
+                         for index, text in enumerate(texts)]}
 
     async def aclose(self) -> None:
         return None

@@ -9,10 +9,10 @@ from pydantic import BaseModel, Field
 
 from models.history_budget import ToolResult
 from models.search import Source
-from models.items import McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
+from models.items import FileSearchCallItem, McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
-from models.tools import McpTool, WebSearchTool
+from models.tools import FileSearchTool, McpTool, WebSearchTool
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
@@ -164,6 +164,27 @@ class WebSearchResult(BaseModel):
     call: WebSearchCallItem
     text: str
     """What the model is told: the numbered results, or why there are none."""
+    parked: bool = False
+    """The text is long: it waits in the store under the call's id, as `output`."""
+    sources: list[Source] = Field(default_factory=list)
+
+
+class FileSearchInput(BaseModel):
+    response_id: str
+    project: str
+    call: FileSearchCallItem
+    output_index: int
+    emit_events: bool = False
+    tool: FileSearchTool
+    first_number: int = 1
+    """The number the first result gets (numbers run on through the response)."""
+    include_results: bool = False
+
+
+class FileSearchResult(BaseModel):
+    call: FileSearchCallItem
+    text: str
+    """What the model is told: the numbered chunks, or why there are none."""
     parked: bool = False
     """The text is long: it waits in the store under the call's id, as `output`."""
     sources: list[Source] = Field(default_factory=list)

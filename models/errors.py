@@ -41,6 +41,9 @@
     │   ├── SearchUnavailableError        5xx, 429, timeouts, refused connections: Temporal retries
     │   └── SearchRefusedError            a refused key, other 4xx, an answer not understood: the
     │                                     call fails at once and the model is told
+    ├── UnreadableFileError               a file in a vector store has no text to search: of a type
+    │                                     not read (`unsupported_file`) or not what its name says
+    │                                     (`invalid_file`); its ingestion fails, never retried
     ├── SecretsUnavailableError           MCP secrets cannot be sealed or opened: no SECRETS_KEY,
     │   │                                 or not the one that sealed them
     │   └── SealedElsewhereError          a sealed blob that no key of the ring opens for this
@@ -296,6 +299,16 @@ class SearchUnavailableError(SearchError):
 
 class SearchRefusedError(SearchError):
     pass
+
+
+class UnreadableFileError(DurableResponsesError):
+    """A file in a vector store has no text to search: its type is not one we read
+    (`unsupported_file`) or it is not what its name says (`invalid_file`)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 class SecretsUnavailableError(DurableResponsesError):

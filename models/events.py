@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from models.items import (
     CompactionItem,
+    FileSearchCallItem,
     WebSearchCallItem,
     McpApprovalRequestItem,
     McpCallItem,
@@ -129,6 +130,13 @@ class WebSearchProgressEvent(StreamEvent):
     output_index: int
 
 
+class FileSearchProgressEvent(StreamEvent):
+    type: Literal["response.file_search_call.in_progress", "response.file_search_call.searching",
+                  "response.file_search_call.completed"]
+    item_id: str
+    output_index: int
+
+
 class CompactionProgressEvent(StreamEvent):
     type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
     item_id: str
@@ -235,5 +243,21 @@ def web_search_closing(call: WebSearchCallItem, index: int) -> list[StreamEvent]
     if call.status == "completed":
         events.append(WebSearchProgressEvent(type="response.web_search_call.completed", item_id=call.id,
                                              output_index=index))
+    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
+    return events
+
+
+def file_search_opening(call: FileSearchCallItem, index: int) -> list[StreamEvent]:
+    started = call.model_copy(update={"status": "in_progress", "results": None})
+    return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
+            FileSearchProgressEvent(type="response.file_search_call.in_progress", item_id=call.id, output_index=index),
+            FileSearchProgressEvent(type="response.file_search_call.searching", item_id=call.id, output_index=index)]
+
+
+def file_search_closing(call: FileSearchCallItem, index: int) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    if call.status == "completed":
+        events.append(FileSearchProgressEvent(type="response.file_search_call.completed", item_id=call.id,
+                                              output_index=index))
     events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
     return events

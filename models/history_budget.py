@@ -44,7 +44,8 @@ HEAVY_FIELDS: dict[str, dict[str, Any]] = {
     "custom_tool_call": {"input": ""},
     "mcp_call": {"arguments": "", "output": None, "error": None},
     "mcp_approval_request": {"arguments": ""},
-    "compaction": {"encrypted_content": "-"},  # (never empty: a compaction item's content is required)
+    "compaction": {"encrypted_content": "-"},
+    "file_search_call": {"results": None},  # (never empty: a compaction item's content is required)
 }
 
 

@@ -180,7 +180,7 @@ class PassedBackItem(ListedAsSent):
     """Items of hosted tools a client passes back from earlier output (web or tool search):
     kept in the input as sent, with nothing in them for a chat-completions backend."""
 
-    type: Literal["web_search_call", "tool_search_call", "tool_search_output"]
+    type: Literal["web_search_call", "file_search_call", "tool_search_call", "tool_search_output"]
     id: ItemId | None = None
 
 
@@ -214,6 +214,34 @@ class WebSearchCallItem(WireModel):
     id: str
     action: WebSearchAction
     status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "in_progress"
+
+    @property
+    def chat_call_id(self) -> str:
+        return self.id
+
+    @property
+    def has_run(self) -> bool:
+        return self.status in ("completed", "failed", "incomplete")
+
+
+class FileSearchResult(WireModel):
+    file_id: str
+    filename: str
+    score: float
+    text: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileSearchCallItem(WireModel):
+    """A search of vector stores this server ran for the model (`retrieval/`): its queries,
+    and its results when the request's `include` asks for them. Its id is the chat tool-call
+    id of the model's call."""
+
+    type: Literal["file_search_call"] = "file_search_call"
+    id: str
+    queries: list[str]
+    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "in_progress"
+    results: list[FileSearchResult] | None = None
 
     @property
     def chat_call_id(self) -> str:
@@ -385,6 +413,6 @@ class OutputFunctionCall(WireModel):
 
 OutputItem = Annotated[
     Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, CompactionItem, WebSearchCallItem,
-          McpListToolsItem, McpCallItem, McpApprovalRequestItem],
+          FileSearchCallItem, McpListToolsItem, McpCallItem, McpApprovalRequestItem],
     Field(discriminator="type"),
 ]

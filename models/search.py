@@ -1,4 +1,5 @@
-"""A search result as the model was shown it: its number (what `[n]` in the answer cites)."""
+"""A search result as the model was shown it: its number (what `[n]` in the answer cites)
+and what it was (a web page, or a file's chunk)."""
 
 from __future__ import annotations
 
@@ -7,5 +8,8 @@ from pydantic import BaseModel
 
 class Source(BaseModel):
     number: int
-    url: str
+    url: str = ""
     title: str = ""
+    file_id: str | None = None
+    """A file's chunk (`file_search`), cited as `file_citation`; else a web page, as `url_citation`."""
+    filename: str | None = None

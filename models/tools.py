@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
+from models.file_search import MAX_RESULTS, Filters, RankingOptions
 from models.items import WireModel
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]+$"
@@ -91,6 +92,17 @@ class WebSearchTool(WireModel):
     def allowed_domains(self) -> tuple[str, ...]:
         domains = (self.filters.allowed_domains or []) if self.filters else []
         return tuple(domain.lower().removeprefix("https://").removeprefix("http://").strip("/") for domain in domains)
+
+
+class FileSearchTool(WireModel):
+    """Offered to the model as a `file_search(query)` function over the request's vector
+    stores (`retrieval/`)."""
+
+    type: Literal["file_search"]
+    vector_store_ids: list[Annotated[str, Field(min_length=1, max_length=80)]] = Field(min_length=1, max_length=10)
+    max_num_results: int | None = Field(default=None, ge=1, le=MAX_RESULTS)
+    ranking_options: RankingOptions | None = None
+    filters: Filters | None = None
 
 
 class ToolSearchTool(WireModel):
@@ -227,7 +239,8 @@ class McpTool(WireModel):
 
 
 Tool = Annotated[
-    Union[FunctionTool, CustomTool, NamespaceTool, McpTool, WebSearchTool, ToolSearchTool], Field(discriminator="type")
+    Union[FunctionTool, CustomTool, NamespaceTool, McpTool, WebSearchTool, FileSearchTool, ToolSearchTool],
+    Field(discriminator="type"),
 ]
 
 

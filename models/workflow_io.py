@@ -42,6 +42,7 @@ class ExecutionSettings(BaseModel):
     that started before it existed)."""
     webhook_task_queue: str | None = None
     """Where webhook deliveries run (`<task queue>-webhooks`); None: the response's own."""
+    file_search_call: RetryBudget = RetryBudget(start_to_close_seconds=60, maximum_attempts=4)
     web_search: bool = False
     """Whether a search provider is configured: a `web_search` tool is then offered to the
     model as a function, and its calls run (`search/`)."""
@@ -54,6 +55,11 @@ class ExecutionSettings(BaseModel):
 def side_task_queues(task_queue: str) -> dict[str, str]:
     """The task queues of a deployment's other workloads, named after its response queue."""
     return {"mcp_task_queue": f"{task_queue}-mcp", "webhook_task_queue": f"{task_queue}-webhooks"}
+
+
+def ingestion_task_queue(task_queue: str) -> str:
+    """Where files are ingested into vector stores (`workflows/ingestion.py`), slots of its own."""
+    return f"{task_queue}-ingestion"
 
 
 class ResponseWorkflowInput(BaseModel):

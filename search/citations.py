@@ -3,7 +3,8 @@
 Each result gets a number that runs on through the response (the second search's first
 result follows the first search's last), and the model is asked to cite it as `[n]`. In the
 final message, each `[n]` naming a source becomes a `url_citation` annotation over the
-marker (`start_index`, `end_index`: character offsets of `[n]` in the text). Pure.
+marker (`start_index`, `end_index`: character offsets of `[n]` in the text); each naming a
+file's chunk (`file_search`), a `file_citation` at the marker (`index`). Pure.
 """
 
 from __future__ import annotations
@@ -34,12 +35,16 @@ def shown_to_model(query: str, results: list[SearchResult], sources: list[Source
 
 
 def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
-    """The `url_citation` annotations of the markers in `text` that name a source."""
+    """The annotations of the markers in `text` that name a source: `file_citation` for a
+    file's chunk (`index`: where its marker starts), `url_citation` for a web page."""
     by_number = {source.number: source for source in sources}
     found = []
     for match in MARKER.finditer(text):
         source = by_number.get(int(match.group(1)))
-        if source is not None:
+        if source is not None and source.file_id is not None:
+            found.append({"type": "file_citation", "file_id": source.file_id, "filename": source.filename or "",
+                          "index": match.start()})
+        elif source is not None:
             found.append({"type": "url_citation", "url": source.url, "title": source.title,
                           "start_index": match.start(), "end_index": match.end()})
     return found

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from models.errors import StoreUnavailableError
+from store import vector_functions
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,7 @@ class SqliteDatabase:
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_timeout_ms}",
                        "wal_autocheckpoint=0", f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}", "secure_delete=ON"):
             connection.execute(f"PRAGMA {pragma}")
+        self.vector_functions = vector_functions.install(connection)
         return connection
 
     @contextlib.asynccontextmanager

@@ -36,3 +36,28 @@ async def page_of_items(
     rows = await transaction.all(
         f"SELECT data FROM {table} WHERE {where} ORDER BY position {order.upper()} LIMIT :limit", **params)
     return [loads(row["data"]) for row in rows[:limit]], len(rows) > limit
+
+
+async def page_of_rows(
+    transaction: Transaction, table: str, columns: str, where: str, params: dict[str, Any], *, id_column: str = "id",
+    after: str | None, before: str | None = None, limit: int, order: Order,
+) -> tuple[list[Any], bool]:
+    """Up to `limit` rows of `table` matching `where`, in `sort_key` order, after `after` and
+    before `before` (ids of rows that `where` matches), and whether more follow. Raises
+    LookupError naming a cursor that is not such a row."""
+    params = dict(params, limit=limit + 1)
+    flipped: Order = "desc" if order == "asc" else "asc"
+    for name, cursor_id, direction in (("after", after, order), ("before", before, flipped)):
+        if cursor_id is None:
+            continue
+        key = await transaction.value(f"SELECT sort_key FROM {table} WHERE {where} AND {id_column} = :{name}_id",
+                                      **params, **{f"{name}_id": cursor_id})
+        if key is None:
+            raise LookupError(cursor_id)
+        sign = ">" if direction == "asc" else "<"
+        where += f" AND (sort_key {sign} :{name}_key OR (sort_key = :{name}_key AND {id_column} {sign} :{name}_id))"
+        params[f"{name}_key"], params[f"{name}_id"] = key, cursor_id
+    rows = await transaction.all(
+        f"SELECT {columns} FROM {table} WHERE {where} ORDER BY sort_key {order.upper()}, {id_column} {order.upper()} "
+        "LIMIT :limit", **params)
+    return rows[:limit], len(rows) > limit

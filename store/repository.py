@@ -20,7 +20,10 @@ from store.budgets import Budgets
 from store.dispatches import ToolDispatches
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
+from store.chunks import Chunks
 from store.conversations import Conversations
+from store.files import Files
+from store.vector_stores import VectorStores
 from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
 from store.pending_approvals import PendingApprovals
@@ -79,6 +82,9 @@ class ResponseRepository:
         self.events = EventLog(db, stream_poll_seconds)
         self.turns = Turns(db)
         self.conversations = Conversations(db)
+        self.files = Files(db)
+        self.vector_stores = VectorStores(db)
+        self.chunks = Chunks(db)
         self.parked = ParkedFields(db)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""

@@ -3,7 +3,12 @@
 A change here needs a migration in `store/migrations/versions` that makes it
 (`tests/test_migrations.py` fails while the two disagree)."""
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text, text
+from sqlalchemy import (JSON, BigInteger, Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table,
+                        Text, text)
+from sqlalchemy.dialects.postgresql import ARRAY, REAL
+
+EMBEDDING = LargeBinary().with_variant(ARRAY(REAL), "postgresql")
+"""A chunk's embedding: float32 bytes on SQLite, `real[]` on PostgreSQL."""
 
 metadata = MetaData()
 
@@ -316,4 +321,79 @@ upstream_queues = Table(
     Column("lane", String(20), primary_key=True),
     Column("project", String(80), primary_key=True),
     Column("next_at", Float, nullable=False),
+)
+
+# ---- Files and vector stores (`store/files.py`, `store/vector_stores.py`, `store/chunks.py`) ----
+
+# An uploaded file, its bytes kept whole (at most `retrieval.limits.MAX_FILE_BYTES`).
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("filename", String(512), nullable=False),
+    Column("purpose", String(40), nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=True),
+    Column("sort_key", BigInteger, nullable=False),
+    Column("content", LargeBinary, nullable=False),
+)
+Index("ix_files_project_sort_key", files.c.project, files.c.sort_key, files.c.id)
+
+vector_stores = Table(
+    "vector_stores",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_active_at", BigInteger, nullable=False),
+    Column("expires_after_days", Integer, nullable=True),
+    Column("sort_key", BigInteger, nullable=False),
+    # The embeddings model its chunks were embedded with; a search embeds its query with it.
+    Column("embedding_model", String(200), nullable=False),
+)
+Index("ix_vector_stores_project_sort_key", vector_stores.c.project, vector_stores.c.sort_key, vector_stores.c.id)
+
+# A file in a vector store, and where its ingestion (`workflows/ingestion.py`) stands.
+vector_store_files = Table(
+    "vector_store_files",
+    metadata,
+    Column("vector_store_id", String(80), primary_key=True),
+    Column("file_id", String(80), primary_key=True),
+    Column("batch_id", String(80), nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("last_error", JSON, nullable=True),
+    Column("attributes", JSON, nullable=False),
+    Column("chunking_strategy", JSON, nullable=False),
+    Column("usage_bytes", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("sort_key", BigInteger, nullable=False),
+)
+Index("ix_vector_store_files_batch_id", vector_store_files.c.batch_id)
+Index("ix_vector_store_files_sort_key", vector_store_files.c.vector_store_id, vector_store_files.c.sort_key,
+      vector_store_files.c.file_id)
+
+vector_store_file_batches = Table(
+    "vector_store_file_batches",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("vector_store_id", String(80), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("cancelled", Boolean, nullable=False),
+)
+
+# A file's chunks in one vector store, each with its embedding once embedded: float32 bytes on
+# SQLite (read by sqlite-vec's functions), `real[]` on PostgreSQL (an exact search in SQL).
+vector_store_chunks = Table(
+    "vector_store_chunks",
+    metadata,
+    Column("vector_store_id", String(80), primary_key=True),
+    Column("file_id", String(80), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("embedding", EMBEDDING, nullable=True),
 )

@@ -123,6 +123,14 @@ upstream_failovers = Counter("durable_responses_upstream_failover_calls_total",
 web_searches = Histogram("durable_responses_web_search_seconds",
                          "Web searches by provider and outcome (`completed`, `unavailable`: retried, `refused`).",
                          ["provider", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
+chunks_embedded_total = Counter("durable_responses_chunks_embedded_total",
+                                "Chunks of files in vector stores embedded by ingestion.", registry=REGISTRY)
+files_ingested = Counter("durable_responses_files_ingested_total",
+                         "Files whose ingestion into a vector store ended, by status.", ["status"],
+                         registry=REGISTRY)
+file_searches = Histogram("durable_responses_file_search_seconds",
+                          "Vector store searches (the API's and the file_search tool's), by caller.", ["caller"],
+                          buckets=LATENCY_BUCKETS, registry=REGISTRY)
 context_steps = Counter("durable_responses_context_steps_total",
                         "What model calls did with a context too long for their window or threshold: `truncated` "
                         "(oldest items left out), `compacted` (summarised first), `refused` "
@@ -228,6 +236,18 @@ def upstream_failover(deployment: str) -> None:
 
 def web_search(provider: str, outcome: str, seconds: float) -> None:
     web_searches.labels(provider, outcome).observe(seconds)
+
+
+def chunks_embedded(count: int) -> None:
+    chunks_embedded_total.inc(count)
+
+
+def file_ingested(status: str) -> None:
+    files_ingested.labels(status).inc()
+
+
+def file_search(caller: str, seconds: float) -> None:
+    file_searches.labels(caller).observe(seconds)
 
 
 def context_step(model: str, step: str) -> None:

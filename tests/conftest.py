@@ -177,7 +177,7 @@ async def running_stack(
     quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
     webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
     codec_allowed_origins: list[str] | None = None, web_search_provider: str | None = None,
-    web_search_url: str | None = None, web_search_api_key: str = "",
+    web_search_url: str | None = None, web_search_api_key: str = "", embedding_model: str = "lexical",
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -197,7 +197,7 @@ async def running_stack(
         models_file=models_file,
         codec_allowed_origins=codec_allowed_origins or [],
         web_search_provider=web_search_provider, web_search_url=web_search_url,
-        web_search_api_key=web_search_api_key,
+        web_search_api_key=web_search_api_key, embedding_model=embedding_model,
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
@@ -208,7 +208,7 @@ async def running_stack(
         )
         app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
                          tracing=tracing, interactive_wait_seconds=interactive_wait_seconds,
-                         codec_access=codec_access(settings))
+                         codec_access=codec_access(settings), embedding_model=settings.embedding_model)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=5))
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():

@@ -21,7 +21,7 @@ import json
 import re
 import threading
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from context.compaction import is_summariser_request
+from retrieval.vectors import lexical_vector
 from tests.threaded_server import ThreadedServer
 
 
@@ -95,6 +96,11 @@ class ScriptedBackend:
         self._windows: dict[str, int] = {}
         self._listed_windows: dict[str, int] = {}
         self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.embedded: Counter[str] = Counter()
+        """Each text the embeddings endpoint embedded, and how often."""
+        self.embedding_calls = 0
+        self.embedding_delay = 0.0
+        self._embeddings_refused_until = 0.0
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
         self.port = 0
@@ -117,6 +123,11 @@ class ScriptedBackend:
             if listed:
                 self._listed_windows[model] = window
 
+    def refuse_embeddings(self, seconds: float) -> None:
+        """Answer every embeddings request 429 (`retry-after: 1`) for the next `seconds`."""
+        with self._lock:
+            self._embeddings_refused_until = time.monotonic() + seconds
+
     def requests(self, model: str) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._requests[model])
@@ -127,6 +138,7 @@ class ScriptedBackend:
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
             Route("/v1/_script", self._script_over_http, methods=["POST"]),
             Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
             Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
@@ -138,6 +150,25 @@ class ScriptedBackend:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop(join_seconds=5)
+
+    async def _embeddings(self, request: Request) -> Response:
+        """OpenAI's `/v1/embeddings`, with the lexical embedder's vectors (deterministic, and
+        near for texts that share words)."""
+        body = await request.json()
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        with self._lock:
+            self.embedding_calls += 1
+            if time.monotonic() < self._embeddings_refused_until:
+                return JSONResponse({"error": {"message": "Rate limit reached for embeddings", "type": "requests",
+                                               "code": "rate_limit_exceeded"}}, status_code=429,
+                                    headers={"retry-after": "1"})
+            self.embedded.update(texts)  # seen, whether or not its caller lives to read the answer
+        if self.embedding_delay:
+            await asyncio.sleep(self.embedding_delay)
+        return JSONResponse({"object": "list", "model": body.get("model"),
+                             "data": [{"object": "embedding", "index": index, "embedding": lexical_vector(text)}
+                                      for index, text in enumerate(texts)],
+                             "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
 
     async def _models(self, _request: Request) -> Response:
         """The backend's own model list (`GET /v1/models`), as OpenAI-compatible servers answer it."""

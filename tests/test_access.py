@@ -108,7 +108,9 @@ async def _alphas_things(stack: Stack, keys: dict[str, str], backend: ScriptedBa
     conversation = await alpha.conversations.create(items=[{"type": "message", "role": "user",
                                                             "content": "alpha's conversation"}])
     items = await alpha.conversations.items.list(conversation.id)
-    return {"response": stored.id, "running": running.id, "item": stored.output[0].id,
+    uploaded = await alpha.files.create(file=("alpha.md", b"alpha's secret document"), purpose="assistants")
+    store = await alpha.vector_stores.create(name="alpha's store", file_ids=[uploaded.id])
+    return {"file": uploaded.id, "vector_store": store.id, "response": stored.id, "running": running.id, "item": stored.output[0].id,
             "input_item": (await alpha.responses.input_items.list(stored.id)).data[0].id,
             "conversation": conversation.id, "conversation_item": items.data[0].id}
 
@@ -135,6 +137,23 @@ ROUTES = [
     ("DELETE", "/v1/conversations/{conversation}", None),
     ("POST", "/v1/conversations", {"items": [{"type": "item_reference", "id": "{conversation_item}"}]}),
     ("GET", "/v1/responses?after={response}", None),
+    ("GET", "/v1/files/{file}", None),
+    ("GET", "/v1/files/{file}/content", None),
+    ("GET", "/v1/files?after={file}", None),
+    ("GET", "/v1/vector_stores/{vector_store}", None),
+    ("POST", "/v1/vector_stores/{vector_store}", {"name": "renamed"}),
+    ("POST", "/v1/vector_stores/{vector_store}/search", {"query": "secret"}),
+    ("GET", "/v1/vector_stores/{vector_store}/files", None),
+    ("GET", "/v1/vector_stores/{vector_store}/files/{file}", None),
+    ("POST", "/v1/vector_stores/{vector_store}/files", {"file_id": "{file}"}),
+    ("POST", "/v1/vector_stores/{vector_store}/file_batches", {"file_ids": ["{file}"]}),
+    ("GET", "/v1/vector_stores?after={vector_store}", None),
+    ("POST", "/v1/vector_stores", {"file_ids": ["{file}"]}),
+    ("POST", "/v1/responses", {"model": "m", "input": "hi",
+                               "tools": [{"type": "file_search", "vector_store_ids": ["{vector_store}"]}]}),
+    ("DELETE", "/v1/vector_stores/{vector_store}/files/{file}", None),
+    ("DELETE", "/v1/vector_stores/{vector_store}", None),
+    ("DELETE", "/v1/files/{file}", None),
 ]
 
 
@@ -169,12 +188,15 @@ async def test_no_route_shows_one_project_anything_of_another(keyed, backend: Sc
             assert answers[0] == answers[1], (method, path, answers)
             assert answers[0][0] in (400, 404), (method, path, answers)
             assert "alpha" not in answers[0][1]
-        listed = (await beta.get("/v1/responses")).json()["data"]
-        assert not {item["id"] for item in listed} & set(names.values())
+        for listing in ("/v1/responses", "/v1/files", "/v1/vector_stores"):
+            listed = (await beta.get(listing)).json()["data"]
+            assert not {item["id"] for item in listed} & set(names.values()), listing
     alpha = as_key(stack, keys["alpha"])
     assert (await alpha.responses.retrieve(names["response"])).output_text
     assert (await alpha.responses.retrieve(names["running"])).status in ("queued", "in_progress")
     assert (await alpha.conversations.retrieve(names["conversation"])).id == names["conversation"]
+    assert (await alpha.files.retrieve(names["file"])).filename == "alpha.md"
+    assert (await alpha.vector_stores.retrieve(names["vector_store"])).name == "alpha's store"
     beta_response = await as_key(stack, keys["beta"]).responses.create(model="m", input="beta's words")
     async with http_as(stack, keys["alpha"]) as alpha_http:
         assert (await alpha_http.get(f"/v1/responses/{beta_response.id}")).status_code == 404

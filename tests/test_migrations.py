@@ -65,7 +65,8 @@ async def test_the_migrations_build_the_schema_the_code_declares(store: EmptySto
 async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: EmptyStore):
     """A store as the version before migrations left it: no version table, no API keys,
     workers, approval waits, open approvals, webhook endpoints, upstream budgets, tool
-    dispatches or history deletions tables, no `conversation_id`, `project`, `decided_by`,
+    dispatches, history deletions, files or vector stores
+    tables, no `conversation_id`, `project`, `decided_by`,
     `reason` or `written_at` columns; and a response in it."""
     await migrated(store.url)
     await store_probe.execute(
@@ -73,6 +74,8 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE alembic_version", "DROP TABLE api_keys", "DROP TABLE workers", "DROP TABLE approval_waits",
         "DROP TABLE open_approvals", "DROP TABLE webhook_endpoints", "DROP TABLE upstream_budgets",
         "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches", "DROP TABLE history_deletions",
+        "DROP TABLE files", "DROP TABLE vector_stores", "DROP TABLE vector_store_files",
+        "DROP TABLE vector_store_file_batches", "DROP TABLE vector_store_chunks",
         "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
         "DROP INDEX ix_chat_contexts_base_response_id", "ALTER TABLE chat_contexts DROP COLUMN base_response_id",
         "ALTER TABLE chat_contexts DROP COLUMN base_length",

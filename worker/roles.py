@@ -205,7 +205,7 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
                          cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log,
                          tracing=settings.tracing, interactive_wait_seconds=settings.inference_interactive_wait_seconds,
                          codec_access=codec_access(settings), metrics_auth=settings.metrics_auth,
-                         metrics_route=settings.metrics_port is None)
+                         metrics_route=settings.metrics_port is None, embedding_model=settings.embedding_model)
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         async with _metrics_port(settings, host, repository, shutdown):

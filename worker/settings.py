@@ -23,6 +23,7 @@ from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
+from retrieval.vectors import LEXICAL_MODEL
 from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
@@ -161,6 +162,11 @@ class Settings(BaseModel):
     web_search_api_key: str = Field(default="", repr=False)
     web_search_url: str | None = None
     """`WEB_SEARCH_URL`: the provider at another base URL (a proxy, a self-hosted instance)."""
+    embedding_model: str = "lexical"
+    """`EMBEDDING_MODEL`: a model of the registry whose deployment serves `/embeddings`, or
+    `lexical` (the default): the embedder that ships in the package (`retrieval/vectors.py`)."""
+    ingestion_concurrent_activities: int = 8
+    """Ingestion steps (read and chunk a file, embed a batch) one worker runs at once."""
     mcp_concurrent_calls: int = 100
     """MCP tool calls one worker runs at once (the `<task queue>-mcp` queue's slots)."""
     webhook_concurrent_deliveries: int = 50
@@ -268,6 +274,14 @@ class Settings(BaseModel):
         return SearchSettings(provider=provider, api_key=self.web_search_api_key, url=self.web_search_url)
 
     @model_validator(mode="after")
+    def _embeds_with(self) -> "Settings":
+        """The embeddings model (`EMBEDDING_MODEL`) must be one this server serves."""
+        if self.embedding_model != LEXICAL_MODEL and not self.registry().knows(self.embedding_model):
+            raise StartupError(f"EMBEDDING_MODEL={self.embedding_model!r} is not a model this server serves "
+                               "(name one of the models file, or leave it unset for the lexical embedder)")
+        return self
+
+    @model_validator(mode="after")
     def _offers_web_search(self) -> "Settings":
         """Responses learn whether a search provider runs their `web_search` tools."""
         enabled = self.search().enabled
@@ -353,6 +367,8 @@ class Settings(BaseModel):
             "web_search_provider": _web_search_provider(),
             "web_search_api_key": os.environ.get("WEB_SEARCH_API_KEY", ""),
             "web_search_url": os.environ.get("WEB_SEARCH_URL") or None,
+            "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
+            "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
         }
         for name, env in (
             ("task_queue", "TEMPORAL_TASK_QUEUE"),

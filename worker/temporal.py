@@ -20,7 +20,9 @@ from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
-from models.workflow_io import ExecutionSettings, side_task_queues
+from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
+from activities.file_search import FileSearchActivities
+from activities.ingestion import IngestionActivities
 from activities.web_search import SearchActivities
 from search.providers import provider_for
 from store.repository import ResponseRepository
@@ -32,6 +34,8 @@ from worker.shutdown import Shutdown
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from webhooks.delivery import WebhookActivities
+from retrieval.embedder import Embedder
+from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
@@ -132,6 +136,9 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     store = StoreActivities(repository)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     searching = SearchActivities(repository, provider_for(settings.search(), settings.egress()))
+    embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
+    ingestion = IngestionActivities(repository, embedder)
+    file_searching = FileSearchActivities(repository, embedder)
     webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
                                  project_endpoints=repository.webhook_endpoints)
     grace = timedelta(seconds=grace_seconds)
@@ -145,7 +152,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         activities=[
             inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
             store.record_approval_wait,
-            mcp.list_mcp_tools, mcp.call_mcp_tool, searching.web_search,
+            mcp.list_mcp_tools, mcp.call_mcp_tool, searching.web_search, file_searching.file_search,
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
@@ -157,6 +164,11 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     side_workers = [
         Worker(client, task_queue=queues["mcp_task_queue"], activities=[mcp.call_mcp_tool, searching.web_search],
                max_concurrent_activities=settings.mcp_concurrent_calls, graceful_shutdown_timeout=grace),
+        Worker(client, task_queue=ingestion_task_queue(settings.task_queue), workflows=[FileIngestionWorkflow],
+               workflow_runner=WORKFLOW_RUNNER,
+               activities=[ingestion.chunk_file, ingestion.embed_chunks, ingestion.settle_file],
+               max_concurrent_activities=settings.ingestion_concurrent_activities, max_cached_workflows=100,
+               graceful_shutdown_timeout=grace),
         Worker(client, task_queue=queues["webhook_task_queue"], workflows=[WebhookDeliveryWorkflow],
                workflow_runner=WORKFLOW_RUNNER, activities=[webhooks.deliver_webhook],
                max_concurrent_activities=settings.webhook_concurrent_deliveries, max_cached_workflows=100,

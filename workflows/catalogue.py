@@ -150,10 +150,19 @@ WEB_SEARCH_FUNCTION = {
 }
 
 
+FILE_SEARCH_FUNCTION = {
+    "description": "Search the user's files. Answers with numbered passages; cite a passage you use with its "
+                   "number in brackets, like [1].",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to search for."}},
+                   "required": ["query"], "additionalProperties": False},
+}
+
+
 class ToolTable:
     """The functions the model sees for one inference call, by the names it calls them.
     `web_search`: the request's `web_search` tool is offered (a provider is configured), as
-    a function `web_search(query)` (another name, should a client function have that one)."""
+    a function `web_search(query)` (another name, should a client function have that one).
+    A `file_search` tool is offered as `file_search(query)`, likewise."""
 
     def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = (), *, web_search: bool = False) -> None:
         self.client = {function.chat_name: function for function in client_functions(tools)}
@@ -161,12 +170,15 @@ class ToolTable:
         self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
         self.web_search_tool = next((tool for tool in tools if tool.type.startswith("web_search")), None) \
             if web_search else None
-        self.web_search_name = UniqueNames(set(self.client) | set(self.mcp)).claim("web_search") \
-            if self.web_search_tool is not None else None
+        names = UniqueNames(set(self.client) | set(self.mcp))
+        self.web_search_name = names.claim("web_search") if self.web_search_tool is not None else None
+        self.file_search_tool = next((tool for tool in tools if tool.type == "file_search"), None)
+        self.file_search_name = names.claim("file_search") if self.file_search_tool is not None else None
 
     def chat_tools(self) -> list[dict[str, Any]]:
-        searching = [{"type": "function", "function": {"name": self.web_search_name, **WEB_SEARCH_FUNCTION}}] \
-            if self.web_search_name else []
+        searching = [{"type": "function", "function": {"name": name, **schema}}
+                     for name, schema in ((self.web_search_name, WEB_SEARCH_FUNCTION),
+                                          (self.file_search_name, FILE_SEARCH_FUNCTION)) if name]
         return ([function.chat_tool() for function in self.client.values()]
                 + [function.chat_tool() for function in self.mcp.values()] + searching)
 

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from models.errors import ResponseFailedError
     from models.events import StreamEvent, mcp_call_closing
     from models.history_budget import MAX_HISTORY_BYTES, ToolResult
-    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
+    from models.items import FileSearchCallItem, McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.search import Source
@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import next_step, within_max_tool_calls
     from workflows.mcp_listing import list_server
+    from workflows.file_search_call import file_search
     from workflows.web_search_call import web_search
     from workflows.webhook_sending import send_webhooks
 
@@ -83,6 +84,7 @@ class ResponseWorkflow:
         self.response = request.response
         self.settings = request.settings
         self.emit_events = request.emit_events
+        self.project = request.project
         self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
         self.parked.update({item_id: item_id for item_id in request.parked})
         if workflow.patched("state-shown-in-temporal"):
@@ -341,6 +343,9 @@ class ResponseWorkflow:
         if isinstance(call, WebSearchCallItem):
             await self._search(call, index)
             return
+        if isinstance(call, FileSearchCallItem):
+            await self._search_files(call, index)
+            return
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
         # and the API refuses an approval for a server missing from `tools`.
@@ -384,6 +389,18 @@ class ResponseWorkflow:
         searched = await web_search(response, call, index, settings=self.settings, emit_events=self.emit_events,
                                     first_number=len(self.sources) + 1, emit=self._emit)
         response.output[index] = searched.call
+        self.sources.extend(searched.sources)
+        self.tool_results[call.chat_call_id] = searched.told
+
+    async def _search_files(self, call: FileSearchCallItem, index: int) -> None:
+        response = self.response
+        assert response is not None
+        searched, parked = await file_search(response, self.project, call, index, settings=self.settings,
+                                             emit_events=self.emit_events, first_number=len(self.sources) + 1,
+                                             emit=self._emit)
+        response.output[index] = searched.call
+        if parked:
+            self.parked[call.id] = call.id
         self.sources.extend(searched.sources)
         self.tool_results[call.chat_call_id] = searched.told
 

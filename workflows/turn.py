@@ -47,8 +47,8 @@ class Infer:
 
 NextStep = Union[Finish, RunTools, AwaitApproval, Infer]
 
-SERVER_CALLS = ("mcp_call", "web_search_call")
-"""Calls this server runs for the model (an MCP tool's, a web search)."""
+SERVER_CALLS = ("mcp_call", "web_search_call", "file_search_call")
+"""Calls this server runs for the model (an MCP tool's, a web or file search)."""
 
 
 def next_step(

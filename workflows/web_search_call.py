@@ -14,7 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from models.activity_io import WebSearchInput, WebSearchResult
     from models.events import StreamEvent, web_search_closing
     from models.history_budget import ToolResult
-    from models.items import WebSearchCallItem
+    from models.items import FileSearchCallItem, WebSearchCallItem
     from models.responses import Response
     from models.search import Source
     from models.tools import WebSearchTool
@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
 
 @dataclass(frozen=True)
 class Searched:
-    call: WebSearchCallItem
+    call: WebSearchCallItem | FileSearchCallItem
     """The item as the search ended it."""
     told: ToolResult
     """What the model is told."""

@@ -1,0 +1,66 @@
+"""A document's text cut into overlapping chunks, counted in tokens (`context/tokens.py`'s
+estimate, which errs high, so a chunk never holds more than it says).
+
+`chunking_strategy` as OpenAI takes it: `auto` is `static` with 800 tokens a chunk and 400
+overlapping; `static` sets `max_chunk_size_tokens` (100 to 4096) and `chunk_overlap_tokens`
+(at most half of it). Chunks break between words; a word longer than a chunk is cut. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from context.tokens import text_tokens
+
+DEFAULT_MAX_TOKENS = 800
+DEFAULT_OVERLAP_TOKENS = 400
+MIN_MAX_TOKENS, MAX_MAX_TOKENS = 100, 4096
+
+_WORDS = re.compile(r"\s*\S+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str
+    tokens: int
+
+
+def _pieces(text: str, max_tokens: int) -> list[tuple[str, int]]:
+    """Words with the blanks before them, and what each costs; a word dearer than a chunk in
+    parts (a token is never fewer than one character, so `max_tokens` characters fit)."""
+    pieces: list[tuple[str, int]] = []
+    for match in _WORDS.finditer(text):
+        word = match.group()
+        cost = text_tokens(word)
+        if cost <= max_tokens:
+            pieces.append((word, cost))
+            continue
+        for start in range(0, len(word), max_tokens):
+            part = word[start:start + max_tokens]
+            pieces.append((part, text_tokens(part)))
+    return pieces
+
+
+def chunks_of(text: str, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = DEFAULT_OVERLAP_TOKENS) -> list[Chunk]:
+    """`text` in chunks of at most `max_tokens`, each next one repeating about the last
+    `overlap_tokens` of the one before."""
+    if not MIN_MAX_TOKENS <= max_tokens <= MAX_MAX_TOKENS or not 0 <= overlap_tokens <= max_tokens // 2:
+        raise ValueError(f"no chunking of {max_tokens} tokens overlapping {overlap_tokens}")
+    pieces = _pieces(text, max_tokens)
+    chunks: list[Chunk] = []
+    start = 0
+    while start < len(pieces):
+        end, used = start, 0
+        while end < len(pieces) and used + pieces[end][1] <= max_tokens:
+            used += pieces[end][1]
+            end += 1
+        chunks.append(Chunk("".join(word for word, _ in pieces[start:end]).strip(), used))
+        if end >= len(pieces):
+            break
+        back, kept = end, 0  # the next chunk starts `overlap_tokens` before this one's end
+        while back - 1 > start and kept + pieces[back - 1][1] <= overlap_tokens:
+            back -= 1
+            kept += pieces[back][1]
+        start = max(back, start + 1)
+    return [chunk for chunk in chunks if chunk.text]

@@ -1,0 +1,95 @@
+"""The chunks of the files in vector stores, their embeddings, and the nearest of them to a
+query: on SQLite through sqlite-vec's `vec_distance_cosine` (`store/vector_functions.py`),
+on PostgreSQL as an exact dot product in SQL over `real[]` (embeddings are unit length, so
+it is their cosine). Both scan every embedded chunk of the stores searched: exact, and
+linear in their size (`docs/file-search.md` has the figures)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from retrieval.chunking import Chunk
+from retrieval.vectors import to_bytes
+from store.database import Database
+
+
+@dataclass(frozen=True)
+class Nearest:
+    vector_store_id: str
+    file_id: str
+    position: int
+    text: str
+    similarity: float
+
+
+class Chunks:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def put(self, vector_store_id: str, file_id: str, chunks: list[Chunk]) -> int:
+        """Keep a file's chunks, once: a file chunked before keeps the chunks it has. How many
+        it has."""
+        async with self.db.write() as transaction:
+            have = await transaction.value("SELECT count(*) FROM vector_store_chunks "
+                                           "WHERE vector_store_id = :store AND file_id = :file",
+                                           store=vector_store_id, file=file_id)
+            if have:
+                return int(have)
+            await transaction.run_many(
+                "INSERT INTO vector_store_chunks (vector_store_id, file_id, position, text, tokens) "
+                "VALUES (:store, :file, :position, :text, :tokens)",
+                [{"store": vector_store_id, "file": file_id, "position": position, "text": chunk.text,
+                  "tokens": chunk.tokens} for position, chunk in enumerate(chunks)])
+        return len(chunks)
+
+    async def unembedded(self, vector_store_id: str, file_id: str, start: int, end: int) -> list[tuple[int, str]]:
+        """The chunks in positions `start` to `end` (exclusive) without an embedding yet."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT position, text FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file "
+                "AND position >= :start AND position < :end AND embedding IS NULL ORDER BY position",
+                store=vector_store_id, file=file_id, start=start, end=end)
+        return [(row["position"], row["text"]) for row in rows]
+
+    def _vector(self, vector: Sequence[float]) -> bytes | list[float]:
+        return to_bytes(vector) if self.db.dialect == "sqlite" else list(vector)
+
+    async def embed(self, vector_store_id: str, file_id: str, vectors: dict[int, Sequence[float]]) -> None:
+        async with self.db.write() as transaction:
+            await transaction.run_many(
+                "UPDATE vector_store_chunks SET embedding = :embedding WHERE vector_store_id = :store "
+                "AND file_id = :file AND position = :position",
+                [{"embedding": self._vector(vector), "store": vector_store_id, "file": file_id, "position": position}
+                 for position, vector in vectors.items()])
+
+    async def nearest(self, vector_store_ids: list[str], file_ids: list[str] | None, query: Sequence[float],
+                      limit: int) -> list[Nearest]:
+        """The `limit` embedded chunks of these stores (and files, if given) nearest to `query`."""
+        if self.db.dialect == "sqlite":
+            similarity = "1.0 - vec_distance_cosine(embedding, :probe)"
+            same_size = "length(embedding) = :size"
+            size = len(query) * 4
+        else:
+            # (the query as text: a list parameter stands for an `IN` list here)
+            similarity = "(SELECT sum(a * b) FROM unnest(embedding, CAST(CAST(:probe AS text) AS real[])) AS t(a, b))"
+            same_size = "cardinality(embedding) = :size"
+            size = len(query)
+        where = f"vector_store_id IN (:stores) AND embedding IS NOT NULL AND {same_size}"
+        probe = to_bytes(query) if self.db.dialect == "sqlite" else "{" + ",".join(map(repr, query)) + "}"
+        params = {"stores": vector_store_ids, "probe": probe, "size": size, "limit": limit}
+        if file_ids is not None:
+            where, params["files"] = where + " AND file_id IN (:files)", file_ids
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                f"SELECT vector_store_id, file_id, position, text, {similarity} AS similarity "
+                f"FROM vector_store_chunks WHERE {where} ORDER BY similarity DESC, file_id, position LIMIT :limit",
+                **params)
+        return [Nearest(row["vector_store_id"], row["file_id"], row["position"], row["text"],
+                        float(row["similarity"] or 0.0)) for row in rows]
+
+    async def texts(self, vector_store_id: str, file_id: str) -> list[str]:
+        async with self.db.read() as transaction:
+            rows = await transaction.all("SELECT text FROM vector_store_chunks WHERE vector_store_id = :store "
+                                         "AND file_id = :file ORDER BY position", store=vector_store_id, file=file_id)
+        return [row["text"] for row in rows]

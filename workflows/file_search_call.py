@@ -1,0 +1,48 @@
+"""A response's file search: the `file_search` activity for one `file_search_call` the model
+made, and what the model is told. A failed search ends its item `failed` and tells the model
+why: the response goes on (`retrieval/`, `activities/file_search.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from models.activity_io import FileSearchInput, FileSearchResult
+    from models.events import StreamEvent, file_search_closing
+    from models.history_budget import ToolResult
+    from models.items import FileSearchCallItem
+    from models.responses import Response
+    from models.tools import FileSearchTool
+    from models.workflow_io import ExecutionSettings
+    from workflows.failures import application_failure, is_cancel_request
+    from workflows.options import search_call_options
+    from workflows.web_search_call import Searched
+
+
+async def file_search(response: Response, project: str, call: FileSearchCallItem, index: int, *,
+                      settings: ExecutionSettings, emit_events: bool, first_number: int,
+                      emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> tuple[Searched, bool]:
+    """How the search ended, and whether its fields are parked under the call's id."""
+    tool = next(tool for tool in response.tools if isinstance(tool, FileSearchTool))
+    try:
+        result = await workflow.execute_activity(
+            "file_search",
+            FileSearchInput(response_id=response.id, project=project, call=call, output_index=index,
+                            emit_events=emit_events, tool=tool, first_number=first_number,
+                            include_results="file_search_call.results" in response.include),
+            result_type=FileSearchResult,
+            **search_call_options(settings.file_search_call),
+        )
+    except ActivityError as error:
+        if is_cancelled_exception(error) or is_cancel_request(error):
+            raise
+        failure = application_failure(error)
+        reason = failure.message if failure else str(error.cause or error)
+        failed = call.model_copy(update={"status": "failed"})
+        await emit(file_search_closing(failed, index))
+        return Searched(failed, ToolResult(text=f"Error: the file search failed: {reason}")), False
+    told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
+    return Searched(result.call, told, result.sources), result.parked

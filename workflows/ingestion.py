@@ -1,0 +1,72 @@
+"""`FileIngestion`: one file into one vector store, durably: read and chunk it, embed its
+chunks a batch at a time, settle its status.
+
+Each step is an activity that can run again without harm (`activities/ingestion.py`): a
+worker killed mid-batch loses nothing, and the next worker embeds only the chunks that have
+no embedding yet. An embeddings backend that is down or at its limit is waited out, for
+up to `EMBED_GIVE_UP` a batch; a file that cannot be read, or a backend that refuses, fails
+the file with `last_error`. A cancelled batch or a deleted store cancels the workflow (its
+row is settled by whoever cancelled it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from models.errors import UnreadableFileError
+    from models.ingestion import (
+        INGESTION_WORKFLOW,
+        ChunkFileInput,
+        ChunkFileResult,
+        EmbedChunksInput,
+        EmbedChunksResult,
+        FileIngestionInput,
+        SettleFileInput,
+        SettleFileResult,
+    )
+    from retrieval.embedder import MAX_BATCH
+    from workflows.failures import application_failure
+
+EMBED_GIVE_UP = timedelta(hours=6)
+"""How long one batch may wait for its embeddings backend (down, or at its limit)."""
+STEP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                           maximum_attempts=20, non_retryable_error_types=[UnreadableFileError.__name__])
+EMBED_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                            maximum_interval=timedelta(seconds=60), maximum_attempts=0)
+
+
+@workflow.defn(name=INGESTION_WORKFLOW)
+class FileIngestionWorkflow:
+    @workflow.run
+    async def run(self, job: FileIngestionInput) -> str:
+        try:
+            chunked = await workflow.execute_activity(
+                "chunk_file", ChunkFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id),
+                result_type=ChunkFileResult, start_to_close_timeout=timedelta(minutes=5), retry_policy=STEP_RETRIES)
+            if chunked.gone:
+                return "gone"
+            for start in range(0, chunked.chunks, MAX_BATCH):
+                await workflow.execute_activity(
+                    "embed_chunks",
+                    EmbedChunksInput(vector_store_id=job.vector_store_id, file_id=job.file_id, project=job.project,
+                                     embedding_model=job.embedding_model, start=start, end=start + MAX_BATCH),
+                    result_type=EmbedChunksResult, start_to_close_timeout=timedelta(minutes=2),
+                    schedule_to_close_timeout=EMBED_GIVE_UP, retry_policy=EMBED_RETRIES)
+            settle = SettleFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id, status="completed")
+        except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
+            failure = application_failure(error)
+            unreadable = failure is not None and failure.type == UnreadableFileError.__name__
+            code = failure.details[0] if unreadable and failure.details else "server_error"
+            message = failure.message if failure is not None else str(error.cause or error)
+            settle = SettleFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id, status="failed",
+                                     error_code=code, error_message=message)
+        await workflow.execute_activity("settle_file", settle, result_type=SettleFileResult,
+                                        start_to_close_timeout=timedelta(seconds=30), retry_policy=STEP_RETRIES)
+        return settle.status
