@@ -10,6 +10,9 @@ the file.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from temporalio import activity
@@ -37,6 +40,25 @@ from store.repository import ResponseRepository
 from telemetry import metrics
 
 
+@contextlib.asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat while the step runs: a worker that dies mid-step is noticed within the
+    heartbeat timeout (seconds), not the step's whole start-to-close timeout."""
+    timeout = activity.info().heartbeat_timeout
+    every = timeout.total_seconds() / 3 if timeout else 5.0
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+
+
 class IngestionActivities:
     def __init__(self, repository: ResponseRepository, embedder: Embedder) -> None:
         self.repository = repository
@@ -51,10 +73,12 @@ class IngestionActivities:
         filename = await self.repository.files.filename(request.file_id)
         static = entry.chunking_strategy["static"]
         try:
-            text = text_of(filename or "", content)
+            async with heartbeating():  # a large PDF takes a while: in a thread, beside the heartbeats
+                text = await asyncio.to_thread(text_of, filename or "", content)
+                chunks = await asyncio.to_thread(chunks_of, text, static["max_chunk_size_tokens"],
+                                                 static["chunk_overlap_tokens"])
         except UnreadableFileError as error:
             raise ApplicationError(error.message, error.code, type=type(error).__name__, non_retryable=True) from error
-        chunks = chunks_of(text, static["max_chunk_size_tokens"], static["chunk_overlap_tokens"])
         return ChunkFileResult(chunks=await self.repository.chunks.put(request.vector_store_id, request.file_id,
                                                                        chunks))
 
@@ -65,8 +89,9 @@ class IngestionActivities:
         if not pending:
             return EmbedChunksResult(embedded=0)
         try:
-            vectors = await self.embedder.embed([text for _, text in pending], request.project,
-                                                model=request.embedding_model)
+            async with heartbeating():
+                vectors = await self.embedder.embed([text for _, text in pending], request.project,
+                                                    model=request.embedding_model)
         except CapacityWaitError as error:  # the budget has room later: come back then
             raise ApplicationError(str(error), type=type(error).__name__,
                                    next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))) from error

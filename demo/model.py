@@ -5,7 +5,7 @@ It echoes the last user message; when the request offers tools and the message n
 from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
 for strings); after tool results it reports what each tool answered; asked to compact a
 conversation, it lists what the user said, and it quotes such a summary when it finds one;
-after a web search it names what it found, citing each result as `[n]`.
+after a web or file search it names what it found, citing each result as `[n]`.
 Which demo model a
 request names decides only its pace and how it fails (`DEMO_MODELS`).
 """
@@ -72,6 +72,7 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
     results = _trailing_tool_results(messages)
     if results:
         return DemoReply(text=" ".join(_searched(answer) if answer.startswith(SEARCH_RESULTS) else
+                                       _searched(answer, "your files") if answer.startswith(FILE_RESULTS) else
                                        f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
     said = _text(next((message.get("content") for message in reversed(messages) if message.get("role") == "user"),
                       None))
@@ -91,14 +92,16 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
 
 SEARCH_RESULTS = "Web search results for "
 """How a web search's results open (`search/citations.py`): the demo model cites them."""
+FILE_RESULTS = "File search results for "
+"""How a file search's results open (`retrieval/searching.py`): cited the same way."""
 
 
-def _searched(results: str) -> str:
-    """A web search's results, cited the way a model cites them: each title with its `[n]`."""
+def _searched(results: str, where: str = "the web") -> str:
+    """A search's results, cited the way a model cites them: each title (or file name) with its `[n]`."""
     found = re.findall(r"^\[(\d+)\] (.+)$", results, re.MULTILINE)
     if not found:
-        return "The web search found nothing."
-    return "I searched the web and found: " + "; ".join(f"{title} [{number}]" for number, title in found[:3]) + "."
+        return f"The search of {where} found nothing."
+    return f"I searched {where} and found: " + "; ".join(f"{title} [{number}]" for number, title in found[:3]) + "."
 
 
 def _summary(transcript: str) -> str:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.dev_stack import DevStack
+from tests.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.processes import CLI
 
 
@@ -105,6 +106,30 @@ def test_an_approval_through_the_demo_tools_waits_for_the_cli(demo_dev: DevStack
     assert ended.status == "completed", ended.error
     assert ended.output_text.startswith("The tool roll_dice answered: rolled a ")
     assert ended.output_text.endswith(" on a 20-sided die.")
+
+
+def test_the_readmes_file_search_example_runs_against_dev(demo_dev: DevStack):
+    """The README's worked example: three documents into a vector store, a search that ranks
+    the right one first, and a response whose (demo) model calls `file_search` and cites it."""
+    client = demo_dev.sdk()
+    documents = [("tomatoes.md", GARDENING.encode()), ("bread.html", BAKING.encode()),
+                 ("andromeda.pdf", pdf_with_text(ASTRONOMY_LINES))]
+    file_ids = [client.files.create(file=document, purpose="assistants").id for document in documents]
+    store = client.vector_stores.create(name="notes", file_ids=file_ids)
+    deadline = time.monotonic() + 60
+    while store.status != "completed" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        store = client.vector_stores.retrieve(store.id)
+    assert store.status == "completed" and store.file_counts.completed == 3
+    found = client.vector_stores.search(store.id, query="How far away is Andromeda?")
+    assert found.data[0].filename == "andromeda.pdf"
+    response = client.responses.create(model="demo/echo", input="Use file search: watering tomatoes",
+                                       tools=[{"type": "file_search", "vector_store_ids": [store.id]}])
+    call, message = response.output
+    assert call.type == "file_search_call" and call.status == "completed"
+    assert message.content[0].text.startswith("I searched your files and found: tomatoes.md [1]")
+    assert message.content[0].annotations[0].type == "file_citation"
+    assert message.content[0].annotations[0].filename == "tomatoes.md"
 
 
 def test_an_unknown_demo_model_fails_at_once_naming_the_ones_there_are(demo_dev: DevStack):

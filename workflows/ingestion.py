@@ -32,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from retrieval.embedder import MAX_BATCH
     from workflows.failures import application_failure
 
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""A step whose worker died is retried this soon (its heartbeats stopped)."""
 EMBED_GIVE_UP = timedelta(hours=6)
 """How long one batch may wait for its embeddings backend (down, or at its limit)."""
 STEP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
@@ -47,7 +49,8 @@ class FileIngestionWorkflow:
         try:
             chunked = await workflow.execute_activity(
                 "chunk_file", ChunkFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id),
-                result_type=ChunkFileResult, start_to_close_timeout=timedelta(minutes=5), retry_policy=STEP_RETRIES)
+                result_type=ChunkFileResult, start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=STEP_RETRIES)
             if chunked.gone:
                 return "gone"
             for start in range(0, chunked.chunks, MAX_BATCH):
@@ -56,6 +59,7 @@ class FileIngestionWorkflow:
                     EmbedChunksInput(vector_store_id=job.vector_store_id, file_id=job.file_id, project=job.project,
                                      embedding_model=job.embedding_model, start=start, end=start + MAX_BATCH),
                     result_type=EmbedChunksResult, start_to_close_timeout=timedelta(minutes=2),
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     schedule_to_close_timeout=EMBED_GIVE_UP, retry_policy=EMBED_RETRIES)
             settle = SettleFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id, status="completed")
         except ActivityError as error:
