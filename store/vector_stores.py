@@ -288,3 +288,23 @@ class VectorStores:
             await transaction.run("UPDATE vector_store_files SET status = 'cancelled' "
                                   "WHERE batch_id = :id AND status = 'in_progress'", id=batch_id)
         return [row["file_id"] for row in running]
+
+    async def unfinished(self, created_before: int, limit: int = 100) -> list[tuple[VectorStoreRow, str]]:
+        """Files in progress since before `created_before` (oldest first), with their store."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                f"SELECT f.file_id, {', '.join('s.' + column for column in STORE_COLUMNS.split(', '))} "
+                "FROM vector_store_files f JOIN vector_stores s ON s.id = f.vector_store_id "
+                "WHERE f.status = 'in_progress' AND f.created_at < :before ORDER BY f.created_at LIMIT :limit",
+                before=created_before, limit=limit)
+        return [(VectorStoreRow(row["id"], row["project"], row["name"], loads(row["metadata"]), row["created_at"],
+                                row["last_active_at"], row["expires_after_days"], row["embedding_model"]),
+                 row["file_id"]) for row in rows]
+
+    async def expired(self, now: int, limit: int = 100) -> list[str]:
+        """Stores idle for longer than their `expires_after` allows."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT id FROM vector_stores WHERE expires_after_days IS NOT NULL "
+                "AND last_active_at + expires_after_days * 86400 < :now LIMIT :limit", now=now, limit=limit)
+        return [row["id"] for row in rows]

@@ -15,6 +15,8 @@ from tests.conftest import Stack
 from tests.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.openresponses import validate_event, validate_response
 from tests.scripted_backend import Reply, ScriptedBackend
+from tests.test_replay import keep_recording, replayer
+from models.ingestion import ingestion_workflow_id
 
 ANSWER = "Water tomatoes deeply twice a week [1]."
 
@@ -57,6 +59,10 @@ async def test_files_go_into_a_vector_store_and_a_search_ranks_the_right_chunk_f
 
     entries = await sdk.vector_stores.files.list(store_id)
     assert {entry.id for entry in entries.data} == set(file_ids)
+    ingestion = stack.client.get_workflow_handle(ingestion_workflow_id(store_id, file_ids[2]))
+    assert await ingestion.result() == "completed"
+    assert (await replayer().replay_workflow(await ingestion.fetch_history())).replay_failure is None
+    await keep_recording("file_ingestion", stack.client, ingestion.id)
     assert all(entry.status == "completed" and entry.usage_bytes > 0 for entry in entries.data)
     assert entries.data[0].chunking_strategy.type == "static"
 
@@ -117,6 +123,10 @@ async def test_a_response_searches_the_files_and_cites_them(stack: Stack, sdk, b
     citation = text.annotations[0]
     assert citation.type == "file_citation" and citation.filename == "tomatoes.md"
     assert citation.file_id == call.results[0].file_id and citation.index == ANSWER.index("[1]")
+    handle = stack.client.get_workflow_handle(response.id)
+    await handle.result()
+    assert (await replayer().replay_workflow(await handle.fetch_history())).replay_failure is None
+    await keep_recording("file_search", stack.client, response.id)
 
     backend.script(model, [Reply(tool_calls=[("file_search", {"query": "sourdough"})]), Reply(text="Bake it.")])
     plain = await sdk.responses.create(model=model, input="Bread?",

@@ -14,9 +14,14 @@ from collections.abc import AsyncIterator
 import openai
 import pytest
 
+from api.ingestions import Ingestions
+from models.vector_stores import chunking_as_stored
+from store.vector_stores import NewFile
 from tests.conftest import EmptyStore, Stack, running_stack
 from tests.processes import kill, spawn_worker
 from tests.scripted_backend import ScriptedBackend
+from worker.roles import opened_store
+from worker.vector_store_chores import VectorStoreChores
 
 EMBEDDINGS = "embed-test"
 CONCURRENT = 8
@@ -99,4 +104,36 @@ async def test_an_embeddings_backend_at_its_rate_limit_is_waited_out(api_only: S
     assert store.file_counts.completed == 20 and store.file_counts.failed == 0
     assert backend.embedding_calls - refused_before > 20, "the backend never refused"
     assert all(backend.embedded[text] == 1 for text in texts)
+    await sdk.close()
+
+
+async def test_a_file_whose_ingestion_was_never_started_is_ingested_by_a_sweep(stack: Stack):
+    """As if the API died between writing a file's row and starting its workflow."""
+    sdk = stack.sdk(timeout=60)
+    uploaded = await sdk.files.create(file=("orphan.md", b"an orphaned note about lighthouses"), purpose="assistants")
+    store = await sdk.vector_stores.create(name="orphans")
+    async with opened_store(stack.settings) as repository:
+        await repository.vector_stores.add_files(store.id, [NewFile(uploaded.id, {}, chunking_as_stored(None))])
+        await asyncio.sleep(2)
+        assert (await sdk.vector_stores.retrieve(store.id)).file_counts.in_progress == 1  # nothing runs it
+        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue), grace_seconds=-1)
+        assert await chores.restart_unfinished() >= 1
+        assert await chores.restart_unfinished() >= 0  # again, while it runs: no second ingestion
+    done = await settled(sdk, store.id, 60)
+    assert done.file_counts.completed == 1
+    await sdk.close()
+
+
+async def test_a_store_idle_past_its_expires_after_is_deleted(stack: Stack):
+    sdk = stack.sdk(timeout=60)
+    store = await sdk.vector_stores.create(name="brief", expires_after={"anchor": "last_active_at", "days": 1})
+    assert store.expires_after.days == 1 and store.expires_at == store.last_active_at + 86400
+    kept = await sdk.vector_stores.create(name="kept", expires_after={"anchor": "last_active_at", "days": 1})
+    async with opened_store(stack.settings) as repository:
+        await repository.vector_stores.update(store.id, {"last_active_at": int(time.time()) - 2 * 86400})
+        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue))
+        assert await chores.expire() >= 1
+    with pytest.raises(openai.NotFoundError):
+        await sdk.vector_stores.retrieve(store.id)
+    assert (await sdk.vector_stores.retrieve(kept.id)).name == "kept"
     await sdk.close()

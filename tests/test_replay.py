@@ -23,6 +23,7 @@ from tests.conftest import SECRETS_KEY, Stack, decoded_history, eventually, unti
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port
 from tests.scripted_backend import Reply, ScriptedBackend
+from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -30,7 +31,7 @@ HISTORIES = Path(__file__).parent / "histories"
 
 def replayer() -> Replayer:
     """Reads histories the payload codec encrypted with the tests' key, and older ones in clear."""
-    return Replayer(workflows=[ResponseWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
+    return Replayer(workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
 
 
 async def keep_recording(name: str, client: Client, workflow_id: str) -> None:

@@ -21,6 +21,7 @@ from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
 from activities.chat_client import shown_url
 from api.app import create_app
+from api.ingestions import Ingestions
 from api.codec import CodecAccess
 from api.history_eraser import HistoryEraser
 from api.http_protocol import with_header_timeout
@@ -36,6 +37,7 @@ from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
 from worker.health import worker_health_app
 from worker.retention import Retention
+from worker.vector_store_chores import VectorStoreChores
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
@@ -93,7 +95,9 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
     retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
                           retention_days=settings.response_retention_days)
     eraser = HistoryEraser(repository, client)
-    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep, "history erasure": eraser.sweep}
+    vector_stores = VectorStoreChores(repository, Ingestions(client, settings.task_queue))
+    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep, "history erasure": eraser.sweep,
+              "unfinished ingestions": vector_stores.restart_unfinished, "vector store expiry": vector_stores.expire}
     async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
         sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
         try:
