@@ -65,26 +65,26 @@ class Chunks:
 
     async def nearest(self, vector_store_ids: list[str], file_ids: list[str] | None, query: Sequence[float],
                       limit: int) -> list[Nearest]:
-        """The `limit` embedded chunks of these stores (and files, if given) nearest to `query`."""
+        """The `limit` embedded chunks nearest to `query`, of these stores' completed files (of
+        `file_ids` only, if given): a file still being ingested, or gone meanwhile, is not searched."""
         if self.db.dialect == "sqlite":
-            similarity = "1.0 - vec_distance_cosine(embedding, :probe)"
-            same_size = "length(embedding) = :size"
-            size = len(query) * 4
-        else:
-            # (the query as text: a list parameter stands for an `IN` list here)
-            similarity = "(SELECT sum(a * b) FROM unnest(embedding, CAST(CAST(:probe AS text) AS real[])) AS t(a, b))"
-            same_size = "cardinality(embedding) = :size"
-            size = len(query)
-        where = f"vector_store_id IN (:stores) AND embedding IS NOT NULL AND {same_size}"
-        probe = to_bytes(query) if self.db.dialect == "sqlite" else "{" + ",".join(map(repr, query)) + "}"
+            similarity = "1.0 - vec_distance_cosine(c.embedding, :probe)"
+            same_size = "length(c.embedding) = :size"
+            size, probe = len(query) * 4, to_bytes(query)
+        else:  # the query as text: a list parameter stands for an `IN` list here
+            similarity = "(SELECT sum(a * b) FROM unnest(c.embedding, CAST(CAST(:probe AS text) AS real[])) AS t(a, b))"
+            same_size = "cardinality(c.embedding) = :size"
+            size, probe = len(query), "{" + ",".join(map(repr, query)) + "}"
+        where = f"c.vector_store_id IN (:stores) AND c.embedding IS NOT NULL AND {same_size}"
         params = {"stores": vector_store_ids, "probe": probe, "size": size, "limit": limit}
         if file_ids is not None:
-            where, params["files"] = where + " AND file_id IN (:files)", file_ids
+            where, params["files"] = where + " AND c.file_id IN (:files)", file_ids
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                f"SELECT vector_store_id, file_id, position, text, {similarity} AS similarity "
-                f"FROM vector_store_chunks WHERE {where} ORDER BY similarity DESC, file_id, position LIMIT :limit",
-                **params)
+                f"SELECT c.vector_store_id, c.file_id, c.position, c.text, {similarity} AS similarity "
+                "FROM vector_store_chunks c JOIN vector_store_files f ON f.vector_store_id = c.vector_store_id "
+                f"AND f.file_id = c.file_id AND f.status = 'completed' WHERE {where} "
+                "ORDER BY similarity DESC, c.file_id, c.position LIMIT :limit", **params)
         return [Nearest(row["vector_store_id"], row["file_id"], row["position"], row["text"],
                         float(row["similarity"] or 0.0)) for row in rows]
 

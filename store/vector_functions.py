@@ -16,13 +16,14 @@ _warned = False
 
 
 def cosine_distance(left: bytes, right: bytes) -> float | None:
-    """`vec_distance_cosine` of two float32 vectors."""
+    """`vec_distance_cosine` of two float32 vectors (None, as sqlite-vec answers, when one
+    has no length)."""
     a, b = from_bytes(left), from_bytes(right)
     if len(a) != len(b):
         return None
     dot = sum(x * y for x, y in zip(a, b))
     norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return 1.0 - dot / norms if norms else 1.0
+    return 1.0 - dot / norms if norms else None
 
 
 def extension_loadable() -> bool:

@@ -21,7 +21,7 @@ from tests import store_probe
 from tests.conftest import Stack
 
 _TEXT = st.text(max_size=40)
-_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 10_000), st.floats(allow_nan=False), _TEXT,
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 10_000), st.floats(allow_nan=False, allow_infinity=False), _TEXT,
                     st.lists(st.one_of(st.integers(), _TEXT), max_size=3))
 _CHUNKING = st.one_of(_VALUES, st.fixed_dictionaries({"type": st.sampled_from(["auto", "static", "other"])}),
                       st.fixed_dictionaries({"type": st.just("static"), "static": st.fixed_dictionaries({
@@ -47,7 +47,7 @@ _SEARCH_BODIES = st.fixed_dictionaries({}, optional={
     "max_num_results": st.one_of(st.integers(-1, 60), _VALUES),
     "filters": st.one_of(_FILTER, _VALUES),
     "ranking_options": st.one_of(_VALUES, st.fixed_dictionaries({}, optional={
-        "ranker": st.sampled_from(["auto", "none", "best"]), "score_threshold": st.floats(-1, 2),
+        "ranker": st.sampled_from(["auto", "none", "best"]), "score_threshold": st.floats(-1, 2, allow_nan=False),
         "hybrid_search": st.fixed_dictionaries({"embedding_weight": st.floats(-1, 2),
                                                 "text_weight": st.floats(-1, 2)})})),
     "rewrite_query": _VALUES,

@@ -108,6 +108,20 @@ def test_an_approval_through_the_demo_tools_waits_for_the_cli(demo_dev: DevStack
     assert ended.output_text.endswith(" on a 20-sided die.")
 
 
+def test_the_readmes_file_search_snippet_runs_as_written(demo_dev: DevStack):
+    """The README's second snippet (it goes on from the first) against `dev`."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    first = readme.split("## Quick start", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    second = readme.split("### Search your own documents", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    snippet = (first + second).replace("http://127.0.0.1:8000/v1", f"{demo_dev.url}/v1")
+    ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120,
+                         env={name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")})
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[-2] == "tomatoes.md"
+    assert lines[-1].startswith("I searched your files and found: tomatoes.md [1]")
+
+
 def test_the_readmes_file_search_example_runs_against_dev(demo_dev: DevStack):
     """The README's worked example: three documents into a vector store, a search that ranks
     the right one first, and a response whose (demo) model calls `file_search` and cites it."""
