@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from models.activity_io import FileSearchInput, FileSearchResult
 from models.errors import RetryableUpstreamError, UpstreamError
-from models.events import StreamEvent, file_search_closing, file_search_opening
+from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES, size_of
 from models.items import FileSearchResult as ResultEntry
 from models.search import Source
@@ -39,7 +39,7 @@ class FileSearchActivities:
     async def file_search(self, request: FileSearchInput) -> FileSearchResult:
         call, index, tool = request.call, request.output_index, request.tool
         if request.emit_events:
-            await self._emit(request.response_id, file_search_opening(call, index))
+            await self._emit(request.response_id, search_opening(call, index))
         stores = await self.repository.vector_stores.some(tool.vector_store_ids, request.project)
         query = call.queries[0] if call.queries else ""
         began = time.perf_counter()
@@ -58,7 +58,7 @@ class FileSearchActivities:
                                attributes=hit.attributes) for hit in hits] if request.include_results else None
         done = call.model_copy(update={"status": "completed", "results": results})
         if request.emit_events:
-            await self._emit(request.response_id, file_search_closing(done, index))
+            await self._emit(request.response_id, search_closing(done, index))
         text = shown_to_model(query, hits, request.first_number)
         if len(text.encode()) > PARK_ITEM_BYTES or size_of(done) > PARK_ITEM_BYTES:
             # it waits in the store; history carries its place

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from models.activity_io import WebSearchInput, WebSearchResult
 from models.errors import SearchRefusedError, SearchUnavailableError
 from models.history_budget import PARK_ITEM_BYTES
-from models.events import StreamEvent, web_search_closing, web_search_opening
+from models.events import StreamEvent, search_closing, search_opening
 from models.items import WebSearchSource
 from search.citations import numbered, shown_to_model
 from search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
@@ -41,7 +41,7 @@ class SearchActivities:
     async def web_search(self, request: WebSearchInput) -> WebSearchResult:
         call, index = request.call, request.output_index
         if request.emit_events:
-            await self._emit(request.response_id, web_search_opening(call, index))
+            await self._emit(request.response_id, search_opening(call, index))
         if self.provider is None:  # a worker without the provider its API has
             raise ApplicationError("this worker has no web search provider (WEB_SEARCH_PROVIDER)",
                                    type=SearchRefusedError.__name__, non_retryable=True)
@@ -67,7 +67,7 @@ class SearchActivities:
         done = call.model_copy(update={"status": "completed",
                                        "action": call.action.model_copy(update={"sources": shown})})
         if request.emit_events:
-            await self._emit(request.response_id, web_search_closing(done, index))
+            await self._emit(request.response_id, search_closing(done, index))
         text = shown_to_model(call.action.query, results, sources)
         if len(text.encode()) > PARK_ITEM_BYTES:  # it waits in the store; history carries its place
             await self.repository.parked.put(request.response_id, {call.id: {"output": text}})

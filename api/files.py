@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse
 
 from api.body import read_bounded
-from api.params import limits, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
 from models.ids import new_id
 from store.files import FileRow
@@ -112,9 +112,7 @@ async def list_files(request: Request) -> HttpResponse:
                                                           limit=page.limit, order=page.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}'.", param="after") from None
-    data = [row.to_wire() for row in rows]
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None, "has_more": more})
+    return list_page([row.to_wire() for row in rows], more)
 
 
 async def delete_file(request: Request) -> HttpResponse:

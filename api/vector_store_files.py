@@ -11,18 +11,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse
 
-from api.params import page_params, plausible_id, repository
+from api.params import list_page, page_params, plausible_id, repository
 from api.vector_stores import files_to_add, ingest, parsed, vector_store
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from models.vector_stores import CreateFileBatch, CreateVectorStoreFile, UpdateVectorStoreFile, chunking_as_stored
 from store.vector_stores import STATUSES, BatchRow, NewFile, VectorStoreFileRow
-
-
-def _page(rows: list[VectorStoreFileRow], more: bool) -> JSONResponse:
-    data = [row.to_wire() for row in rows]
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None, "has_more": more})
 
 
 def _status_filter(request: Request) -> str | None:
@@ -89,7 +83,7 @@ async def list_files(request: Request) -> HttpResponse:
             limit=page.limit, order=page.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}' in this vector store.", param="after") from None
-    return _page(rows, more)
+    return list_page([row.to_wire() for row in rows], more)
 
 
 async def _batch(request: Request) -> BatchRow:
@@ -136,4 +130,4 @@ async def list_batch_files(request: Request) -> HttpResponse:
             before=page.before, limit=page.limit, order=page.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}' in this batch.", param="after") from None
-    return _page(rows, more)
+    return list_page([row.to_wire() for row in rows], more)

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response as HttpResponse
 from api.body import read_json
 from api.errors import from_validation_error
 from api.files import file_not_found
-from api.params import limits, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError, UnavailableError, UpstreamError
 from models.ids import new_id
 from models.vector_stores import CreateVectorStore, SearchVectorStore, UpdateVectorStore, chunking_as_stored
@@ -112,9 +112,7 @@ async def list_vector_stores(request: Request) -> HttpResponse:
             principal(request).project, after=page.after, before=page.before, limit=page.limit, order=page.order)
     except LookupError as missing:
         raise InvalidRequestError(f"No vector store with id '{missing}'.", param="after") from None
-    data = [row.to_wire() for row in rows]
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None, "has_more": more})
+    return list_page([row.to_wire() for row in rows], more)
 
 
 async def delete_vector_store(request: Request) -> HttpResponse:

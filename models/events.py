@@ -231,33 +231,26 @@ def compaction_events(item: CompactionItem, index: int) -> list[StreamEvent]:
     ]
 
 
-def web_search_opening(call: WebSearchCallItem, index: int) -> list[StreamEvent]:
-    started = call.model_copy(update={"status": "in_progress", "action": call.action.model_copy(update={"sources": None})})
+def search_opening(call: WebSearchCallItem | FileSearchCallItem, index: int) -> list[StreamEvent]:
+    """A web or file search call's first events: its item added (without what it found), in
+    progress, searching."""
+    if isinstance(call, WebSearchCallItem):
+        started = call.model_copy(update={"status": "in_progress",
+                                          "action": call.action.model_copy(update={"sources": None})})
+        progress = WebSearchProgressEvent
+    else:
+        started = call.model_copy(update={"status": "in_progress", "results": None})
+        progress = FileSearchProgressEvent
     return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
-            WebSearchProgressEvent(type="response.web_search_call.in_progress", item_id=call.id, output_index=index),
-            WebSearchProgressEvent(type="response.web_search_call.searching", item_id=call.id, output_index=index)]
+            progress(type=f"response.{call.type}.in_progress", item_id=call.id, output_index=index),
+            progress(type=f"response.{call.type}.searching", item_id=call.id, output_index=index)]
 
 
-def web_search_closing(call: WebSearchCallItem, index: int) -> list[StreamEvent]:
+def search_closing(call: WebSearchCallItem | FileSearchCallItem, index: int) -> list[StreamEvent]:
+    """Its last: completed (unless it failed), and its item done."""
+    progress = WebSearchProgressEvent if isinstance(call, WebSearchCallItem) else FileSearchProgressEvent
     events: list[StreamEvent] = []
     if call.status == "completed":
-        events.append(WebSearchProgressEvent(type="response.web_search_call.completed", item_id=call.id,
-                                             output_index=index))
-    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
-    return events
-
-
-def file_search_opening(call: FileSearchCallItem, index: int) -> list[StreamEvent]:
-    started = call.model_copy(update={"status": "in_progress", "results": None})
-    return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
-            FileSearchProgressEvent(type="response.file_search_call.in_progress", item_id=call.id, output_index=index),
-            FileSearchProgressEvent(type="response.file_search_call.searching", item_id=call.id, output_index=index)]
-
-
-def file_search_closing(call: FileSearchCallItem, index: int) -> list[StreamEvent]:
-    events: list[StreamEvent] = []
-    if call.status == "completed":
-        events.append(FileSearchProgressEvent(type="response.file_search_call.completed", item_id=call.id,
-                                              output_index=index))
+        events.append(progress(type=f"response.{call.type}.completed", item_id=call.id, output_index=index))
     events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
     return events

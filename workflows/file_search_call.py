@@ -7,19 +7,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, is_cancelled_exception
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import FileSearchInput, FileSearchResult
-    from models.events import StreamEvent, file_search_closing
+    from models.events import StreamEvent
     from models.history_budget import ToolResult
     from models.items import FileSearchCallItem
     from models.responses import Response
     from models.tools import FileSearchTool
     from models.workflow_io import ExecutionSettings
-    from workflows.failures import application_failure, is_cancel_request
     from workflows.options import search_call_options
-    from workflows.web_search_call import Searched
+    from workflows.web_search_call import Searched, search_failed
 
 
 async def file_search(response: Response, project: str, call: FileSearchCallItem, index: int, *,
@@ -37,12 +36,6 @@ async def file_search(response: Response, project: str, call: FileSearchCallItem
             **search_call_options(settings.file_search_call),
         )
     except ActivityError as error:
-        if is_cancelled_exception(error) or is_cancel_request(error):
-            raise
-        failure = application_failure(error)
-        reason = failure.message if failure else str(error.cause or error)
-        failed = call.model_copy(update={"status": "failed"})
-        await emit(file_search_closing(failed, index))
-        return Searched(failed, ToolResult(text=f"Error: the file search failed: {reason}")), False
+        return await search_failed(error, call, index, emit), False
     told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
     return Searched(result.call, told, result.sources), result.parked

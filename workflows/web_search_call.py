@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import WebSearchInput, WebSearchResult
-    from models.events import StreamEvent, web_search_closing
+    from models.events import StreamEvent, search_closing
     from models.history_budget import ToolResult
     from models.items import FileSearchCallItem, WebSearchCallItem
     from models.responses import Response
@@ -32,6 +32,20 @@ class Searched:
     sources: list[Source] = field(default_factory=list)
 
 
+async def search_failed(error: ActivityError, call: WebSearchCallItem | FileSearchCallItem, index: int,
+                        emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
+    """A search that failed for good ends its item `failed` and tells the model why (a cancel
+    is not a failure: it goes on up)."""
+    if is_cancelled_exception(error) or is_cancel_request(error):
+        raise error
+    failure = application_failure(error)
+    reason = failure.message if failure else str(error.cause or error)
+    failed = call.model_copy(update={"status": "failed"})
+    await emit(search_closing(failed, index))
+    what = "web search" if call.type == "web_search_call" else "file search"
+    return Searched(failed, ToolResult(text=f"Error: the {what} failed: {reason}"))
+
+
 async def web_search(response: Response, call: WebSearchCallItem, index: int, *, settings: ExecutionSettings,
                      emit_events: bool, first_number: int,
                      emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
@@ -46,12 +60,6 @@ async def web_search(response: Response, call: WebSearchCallItem, index: int, *,
             **search_call_options(settings.web_search_call, task_queue=settings.mcp_task_queue),
         )
     except ActivityError as error:
-        if is_cancelled_exception(error) or is_cancel_request(error):
-            raise
-        failure = application_failure(error)
-        reason = failure.message if failure else str(error.cause or error)
-        failed = call.model_copy(update={"status": "failed"})
-        await emit(web_search_closing(failed, index))
-        return Searched(failed, ToolResult(text=f"Error: the web search failed: {reason}"))
+        return await search_failed(error, call, index, emit)
     told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
     return Searched(result.call, told, result.sources)
