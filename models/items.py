@@ -206,22 +206,30 @@ class WebSearchAction(WireModel):
     sources: list[WebSearchSource] | None = None
 
 
-class WebSearchCallItem(WireModel):
-    """A search this server ran for the model (`search/`): its query, and its sources when
-    the request's `include` asks for them. Its id is the chat tool-call id of the model's call."""
+SearchStatus = Literal["in_progress", "searching", "completed", "failed", "incomplete"]
+
+
+class SearchCall:
+    """What a web or file search this server runs for the model has of a call (its `id` and
+    `status` are the item's fields): its id is the chat tool-call id of the model's call."""
+
+    @property
+    def chat_call_id(self) -> str:
+        return self.id  # type: ignore[attr-defined]
+
+    @property
+    def has_run(self) -> bool:
+        return self.status in ("completed", "failed", "incomplete")  # type: ignore[attr-defined]
+
+
+class WebSearchCallItem(SearchCall, WireModel):
+    """A search of the web (`search/`): its query, and its sources when the request's
+    `include` asks for them."""
 
     type: Literal["web_search_call"] = "web_search_call"
     id: str
     action: WebSearchAction
-    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "in_progress"
-
-    @property
-    def chat_call_id(self) -> str:
-        return self.id
-
-    @property
-    def has_run(self) -> bool:
-        return self.status in ("completed", "failed", "incomplete")
+    status: SearchStatus = "in_progress"
 
 
 class FileSearchResult(WireModel):
@@ -232,24 +240,15 @@ class FileSearchResult(WireModel):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
-class FileSearchCallItem(WireModel):
-    """A search of vector stores this server ran for the model (`retrieval/`): its queries,
-    and its results when the request's `include` asks for them. Its id is the chat tool-call
-    id of the model's call."""
+class FileSearchCallItem(SearchCall, WireModel):
+    """A search of vector stores (`retrieval/`): its queries, and its results when the
+    request's `include` asks for them."""
 
     type: Literal["file_search_call"] = "file_search_call"
     id: str
     queries: list[str]
-    status: Literal["in_progress", "searching", "completed", "failed", "incomplete"] = "in_progress"
+    status: SearchStatus = "in_progress"
     results: list[FileSearchResult] | None = None
-
-    @property
-    def chat_call_id(self) -> str:
-        return self.id
-
-    @property
-    def has_run(self) -> bool:
-        return self.status in ("completed", "failed", "incomplete")
 
 
 class CompactionTriggerItem(ListedAsSent):

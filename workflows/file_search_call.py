@@ -21,10 +21,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.web_search_call import Searched, search_failed
 
 
-async def file_search(response: Response, project: str, call: FileSearchCallItem, index: int, *,
+async def file_search(response: Response, call: FileSearchCallItem, index: int, *, project: str,
                       settings: ExecutionSettings, emit_events: bool, first_number: int,
-                      emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> tuple[Searched, bool]:
-    """How the search ended, and whether its fields are parked under the call's id."""
+                      emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
     tool = next(tool for tool in response.tools if isinstance(tool, FileSearchTool))
     try:
         result = await workflow.execute_activity(
@@ -36,6 +35,6 @@ async def file_search(response: Response, project: str, call: FileSearchCallItem
             **search_call_options(settings.file_search_call),
         )
     except ActivityError as error:
-        return await search_failed(error, call, index, emit), False
+        return await search_failed(error, call, index, emit)
     told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
-    return Searched(result.call, told, result.sources), result.parked
+    return Searched(result.call, told, result.sources, parked=result.parked)

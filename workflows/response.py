@@ -10,6 +10,7 @@ this module imports no I/O code.
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import timedelta
 
 from temporalio import workflow
@@ -340,11 +341,8 @@ class ResponseWorkflow:
         response = self.response
         assert response is not None
         call = response.output[index]
-        if isinstance(call, WebSearchCallItem):
+        if isinstance(call, (WebSearchCallItem, FileSearchCallItem)):
             await self._search(call, index)
-            return
-        if isinstance(call, FileSearchCallItem):
-            await self._search_files(call, index)
             return
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
@@ -383,23 +381,15 @@ class ResponseWorkflow:
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
 
-    async def _search(self, call: WebSearchCallItem, index: int) -> None:
+    async def _search(self, call: WebSearchCallItem | FileSearchCallItem, index: int) -> None:
+        """A web or file search the model asked for; its results are numbered on from the last."""
         response = self.response
         assert response is not None
-        searched = await web_search(response, call, index, settings=self.settings, emit_events=self.emit_events,
-                                    first_number=len(self.sources) + 1, emit=self._emit)
+        run = web_search if isinstance(call, WebSearchCallItem) else functools.partial(file_search, project=self.project)
+        searched = await run(response, call, index, settings=self.settings, emit_events=self.emit_events,
+                             first_number=len(self.sources) + 1, emit=self._emit)
         response.output[index] = searched.call
-        self.sources.extend(searched.sources)
-        self.tool_results[call.chat_call_id] = searched.told
-
-    async def _search_files(self, call: FileSearchCallItem, index: int) -> None:
-        response = self.response
-        assert response is not None
-        searched, parked = await file_search(response, self.project, call, index, settings=self.settings,
-                                             emit_events=self.emit_events, first_number=len(self.sources) + 1,
-                                             emit=self._emit)
-        response.output[index] = searched.call
-        if parked:
+        if searched.parked:  # its results wait in the store, under its id
             self.parked[call.id] = call.id
         self.sources.extend(searched.sources)
         self.tool_results[call.chat_call_id] = searched.told

@@ -30,6 +30,8 @@ class Searched:
     told: ToolResult
     """What the model is told."""
     sources: list[Source] = field(default_factory=list)
+    parked: bool = False
+    """Its fields (a file search's results) wait in the store, under the call's id."""
 
 
 async def search_failed(error: ActivityError, call: WebSearchCallItem | FileSearchCallItem, index: int,
