@@ -12,12 +12,13 @@ that `include` asks for and that are large, are parked in the store with the cal
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from models.activity_io import FileSearchInput, FileSearchResult
-from models.errors import RetryableUpstreamError, UpstreamError
+from models.errors import CapacityWaitError, RetryableUpstreamError, UpstreamError
 from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES, size_of
 from models.items import FileSearchResult as ResultEntry
@@ -47,6 +48,9 @@ class FileSearchActivities:
             hits = await search(self.repository, self.embedder, list(stores.values()), [query],
                                 project=request.project, max_num_results=tool.max_num_results or DEFAULT_RESULTS,
                                 filters=tool.filters, ranking_options=tool.ranking_options)
+        except CapacityWaitError as error:  # the embeddings budget has room later: come back then
+            raise ApplicationError(str(error), type=type(error).__name__,
+                                   next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))) from error
         except RetryableUpstreamError as error:
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except UpstreamError as error:

@@ -3,8 +3,9 @@
 `lexical` (the default) is the embedder that ships in the package (`retrieval/vectors.py`):
 no call leaves the process. Any other name is a model of the registry, called at its
 deployment's `/embeddings`; a worker's calls go through the upstream gate, so ingestion
-draws on the same budget (`rpm`, `tpm`, what 429s taught) as inference, in the background
-lane. Every failure is an `UpstreamError` that says whether retrying can help.
+(in the background lane) and the `file_search` tool's queries (interactive) draw on the
+same budget (`rpm`, `tpm`, what 429s taught) as inference. The API's own searches
+(`vector_stores.search`) embed their query with one direct call. Every failure is an `UpstreamError` that says whether retrying can help.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from models.errors import RejectedByUpstreamError
 from retrieval.vectors import LEXICAL_MODEL, lexical_vector, normalised
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
+from upstream.pacing import Lane
 from upstream.registry import ModelRegistry
 
 MAX_BATCH = 64
@@ -47,9 +49,10 @@ class Embedder:
     def lexical(self) -> bool:
         return self.model == LEXICAL_MODEL
 
-    async def embed(self, texts: list[str], project: str, *, model: str | None = None) -> list[list[float]]:
+    async def embed(self, texts: list[str], project: str, *, model: str | None = None,
+                    lane: Lane = "background") -> list[list[float]]:
         """One vector (unit length) per text, by `model` (the store's: by default the
-        configured one)."""
+        configured one); `lane`: a query a response waits for is `interactive`."""
         model = model or self.model
         if not texts:
             return []
@@ -64,7 +67,7 @@ class Embedder:
             answer = await self.upstreams.client(deployment).embeddings(
                 body | {"model": deployment.upstream_name(model)})
             return _vectors(answer, len(texts), model)
-        async with self.gate.slot(model, "background", project) as slot:
+        async with self.gate.slot(model, lane, project) as slot:
             answer = await self.upstreams.client(slot.deployment).embeddings(
                 body | {"model": slot.deployment.upstream_name(model)})
             vectors = _vectors(answer, len(texts), model)

@@ -48,7 +48,7 @@ async def search(repository: ResponseRepository, embedder: Embedder, stores: lis
         by_model[store.embedding_model].append(store.id)
     best: dict[tuple[str, int], tuple[float, str]] = {}  # (file, position) -> score, text
     for model, store_ids in by_model.items():
-        vectors = await embedder.embed(queries, project, model=model)
+        vectors = await embedder.embed(queries, project, model=model, lane="interactive")
         for vector in vectors:
             nearest = await repository.chunks.nearest(store_ids, allowed if filters is not None else None, vector,
                                                       max(CANDIDATES, 4 * max_num_results))

@@ -19,7 +19,7 @@ from models.vector_stores import chunking_as_stored
 from store.vector_stores import NewFile
 from tests.conftest import EmptyStore, Stack, running_stack
 from tests.processes import kill, spawn_worker
-from tests.scripted_backend import ScriptedBackend
+from tests.scripted_backend import Reply, ScriptedBackend
 from worker.roles import opened_store
 from worker.vector_store_chores import VectorStoreChores
 
@@ -57,7 +57,7 @@ async def settled(sdk: openai.AsyncOpenAI, store_id: str, seconds: float):  # no
 
 
 async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_twice(
-        api_only: Stack, backend: ScriptedBackend):
+        api_only: Stack, backend: ScriptedBackend, model: str):
     sdk = api_only.sdk(timeout=60)
     tag = uuid.uuid4().hex
     file_ids, texts = await notes(sdk, 200, tag)
@@ -75,6 +75,12 @@ async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_t
         assert killed_at.in_progress > 0, "every file was done before the kill: nothing was tested"
         second = worker(api_only)
         store = await settled(sdk, batch.id, 120)
+        # The tool's query is embedded by the same model, through the worker's upstream gate.
+        backend.script(model, [Reply(tool_calls=[("file_search", {"query": f"Note 42 of {tag}"})]),
+                               Reply(text="Every 45 years [1].")])
+        answered = await sdk.responses.create(model=model, input="When does comet 42 return?",
+                                              tools=[{"type": "file_search", "vector_store_ids": [batch.id]}],
+                                              include=["file_search_call.results"])
     finally:
         backend.embedding_delay = 0.0
         kill(first)
@@ -85,6 +91,9 @@ async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_t
     assert sum(seen) - len(texts) <= CONCURRENT, f"{sum(seen) - len(texts)} chunks embedded twice"
     found = await sdk.vector_stores.search(batch.id, query=f"Note 117 of {tag}", max_num_results=1)
     assert found.data[0].content[0].text == texts[117]
+    assert answered.output[0].results[0].text == texts[42]
+    assert answered.output[1].content[0].annotations[0].filename == "note42.txt"
+    assert backend.embedded[f"Note 42 of {tag}"] == 1  # the query, by the backend's model
     await sdk.close()
 
 
