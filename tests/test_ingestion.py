@@ -100,14 +100,14 @@ async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_t
 async def test_an_embeddings_backend_at_its_rate_limit_is_waited_out(api_only: Stack, backend: ScriptedBackend):
     sdk = api_only.sdk(timeout=60)
     file_ids, texts = await notes(sdk, 20, uuid.uuid4().hex)
-    backend.refuse_embeddings(20)
+    backend.refuse_embeddings(60)
     refused_before = backend.embedding_calls
     running = worker(api_only)
     try:
         store = await sdk.vector_stores.create(name="limited", file_ids=file_ids)
         await asyncio.sleep(5)
         assert (await sdk.vector_stores.retrieve(store.id)).file_counts.in_progress == 20  # waiting, not failed
-        store = await settled(sdk, store.id, 120)
+        store = await settled(sdk, store.id, 180)
     finally:
         kill(running)
     assert store.file_counts.completed == 20 and store.file_counts.failed == 0

@@ -138,9 +138,11 @@ def test_the_readmes_file_search_example_runs_against_dev(demo_dev: DevStack):
     found = client.vector_stores.search(store.id, query="How far away is Andromeda?")
     assert found.data[0].filename == "andromeda.pdf"
     response = client.responses.create(model="demo/echo", input="Use file search: watering tomatoes",
-                                       tools=[{"type": "file_search", "vector_store_ids": [store.id]}])
+                                       tools=[{"type": "file_search", "vector_store_ids": [store.id]}],
+                                       include=["file_search_call.results"])
     call, message = response.output
     assert call.type == "file_search_call" and call.status == "completed"
+    assert call.results[0].filename == "tomatoes.md" and "twice a week" in call.results[0].text
     assert message.content[0].text.startswith("I searched your files and found: tomatoes.md [1]")
     assert message.content[0].annotations[0].type == "file_citation"
     assert message.content[0].annotations[0].filename == "tomatoes.md"
