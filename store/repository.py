@@ -380,14 +380,15 @@ class ResponseRepository:
         async with self.db.read() as transaction:
             return await transaction.value("SELECT project FROM responses WHERE id = :id", id=response_id)
 
-    async def running_created_between(self, start: float, end: float) -> list[Response]:
+    async def unconfirmed_created_between(self, start: float, end: float, limit: int = 500) -> list[Response]:
         """Responses (stored or not) still queued or in progress, created in [start, end)
-        (Unix seconds)."""
+        (Unix seconds), whose workflow no sweep has found started yet (an index holds just
+        those: responses waiting for days cost nothing here)."""
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT data FROM responses WHERE status IN ('queued', 'in_progress') "
-                "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key",
-                start=int(start * 1_000_000), end=int(end * 1_000_000),
+                "SELECT data FROM responses WHERE NOT start_confirmed AND status IN ('queued', 'in_progress') "
+                "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key LIMIT :limit",
+                start=int(start * 1_000_000), end=int(end * 1_000_000), limit=limit,
             )
         running = []
         for row in rows:
@@ -396,6 +397,13 @@ class ResponseRepository:
             except ValueError as error:  # a row no version of this server can read is skipped, not fatal
                 log.warning("skipping unreadable response row: %s", error)
         return running
+
+    async def confirm_started(self, response_ids: list[str]) -> None:
+        """Their workflows are known to have started: no sweep looks at them again."""
+        if response_ids:
+            async with self.db.write() as transaction:
+                await transaction.run("UPDATE responses SET start_confirmed = TRUE WHERE id IN (:ids)",
+                                      ids=response_ids)
 
     async def list_responses(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
         """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""

@@ -30,8 +30,14 @@ responses = Table(
     Column("project", String(80), nullable=False, server_default=text("''")),
     # The conversation it ran on, if any: deleting the conversation erases its histories.
     Column("conversation_id", String(80), nullable=True),
+    # Whether a sweep found its workflow started (`worker/orphans.py`): such a response is
+    # never a candidate again, so a sweep costs what it finds, not what waits.
+    Column("start_confirmed", Boolean, nullable=False, server_default=text("FALSE")),
 )
 Index("ix_responses_conversation_id", responses.c.conversation_id)
+Index("ix_responses_unconfirmed", responses.c.sort_key,
+      sqlite_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"),
+      postgresql_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"))
 Index("ix_responses_sort_key", responses.c.sort_key, responses.c.id)
 Index("ix_responses_project_sort_key", responses.c.project, responses.c.sort_key, responses.c.id)
 

@@ -77,6 +77,7 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE files", "DROP TABLE vector_stores", "DROP TABLE vector_store_files",
         "DROP TABLE vector_store_file_batches", "DROP TABLE vector_store_chunks",
         "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
+        "DROP INDEX ix_responses_unconfirmed", "ALTER TABLE responses DROP COLUMN start_confirmed",
         "DROP INDEX ix_chat_contexts_base_response_id", "ALTER TABLE chat_contexts DROP COLUMN base_response_id",
         "ALTER TABLE chat_contexts DROP COLUMN base_length",
         "ALTER TABLE approval_decisions DROP COLUMN reason",

@@ -3,13 +3,14 @@ started by a worker's sweep, once, and completes."""
 
 from __future__ import annotations
 
+import time
 
 from api.body import Limits
 from api.preparation import prepare
 from api.runner import ResponseRunner
 from models.events import opening_events
 from tests.conftest import EmptyStore, eventually, running_stack, until_terminal
-from tests.scripted_backend import ScriptedBackend
+from tests.scripted_backend import Reply, ScriptedBackend
 from tests.webhook_receiver import Receiver
 from worker.orphans import OrphanSweeper
 from worker.roles import opened_store
@@ -18,6 +19,7 @@ from worker.roles import opened_store
 async def test_stored_but_never_started_response_is_started_by_the_sweep(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, receiver: Receiver
 ):
+    backend.script(f"{model}-slow", [Reply(text="slowly", delay=30)])
     async with running_stack(temporal_address, backend, store) as stack, opened_store(stack.settings) as repository:
         async with stack.sdk() as client:
             finished = await client.responses.create(model=model, input="already done")
@@ -33,9 +35,14 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
             runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution,
                                     repository=repository, local_worker=False)
             sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
+            waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)
             assert await sweeper.sweep() == [orphan.id]
+            # Both are marked now: the sweep never looks at them again (it costs what it finds).
+            assert {response.id for response in await repository.unconfirmed_created_between(0, time.time())} \
+                .isdisjoint({orphan.id, waiting.id})
             final = await until_terminal(client, orphan.id)
             assert await sweeper.sweep() == [], "a response must never be started twice"
+            await client.responses.cancel(waiting.id)
             events = [event async for event in await client.responses.retrieve(orphan.id, stream=True)]
             [delivery] = await eventually(lambda: receiver.of(orphan.id), "the orphan's completed webhook")
             await client.webhooks.delete(endpoint.id)

@@ -6,6 +6,10 @@ response still queued or in progress, created more than `grace_seconds` ago (a n
 start takes milliseconds) and within `window_seconds`, is started now. A workflow that
 runs or has run under its id is left alone (Temporal rejects the duplicate), so a sweep
 never runs a response twice, and several workers may sweep at once.
+
+Each response is looked at until a sweep has found its workflow started (or started it),
+then marked (`start_confirmed`, with an index of the unmarked running ones): responses that
+wait for days cost a sweep nothing, only new ones do, once each.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ class OrphanSweeper:
 
     async def sweep(self) -> list[str]:
         """Start every orphan found now; returns their ids. A response that cannot be read or
-        started is logged and skipped: it never stops the recovery of the others."""
+        started is logged and skipped: it never stops the recovery of the others. A response
+        whose workflow runs (or was just started here) is marked, and never looked at again."""
         now = time.time()
-        started = []
-        candidates = await self.repository.running_created_between(now - self.window_seconds, now - self.grace_seconds)
+        started, confirmed = [], []
+        candidates = await self.repository.unconfirmed_created_between(now - self.window_seconds,
+                                                                       now - self.grace_seconds)
         for response in candidates:
             try:
                 emit_events = await self.repository.events.has_events(response.id)
@@ -50,12 +56,15 @@ class OrphanSweeper:
                 await self.runner.start(response, emit_events=emit_events, if_never_started=True,
                                         webhooks=await self._subscriptions(response, project), project=project)
             except WorkflowAlreadyStartedError:
+                confirmed.append(response.id)
                 continue
             except Exception as error:  # noqa: BLE001 - one response's trouble is not the sweep's
                 log.warning("could not start the workflow of orphaned response %s: %s", response.id, error)
                 continue
             log.warning("started the workflow of response %s, which its API server never started", response.id)
             started.append(response.id)
+            confirmed.append(response.id)
+        await self.repository.confirm_started(confirmed)
         return started
 
     async def _subscriptions(self, response: Response, project: str) -> list[WebhookSubscription]:
