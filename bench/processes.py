@@ -105,10 +105,16 @@ class Dev:
     data_dir: str
 
     @classmethod
-    def start(cls, data_dir: str, backend: Backend, env: dict[str, str] | None = None) -> "Dev":
+    def start(cls, data_dir: str, backend: Backend | None, env: dict[str, str] | None = None) -> "Dev":
+        """`backend=None`: with no backend configured, so the demo model answers."""
         port, temporal_port = free_port(), free_port()
-        environment = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench",
-                                    "LOG_LEVEL": "WARNING"} | (env or {})
+        if backend is None:
+            environment = {name: value for name, value in os.environ.items()
+                           if name not in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY")}
+            environment |= {"LOG_LEVEL": "WARNING"} | (env or {})
+        else:
+            environment = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench",
+                                        "LOG_LEVEL": "WARNING"} | (env or {})
         process = subprocess.Popen(
             [CLI, "dev", "--data-dir", data_dir, "--port", str(port), "--temporal-port", str(temporal_port),
              "--ui-port", str(free_port())],

@@ -351,20 +351,34 @@ class ResponseRepository:
     async def sweep_unstored(self, ended_before: float) -> int:
         """Remove what unstored responses created before `ended_before` (Unix seconds) left
         behind: those that ended but whose request or stream never took their end (its
-        client went away), and event logs whose response is gone. Returns how many."""
+        client went away). Returns how many (a partial index holds just the unstored ones)."""
         async with self.db.write() as transaction:
             rows = await transaction.all(
-                "SELECT id FROM responses WHERE stored = :stored AND status IN (:terminal) AND sort_key < :before "
+                "SELECT id FROM responses WHERE NOT stored AND status IN (:terminal) AND sort_key < :before "
                 "LIMIT 500",
-                stored=False, terminal=TERMINAL, before=int(ended_before * 1_000_000),
+                terminal=TERMINAL, before=int(ended_before * 1_000_000),
             )
             for row in rows:
                 await self._delete_rows(transaction, row["id"], with_decisions=False)  # no secrets: they went at the end
-            orphaned = await transaction.run(
-                "DELETE FROM events WHERE response_id IN (SELECT DISTINCT events.response_id FROM events "
-                "LEFT JOIN responses ON responses.id = events.response_id WHERE responses.id IS NULL LIMIT 500)"
-            )
-        return len(rows) + (1 if orphaned else 0)
+        return len(rows)
+
+    async def sweep_orphaned_events(self, after: str, limit: int = 200) -> tuple[int, str]:
+        """Remove the event logs whose response is gone, among the next `limit` logs after
+        the response id `after` (a sweep costs the same however many logs there are, and
+        goes round them all in turn). How many it removed, and where the next one starts
+        ("" once it has gone round)."""
+        async with self.db.write() as transaction:
+            logs = [row["response_id"] for row in await transaction.all(
+                "SELECT DISTINCT response_id FROM events WHERE response_id > :after ORDER BY response_id "
+                "LIMIT :limit", after=after, limit=limit)]
+            if not logs:
+                return 0, ""
+            present = {row["id"] for row in await transaction.all("SELECT id FROM responses WHERE id IN (:ids)",
+                                                                  ids=logs)}
+            gone = [response_id for response_id in logs if response_id not in present]
+            if gone:
+                await transaction.run("DELETE FROM events WHERE response_id IN (:ids)", ids=gone)
+        return len(gone), logs[-1] if len(logs) == limit else ""
 
     async def expired(self, created_before: float, limit: int = 100) -> list[str]:
         """Stored responses that ended and were created before `created_before` (Unix seconds)."""

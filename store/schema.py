@@ -35,6 +35,8 @@ responses = Table(
     Column("start_confirmed", Boolean, nullable=False, server_default=text("FALSE")),
 )
 Index("ix_responses_conversation_id", responses.c.conversation_id)
+Index("ix_responses_unstored", responses.c.sort_key, sqlite_where=text("NOT stored"),
+      postgresql_where=text("NOT stored"))
 Index("ix_responses_unconfirmed", responses.c.sort_key,
       sqlite_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"),
       postgresql_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"))

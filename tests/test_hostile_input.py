@@ -422,6 +422,25 @@ async def test_an_abandoned_unstored_stream_is_swept(
     assert await rows_left(stack, response_id) == {}
 
 
+async def test_an_event_log_whose_response_is_gone_is_swept_in_its_turn(stack: Stack):
+    """Each pass looks at the next 200 logs only (its cost does not grow with the responses
+    that wait), and going round, it finds every log left without its response."""
+    from worker.roles import opened_store
+    from worker.retention import Retention
+
+    ghost = "resp_gone0000000000000000000000000000000000000000"
+    await store_probe.execute(stack.settings.database_url,
+                              "INSERT INTO events (response_id, sequence_number, type, data) "
+                              f"VALUES ('{ghost}', 0, 'response.created', '{{}}')")
+    logs = await store_probe.value(stack.settings.database_url, "SELECT COUNT(DISTINCT response_id) FROM events")
+    async with opened_store(stack.settings) as repository:
+        retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=0)
+        for _ in range(logs // 200 + 2):
+            await retention.sweep()
+    assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM events WHERE response_id = :id",
+                                   id=ghost) == 0
+
+
 async def _gone(stack: Stack, response_id: str) -> bool:
     return not await has_workflow(stack, response_id)
 

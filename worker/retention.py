@@ -3,6 +3,8 @@
 - An unstored response (`store: false`) keeps its row and event log after it ends only until
   its request or stream has taken its end; one whose client went away is removed once it is
   `unstored_seconds` old.
+- An event log whose response is gone is removed: each pass looks at the next 200 logs, so
+  a pass costs the same however many responses wait.
 - With `retention_days` set (off by default), a stored response that ended and is older is
   deleted, with everything it left in the store; its workflow history in Temporal goes after
   it (`api/history_eraser.py`).
@@ -28,11 +30,15 @@ class Retention:
         self.client = client
         self.unstored_seconds = unstored_seconds
         self.retention_days = retention_days
+        self._events_after = ""
+        """Where the next look for event logs without a response starts."""
 
     async def sweep(self) -> int:
         """One pass; returns how many responses (or leftover logs) it removed."""
         now = time.time()
         removed = await self.repository.sweep_unstored(now - self.unstored_seconds)
+        orphaned, self._events_after = await self.repository.sweep_orphaned_events(self._events_after)
+        removed += orphaned
         if self.retention_days > 0:
             for response_id in await self.repository.expired(now - self.retention_days * 86400):
                 await self.repository.purge(response_id)
