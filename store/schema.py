@@ -405,3 +405,13 @@ vector_store_chunks = Table(
     Column("tokens", Integer, nullable=False),
     Column("embedding", EMBEDDING, nullable=True),
 )
+
+# Who runs each cluster-wide chore (`worker/housekeeping.py`), and until when: the holder
+# renews it each round; when it stops renewing, another worker takes it over.
+chore_leases = Table(
+    "chore_leases",
+    metadata,
+    Column("name", String(80), primary_key=True),
+    Column("holder", String(80), nullable=False),
+    Column("until", Float, nullable=False),
+)

@@ -75,7 +75,7 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE open_approvals", "DROP TABLE webhook_endpoints", "DROP TABLE upstream_budgets",
         "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches", "DROP TABLE history_deletions",
         "DROP TABLE files", "DROP TABLE vector_stores", "DROP TABLE vector_store_files",
-        "DROP TABLE vector_store_file_batches", "DROP TABLE vector_store_chunks",
+        "DROP TABLE vector_store_file_batches", "DROP TABLE vector_store_chunks", "DROP TABLE chore_leases",
         "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
         "DROP INDEX ix_responses_unconfirmed", "DROP INDEX ix_responses_unstored",
         "ALTER TABLE responses DROP COLUMN start_confirmed",

@@ -29,6 +29,7 @@ from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
 from store.database import open_database
+from store.leases import Leases
 from store.repository import ResponseRepository
 from sealing.payload_codec import EncryptedPayloads
 from sealing.secret_box import SecretBox
@@ -99,7 +100,8 @@ async def working(client: Client, settings: Settings, repository: ResponseReposi
     chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep, "history erasure": eraser.sweep,
               "unfinished ingestions": vector_stores.restart_unfinished, "vector store expiry": vector_stores.expire}
     async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
-        sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping))
+        sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping,
+                                                  leases=Leases(repository.db)))
         try:
             yield
         finally:
