@@ -4,7 +4,9 @@
     ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
     │   │   ├── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
-    │   │   └── ContextLengthExceededError     the input does not fit the model's context window
+    │   │   ├── ContextLengthExceededError     the input does not fit the model's context window
+    │   │   └── ConversationLockedError   a response runs on the conversation already
+    │   │                                 (`store/conversations.py`)
     │   ├── AuthenticationError           401  no API key, or not one of this server's
     │   ├── PermissionDeniedError         403  an approver key asked for more than it may do
     │   ├── NotFoundError                 404  no stored response (or item) with that id (or
@@ -52,6 +54,16 @@
     ├── StoreUnavailableError             the database went away mid-transaction, or did not come
     │                                     back in time: nothing of the transaction was kept; the
     │                                     API answers 503 (clients retry), activities are retried
+    ├── SchemaTooNewError                 the database was migrated by a newer version than this one
+    ├── EgressRefusedError                an outbound connection to an address the egress policy
+    │                                     does not allow (`access/egress.py`)
+    ├── ReplyTooLargeError                a reply from a URL a tenant chose grew past what is read
+    │                                     of one (`access/egress.py`)
+    ├── WebhookUndeliveredError           an endpoint did not take a delivery: tried again, with backoff
+    ├── WebhookRefusedError               a delivery that trying again cannot mend (egress refused)
+    ├── WebhookEndpointGoneError          the project's endpoint was deleted: not tried again
+    ├── IllegalTransition                 a trigger the response's state machine does not allow
+    │                                     in its state (`workflows/machine.py`)
     ├── StartupError                      a process cannot start: a setting names what does not
     │                                     exist or cannot be reached; the CLI says so in one line
     ├── ResponseFailedError               raised in the workflow to end a response `failed` with
