@@ -100,6 +100,10 @@ class Loaded:
     def p95(self) -> float:
         return percentile(self.latencies_ms, 0.95) if self.latencies_ms else float("nan")
 
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies_ms, 0.99) if self.latencies_ms else float("nan")
+
 
 async def concurrently(create: Callable[[], Awaitable[openai.types.responses.Response]], total: int,
                        concurrency: int) -> Loaded:
