@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 INGESTION_WORKFLOW = "FileIngestion"
+EMBED_BATCH = 64
+"""Chunks embedded in one step (one embeddings call)."""
 
 
 def ingestion_workflow_id(vector_store_id: str, file_id: str) -> str:

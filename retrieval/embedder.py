@@ -19,10 +19,6 @@ from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import ModelRegistry
 
-MAX_BATCH = 64
-"""Texts sent in one embeddings call."""
-
-
 def _vectors(answer: dict[str, Any], count: int, model: str) -> list[list[float]]:
     data = answer.get("data")
     if not isinstance(data, list) or len(data) != count:

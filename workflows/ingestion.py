@@ -20,6 +20,7 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 with workflow.unsafe.imports_passed_through():
     from models.errors import UnreadableFileError
     from models.ingestion import (
+        EMBED_BATCH,
         INGESTION_WORKFLOW,
         ChunkFileInput,
         ChunkFileResult,
@@ -29,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         SettleFileInput,
         SettleFileResult,
     )
-    from retrieval.embedder import MAX_BATCH
     from workflows.failures import application_failure
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -53,11 +53,11 @@ class FileIngestionWorkflow:
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=STEP_RETRIES)
             if chunked.gone:
                 return "gone"
-            for start in range(0, chunked.chunks, MAX_BATCH):
+            for start in range(0, chunked.chunks, EMBED_BATCH):
                 await workflow.execute_activity(
                     "embed_chunks",
                     EmbedChunksInput(vector_store_id=job.vector_store_id, file_id=job.file_id, project=job.project,
-                                     embedding_model=job.embedding_model, start=start, end=start + MAX_BATCH),
+                                     embedding_model=job.embedding_model, start=start, end=start + EMBED_BATCH),
                     result_type=EmbedChunksResult, start_to_close_timeout=timedelta(minutes=2),
                     heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     schedule_to_close_timeout=EMBED_GIVE_UP, retry_policy=EMBED_RETRIES)
