@@ -92,8 +92,16 @@ async def test_one_response_is_one_connected_trace_across_the_api_and_a_worker(
             def worker_spans() -> list:
                 return [span for span in collector.spans if span[0] == trace_id]
 
-            await eventually(lambda: {f"chat {model}", "tools/call add"} <= {span[3] for span in worker_spans()},
-                             "the worker's spans of the response's trace", seconds=30)
+            def arrived() -> bool:
+                """The spans asked for, and their parents: a parent ends (and is exported) after
+                its children, in a later batch, and killing the worker first loses it."""
+                spans = worker_spans()
+                ids = {span[1] for span in spans} | {format(span.context.span_id, "016x")
+                                                     for span in exporter.get_finished_spans()}
+                return {f"chat {model}", "tools/call add"} <= {span[3] for span in spans} \
+                    and all(span[2] in ids for span in spans if span[2])
+
+            await eventually(arrived, "the worker's spans of the response's trace, with their parents", seconds=30)
         finally:
             kill(worker)
             collector.server.shutdown()
