@@ -97,6 +97,7 @@ async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_t
     await sdk.close()
 
 
+@pytest.mark.one_store  # a minute of the workflow's and the gate's waiting (budgets run on both stores elsewhere)
 async def test_an_embeddings_backend_at_its_rate_limit_is_waited_out(api_only: Stack, backend: ScriptedBackend):
     sdk = api_only.sdk(timeout=60)
     file_ids, texts = await notes(sdk, 20, uuid.uuid4().hex)
