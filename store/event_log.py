@@ -137,3 +137,21 @@ class EventLog:
         async with self.db.read() as transaction:
             return await transaction.value("SELECT 1 FROM events WHERE response_id = :id LIMIT 1",
                                            id=response_id) is not None
+
+    async def sweep_orphaned(self, after: str, limit: int = 200) -> tuple[int, str]:
+        """Remove the event logs whose response is gone, among the next `limit` logs after
+        the response id `after` (a sweep costs the same however many logs there are, and
+        goes round them all in turn). How many it removed, and where the next one starts
+        ("" once it has gone round)."""
+        async with self.db.write() as transaction:
+            logs = [row["response_id"] for row in await transaction.all(
+                "SELECT DISTINCT response_id FROM events WHERE response_id > :after ORDER BY response_id "
+                "LIMIT :limit", after=after, limit=limit)]
+            if not logs:
+                return 0, ""
+            present = {row["id"] for row in await transaction.all("SELECT id FROM responses WHERE id IN (:ids)",
+                                                                  ids=logs)}
+            gone = [response_id for response_id in logs if response_id not in present]
+            if gone:
+                await transaction.run("DELETE FROM events WHERE response_id IN (:ids)", ids=gone)
+        return len(gone), logs[-1] if len(logs) == limit else ""

@@ -21,6 +21,7 @@ from store.dispatches import ToolDispatches
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
 from store.chunks import Chunks
+from store.starts import Starts
 from store.conversations import Conversations
 from store.files import Files
 from store.vector_stores import VectorStores
@@ -85,6 +86,7 @@ class ResponseRepository:
         self.files = Files(db)
         self.vector_stores = VectorStores(db)
         self.chunks = Chunks(db)
+        self.starts = Starts(db)
         self.parked = ParkedFields(db)
         self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
         """Running activities wait here for a client's cancel of their response."""
@@ -362,24 +364,6 @@ class ResponseRepository:
                 await self._delete_rows(transaction, row["id"], with_decisions=False)  # no secrets: they went at the end
         return len(rows)
 
-    async def sweep_orphaned_events(self, after: str, limit: int = 200) -> tuple[int, str]:
-        """Remove the event logs whose response is gone, among the next `limit` logs after
-        the response id `after` (a sweep costs the same however many logs there are, and
-        goes round them all in turn). How many it removed, and where the next one starts
-        ("" once it has gone round)."""
-        async with self.db.write() as transaction:
-            logs = [row["response_id"] for row in await transaction.all(
-                "SELECT DISTINCT response_id FROM events WHERE response_id > :after ORDER BY response_id "
-                "LIMIT :limit", after=after, limit=limit)]
-            if not logs:
-                return 0, ""
-            present = {row["id"] for row in await transaction.all("SELECT id FROM responses WHERE id IN (:ids)",
-                                                                  ids=logs)}
-            gone = [response_id for response_id in logs if response_id not in present]
-            if gone:
-                await transaction.run("DELETE FROM events WHERE response_id IN (:ids)", ids=gone)
-        return len(gone), logs[-1] if len(logs) == limit else ""
-
     async def expired(self, created_before: float, limit: int = 100) -> list[str]:
         """Stored responses that ended and were created before `created_before` (Unix seconds)."""
         async with self.db.read() as transaction:
@@ -393,31 +377,6 @@ class ResponseRepository:
     async def project_of(self, response_id: str) -> str | None:
         async with self.db.read() as transaction:
             return await transaction.value("SELECT project FROM responses WHERE id = :id", id=response_id)
-
-    async def unconfirmed_created_between(self, start: float, end: float, limit: int = 500) -> list[Response]:
-        """Responses (stored or not) still queued or in progress, created in [start, end)
-        (Unix seconds), whose workflow no sweep has found started yet (an index holds just
-        those: responses waiting for days cost nothing here)."""
-        async with self.db.read() as transaction:
-            rows = await transaction.all(
-                "SELECT data FROM responses WHERE NOT start_confirmed AND status IN ('queued', 'in_progress') "
-                "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key LIMIT :limit",
-                start=int(start * 1_000_000), end=int(end * 1_000_000), limit=limit,
-            )
-        running = []
-        for row in rows:
-            try:
-                running.append(Response.model_validate_json(row["data"]))
-            except ValueError as error:  # a row no version of this server can read is skipped, not fatal
-                log.warning("skipping unreadable response row: %s", error)
-        return running
-
-    async def confirm_started(self, response_ids: list[str]) -> None:
-        """Their workflows are known to have started: no sweep looks at them again."""
-        if response_ids:
-            async with self.db.write() as transaction:
-                await transaction.run("UPDATE responses SET start_confirmed = TRUE WHERE id IN (:ids)",
-                                      ids=response_ids)
 
     async def list_responses(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
         """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""

@@ -38,7 +38,7 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
             waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)
             assert await sweeper.sweep() == [orphan.id]
             # Both are marked now: the sweep never looks at them again (it costs what it finds).
-            assert {response.id for response in await repository.unconfirmed_created_between(0, time.time())} \
+            assert {response.id for response in await repository.starts.unconfirmed_created_between(0, time.time())} \
                 .isdisjoint({orphan.id, waiting.id})
             final = await until_terminal(client, orphan.id)
             assert await sweeper.sweep() == [], "a response must never be started twice"

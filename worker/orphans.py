@@ -47,7 +47,7 @@ class OrphanSweeper:
         whose workflow runs (or was just started here) is marked, and never looked at again."""
         now = time.time()
         started, confirmed = [], []
-        candidates = await self.repository.unconfirmed_created_between(now - self.window_seconds,
+        candidates = await self.repository.starts.unconfirmed_created_between(now - self.window_seconds,
                                                                        now - self.grace_seconds)
         for response in candidates:
             try:
@@ -64,7 +64,7 @@ class OrphanSweeper:
             log.warning("started the workflow of response %s, which its API server never started", response.id)
             started.append(response.id)
             confirmed.append(response.id)
-        await self.repository.confirm_started(confirmed)
+        await self.repository.starts.confirm_started(confirmed)
         return started
 
     async def _subscriptions(self, response: Response, project: str) -> list[WebhookSubscription]:

@@ -37,7 +37,7 @@ class Retention:
         """One pass; returns how many responses (or leftover logs) it removed."""
         now = time.time()
         removed = await self.repository.sweep_unstored(now - self.unstored_seconds)
-        orphaned, self._events_after = await self.repository.sweep_orphaned_events(self._events_after)
+        orphaned, self._events_after = await self.repository.events.sweep_orphaned(self._events_after)
         removed += orphaned
         if self.retention_days > 0:
             for response_id in await self.repository.expired(now - self.retention_days * 86400):
