@@ -145,7 +145,10 @@ async def _all_background(stack: Stack, count: int, sdk: openai.AsyncOpenAI | No
         while pending and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
             for response_id in list(pending)[:50]:
-                response = await sdk.responses.retrieve(response_id)
+                try:
+                    response = await sdk.responses.retrieve(response_id)
+                except openai.APIConnectionError:  # a kept-alive connection closed as it was reused
+                    continue  # (HTTP/1.1's idle-timeout race, as `until_terminal` says): polled again
                 if response.status not in ("queued", "in_progress"):
                     statuses[response_id] = response.status
                     pending.discard(response_id)
