@@ -57,9 +57,10 @@ async def files_to_add(request: Request, entries: list[NewFile], params: list[st
 
 
 async def ingest(request: Request, store: VectorStoreRow, added: list[VectorStoreFileRow]) -> None:
-    """Start the ingestion of the files just added; if Temporal did not take them, remove
-    them again (and the store, when it was just made for them) before answering 503."""
-    fresh = [row.file_id for row in added if row.status == "in_progress"]
+    """Start the ingestion of the files just added (a file the store had already keeps its
+    own); if Temporal did not take them, remove them again (and the store, when it was just
+    made for them) before answering 503."""
+    fresh = [row.file_id for row in added if row.fresh]
     try:
         await request.app.state.ingestions.start(store.id, store.project, store.embedding_model, fresh)
     except Exception:

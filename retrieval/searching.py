@@ -4,6 +4,7 @@ chunks of the files its filter lets through, scored (`retrieval/ranking.py`) and
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from retrieval.vectors import words
 from store.repository import ResponseRepository
 from store.vector_stores import VectorStoreRow
 
+ACTIVE_WITHIN_SECONDS = 60
+"""A store active this recently is not marked active again (expiry counts in days)."""
 CANDIDATES = 100
 """Nearest chunks by embedding that the hybrid score re-ranks, at least (4x what is asked, if more)."""
 
@@ -61,7 +64,9 @@ async def search(repository: ResponseRepository, embedder: Embedder, stores: lis
     ranked = sorted(((scored, file_id, position, text) for (file_id, position), (scored, text) in best.items()
                      if scored >= threshold), key=lambda each: (-each[0], each[1], each[2]))[:max_num_results]
     files = await repository.files.some(list({file_id for _, file_id, _, _ in ranked}), project)
-    await repository.vector_stores.touch(ids)
+    stale = [store.id for store in stores if store.last_active_at < time.time() - ACTIVE_WITHIN_SECONDS]
+    if stale:  # a write only when a store's last activity is worth updating, not one per search
+        await repository.vector_stores.touch(stale)
     return [Hit(file_id, files[file_id].filename if file_id in files else file_id, scored, text,
                 attributes.get(file_id, {})) for scored, file_id, _, text in ranked]
 

@@ -66,6 +66,8 @@ class VectorStoreFileRow:
     chunking_strategy: dict[str, Any]
     usage_bytes: int
     created_at: int
+    fresh: bool = False
+    """Added by the call that answered it (not a file the store had already)."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"id": self.file_id, "object": "vector_store.file", "created_at": self.created_at,
@@ -201,7 +203,7 @@ class VectorStores:
                 added.append(_file(existing))
                 continue
             row = VectorStoreFileRow(vector_store_id, new.file_id, batch_id, "in_progress", None, new.attributes,
-                                     new.chunking_strategy, 0, now)
+                                     new.chunking_strategy, 0, now, fresh=True)
             try:
                 await transaction.run(
                     "INSERT INTO vector_store_files (vector_store_id, file_id, batch_id, status, attributes, "
