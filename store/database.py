@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from models.errors import StoreUnavailableError
 from store import vector_functions
+from store.wakeups import LocalSocketWakeups, PostgresWakeups, Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,10 @@ class Database(Protocol):
 
     def erase_deleted_soon(self) -> None:
         """Deleted rows held secrets: make sure their bytes leave the database's files soon."""
+
+    @property
+    def wakeups(self) -> Wakeups:
+        """How the processes sharing this database wake each other (`store/wakeups.py`)."""
 
     async def close(self) -> None: ...
 
@@ -160,6 +165,7 @@ class SqliteDatabase:
         self._writing = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._truncate_next = False
+        self.wakeups: Wakeups = LocalSocketWakeups(Path(f"{self.path}.wakeups"))
 
     def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
@@ -240,6 +246,7 @@ class SqliteDatabase:
         upgrade_sqlite(self.path)
 
     async def close(self) -> None:
+        await self.wakeups.close()
         if self._checkpointer is not None:
             self._checkpointer.cancel()
         self._reader.close()
@@ -367,6 +374,12 @@ class PostgresDatabase:
         self.pool_size = pool_size
         self._pool: Any = None
         self._opening = asyncio.Lock()
+        self.wakeups: Wakeups = PostgresWakeups(self._connections, self._listening_connection)
+
+    async def _listening_connection(self) -> Any:
+        import asyncpg
+
+        return await asyncpg.connect(self.url)
 
     async def _connections(self) -> Any:
         if self._pool is None:
@@ -439,5 +452,6 @@ class PostgresDatabase:
         secrets there cannot be opened without SECRETS_KEY, which the database never holds."""
 
     async def close(self) -> None:
+        await self.wakeups.close()
         if self._pool is not None:
             await self._pool.close()

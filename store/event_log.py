@@ -3,8 +3,8 @@ order, inside the appending transaction; a concurrent appender that loses the ra
 number retries with the next.
 
 Each event is kept as the JSON text a stream sends, so a tail passes it on as it is.
-Readers wait on `EventLog.notifier`: an append made in this process wakes them at once,
-appends made by other processes at the notifier's next poll.
+Readers wait on `EventLog.notifier`: an append wakes them at once, in this process and (by
+the store's wake-ups) in the others.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class StoredEvent:
 class EventLog:
     def __init__(self, db: Database, poll_seconds: float = 0.02) -> None:
         self.db = db
-        self.notifier = Notifier(self._changed_since_last_poll, poll_seconds)
+        self.notifier = Notifier(self._changed_since_last_poll, poll_seconds, channel=db.wakeups, topic="events")
         """Readers wait here for new events of a response."""
         self._last_seen: dict[str, int] = {}
 

@@ -1,9 +1,12 @@
 """Wake-ups keyed by response id, for changes made in this process or in any other.
 
-A change made in this process calls `notify` and wakes its waiters at once. Changes made by
-other processes are found by one poll per process: while anybody waits, every
-`poll_seconds` a single query (`poll`) is asked which of the watched ids have news, so the
-store's load does not grow with the number of waiters.
+A change made in this process calls `notify` and wakes its waiters at once, and tells the
+other processes through the store's wake-up channel (`store/wakeups.py`), which wakes their
+waiters at once too. Changes are also found by one poll per process: while anybody waits,
+every `poll_seconds` a single query (`poll`) is asked which of the watched ids have news, so
+the store's load does not grow with the number of waiters. While the channel is heard the
+poll is only a safety net (a lost wake-up, a process that does not publish) and runs
+`HEARD_POLL_FACTOR` times less often.
 """
 
 from __future__ import annotations
@@ -13,17 +16,25 @@ import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 
+from store.wakeups import Wakeups
+
 log = logging.getLogger(__name__)
 
 Poll = Callable[[list[str]], Awaitable[Iterable[str]]]
 
+HEARD_POLL_FACTOR = 5
+
 
 class Notifier:
-    def __init__(self, poll: Poll, poll_seconds: float) -> None:
+    def __init__(self, poll: Poll, poll_seconds: float, *, channel: Wakeups | None = None, topic: str = "") -> None:
         self._poll = poll
         self.poll_seconds = poll_seconds
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._poller: asyncio.Task[None] | None = None
+        self._channel = channel
+        self._topic = topic
+        if channel is not None:
+            channel.listen(topic, self._wake)
 
     def subscribe(self, response_id: str) -> asyncio.Event:
         """Register before reading, so a change between the read and the wait is not missed."""
@@ -41,6 +52,12 @@ class Notifier:
                 del self._waiters[response_id]
 
     def notify(self, response_id: str) -> None:
+        """A change made in this process: its waiters and every other process's hear of it."""
+        self._wake(response_id)
+        if self._channel is not None:
+            self._channel.publish(self._topic, response_id)
+
+    def _wake(self, response_id: str) -> None:
         for waiter in self._waiters.get(response_id, ()):
             waiter.set()
 
@@ -56,8 +73,9 @@ class Notifier:
         return loop.time() - started
 
     async def _poll_other_processes(self) -> None:
+        heard = self._channel is not None and await self._channel.hear()
         while self._waiters:
-            await asyncio.sleep(self.poll_seconds)
+            await asyncio.sleep(self.poll_seconds * (HEARD_POLL_FACTOR if heard else 1))
             watched = list(self._waiters)  # as it is now: waiters come and go during the sleep
             if not watched:
                 return
@@ -67,4 +85,6 @@ class Notifier:
                 log.warning("store poll failed: %s", error)
                 continue
             for response_id in changed:
-                self.notify(response_id)
+                self._wake(response_id)
+            if self._channel is not None and not (heard := self._channel.hearing()):
+                heard = await self._channel.hear()  # a lost connection: heard again, or polled

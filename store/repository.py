@@ -88,7 +88,7 @@ class ResponseRepository:
         self.chunks = Chunks(db)
         self.starts = Starts(db)
         self.parked = ParkedFields(db)
-        self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds)
+        self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds, channel=db.wakeups, topic="cancels")
         """Running activities wait here for a client's cancel of their response."""
         self.outcomes = Outcomes()
         """Requests in this process wait here for the end of a response their worker runs."""

@@ -139,7 +139,10 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
         dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
                                # A closed workflow's history is deleted once its queue's ack level has
                                # moved past it, which the server records every 30 s by default.
-                               "--dynamic-config-value", 'history.transferProcessorUpdateAckInterval="1s"'],
+                               "--dynamic-config-value", 'history.transferProcessorUpdateAckInterval="1s"',
+                               # As `durable-responses dev` sets it: a start through the task queue
+                               # is not held up to 50 ms by the transfer queue's polling.
+                               "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000"],
         ui=False, search_attributes=SEARCH_ATTRIBUTES,
     )
     yield env

@@ -74,6 +74,9 @@ def start_temporal(data_dir: Path, port: int, ui_port: int, codec_endpoint: str 
         "--sqlite-pragma", "journal_mode=wal",
         "--sqlite-pragma", "synchronous=normal",
         "--log-level", "warn",
+        # The transfer queue reads new tasks at most 20 times a second by default: a workflow
+        # started through its task queue (by `serve`, or a retried start) waited up to 50 ms.
+        "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
         # What the Temporal UI and `temporal workflow list --query` filter responses on.
         *(argument for key in SEARCH_ATTRIBUTES for argument in ("--search-attribute", f"{key.name}=Keyword")),
     ]
