@@ -22,6 +22,7 @@ from models.workflow_io import (
     ApprovalUpdate,
     ApprovalUpdateResult,
     ExecutionSettings,
+    ResponseEnded,
     ResponseWorkflowInput,
     side_task_queues,
 )
@@ -129,7 +130,7 @@ class ResponseRunner:
                 workflow_input,
                 id=response.id,
                 task_queue=self.task_queue,
-                result_type=Response,
+                result_type=ResponseEnded,
                 task_timeout=self.task_timeout,
                 # A response id is new by construction: one that ran before is never run again.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -147,7 +148,7 @@ class ResponseRunner:
             if if_never_started:
                 raise
             # A slow start lost the race to the orphan sweep: the response runs all the same.
-            return Started(self.client.get_workflow_handle(response.id, result_type=Response), handover)
+            return Started(self.client.get_workflow_handle(response.id, result_type=ResponseEnded), handover)
         except RPCError as error:
             self.repository.outcomes.forget(response.id)
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
@@ -181,7 +182,7 @@ class ResponseRunner:
 
     async def result(self, response_id: str) -> Response:
         """The end of a running response, from Temporal."""
-        handle = self.client.get_workflow_handle(response_id, result_type=Response)
+        handle = self.client.get_workflow_handle(response_id, result_type=ResponseEnded)
         return await self._ended(handle)
 
     async def _ended(self, handle: WorkflowHandle) -> Response:
@@ -199,8 +200,11 @@ class ResponseRunner:
                 return stored
             log.error("workflow %s failed: %s", handle.id, error.cause)
             raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
-        # The workflow's result carries large items as stubs; the store has them whole.
-        return await self.repository.get_response(ended.id, include_unstored=True) or ended
+        # The workflow's result says which response ended; the store has it (large items whole).
+        stored = await self.repository.get_response(ended.id, include_unstored=True)
+        if stored is None:
+            raise UnavailableError(f"Response {ended.id} ended, but the store no longer has it.")
+        return stored
 
     async def cancel(self, response_id: str) -> None:
         try:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from models.history_budget import ToolResult
 from models.mcp import ApprovalDecision, McpListing
+from models.search import Source
 from models.webhooks import WebhookPolicy
 from models.responses import Response
 
@@ -28,6 +30,10 @@ class ExecutionSettings(BaseModel):
     mcp_heartbeat_seconds: float = Field(default=30.0, gt=0)
     """A tool call whose worker or MCP server gives no sign of life for this long is failed
     (and retried within `mcp_call`'s budget)."""
+    continue_as_new_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    """A response's workflow continues as new between two turns once its history is this big
+    (or Temporal suggests it sooner): its history starts again from what the turns carry
+    (CONTINUE_AS_NEW_BYTES)."""
     approval_timeout_seconds: float = Field(default=7 * 24 * 3600.0, gt=0)
     """How long a background response waits for an approval before it completes with the
     request still open (the client can still answer it in a follow-up response)."""
@@ -79,6 +85,40 @@ class ResponseWorkflowInput(BaseModel):
     down past its retries (the registry's `router_settings.fallbacks`, read at creation)."""
     project: str = ""
     """The project of the key that created the response: its share of upstream budgets."""
+    carried: CarriedLoop | None = None
+    """Set when the response's workflow continued as new: where its loop was."""
+
+
+class CarriedLoop(BaseModel):
+    """Where a response's loop was, between two turns, when its workflow continued as new (its
+    history had grown long): the next run goes on from there. The response itself (its output
+    so far, large items as stubs) travels in `ResponseWorkflowInput.response`."""
+
+    turn: int = Field(ge=0)
+    recorded: bool
+    """A turn's result is in the store (the next call does not start from the input again)."""
+    compact: bool = False
+    just_compacted: bool = False
+    tool_results: dict[str, ToolResult] = Field(default_factory=dict)
+    sources: list[Source] = Field(default_factory=list)
+    parked: dict[str, str] = Field(default_factory=dict)
+    answered: list[str] = Field(default_factory=list)
+    """Approval requests answered in earlier runs (a late second answer is refused as such)."""
+    runs: int = Field(default=1, ge=1)
+    """How many runs the workflow has had before this one."""
+
+
+ResponseWorkflowInput.model_rebuild()
+
+
+class ResponseEnded(BaseModel):
+    """A response workflow's result: which response, and how it ended. The store has the
+    response itself; the result does not carry its output a second time. (A workflow that
+    started before this returned the whole response: its `id` and `status` read the same.)"""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    status: str
 
 
 class ApprovalBody(BaseModel):

@@ -328,13 +328,14 @@ async def until_awaiting_approval(client: openai.AsyncOpenAI, response_id: str, 
     return await eventually(asking, f"response {response_id} to ask for approval", seconds=seconds)
 
 
-async def decoded_history(client: Client, workflow_id: str) -> Any:
-    """The workflow's history with every payload decoded by the client's codec (as the UI shows
-    it through the codec endpoint), for tests that look inside payloads."""
+async def decoded_history(client: Client, workflow_id: str, run_id: str | None = None) -> Any:
+    """The workflow's history (its latest run's, or `run_id`'s) with every payload decoded by
+    the client's codec (as the UI shows it through the codec endpoint), for tests that look
+    inside payloads."""
     from google.protobuf.descriptor import FieldDescriptor
     from temporalio.api.common.v1 import Payload
 
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
     codec = client.data_converter.payload_codec
     found: list[Payload] = []
 

@@ -34,14 +34,14 @@ def replayer() -> Replayer:
     return Replayer(workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
 
 
-async def keep_recording(name: str, client: Client, workflow_id: str) -> None:
+async def keep_recording(name: str, client: Client, workflow_id: str, run_id: str | None = None) -> None:
     """With RECORD_HISTORIES set, keep a workflow's history as `tests/histories/<name>.json`
     unless one is there already (earlier recordings stay as they are). It is kept decoded: the
     tests' SECRETS_KEY is new each run, and a history in clear replays with any key. Without
     the variable this reads nothing (tests that time what follows are not slowed)."""
     recording = HISTORIES / f"{name}.json"
     if os.environ.get("RECORD_HISTORIES") and not recording.exists():
-        history = await decoded_history(client, workflow_id)
+        history = await decoded_history(client, workflow_id, run_id)
         HISTORIES.mkdir(exist_ok=True)
         recording.write_text(history.to_json())
 

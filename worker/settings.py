@@ -313,6 +313,7 @@ class Settings(BaseModel):
             ),
             mcp_heartbeat_seconds=_env_float("MCP_HEARTBEAT_SECONDS", 30),
             approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
+            continue_as_new_bytes=_env_int("CONTINUE_AS_NEW_BYTES", 8 * 1024 * 1024),
             inference_queue_seconds=_env_float("INFERENCE_QUEUE_TIMEOUT_SECONDS", 1800),
             webhooks=WebhookPolicy(
                 endpoints=[endpoint_id(url) for url in _env_list("WEBHOOK_URLS")],

@@ -3,14 +3,15 @@
 The loop: list the MCP servers' tools (those the chain has not listed), run the calls a
 previous response's approvals allow, then turn after turn infer, and act on the typed next
 step (pure, `workflows/turn.py`) until the machine reaches a terminal state; then the final
-response is written by a store activity and returned. Activities are addressed by name so
-this module imports no I/O code.
+response is written by a store activity, and the result says which response ended and how.
+The tool steps are `workflows/tool_steps.py`'s. A history grown long continues as new
+between two turns, carrying where the loop was (`CarriedLoop`). Activities are addressed by
+name so this module imports no I/O code.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from datetime import timedelta
 
 from temporalio import workflow
@@ -19,38 +20,38 @@ from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
-        CallMcpToolInput,
-        CallMcpToolResult,
         EmitEventsInput,
         EmitEventsResult,
         FinalizeInput,
         FinalizeResult,
         InferenceInput,
-        RecordApprovalWaitInput,
-        RecordApprovalWaitResult,
         RecordStatusInput,
         RecordStatusResult,
     )
     from models.errors import ResponseFailedError
-    from models.events import StreamEvent, mcp_call_closing
+    from models.events import StreamEvent
     from models.history_budget import MAX_HISTORY_BYTES, ToolResult
-    from models.items import FileSearchCallItem, McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
+    from models.items import McpApprovalRequestItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.search import Source
     from models.tools import McpTool
-    from models.workflow_io import ApprovalUpdate, ApprovalUpdateResult, ResponseWorkflowInput
+    from models.workflow_io import (
+        ApprovalUpdate,
+        ApprovalUpdateResult,
+        CarriedLoop,
+        ResponseEnded,
+        ResponseWorkflowInput,
+    )
     from models.visibility import RESPONSE_STATE, current_details
-    from models.webhooks import action_required_event, ended_event
+    from models.webhooks import ended_event
     from workflows.catalogue import mcp_functions
     from workflows.machine import IllegalTransition, ResponseMachine, State
-    from workflows.failures import application_failure, call_failure, error_code, is_cancel_request
+    from workflows.failures import application_failure, error_code, is_cancel_request
     from workflows.model_call import call_model
-    from workflows.options import local_activity_options, tool_call_options
-    from workflows.turn import next_step, within_max_tool_calls
-    from workflows.mcp_listing import list_server
-    from workflows.file_search_call import file_search
-    from workflows.web_search_call import web_search
+    from workflows.options import local_activity_options
+    from workflows.turn import next_step
+    from workflows.tool_steps import ToolSteps
     from workflows.webhook_sending import send_webhooks
 
 
@@ -63,9 +64,14 @@ CANCEL_ARRIVAL_SECONDS = 2.0
 MAX_TURNS = 64
 """Inference calls one response may make (each after the tool calls of the one before)."""
 
+CONTINUES_AS_NEW = "continues-as-new"
+"""Patch: a long history continues as new between two turns, instead of failing at its cap."""
+RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
+"""Patch: the workflow's result is `ResponseEnded`, not the whole response again."""
+
 
 @workflow.defn(name="ResponseWorkflow")
-class ResponseWorkflow:
+class ResponseWorkflow(ToolSteps):
     def __init__(self) -> None:
         self.machine = ResponseMachine()
         self.response: Response | None = None
@@ -79,9 +85,11 @@ class ResponseWorkflow:
         self.parked: dict[str, str] = {}
         """Output items that travel as stubs -> the item whose parked fields complete them
         (itself, or for a call approved from a large request, the request)."""
+        self.answered: set[str] = set()
+        """Approval requests answered in the runs before this one (it continued as new)."""
 
     @workflow.run
-    async def run(self, request: ResponseWorkflowInput) -> Response:
+    async def run(self, request: ResponseWorkflowInput) -> ResponseEnded | Response:
         self.response = request.response
         self.settings = request.settings
         self.emit_events = request.emit_events
@@ -121,6 +129,8 @@ class ResponseWorkflow:
                                        type="ResponseFailed", non_retryable=True)
             if final.status == "cancelled":
                 raise TemporalCancelledError("the response was cancelled")
+        if workflow.patched(RESULT_IS_ID_AND_STATUS):
+            return ResponseEnded(id=final.id, status=final.status)
         return final
 
     async def _let_temporal_cancel_arrive(self) -> None:
@@ -172,7 +182,7 @@ class ResponseWorkflow:
         what cannot change is refused here (an answered request, an ended response, an id
         the wait does not know); anything else waits in the handler."""
         request_id = update.approval_request_id
-        if request_id in self.decisions:
+        if request_id in self.decisions or request_id in self.answered:
             raise ApplicationError(f"approval request '{request_id}' has already been answered",
                                    type="ApprovalAlreadyAnswered")
         if self.machine.is_terminal:
@@ -196,23 +206,31 @@ class ResponseWorkflow:
     async def _respond(self, request: ResponseWorkflowInput) -> None:
         response = self.response
         assert response is not None
-        if response.background:
-            await self._record_status("in_progress")
-        if self.servers and not response.compact_only:
-            self.machine.fire("list_tools")
-            await self._list_tools(request.listings)
-        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings})
-        if request.approvals:
-            self.machine.fire("execute_approved")
-            await self._run_calls(self._apply(request.approvals))
-            self.machine.fire("tools_done")
+        loop = request.carried
+        if loop is not None:  # a run continued as new: the loop goes on where it was
+            self._resume(request, loop)
         else:
-            self.machine.fire("start")
-        turn, recorded, compact, just_compacted = 0, False, response.compact_only, False
+            if response.background:
+                await self._record_status("in_progress")
+            if self.servers and not response.compact_only:
+                self.machine.fire("list_tools")
+                await self._list_tools(request.listings)
+            if request.approvals:
+                self.machine.fire("execute_approved")
+                await self._run_calls(self._apply(request.approvals))
+                self.machine.fire("tools_done")
+            else:
+                self.machine.fire("start")
+            loop = CarriedLoop(turn=0, recorded=False, compact=response.compact_only)
+        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings})
+        turn, recorded, compact, just_compacted = loop.turn, loop.recorded, loop.compact, loop.just_compacted
         while True:
             if turn >= MAX_TURNS:
                 # History must stay bounded: a model that never stops calling tools is stopped.
                 raise ResponseFailedError(f"the model called tools for {MAX_TURNS} turns without answering; stopped")
+            if turn > loop.turn and self._continues_as_new():
+                workflow.continue_as_new(self._carried(request, loop, CarriedLoop(
+                    turn=turn, recorded=recorded, compact=compact, just_compacted=just_compacted)))
             if workflow.info().get_current_history_size() > MAX_HISTORY_BYTES:
                 # Every step is bounded, but thousands of them (many parallel calls, turn after
                 # turn) could still reach Temporal's 50 MB, which ends a workflow without a word.
@@ -267,165 +285,36 @@ class ResponseWorkflow:
                         self.machine.fire("tools_done")
                         break
 
-    # ---- MCP: listing, calls, approvals ------------------------------------------------
+    # ---- continuing as new -------------------------------------------------------------
 
-    async def _list_tools(self, known: list[McpListing]) -> None:
-        """Servers the chain listed at the same URL keep that listing; the rest are listed now,
-        in parallel, each as an `mcp_list_tools` item."""
-        response = self.response
-        assert response is not None
-        reusable = {listing.item.server_label: listing for listing in known}
-        self.listings = [listing for listing in known if listing.item.server_label not in self.servers]
-        to_list: list[McpTool] = []
-        for label, tool in self.servers.items():
-            listing = reusable.get(label)
-            if listing is not None and listing.server_url == tool.server_url:
-                self.listings.append(listing)
-            else:
-                to_list.append(tool)
-        offset = len(response.output)
-        items = await asyncio.gather(*(
-            list_server(response.id, tool, offset + position, settings=self.settings, emit_events=self.emit_events,
-                        emit=self._emit) for position, tool in enumerate(to_list)))
-        response.output.extend(items)
-        self.listings.extend(McpListing(server_url=tool.server_url or "", item=item)
-                             for tool, item in zip(to_list, items) if item.error is None)
-        failed = [item for item in items if item.error is not None]
-        if failed:
-            raise ResponseFailedError("; ".join(item.error or "" for item in failed))
-
-    def _apply(self, decisions: list[ApprovalDecision]) -> list[int]:
-        """Approved requests become calls (appended to the output, returned by index); refused
-        or unanswered ones become what the model is told instead of a result."""
-        response = self.response
-        assert response is not None
-        approved: list[int] = []
-        for decision in decisions:
-            self.decisions[decision.request.id] = decision
-            if not decision.approve:
-                self.tool_results[decision.request.id] = ToolResult(text=decision.refusal_text())
-                continue
-            request = decision.request
-            call_id = f"mcp_{workflow.uuid4().hex}"
-            response.output.append(McpCallItem(
-                id=call_id, server_label=request.server_label, name=request.name,
-                arguments=request.arguments, approval_request_id=request.id, status="in_progress",
-            ))
-            if request.id in self.parked:
-                self.parked[call_id] = self.parked[request.id]
-            approved.append(len(response.output) - 1)
-        return approved
-
-    async def _run_calls(self, indexes: list[int]) -> None:
-        assert self.response is not None
-        indexes = self._within_max_tool_calls(indexes)
-        if self.response.parallel_tool_calls:
-            await asyncio.gather(*(self._run_call(index) for index in indexes))
-        else:
-            for index in indexes:
-                await self._run_call(index)
-
-    def _within_max_tool_calls(self, indexes: list[int]) -> list[int]:
-        """Calls beyond `max_tool_calls` are not run; the model is told so."""
-        response = self.response
-        assert response is not None
-        allowed, refused = within_max_tool_calls(response.output, indexes, response.max_tool_calls)
-        for index in refused:
-            call = response.output[index]
-            response.output[index] = call.model_copy(update={"status": "incomplete"})
-            self.tool_results[call.chat_call_id] = ToolResult(
-                text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
-        return allowed
-
-    async def _run_call(self, index: int) -> None:
-        response = self.response
-        assert response is not None
-        call = response.output[index]
-        if isinstance(call, (WebSearchCallItem, FileSearchCallItem)):
-            await self._search(call, index)
-            return
-        assert isinstance(call, McpCallItem)
-        # Every call names a server of this request: the model's calls come from its listings,
-        # and the API refuses an approval for a server missing from `tools`.
-        finished, parked = await self._call(call, self.servers[call.server_label], index)
-        response.output[index] = finished
-        if parked:
-            self.parked[finished.id] = finished.id
-            self.tool_results[finished.chat_call_id] = ToolResult(parked_in=finished.id)
-        else:
-            self.tool_results[finished.chat_call_id] = ToolResult(text=finished.result_text())
-
-    async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> tuple[McpCallItem, bool]:
-        """The call as it ended, and whether it travels as a stub (its fields parked)."""
-        assert self.response is not None
-        # A cancel waits for a running call to stop (it watches the store's cancel record), so
-        # no call starts after the client has its cancelled response.
-        wait_for_cancel = workflow.patched("tool-calls-end-before-a-cancel-is-answered")
-        try:
-            result = await workflow.execute_activity(
-                "call_mcp_tool",
-                CallMcpToolInput(response_id=self.response.id, server_url=tool.server_url or "", call=call,
-                                 output_index=index, emit_events=self.emit_events,
-                                 arguments_parked_in=self.parked.get(call.id),
-                                 repeatable=self._repeatable(call)),
-                result_type=CallMcpToolResult,
-                **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds,
-                                    wait_for_cancel=wait_for_cancel, task_queue=self.settings.mcp_task_queue),
-            )
-            return result.call, result.parked
-        except ActivityError as error:
-            if is_cancelled_exception(error) or is_cancel_request(error):
-                raise
-            code, message = call_failure(error, call, self.settings.mcp_heartbeat_seconds)
-            finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
-            await self._emit(mcp_call_closing(finished, index))
-            return finished, False
-
-    async def _search(self, call: WebSearchCallItem | FileSearchCallItem, index: int) -> None:
-        """A web or file search the model asked for; its results are numbered on from the last."""
-        response = self.response
-        assert response is not None
-        run = web_search if isinstance(call, WebSearchCallItem) else functools.partial(file_search, project=self.project)
-        searched = await run(response, call, index, settings=self.settings, emit_events=self.emit_events,
-                             first_number=len(self.sources) + 1, emit=self._emit)
-        response.output[index] = searched.call
-        if searched.parked:  # its results wait in the store, under its id
-            self.parked[call.id] = call.id
-        self.sources.extend(searched.sources)
-        self.tool_results[call.chat_call_id] = searched.told
-
-    def _repeatable(self, call: McpCallItem) -> bool:
-        """Whether the tool's listing says running the call twice is harmless."""
-        for listing in self.listings:
-            if listing.item.server_label == call.server_label:
-                return any(tool.name == call.name and tool.repeatable for tool in listing.item.tools)
-        return False
-
-    async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
-        """Wait for a decision on every request; False when the wait timed out."""
-        if workflow.patched("approval-waits-recorded"):  # before the wait: a decision finds its row
-            assert self.response is not None
-            await workflow.execute_local_activity(
-                "record_approval_wait",
-                RecordApprovalWaitInput(response_id=self.response.id,
-                                        approval_request_ids=[request.id for request in requests]),
-                result_type=RecordApprovalWaitResult,
-                **local_activity_options(self.settings.store),
-            )
-        self.awaited.update({request.id: request for request in requests})
-        self.machine.fire("request_approval")
-        response = self.response
-        await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, response, lambda event_id, now: [
-            action_required_event(f"{event_id}{index}", response.id, request.id, now)
-            for index, request in enumerate(requests)])
-        try:
-            await workflow.wait_condition(
-                lambda: all(request.id in self.decisions for request in requests),
-                timeout=timedelta(seconds=self.settings.approval_timeout_seconds),
-            )
-        except asyncio.TimeoutError:
+    def _continues_as_new(self) -> bool:
+        """Between two turns, once the history is long (Temporal suggests it, or it passed
+        `continue_as_new_bytes`) and no update is being handled. A response that started
+        before this (no patch marker) goes on as it did."""
+        info = workflow.info()
+        if not (info.is_continue_as_new_suggested()
+                or info.get_current_history_size() > self.settings.continue_as_new_bytes):
             return False
-        return True
+        return workflow.all_handlers_finished() and workflow.patched(CONTINUES_AS_NEW)
+
+    def _carried(self, request: ResponseWorkflowInput, was: CarriedLoop, now: CarriedLoop) -> ResponseWorkflowInput:
+        """The next run's input: the response so far (its large items as stubs, their fields
+        parked in the store), its listings, and where its loop is."""
+        return request.model_copy(update={
+            "response": self.response, "listings": self.listings, "approvals": [], "parked": [],
+            "carried": now.model_copy(update={
+                "tool_results": self.tool_results, "sources": self.sources, "parked": self.parked,
+                "answered": sorted({*self.answered, *self.decisions}),
+                "runs": was.runs + 1 if request.carried is not None else 1}),
+        })
+
+    def _resume(self, request: ResponseWorkflowInput, loop: CarriedLoop) -> None:
+        self.listings = list(request.listings)
+        self.tool_results = dict(loop.tool_results)
+        self.sources = list(loop.sources)
+        self.parked.update(loop.parked)
+        self.answered = set(loop.answered)
+        self.machine.fire("start")
 
     # ---- the response ------------------------------------------------------------------
 
