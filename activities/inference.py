@@ -41,6 +41,7 @@ from models.errors import (
 from models.ids import new_id
 from models.events import compaction_events
 from models.items import CompactionItem, ReasoningText
+from models.mcp import McpFunction
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
 from store.repository import ResponseRepository
 from store.chat_contexts import ContextBase
@@ -86,6 +87,24 @@ class InferenceActivities:
         except CancelRequestedError as error:
             raise _cancelled(error) from error
 
+    async def _whole_functions(self, request: InferenceInput) -> list[McpFunction]:
+        """The MCP functions to offer, those of a listing that travelled as a stub with their
+        descriptions and parameters read back from where they are parked."""
+        listing_ids = sorted({function.parked_in for function in request.mcp_functions if function.parked_in})
+        if not listing_ids:
+            return request.mcp_functions
+        parked = await self.repository.parked.get(request.response.id, listing_ids)
+        tools = {(listing_id, tool["name"]): tool for listing_id, fields in parked.items()
+                 for tool in fields.get("tools", [])}
+        whole = []
+        for function in request.mcp_functions:
+            tool = tools.get((function.parked_in or "", function.tool_name))
+            if tool is not None:
+                function = function.model_copy(update={"description": tool.get("description"),
+                                                       "parameters": tool.get("input_schema") or {}})
+            whole.append(function)
+        return whole
+
     async def _turn(self, request: InferenceInput) -> InferenceResult:
         fence = Fence(request.response.id, request.turn, holder=new_id("call"))
         start = await self._claim(fence, request)
@@ -96,7 +115,8 @@ class InferenceActivities:
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
         try:
             _raise_if_spent(start, request.max_attempts)
-            table = ToolTable(request.response.tools, request.mcp_functions, web_search=request.web_search)
+            functions = await self._whole_functions(request)
+            table = ToolTable(request.response.tools, functions, web_search=request.web_search)
             conversation = chat_format.items_to_messages(
                 [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table,
                 compacted=self._compacted(request.project))

@@ -129,6 +129,9 @@ class McpActivities:
             )
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
+        if history_budget.should_park(item):  # the tools' schemas wait in the store
+            await self.repository.parked.put(request.response_id, {item.id: history_budget.heavy_fields(item)})
+            return ListMcpToolsResult(item=history_budget.stubbed(item), parked=True)
         return ListMcpToolsResult(item=item)
 
     @activity.defn(name="call_mcp_tool")

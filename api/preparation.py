@@ -139,7 +139,7 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     response.compact_only = compact_only or bool(items and items[-1].type == "compaction_trigger")
     if windows is not None:
         await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
-    approvals, parked = _stubbed(approvals)
+    approvals, listings, parked = _stubbed(approvals, listings)
     listings = _within_budget(response, listings, approvals, limits)
     return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
                             listings=listings, approvals=approvals, parked=parked, applied=applied)
@@ -350,8 +350,10 @@ def _check_runnable(approval_request: McpApprovalRequestItem, approve: bool, lab
         )
 
 
-def _stubbed(approvals: list[ApprovalDecision]) -> tuple[list[ApprovalDecision], Parked]:
-    """Approval requests with large arguments travel as stubs; their arguments are parked."""
+def _stubbed(approvals: list[ApprovalDecision], listings: list[McpListing]
+             ) -> tuple[list[ApprovalDecision], list[McpListing], Parked]:
+    """Approval requests with large arguments, and large listings of the chain, travel as
+    stubs; their heavy fields are parked."""
     parked: Parked = {}
     carried = []
     for decision in approvals:
@@ -359,7 +361,13 @@ def _stubbed(approvals: list[ApprovalDecision]) -> tuple[list[ApprovalDecision],
             parked[decision.request.id] = history_budget.heavy_fields(decision.request)
             decision = decision.model_copy(update={"request": history_budget.stubbed(decision.request)})
         carried.append(decision)
-    return carried, parked
+    light = []
+    for listing in listings:
+        if history_budget.should_park(listing.item):
+            parked[listing.item.id] = history_budget.heavy_fields(listing.item)
+            listing = listing.model_copy(update={"item": history_budget.stubbed(listing.item)})
+        light.append(listing)
+    return carried, light, parked
 
 
 def _within_budget(

@@ -21,9 +21,13 @@ fresh data dir, and later a `serve` process, then measures:
    with every trace, to a stand-in OTLP collector, in turn; and the metrics' own cost per
    response, timed in-process (`bench/telemetry_cost.py`);
 9. a rate-limited backend (`bench/rate_limited.py`): responses lost, upstream calls per
-   response, and one project's interactive latency while another floods it.
+   response, and one project's interactive latency while another floods it;
+10. one stream's relay rate: words a second, the backend alone and through `dev`
+    (`bench/relay.py`);
+11. 10,000 responses waiting for approval on a fresh `dev`, then 20 (`bench/waiting.py`):
+    memory, idle CPU, and an approval answered after its workflow left the cache.
 
-It prints a Markdown table with the goals of issue 10 beside the figures. Timings vary by a
+It prints Markdown tables with the goals of issues 10 and 29 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
 """
 
@@ -44,7 +48,7 @@ import uuid
 import httpx
 import openai
 
-from bench import load, rate_limited, telemetry_cost
+from bench import load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 
@@ -157,8 +161,13 @@ async def run(args: argparse.Namespace) -> str:
             # 8. telemetry
             tracing = await tracing_cost(backend, requests, warmup)
             metrics_cost = await telemetry_cost.measure()
+            # 10. one stream's relay rate
+            relayed = await asyncio.to_thread(relay.measure, args.relay_words, 3, backend)
         finally:
             backend.stop()
+    # 11. responses waiting for approval: many, and a few (the idle cost must not follow the count)
+    waits = [] if not args.waiting else [await asyncio.to_thread(waiting.measure, count, idle_seconds=20)
+                                         for count in (args.waiting, 20)]
     # 9. a rate-limited backend (its own backends and `dev`s)
     limited = "" if args.skip_rate_limited else await rate_limited.measure()
 
@@ -231,7 +240,47 @@ async def run(args: argparse.Namespace) -> str:
     lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
     if limited:
         lines += ["", limited]
+    lines += ["", *issue_29_rows(report, first_direct, first_dev, serve_direct, serve_first, loads[10], relayed,
+                                 waits)]
     return "\n".join(lines)
+
+
+def issue_29_rows(report: Report, first_direct: list[float], first_dev: list[float], serve_direct: list[float],
+                  serve_first: list[float], concurrency_10: load.Loaded, relayed: tuple[float, float],
+                  waits: list[waiting.Waiting]) -> list[str]:
+    """Issue 29's table: its rows, this run's figures, its goals. llama-stack is not part of
+    this benchmark; its figures are the issue's (same machine, another run)."""
+
+    def over(direct: list[float], durable: list[float], fraction: float) -> float:
+        return load.percentile(durable, fraction) - load.percentile(direct, fraction)
+
+    lines = ["Ten thousand waiting, first token first (issue 29)", "",
+             _row(["measured", "this run", "goal"]), _row(["---"] * 3),
+             _row(["first text delta p50, `dev`",
+                   f"{statistics.median(first_dev):.1f} ms (+{over(first_direct, first_dev, 0.5):.1f} ms over "
+                   f"the backend's {statistics.median(first_direct):.1f} ms)",
+                   "≤ llama-stack's (9.6 ms in the issue's run)"]),
+             _row(["first text delta, `serve` + a worker in another process: over the backend p50 / p95 / p99",
+                   " / ".join(f"+{over(serve_direct, serve_first, fraction):.1f}" for fraction in (0.5, 0.95, 0.99))
+                   + " ms", "≤ +15 ms p50"]),
+             _row(["throughput at concurrency 10", f"{concurrency_10.throughput:.1f} req/s",
+                   "≥ 1.5× llama-stack's (54.5 req/s in the issue's run: ≥ 81.8)"]),
+             _row(["streamed words relayed per second, one stream",
+                   f"{relayed[1]:,.0f} (the backend alone: {relayed[0]:,.0f}; {relayed[1] / relayed[0]:.0%})",
+                   "≥ 90 % of the backend's"])]
+    if waits:
+        many, few = waits
+        lines += [
+            _row([f"{many.count:,} responses waiting for approval: `dev` RSS (without Temporal)",
+                  f"{many.rss_mb:.0f} MB ({many.cached:,} workflows cached; made in {many.made_seconds:.0f} s)",
+                  "≤ 400 MB"]),
+            _row(["idle CPU of waiting responses (chores every 5 s)",
+                  f"{many.idle_cpu_ms_per_s:.1f} ms/s with {many.count:,} waiting, "
+                  f"{few.idle_cpu_ms_per_s:.1f} ms/s with {few.count}", "independent of how many wait"]),
+            _row(["an approval answered after its workflow was evicted: p50 / max",
+                  f"{statistics.median(many.approvals_ms):.0f} / {max(many.approvals_ms):.0f} ms", "≤ 200 ms"]),
+        ]
+    return lines
 
 
 async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[list[str], list[list[float]], dict]:
@@ -303,12 +352,15 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="added backend latency (default 0)")
     parser.add_argument("--turns", type=int, default=30, help="turns of the chain (default 30)")
     parser.add_argument("--quick", action="store_true", help="60 samples a row: a rough figure in a minute or two")
+    parser.add_argument("--relay-words", type=int, default=20_000, help="words of the relay row's stream")
+    parser.add_argument("--waiting", type=int, default=10_000,
+                        help="responses left waiting for approval (default 10,000: about 10 minutes; 0 leaves it out)")
     parser.add_argument("--skip-rate-limited", action="store_true",
                         help="leave out the rate-limited backend's scenarios (about 90 s; `python -m bench.rate_limited`)")
     args = parser.parse_args()
     logging.disable(logging.INFO)  # the MCP client's per-request lines
     if args.quick:
-        args.requests = 60
+        args.requests, args.waiting = 60, min(args.waiting, 1000)
     started = time.monotonic()
     table = asyncio.run(run(args))
     print(table)

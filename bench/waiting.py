@@ -18,6 +18,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 
 import httpx
 import openai
@@ -63,6 +64,46 @@ def approval_seconds(url: str, response_id: str, request_id: str) -> float:
     return time.monotonic() - began
 
 
+@dataclass
+class Waiting:
+    count: int
+    cached: int
+    made_seconds: float
+    rss_mb: float
+    idle_cpu_ms_per_s: float
+    approvals_ms: list[float]
+
+    def row(self, sweep_seconds: float) -> str:
+        return (f"| {self.count} responses waiting for approval, {self.cached} workflows cached "
+                f"(made in {self.made_seconds:.0f} s) | RSS of `dev` (without Temporal) {self.rss_mb:.0f} MB | "
+                f"idle CPU {self.idle_cpu_ms_per_s:.1f} ms/s with chores every {sweep_seconds:g} s | approval "
+                f"answered p50 {statistics.median(self.approvals_ms):.0f} ms, max {max(self.approvals_ms):.0f} ms |")
+
+
+def measure(count: int, *, idle_seconds: float = 30, sweep_seconds: float = 5, cached: int = 1000) -> Waiting:
+    with tempfile.TemporaryDirectory(prefix="dr-bench-waiting-") as data_dir:
+        dev = Dev.start(data_dir, None, env={"HOUSEKEEPING_INTERVAL_SECONDS": str(sweep_seconds),
+                                             "MAX_CACHED_WORKFLOWS": str(cached)})
+        try:
+            began = time.monotonic()
+            pairs = asyncio.run(waiting(dev.url, count))
+            made = time.monotonic() - began
+            # The orphan sweep looks at each new response once, 30 s after it was made: let it.
+            time.sleep(30 + min(sweep_seconds * 2, 15))
+            temporal = set(dev.temporal_pids())
+            ours = [dev.process.pid] + [pid for pid in children_of(dev.process.pid) if pid not in temporal]
+            memory = sum(rss_mb(pid) for pid in ours)
+            cpu_before = sum(cpu_seconds(pid) for pid in ours)
+            time.sleep(idle_seconds)
+            idle_cpu = (sum(cpu_seconds(pid) for pid in ours) - cpu_before) / idle_seconds
+            # The first made are the least recently used: with more waiting than are cached,
+            # their workflows were evicted and replay from history on the approval.
+            approvals = [approval_seconds(dev.url, *pair) * 1000 for pair in pairs[:5]]
+        finally:
+            dev.stop()
+    return Waiting(count, cached, made, memory, idle_cpu * 1000, approvals)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=1000)
@@ -70,29 +111,9 @@ def main() -> None:
     parser.add_argument("--sweep-seconds", type=float, default=5)
     parser.add_argument("--cached", type=int, default=1000, help="MAX_CACHED_WORKFLOWS: fewer than --count evicts")
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data_dir:
-        dev = Dev.start(data_dir, None, env={"HOUSEKEEPING_INTERVAL_SECONDS": str(options.sweep_seconds),
-                                             "MAX_CACHED_WORKFLOWS": str(options.cached)})
-        try:
-            began = time.monotonic()
-            pairs = asyncio.run(waiting(dev.url, options.count))
-            made = time.monotonic() - began
-            # The orphan sweep looks at each new response once, 30 s after it was made: let it.
-            time.sleep(30 + min(options.sweep_seconds * 2, 15))
-            temporal = set(dev.temporal_pids())
-            ours = [dev.process.pid] + [pid for pid in children_of(dev.process.pid) if pid not in temporal]
-            memory = sum(rss_mb(pid) for pid in ours)
-            cpu_before = sum(cpu_seconds(pid) for pid in ours)
-            time.sleep(options.idle_seconds)
-            idle_cpu = (sum(cpu_seconds(pid) for pid in ours) - cpu_before) / options.idle_seconds
-            approvals = [approval_seconds(dev.url, *pair) for pair in pairs[:5]]
-        finally:
-            dev.stop()
-    print(f"| {options.count} responses waiting for approval, {options.cached} workflows cached "
-          f"(made in {made:.0f} s) | RSS of `dev` "
-          f"(without Temporal) {memory:.0f} MB | idle CPU {idle_cpu * 1000:.1f} ms/s with chores every "
-          f"{options.sweep_seconds:g} s | approval answered p50 {statistics.median(approvals) * 1000:.0f} ms, "
-          f"max {max(approvals) * 1000:.0f} ms |")
+    result = measure(options.count, idle_seconds=options.idle_seconds, sweep_seconds=options.sweep_seconds,
+                     cached=options.cached)
+    print(result.row(options.sweep_seconds))
 
 
 if __name__ == "__main__":

@@ -112,6 +112,8 @@ class ListMcpToolsInput(BaseModel):
 
 class ListMcpToolsResult(BaseModel):
     item: McpListToolsItem
+    parked: bool = False
+    """The item is a stub: its tools' descriptions and schemas are parked under its id."""
 
 
 class CallMcpToolInput(BaseModel):

@@ -25,8 +25,12 @@ MAX_RESULT_BYTES = 512 * 1024
 thousands of items could make one, and every result stays in history for good."""
 
 MAX_LISTING_BYTES = 256 * 1024
-"""An MCP server's tool listing larger than this fails the listing: the workflow carries
-listings whole (they are what the model may call)."""
+"""An MCP server's tool listing larger than this fails the listing (a model offered more is
+offered too much). One over `PARK_ITEM_BYTES` travels as a stub like any large item: its
+tools' names and annotations (what the workflow decides on), their descriptions and input
+schemas parked, read back by the model call that offers them."""
+
+LISTING = "mcp_list_tools"
 
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 """A response whose workflow history has grown past this fails before its next inference call
@@ -55,18 +59,27 @@ def size_of(model: BaseModel) -> int:
 
 def heavy_fields(item: BaseModel) -> dict[str, Any]:
     """The item's heavy fields as JSON values."""
+    if getattr(item, "type", "") == LISTING:
+        return {"tools": item.model_dump(mode="json")["tools"]}
     stub = HEAVY_FIELDS.get(getattr(item, "type", ""), {})
     dumped = item.model_dump(mode="json", include=set(stub))
     return {name: dumped.get(name) for name in stub}
 
 
 def stubbed(item: BaseModel) -> BaseModel:
+    if getattr(item, "type", "") == LISTING:  # names and annotations stay: the workflow decides on them
+        return item.model_copy(update={"tools": [tool.model_copy(update={"description": None, "input_schema": {}})
+                                                 for tool in item.tools]})
     return item.model_copy(update=HEAVY_FIELDS.get(getattr(item, "type", ""), {}))
 
 
 def restored(item: BaseModel, fields: dict[str, Any]) -> BaseModel:
     """A stub with its parked fields back: each field it still has empty (one the workflow
-    set since, like a failed call's error, stays), validated again so nested models are models."""
+    set since, like a failed call's error, stays), validated again so nested models are models.
+    A listing never changes once listed: its tools come back whole."""
+    if getattr(item, "type", "") == LISTING:
+        return type(item).model_validate(item.model_dump(mode="json") | {"tools": fields["tools"]}) \
+            if "tools" in fields else item
     stub = HEAVY_FIELDS.get(getattr(item, "type", ""), {})
     current = item.model_dump(mode="json")
     back = {name: value for name, value in fields.items() if name in stub and current.get(name) == stub[name]}
@@ -74,7 +87,8 @@ def restored(item: BaseModel, fields: dict[str, Any]) -> BaseModel:
 
 
 def should_park(item: BaseModel) -> bool:
-    return getattr(item, "type", "") in HEAVY_FIELDS and size_of(item) > PARK_ITEM_BYTES
+    kind = getattr(item, "type", "")
+    return (kind in HEAVY_FIELDS or kind == LISTING) and size_of(item) > PARK_ITEM_BYTES
 
 
 def split(items: list[Any]) -> tuple[list[Any], dict[str, dict[str, Any]]]:

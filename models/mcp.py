@@ -26,6 +26,9 @@ class McpFunction(BaseModel):
     requires_approval: bool
     description: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
+    parked_in: str | None = None
+    """The listing whose parked fields hold this tool's description and parameters (a large
+    listing travels as a stub); the model call reads them back."""
 
     def chat_tool(self) -> dict[str, Any]:
         function: dict[str, Any] = {"name": self.function_name, "parameters": self.parameters or {"type": "object"}}

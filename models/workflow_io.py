@@ -78,8 +78,9 @@ class ResponseWorkflowInput(BaseModel):
     approvals: list[ApprovalDecision] = Field(default_factory=list)
     """Answers (in `input`) to the previous response's approval requests."""
     parked: list[str] = Field(default_factory=list)
-    """Approval requests among `approvals` that travel as stubs: their arguments are parked
-    in the store under this response (`models/history_budget.py`)."""
+    """Approval requests among `approvals`, and listings among `listings`, that travel as
+    stubs: their heavy fields are parked in the store under this response
+    (`models/history_budget.py`)."""
     fallbacks: list[str] = Field(default_factory=list)
     """Model names to fail over to, in order, when every deployment of `response.model` is
     down past its retries (the registry's `router_settings.fallbacks`, read at creation)."""

@@ -262,6 +262,7 @@ class ResponseRepository:
                 if tool_messages:
                     await extend_in(transaction, response_id, tool_messages)
                 if listings:
+                    listings = await self._whole_listings(transaction, response_id, listings, parked or {})
                     await transaction.run(
                         "INSERT INTO mcp_listings (response_id, listings) VALUES (:id, :listings) "
                         "ON CONFLICT (response_id) DO UPDATE SET listings = excluded.listings",
@@ -284,6 +285,15 @@ class ResponseRepository:
         output = [restored(item, fields.get(parked[item.id], {})) if item.id in parked else item
                   for item in response.output]
         return response.model_copy(update={"output": output})
+
+    @staticmethod
+    async def _whole_listings(transaction: Transaction, response_id: str, listings: list[McpListing],
+                              parked: dict[str, str]) -> list[McpListing]:
+        """Listings that travelled as stubs, whole again: the chain reuses them."""
+        fields = await ParkedFields.get_in(transaction, response_id,
+                                           [listing.item.id for listing in listings if listing.item.id in parked])
+        return [listing.model_copy(update={"item": restored(listing.item, fields[listing.item.id])})
+                if listing.item.id in fields else listing for listing in listings]
 
     @staticmethod
     async def _turn_items(transaction: Transaction, response: Response) -> list[tuple[str, dict[str, Any]]]:

@@ -20,6 +20,7 @@ from tests import store_probe
 from tests.conftest import EmptyStore, Stack, eventually, running_stack, until_awaiting_approval, until_terminal
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
+from tests.test_replay import keep_recording
 
 FIVE_MB = 5 * 1024 * 1024
 
@@ -246,6 +247,34 @@ async def test_a_huge_tool_listing_fails_the_listing_clearly(
     listing = response.output[0]
     assert listing.type == "mcp_list_tools" and "allowed_tools" in listing.error
     assert backend.requests(model) == []
+
+
+async def test_a_large_tool_listing_travels_as_a_stub_and_the_model_still_sees_it_whole(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    server = McpTestServer("streamable", tool_count=150, description_size=600).start()  # ~100 KiB listed
+    backend.script(model, [Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3"),
+                           Reply(tool_calls=[("add", {"a": 2, "b": 2})]), Reply(text="4")])
+    try:
+        first = await sdk.responses.create(model=model, input="add", tools=[_mcp(server)])
+        second = await sdk.responses.create(model=model, input="again", tools=[_mcp(server)],
+                                            previous_response_id=first.id)
+    finally:
+        server.stop()
+    assert first.status == second.status == "completed", (first.error, second.error)
+    listing = first.output[0]
+    assert listing.type == "mcp_list_tools" and len(listing.tools) == 150 + 10
+    assert {tool.description for tool in listing.tools if tool.name.startswith("tool_")} == {"d" * 600}
+    assert [item.type for item in second.output] == ["mcp_call", "message"], "the chain's listing was not reused"
+    for request in backend.requests(model):
+        offered = {tool["function"]["name"]: tool["function"] for tool in request["tools"]}
+        assert offered["tool_7"]["description"] == "d" * 600 and offered["add"]["parameters"]["properties"]
+    for response in (first, second):
+        largest, _ = await largest_history_event(stack, response.id)
+        assert largest < 48 * 1024, f"a {largest // 1024} KiB event: the listing travelled whole"
+    if stack.store.kind == "sqlite":
+        await keep_recording("mcp_listing_parked", stack.client, first.id)
+        await keep_recording("mcp_listing_parked_reused", stack.client, second.id)
 
 
 async def test_3_mb_instructions_are_refused_naming_them(stack: Stack):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -112,19 +112,22 @@ def client_functions(tools: Sequence[Any]) -> list[ClientFunction]:
     return found
 
 
-def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]) -> list[McpFunction]:
+def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem],
+                  parked: Collection[str] = ()) -> list[McpFunction]:
+    """The functions the model is offered from the listings; those of a listing in `parked`
+    (a stub) name it, and the model call reads their descriptions and parameters back."""
     client_names = {function.chat_name for function in client_functions(tools)}
     offered = [
-        (tool, listed)
+        (tool, listed, listings[tool.server_label].id)
         for tool in tools
         if tool.type == "mcp" and tool.server_label in listings
         for listed in listings[tool.server_label].tools
         if tool.allows(listed.name, listed.read_only)
     ]
-    counts = Counter(listed.name for _, listed in offered)
+    counts = Counter(listed.name for _, listed, _ in offered)
     names = UniqueNames(client_names)
     functions = []
-    for tool, listed in offered:
+    for tool, listed, listing_id in offered:
         name = listed.name
         if counts[name] > 1 or name in client_names or _UNSAFE.search(name) or len(name) > 64:
             name = _safe(f"{tool.server_label}__{listed.name}")
@@ -137,6 +140,7 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
                 requires_approval=tool.requires_approval(listed.name, listed.read_only),
                 description=listed.description,
                 parameters=listed.input_schema,
+                parked_in=listing_id if listing_id in parked else None,
             )
         )
     return functions

@@ -20,7 +20,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 async def list_server(response_id: str, tool: McpTool, index: int, *, settings: ExecutionSettings,
-                      emit_events: bool, emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> McpListToolsItem:
+                      emit_events: bool, emit: Callable[[list[StreamEvent]], Awaitable[None]]
+                      ) -> tuple[McpListToolsItem, bool]:
+    """The listing, and whether it travels as a stub (its tools' schemas parked)."""
     item_id = f"mcpl_{workflow.uuid4().hex}"
     try:
         result = await workflow.execute_local_activity(
@@ -30,7 +32,7 @@ async def list_server(response_id: str, tool: McpTool, index: int, *, settings: 
             result_type=ListMcpToolsResult,
             **local_activity_options(settings.mcp_list),
         )
-        return result.item
+        return result.item, result.parked
     except (ActivityError, ApplicationError) as error:
         if is_cancelled_exception(error):
             raise
@@ -39,4 +41,4 @@ async def list_server(response_id: str, tool: McpTool, index: int, *, settings: 
         message = f"Error retrieving tool list from MCP server '{tool.server_label}': {reason}"
         item = McpListToolsItem(id=item_id, server_label=tool.server_label, error=message)
         await emit(list_tools_closing(item, index))
-        return item
+        return item, False

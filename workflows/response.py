@@ -222,7 +222,8 @@ class ResponseWorkflow(ToolSteps):
             else:
                 self.machine.fire("start")
             loop = CarriedLoop(turn=0, recorded=False, compact=response.compact_only)
-        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings})
+        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings},
+                                  parked=self.parked)
         turn, recorded, compact, just_compacted = loop.turn, loop.recorded, loop.compact, loop.just_compacted
         while True:
             if turn >= MAX_TURNS:

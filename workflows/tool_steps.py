@@ -74,9 +74,11 @@ class ToolSteps:
             else:
                 to_list.append(tool)
         offset = len(response.output)
-        items = await asyncio.gather(*(
+        listed = await asyncio.gather(*(
             list_server(response.id, tool, offset + position, settings=self.settings, emit_events=self.emit_events,
                         emit=self._emit) for position, tool in enumerate(to_list)))
+        items = [item for item, _ in listed]
+        self.parked.update({item.id: item.id for item, parked in listed if parked})
         response.output.extend(items)
         self.listings.extend(McpListing(server_url=tool.server_url or "", item=item)
                              for tool, item in zip(to_list, items) if item.error is None)
