@@ -57,7 +57,8 @@ class ChatBackend(Protocol):
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream(self, body: dict[str, Any],
-               on_headers: HeadersSeen | None = None) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]: ...
+               on_headers: HeadersSeen | None = None) -> AbstractAsyncContextManager[AsyncIterator[list[Chunk]]]:
+        """The chunks of a streamed completion, in batches: those that arrived together."""
 
     async def aclose(self) -> None: ...
 
@@ -118,8 +119,10 @@ class ChatClient:
 
     @asynccontextmanager
     async def stream(self, body: dict[str, Any],
-                     on_headers: HeadersSeen | None = None) -> AsyncIterator[AsyncIterator[Chunk]]:
-        """A streamed chat completion: its chunks, as the backend sends them."""
+                     on_headers: HeadersSeen | None = None) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
+        """A streamed chat completion: its chunks as the backend sends them, those of one
+        network read together (a long reply a word a chunk is many per read: one async step
+        a read, not one a word)."""
         try:
             async with self._http().post(self._url, data=orjson.dumps(body | {"stream": True})) as answer:
                 if answer.status >= 400:
@@ -179,8 +182,9 @@ class ChatClient:
         return RejectedByUpstreamError(message, status_code=status)
 
 
-async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The body's lines, however long (aiohttp's own line reader stops at 64 KiB)."""
+async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
+    """The body's lines, however long (aiohttp's own line reader stops at 64 KiB), those
+    completed by one read together."""
     pending = bytearray()  # grows in place: a long line arriving in many pieces stays linear
     async for data in answer.content.iter_any():
         pending += data
@@ -188,24 +192,30 @@ async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
             continue
         *complete, rest = pending.split(b"\n")
         pending = bytearray(rest)
-        for line in complete:
-            yield bytes(line.rstrip(b"\r"))
+        yield [bytes(line.rstrip(b"\r")) for line in complete]
     if pending:
-        yield bytes(pending)
+        yield [bytes(pending)]
 
 
-async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[list[Chunk]]:
     """Server-sent events: each `data:` line holds one chunk; `[DONE]` ends the stream."""
-    async for line in _lines(answer):
-        if not line.startswith(b"data:"):
-            continue  # blank separators, comments, `event:` names
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            return
-        chunk = _json(data)
-        if "error" in chunk and "choices" not in chunk:  # an error reported inside the stream
-            raise RetryableUpstreamError(f"inference backend reported an error mid-stream: {_message_of(chunk)}")
-        yield chunk
+    async for lines in _lines(answer):
+        batch: list[Chunk] = []
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue  # blank separators, comments, `event:` names
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                if batch:
+                    yield batch
+                return
+            chunk = _json(data)
+            if "error" in chunk and "choices" not in chunk:  # an error reported inside the stream
+                raise RetryableUpstreamError(
+                    f"inference backend reported an error mid-stream: {_message_of(chunk)}")
+            batch.append(chunk)
+        if batch:
+            yield batch
 
 
 def _json(content: bytes | str) -> dict[str, Any]:

@@ -3,12 +3,15 @@
 The first event is written at once. Events that arrive while a write is in flight are
 written together right after it, so batching grows with load and adds no fixed delay; text
 deltas of one item that queued up meanwhile are written as one delta (a long reply arriving a
-word a chunk is a few hundred rows, not one per word).
+word a chunk is a few hundred rows, not one per word). With `pending_deltas` (the stream
+assembler's), text is not made into events as it arrives: each write asks for what has grown
+since the last, so a chunk costs an append, not an event.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from models.events import StreamEvent
@@ -17,33 +20,41 @@ from store.turns import Fence
 
 
 class EventEmitter:
-    def __init__(self, log: EventLog, response_id: str, fence: Fence | None = None) -> None:
+    def __init__(self, log: EventLog, response_id: str, fence: Fence | None = None,
+                 pending_deltas: Callable[[], list[StreamEvent]] | None = None) -> None:
         self.log = log
         self.response_id = response_id
         self.fence = fence
         self._pending: list[dict[str, Any]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._deltas = pending_deltas
 
     def emit(self, events: list[StreamEvent]) -> None:
-        if not events:
+        """Events to write; with `pending_deltas`, also "text has grown" (even with none)."""
+        if events:
+            self._pending.extend(event.wire() for event in events)
+        elif self._deltas is None:
             return
-        self._pending.extend(event.wire() for event in events)
         if self._writer is None or self._writer.done():
             if self._writer is not None and self._writer.exception() is not None:
                 return  # close() reports the failure
             self._writer = asyncio.create_task(self._write_pending())
 
+    def _take(self) -> list[dict[str, Any]]:
+        if self._deltas is not None:
+            self._pending.extend(event.wire() for event in self._deltas())
+        batch, self._pending = self._pending, []
+        return batch
+
     async def _write_pending(self) -> None:
-        while self._pending:
-            batch, self._pending = coalesced(self._pending), []
-            await self.log.append(self.response_id, batch, fence=self.fence)
+        while batch := self._take():
+            await self.log.append(self.response_id, coalesced(batch), fence=self.fence)
 
     async def close(self) -> None:
         """Wait until everything emitted is in the log (raises if a write failed)."""
         if self._writer is not None:
             await self._writer
-        if self._pending:
-            await self._write_pending()
+        await self._write_pending()
 
 
 MERGEABLE = frozenset({"response.output_text.delta", "response.reasoning_text.delta"})

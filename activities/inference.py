@@ -326,16 +326,17 @@ class InferenceActivities:
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
         assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier), table,
                                     seal=self._sealer(request), sources=request.sources)
-        emitter = EventEmitter(self.repository.events, response_id, fence)
+        emitter = EventEmitter(self.repository.events, response_id, fence, pending_deltas=assembler.pending_deltas)
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
         try:
-            async with client.stream(body | {"stream_options": {"include_usage": True}}, on_headers) as chunks:
-                async for chunk in chunks:
-                    usage = chunk.get("usage") or usage
-                    for choice in chunk.get("choices") or []:
-                        finish_reason = choice.get("finish_reason") or finish_reason
-                        emitter.emit(assembler.feed(choice.get("delta") or {}, _logprobs(choice)))
+            async with client.stream(body | {"stream_options": {"include_usage": True}}, on_headers) as batches:
+                async for batch in batches:
+                    for chunk in batch:
+                        usage = chunk.get("usage") or usage
+                        for choice in chunk.get("choices") or []:
+                            finish_reason = choice.get("finish_reason") or finish_reason
+                            emitter.emit(assembler.feed(choice.get("delta") or {}, _logprobs(choice)))
             events, output, message = assembler.finish()
             emitter.emit(events)
         finally:

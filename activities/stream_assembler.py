@@ -151,6 +151,8 @@ class _Item:
     growing: Text = field(default_factory=Text)
     refusal: str = ""
     logprobs: list[dict[str, Any]] = field(default_factory=list)
+    unsent_logprobs: list[dict[str, Any]] = field(default_factory=list)
+    """Those of the text not in a delta event yet."""
     sent: int = 0  # characters of the text the client has
     earlier: Streamed | None = None
 
@@ -175,18 +177,23 @@ class StreamAssembler:
     _claimed: set[int] = field(default_factory=set)
 
     def feed(self, delta: dict[str, Any], logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
+        """The events a chunk makes: an item or a part opened (after the text the items
+        before it have pending), a call's arguments delta. A message's or reasoning's text is
+        only appended: `pending_deltas` turns what has grown into delta events when the writer
+        is ready for them, so a burst of a long reply's chunks costs one event, not one per
+        chunk. (A call's arguments are short, and clients show them piece by piece.)"""
         events: list[StreamEvent] = []
         reasoning = next((delta[key] for key in REASONING_KEYS if isinstance(delta.get(key), str) and delta[key]), "")
         if reasoning:
             item = self._reasoning or self._open("reasoning", events)
             item.growing.append(reasoning)
-            events.extend(self._text_beyond_sent(item))
         if delta.get("content") or delta.get("refusal"):
             message = self._message or self._open("message", events)
             message.refusal += delta.get("refusal") or ""
             message.growing.append(delta.get("content") or "")
-            message.logprobs.extend(logprobs or [])
-            events.extend(self._text_beyond_sent(message, logprobs))
+            if logprobs:
+                message.logprobs.extend(logprobs)
+                message.unsent_logprobs.extend(logprobs)
         for call in delta.get("tool_calls") or []:
             item = self._calls.get(call.get("index", 0))
             function = call.get("function") or {}
@@ -198,8 +205,17 @@ class StreamAssembler:
             events.extend(self._text_beyond_sent(item))
         return events
 
-    def finish(self) -> tuple[list[StreamEvent], list[OutputItem], dict[str, Any]]:
+    def pending_deltas(self) -> list[StreamEvent]:
+        """The text each message and reasoning has beyond what was sent, as one delta each."""
         events: list[StreamEvent] = []
+        for item in self.items:
+            if item.growing.length > item.sent and item.type in TEXT_DELTAS:
+                events.extend(self._text_beyond_sent(item, item.unsent_logprobs))
+                item.unsent_logprobs = []
+        return events
+
+    def finish(self) -> tuple[list[StreamEvent], list[OutputItem], dict[str, Any]]:
+        events: list[StreamEvent] = self.pending_deltas()
         output: list[OutputItem] = []
         for item in sorted(self.items, key=lambda each: each.output_index):
             final = self._final_item(item)
@@ -279,6 +295,7 @@ class StreamAssembler:
         return events
 
     def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, chat_name: str = "") -> _Item:
+        events.extend(self.pending_deltas())  # the items before it have their text out first
         index = self.offset + len(self.items)
         earlier = self.earlier.get(index)
         if earlier is not None and earlier.type != kind:
@@ -320,9 +337,10 @@ class StreamAssembler:
         if length <= item.sent or item.type in WHOLE_KINDS:
             return []
         delta, item.sent = item.growing.tail(length - item.sent), length
-        if item.type in TEXT_DELTAS:
-            return [TextDeltaEvent(type=TEXT_DELTAS[item.type], item_id=item.id, output_index=item.output_index,
-                                   content_index=0, delta=delta, logprobs=logprobs or [])]
+        if item.type in TEXT_DELTAS:  # built as validated values: one per write of a long reply
+            return [TextDeltaEvent.model_construct(type=TEXT_DELTAS[item.type], item_id=item.id,
+                                                   output_index=item.output_index, content_index=0, delta=delta,
+                                                   logprobs=list(logprobs or []))]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]
 
     def _final_item(self, item: _Item) -> OutputItem:

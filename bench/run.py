@@ -352,7 +352,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="added backend latency (default 0)")
     parser.add_argument("--turns", type=int, default=30, help="turns of the chain (default 30)")
     parser.add_argument("--quick", action="store_true", help="60 samples a row: a rough figure in a minute or two")
-    parser.add_argument("--relay-words", type=int, default=20_000, help="words of the relay row's stream")
+    parser.add_argument("--relay-words", type=int, default=100_000, help="words of the relay row's stream")
     parser.add_argument("--waiting", type=int, default=10_000,
                         help="responses left waiting for approval (default 10,000: about 10 minutes; 0 leaves it out)")
     parser.add_argument("--skip-rate-limited", action="store_true",

@@ -47,13 +47,14 @@ class DemoBackend:
         return _completion(model, body, reply)
 
     @asynccontextmanager
-    async def stream(self, body: dict[str, Any], on_headers: object = None) -> AsyncIterator[AsyncIterator[Chunk]]:
+    async def stream(self, body: dict[str, Any],
+                     on_headers: object = None) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
         model = self._model(body)
         reply = reply_to(body)
         if model.failure == "always":
             raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
                                          status_code=500)
-        yield self._chunks(model, body, reply, break_halfway=self._fails_now(model, body))
+        yield _one_at_a_time(self._chunks(model, body, reply, break_halfway=self._fails_now(model, body)))
 
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         """Every demo model embeds with the lexical embedder that ships in the package."""
@@ -113,6 +114,12 @@ class DemoBackend:
                 "name": call.name, "arguments": orjson.dumps(call.arguments).decode()}}]})
         yield chunk({}, reply.finish_reason)
         yield base | {"choices": [], "usage": _usage(body, reply)}
+
+
+async def _one_at_a_time(chunks: AsyncIterator[Chunk]) -> AsyncIterator[list[Chunk]]:
+    """The demo's words come one at a time: each chunk a batch of its own."""
+    async for chunk in chunks:
+        yield [chunk]
 
 
 def _completion(model: DemoModel, body: dict[str, Any], reply: DemoReply) -> dict[str, Any]:
