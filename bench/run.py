@@ -25,7 +25,8 @@ fresh data dir, and later a `serve` process, then measures:
 10. one stream's relay rate: words a second, the backend alone and through `dev`
     (`bench/relay.py`);
 11. 10,000 responses waiting for approval on a fresh `dev`, then 20 (`bench/waiting.py`):
-    memory, idle CPU, and an approval answered after its workflow left the cache.
+    memory, idle CPU, and an approval answered after its workflow left the cache;
+12. the split deployment's first token hop by hop (`bench/hops.py`).
 
 It prints Markdown tables with the goals of issues 10 and 29 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
@@ -48,7 +49,7 @@ import uuid
 import httpx
 import openai
 
-from bench import load, rate_limited, relay, telemetry_cost, waiting
+from bench import hops, load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 
@@ -165,6 +166,8 @@ async def run(args: argparse.Namespace) -> str:
             relayed = await asyncio.to_thread(relay.measure, args.relay_words, 3, backend)
         finally:
             backend.stop()
+    # 12. the split deployment's first token, hop by hop
+    hop_rows = await hops.measure(max(30, requests // 2))
     # 11. responses waiting for approval: many, and a few (the idle cost must not follow the count)
     waits = [] if not args.waiting else [await asyncio.to_thread(waiting.measure, count, idle_seconds=20)
                                          for count in (args.waiting, 20)]
@@ -240,12 +243,12 @@ async def run(args: argparse.Namespace) -> str:
     lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
     if limited:
         lines += ["", limited]
-    lines += ["", *issue_29_rows(report, first_direct, first_dev, serve_direct, serve_first, loads[10], relayed,
-                                 waits)]
+    lines += ["", *issue_29_rows(first_direct, first_dev, serve_direct, serve_first, loads[10], relayed,
+                                 waits), "", *hops.table(hop_rows)]
     return "\n".join(lines)
 
 
-def issue_29_rows(report: Report, first_direct: list[float], first_dev: list[float], serve_direct: list[float],
+def issue_29_rows(first_direct: list[float], first_dev: list[float], serve_direct: list[float],
                   serve_first: list[float], concurrency_10: load.Loaded, relayed: tuple[float, float],
                   waits: list[waiting.Waiting]) -> list[str]:
     """Issue 29's table: its rows, this run's figures, its goals. llama-stack is not part of
