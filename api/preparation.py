@@ -355,19 +355,16 @@ def _stubbed(approvals: list[ApprovalDecision], listings: list[McpListing]
     """Approval requests with large arguments, and large listings of the chain, travel as
     stubs; their heavy fields are parked."""
     parked: Parked = {}
-    carried = []
-    for decision in approvals:
-        if history_budget.should_park(decision.request):
-            parked[decision.request.id] = history_budget.heavy_fields(decision.request)
-            decision = decision.model_copy(update={"request": history_budget.stubbed(decision.request)})
-        carried.append(decision)
-    light = []
-    for listing in listings:
-        if history_budget.should_park(listing.item):
-            parked[listing.item.id] = history_budget.heavy_fields(listing.item)
-            listing = listing.model_copy(update={"item": history_budget.stubbed(listing.item)})
-        light.append(listing)
-    return carried, light, parked
+
+    def light(item: Any) -> Any:
+        if not history_budget.should_park(item):
+            return item
+        parked[item.id] = history_budget.heavy_fields(item)
+        return history_budget.stubbed(item)
+
+    carried = [decision.model_copy(update={"request": light(decision.request)}) for decision in approvals]
+    lighter = [listing.model_copy(update={"item": light(listing.item)}) for listing in listings]
+    return carried, lighter, parked
 
 
 def _within_budget(
