@@ -116,6 +116,22 @@ class WebhookDeliveryResult(BaseModel):
     """The endpoint's answer to the attempt that delivered the event."""
 
 
+class QueuedWebhook(BaseModel):
+    event: WebhookEvent
+    endpoints: list[str]
+
+
+class EnqueueWebhooksInput(BaseModel):
+    """Events of a response, each for its endpoints, into the outbox (`store/webhook_outbox.py`)."""
+
+    webhooks: list[QueuedWebhook]
+    policy: WebhookPolicy
+
+
+class EnqueueWebhooksResult(BaseModel):
+    queued: int
+
+
 class DeliverWebhookInput(BaseModel):
     endpoint: str
     event: WebhookEvent

@@ -29,6 +29,7 @@ from store.approval_waits import ApprovalWaits
 from store.open_approvals import OpenApprovals
 from store.pending_approvals import PendingApprovals
 from store.webhook_endpoints import WebhookEndpoints
+from store.webhook_outbox import WebhookOutbox
 from store.database import Conflict, Database, Transaction
 from store.event_log import EventLog
 from store.notifier import Notifier
@@ -98,6 +99,7 @@ class ResponseRepository:
         self.open_approvals = OpenApprovals(db)
         self.pending_approvals = PendingApprovals(db)
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
+        self.webhook_outbox = WebhookOutbox(db)
         self.budgets = Budgets(db)
         self.history_deletions = HistoryDeletions(db)
         """Temporal histories to erase (`api/history_eraser.py`)."""

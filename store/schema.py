@@ -415,3 +415,31 @@ chore_leases = Table(
     Column("holder", String(80), nullable=False),
     Column("until", Float, nullable=False),
 )
+
+# Webhook events waiting to be delivered, one row an event and endpoint, each endpoint's in the
+# order they were put (`webhooks/dispatcher.py`): a receiver that is down leaves its backlog
+# here, in one place, not in open workflows.
+webhook_outbox = Table(
+    "webhook_outbox",
+    metadata,
+    Column("endpoint", String(80), primary_key=True),
+    Column("event_id", String(80), primary_key=True),
+    Column("event", Text, nullable=False),
+    Column("policy", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("give_up_at", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Index("ix_webhook_outbox_queue", "endpoint", "created_at", "event_id"),
+)
+
+# Each endpoint with events waiting: when it is tried next (after a failure: backoff), its
+# failures in a row, and until when its circuit is open (ms). The dispatcher reads this small
+# table each round, never the backlog itself.
+webhook_queues = Table(
+    "webhook_queues",
+    metadata,
+    Column("endpoint", String(80), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("next_attempt_at", BigInteger, nullable=False),
+    Column("open_until", BigInteger, nullable=False),
+)

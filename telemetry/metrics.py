@@ -268,6 +268,23 @@ def webhook_attempt(event_type: str, outcome: str, seconds: float) -> None:
     webhook_attempts.labels(event_type, outcome).observe(seconds)
 
 
+webhook_backlog_gauge = Gauge("durable_responses_webhook_backlog",
+                              "Webhook events waiting for their endpoint in the outbox (as the dispatcher last saw)",
+                              ["endpoint"], registry=REGISTRY)
+webhook_circuit_gauge = Gauge("durable_responses_webhook_circuit_open",
+                              "1 while nothing is sent to the endpoint: it failed too often in a row", ["endpoint"],
+                              registry=REGISTRY)
+
+
+def webhook_backlog(backlog: dict[str, int], open_circuits: set[str]) -> None:
+    webhook_backlog_gauge.clear()
+    webhook_circuit_gauge.clear()
+    for endpoint, waiting in backlog.items():
+        webhook_backlog_gauge.labels(endpoint).set(waiting)
+    for endpoint in open_circuits:
+        webhook_circuit_gauge.labels(endpoint).set(1)
+
+
 def stream_event_sent(written_at_ms: int | None, opened_at_ms: int) -> None:
     """An event a stream passed on; only those written while it was open show lag (a resumed
     stream's old events do not)."""

@@ -65,7 +65,7 @@ async def test_the_migrations_build_the_schema_the_code_declares(store: EmptySto
 async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: EmptyStore):
     """A store as the version before migrations left it: no version table, no API keys,
     workers, approval waits, open approvals, webhook endpoints, upstream budgets, tool
-    dispatches, history deletions, files or vector stores
+    dispatches, history deletions, files or vector stores, chore leases or webhook outbox
     tables, no `conversation_id`, `project`, `decided_by`,
     `reason` or `written_at` columns; and a response in it."""
     await migrated(store.url)
@@ -76,6 +76,7 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE upstream_queues", "DROP TABLE tool_dispatches", "DROP TABLE history_deletions",
         "DROP TABLE files", "DROP TABLE vector_stores", "DROP TABLE vector_store_files",
         "DROP TABLE vector_store_file_batches", "DROP TABLE vector_store_chunks", "DROP TABLE chore_leases",
+        "DROP TABLE webhook_outbox", "DROP TABLE webhook_queues",
         "DROP INDEX ix_responses_conversation_id", "ALTER TABLE responses DROP COLUMN conversation_id",
         "DROP INDEX ix_responses_unconfirmed", "DROP INDEX ix_responses_unstored",
         "ALTER TABLE responses DROP COLUMN start_confirmed",

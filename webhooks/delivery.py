@@ -1,5 +1,7 @@
-"""The `deliver_webhook` activity: one signed POST of one event to one endpoint
-(`webhooks/posting.py`).
+"""One signed POST of one event to one endpoint (`webhooks/posting.py`): what the outbox's
+dispatcher does for each attempt (`webhooks/dispatcher.py`), and the `deliver_webhook`
+activity of deliveries started before the outbox; and `enqueue_webhooks`, which puts a
+response's events into the outbox.
 
 A 2xx is delivered; an address the egress policy refuses, or a project's endpoint deleted
 since, is not tried again; anything else, or no answer, is tried again by Temporal with
@@ -17,8 +19,9 @@ from temporalio.exceptions import ApplicationError
 
 from access.egress import EgressPolicy
 from models.errors import WebhookEndpointGoneError, WebhookRefusedError, WebhookUndeliveredError
-from models.webhooks import DeliverWebhookInput, DeliverWebhookResult
+from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, EnqueueWebhooksInput, EnqueueWebhooksResult
 from store.webhook_endpoints import SigningEndpoint, WebhookEndpoints
+from store.webhook_outbox import WebhookOutbox
 from telemetry import metrics
 from webhooks.posting import egress_refused, post_event
 
@@ -27,13 +30,23 @@ PROJECT_ENDPOINT_PREFIX = "we_"
 
 class WebhookActivities:
     def __init__(self, endpoints: dict[str, str], key: bytes | None, egress: EgressPolicy,
-                 project_endpoints: WebhookEndpoints | None = None) -> None:
+                 project_endpoints: WebhookEndpoints | None = None, outbox: WebhookOutbox | None = None) -> None:
         self.endpoints = endpoints
         """Endpoint id -> URL, from this worker's WEBHOOK_URLS."""
         self.key = key
         self.egress = egress
         self.project_endpoints = project_endpoints
         """A project's endpoints (`we_...`), looked up in the store at each attempt."""
+        self.outbox = outbox
+
+    @activity.defn(name="enqueue_webhooks")
+    async def enqueue_webhooks(self, request: EnqueueWebhooksInput) -> EnqueueWebhooksResult:
+        """A response's events into the outbox, for the dispatcher (idempotent)."""
+        assert self.outbox is not None
+        now_ms = int(time.time() * 1000)
+        for queued in request.webhooks:
+            await self.outbox.put(queued.endpoints, queued.event, request.policy, now_ms)
+        return EnqueueWebhooksResult(queued=sum(len(queued.endpoints) for queued in request.webhooks))
 
     async def _endpoint(self, request: DeliverWebhookInput) -> SigningEndpoint:
         if request.endpoint.startswith(PROJECT_ENDPOINT_PREFIX) and self.project_endpoints is not None:

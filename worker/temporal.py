@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 from contextlib import asynccontextmanager
@@ -34,6 +36,8 @@ from worker.shutdown import Shutdown
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from webhooks.delivery import WebhookActivities
+from webhooks.dispatcher import WebhookDispatcher
+from store.leases import Leases
 from retrieval.embedder import Embedder
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
@@ -140,7 +144,9 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     ingestion = IngestionActivities(repository, embedder)
     file_searching = FileSearchActivities(repository, embedder)
     webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
-                                 project_endpoints=repository.webhook_endpoints)
+                                 project_endpoints=repository.webhook_endpoints, outbox=repository.webhook_outbox)
+    dispatcher = WebhookDispatcher(repository.webhook_outbox, webhooks.deliver_webhook,
+                                   concurrency=settings.webhook_concurrent_deliveries)
     grace = timedelta(seconds=grace_seconds)
     worker = Worker(
         client,
@@ -151,7 +157,7 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         workflow_runner=WORKFLOW_RUNNER,
         activities=[
             inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
-            store.record_approval_wait,
+            store.record_approval_wait, webhooks.enqueue_webhooks,
             mcp.list_mcp_tools, mcp.call_mcp_tool, searching.web_search, file_searching.file_search,
             webhooks.deliver_webhook,
         ],
@@ -183,10 +189,14 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         for side in side_workers:
             await side.__aenter__()
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
+        dispatching = asyncio.create_task(dispatcher.run(stopping, Leases(repository.db), uuid.uuid4().hex))
         try:
             yield worker
         finally:
             stopping.set()  # no longer present: readiness turns false at once
+            dispatching.cancel()  # an attempt under way is made again by the next holder: events are at least once
+            with contextlib.suppress(asyncio.CancelledError):
+                await dispatching
             leaving = asyncio.ensure_future(asyncio.gather(  # no more polls; MCP calls' grace
                 worker.__aexit__(None, None, None), *(side.__aexit__(None, None, None) for side in side_workers)))
             await inference.stop(grace_seconds)

@@ -120,7 +120,8 @@ class ResponseWorkflow(ToolSteps):
             self.machine.fire("cancel")
         final = await self._finalize()
         await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, final,
-                            lambda event_id, now: [ended_event(event_id, final.id, final.status, now)])
+                            lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
+                            self.settings.store)
         if workflow.patched("ends-as-the-response-ends"):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.

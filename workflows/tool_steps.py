@@ -209,7 +209,7 @@ class ToolSteps:
         response = self.response
         await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, response, lambda event_id, now: [
             action_required_event(f"{event_id}{index}", response.id, request.id, now)
-            for index, request in enumerate(requests)])
+            for index, request in enumerate(requests)], self.settings.store)
         try:
             await workflow.wait_condition(
                 lambda: all(request.id in self.decisions for request in requests),

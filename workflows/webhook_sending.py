@@ -1,7 +1,9 @@
-"""Webhook events of a response, each to each endpoint as a child workflow the response does
-not wait for (`WebhookDelivery`, abandoned when the response ends): a receiver that is down
-for hours neither holds up nor fails the response. As OpenAI does, only background responses
-send events."""
+"""Webhook events of a response, into the outbox (`store/webhook_outbox.py`) by a local
+activity: the dispatcher delivers them per endpoint (`webhooks/dispatcher.py`), so a receiver
+that is down for hours neither holds up nor fails the response, and its backlog is rows in
+one table. A response that started before the outbox starts a child workflow an event and
+endpoint (`WebhookDelivery`, abandoned when the response ends), as it did. As OpenAI does,
+only background responses send events."""
 
 from __future__ import annotations
 
@@ -9,22 +11,51 @@ import asyncio
 from collections.abc import Callable
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from models.responses import Response
-    from models.webhooks import WebhookDeliveryInput, WebhookDeliveryResult, WebhookEvent, WebhookPolicy
+    from models.webhooks import (
+        EnqueueWebhooksInput,
+        EnqueueWebhooksResult,
+        QueuedWebhook,
+        WebhookDeliveryInput,
+        WebhookDeliveryResult,
+        WebhookEvent,
+        WebhookPolicy,
+    )
+    from models.workflow_io import RetryBudget
+    from workflows.options import local_activity_options
+
+WEBHOOKS_OUTBOX = "webhooks-outbox"
+"""Patch: events go into the outbox, not a child workflow each."""
 
 Events = Callable[[str, int], list[WebhookEvent | None]]
 """(event id, now) -> the events to send; called only when there is somewhere to send them,
 so a response without webhooks draws no id from the workflow's random stream."""
 
 
-async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events) -> None:
-    """`task_queue`: where the deliveries run (None: the response's own queue)."""
+async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events,
+                        store: RetryBudget) -> None:
+    """`task_queue`: where the deliveries of a response that started before the outbox run
+    (None: the response's own queue); `store`: the outbox write's budget."""
     if not policy.sends or not response.background or not workflow.patched("webhooks-sent"):
         return
-    for event in events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp())):
+    made = events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp()))
+    if workflow.patched(WEBHOOKS_OUTBOX):
+        queued = [QueuedWebhook(event=event, endpoints=policy.targets(event.type)) for event in made if event]
+        queued = [each for each in queued if each.endpoints]
+        if not queued:
+            return
+        try:
+            await workflow.execute_local_activity(
+                "enqueue_webhooks", EnqueueWebhooksInput(webhooks=queued, policy=policy),
+                result_type=EnqueueWebhooksResult, **local_activity_options(store))
+        except ActivityError as error:  # the store is down past its budget: never the response's failure
+            workflow.logger.warning("webhook events of %s were not queued: %s", response.id, error.cause)
+        return
+    for event in made:
         if event is None:
             continue
         for endpoint in policy.targets(event.type):

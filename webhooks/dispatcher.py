@@ -1,0 +1,145 @@
+"""Webhook deliveries per endpoint, from the outbox (`store/webhook_outbox.py`).
+
+One dispatcher in the cluster delivers (a lease in the store, renewed while it works; another
+worker takes over within `LEASE_ROUNDS` rounds of its death). Each round takes the endpoints
+whose queue is due, and delivers each one's events in the order they were put, endpoints side
+by side. A failed attempt stops its endpoint: the endpoint is tried again after a backoff
+that grows with its failures in a row, from the same event, until that event's policy gives
+up on it. After `CIRCUIT_THRESHOLD` failures in a row the endpoint's circuit opens: nothing is
+sent to it for a cooldown that doubles each time it opens again, then one event probes it. A
+receiver that is down for a day costs a row an event in the outbox and a probe now and then,
+and its backlog is in metrics (`durable_responses_webhook_backlog`), in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+
+from temporalio.exceptions import ApplicationError
+
+from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, WebhookPolicy
+from store.leases import Leases
+from store.webhook_outbox import DueQueue, OutboxEntry, WebhookOutbox
+from telemetry import metrics
+
+log = logging.getLogger(__name__)
+
+Deliver = Callable[[DeliverWebhookInput], Awaitable[DeliverWebhookResult]]
+
+LEASE = "webhook deliveries"
+LEASE_ROUNDS = 2.5
+ROUND_SECONDS = 1.0
+"""How often the dispatcher looks for due events when nothing wakes it."""
+CIRCUIT_THRESHOLD = 5
+CIRCUIT_BASE_SECONDS = 30.0
+BATCH = 100
+"""Events of one endpoint a round takes at most."""
+REPORT_SECONDS = 10.0
+"""How often the backlog is counted for metrics (a count over the backlog)."""
+
+
+def backoff_seconds(policy: WebhookPolicy, attempts: int, jitter: float) -> float:
+    """After `attempts` failed attempts: exponential within the policy, with jitter."""
+    ceiling = min(policy.maximum_interval_seconds, policy.initial_interval_seconds * 2 ** attempts)
+    return ceiling * (0.5 + jitter / 2)
+
+
+def cooldown_seconds(policy: WebhookPolicy, failures: int) -> float:
+    return min(max(policy.maximum_interval_seconds, CIRCUIT_BASE_SECONDS),
+               CIRCUIT_BASE_SECONDS * 2 ** (failures - CIRCUIT_THRESHOLD))
+
+
+class WebhookDispatcher:
+    def __init__(self, outbox: WebhookOutbox, deliver: Deliver, *, concurrency: int = 50,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.outbox = outbox
+        self.deliver = deliver
+        self.concurrency = concurrency
+        self.clock = clock
+        self._backlog_seen = True
+        """Whether the last report saw events waiting (or an open circuit): an idle round with
+        nothing due and nothing waiting reads nothing more."""
+        self._reported_at = 0.0
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    async def round(self) -> None:
+        queues = await self.outbox.due_queues(self._now_ms())
+        if queues or self._backlog_seen:
+            slots = asyncio.Semaphore(self.concurrency)
+            await asyncio.gather(*(self._endpoint(queue, slots) for queue in queues))
+            await self._report()
+
+    async def _endpoint(self, queue: DueQueue, slots: asyncio.Semaphore) -> None:
+        """The endpoint's events in order, until one fails (or a batch is done: the next
+        round goes on, so one endpoint's backlog does not hold a round for ever)."""
+        failures = queue.failures
+        for entry in await self.outbox.head(queue.endpoint, BATCH):
+            async with slots:
+                if not await self._attempt(entry, failures):
+                    return
+            failures = 0
+
+    async def _attempt(self, entry: OutboxEntry, failures: int) -> bool:
+        """Whether the endpoint may be sent its next event in this round."""
+        now = self._now_ms()
+        if now >= entry.give_up_at:
+            metrics.webhook_attempt(entry.event.type, "gave_up", 0.0)
+            log.warning("webhook event %s to %s given up after %d attempts", entry.event.id, entry.endpoint,
+                        entry.attempts)
+            await self.outbox.remove(entry, delivered=False)
+            return True
+        try:
+            await self.deliver(DeliverWebhookInput(endpoint=entry.endpoint, event=entry.event,
+                                                   timeout_seconds=entry.policy.attempt_timeout_seconds))
+        except Exception as error:  # noqa: BLE001 - classified: never again, or later
+            if isinstance(error, ApplicationError) and error.non_retryable:
+                await self.outbox.remove(entry, delivered=False)  # refused, or its endpoint deleted
+                return True
+            failures += 1
+            delay = backoff_seconds(entry.policy, failures - 1, random.random())
+            open_until = 0
+            if failures >= CIRCUIT_THRESHOLD:
+                cooldown = cooldown_seconds(entry.policy, failures)
+                open_until = now + int(cooldown * 1000)
+                log.warning("webhook endpoint %s failed %d times in a row (%s): nothing is sent to it for %.0f s",
+                            entry.endpoint, failures, error, cooldown)
+            await self.outbox.retry_later(entry, now + int(delay * 1000), open_until)
+            return False
+        await self.outbox.remove(entry, delivered=True)
+        return True
+
+    async def _report(self) -> None:
+        if self.clock() - self._reported_at < REPORT_SECONDS and self._backlog_seen:
+            return
+        self._reported_at = self.clock()
+        backlog, circuits = await self.outbox.backlog(), await self.outbox.open_circuits(self._now_ms())
+        self._backlog_seen = bool(backlog or circuits)
+        metrics.webhook_backlog(backlog, circuits)
+
+    async def run(self, stop: asyncio.Event, leases: Leases, holder: str) -> None:
+        """Rounds while `stop` is not set: at once when an event is put, else every
+        `ROUND_SECONDS`, on the worker that holds the lease."""
+        await self.outbox.db.wakeups.hear()
+        lease_seconds = ROUND_SECONDS * LEASE_ROUNDS
+        while not stop.is_set():
+            self.outbox.nudged.clear()
+            try:
+                if await leases.take(LEASE, holder, lease_seconds):
+                    working = asyncio.ensure_future(self.round())
+                    while not working.done():  # renewed while a round outlasts it (slow receivers)
+                        await asyncio.wait({working}, timeout=ROUND_SECONDS)
+                        if not working.done():
+                            await leases.take(LEASE, holder, lease_seconds)
+                    working.result()
+            except Exception as error:  # noqa: BLE001 - the next round tries again
+                log.warning("webhook deliveries failed: %s", error)
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.outbox.nudged.wait())]
+            await asyncio.wait(waits, timeout=ROUND_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
