@@ -23,6 +23,7 @@ from models.ids import new_id
 from models.items import (
     CompactionItem,
     CustomToolCallItem,
+    FileSearchCallItem,
     InputItem,
     McpApprovalRequestItem,
     McpCallItem,
@@ -34,14 +35,13 @@ from models.items import (
     ReasoningItem,
     ReasoningText,
     Refusal,
-    FileSearchCallItem,
     WebSearchAction,
     WebSearchCallItem,
 )
 from models.mcp import McpFunction
+from models.responses import Response
 from models.search import Source
 from search.citations import annotations
-from models.responses import Response
 from workflows.catalogue import CUSTOM_INPUT, ToolTable
 
 ChatMessage = dict[str, Any]

@@ -20,8 +20,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import chat_format
-from activities.chat_client import ChatBackend, HeadersSeen
 from activities.cancel_watch import unless_cancelled
+from activities.chat_client import ChatBackend, HeadersSeen
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler, streamed_from_events
@@ -38,13 +38,13 @@ from models.errors import (
     RetryableUpstreamError,
     UpstreamError,
 )
-from models.ids import new_id
 from models.events import compaction_events
+from models.ids import new_id
 from models.items import CompactionItem, ReasoningText
 from models.mcp import McpFunction
 from models.responses import InputTokensDetails, OutputTokensDetails, Usage
-from store.repository import ResponseRepository
 from store.chat_contexts import ContextBase
+from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
 from telemetry import metrics
 from telemetry.tracing import inference_span

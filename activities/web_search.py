@@ -17,8 +17,8 @@ from temporalio.exceptions import ApplicationError
 
 from models.activity_io import WebSearchInput, WebSearchResult
 from models.errors import SearchRefusedError, SearchUnavailableError
-from models.history_budget import PARK_ITEM_BYTES
 from models.events import StreamEvent, search_closing, search_opening
+from models.history_budget import PARK_ITEM_BYTES
 from models.items import WebSearchSource
 from search.citations import numbered, shown_to_model
 from search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed

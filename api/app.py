@@ -14,10 +14,6 @@ from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
 from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
-from api.ingestions import Ingestions
-from retrieval.embedder import Embedder
-from retrieval.vectors import LEXICAL_MODEL
-from upstream.clients import Upstreams
 from api import (
     approvals,
     codec,
@@ -31,19 +27,23 @@ from api import (
     vector_stores,
     webhook_endpoints,
 )
-from api.codec import CodecAccess
-from inbox.routes import inbox_routes
 from api.admission import Admission
 from api.body import Limits
+from api.codec import CodecAccess
 from api.errors import EXCEPTION_HANDLERS
+from api.ingestions import Ingestions
 from api.runner import ResponseRunner
 from context.windows import ContextWindows
+from inbox.routes import inbox_routes
+from retrieval.embedder import Embedder
+from retrieval.vectors import LEXICAL_MODEL
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
 from telemetry.tracing import TracingMiddleware
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
+from upstream.clients import Upstreams
 
 
 def retrieval_routes() -> list[Route]:

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
-from api.params import plausible_id, principal, repository as repository_of
+from api.params import plausible_id, principal
+from api.params import repository as repository_of
 from api.routes import with_progress
 from models.errors import InvalidRequestError
 from models.responses import Response

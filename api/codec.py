@@ -14,7 +14,6 @@ import hmac
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-
 from typing import Any
 
 from google.protobuf import json_format

@@ -17,12 +17,13 @@ from starlette.responses import Response as HttpResponse
 
 from api.body import read_json
 from api.context_size import check_compactions, request_size
-from api.params import at_end, json_response, limits, principal, repository as _repository
+from api.params import at_end, json_response, limits, principal
+from api.params import repository as _repository
 from api.preparation import history_of, prepare, resolved, validate
 from api.routes import ended, kept_and_started
+from models.context import CompactedResponse, InputTokenCount
 from models.errors import ApiError, InvalidRequestError, RateLimitedError
 from models.ids import new_id
-from models.context import CompactedResponse, InputTokenCount
 from models.items import CompactionItem
 from models.responses import Response, Usage
 

@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
+from api.body import read_json
 from api.errors import from_validation_error
 from api.params import limits, page_params, plausible_id, principal, repository
-from api.body import read_json
 from api.preparation import as_stored, resolved, with_message_types
 from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
 from models.errors import InvalidRequestError, NotFoundError

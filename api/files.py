@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
 from api.body import read_bounded
 from api.params import limits, list_page, page_params, plausible_id, principal, repository

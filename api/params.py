@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
 from access.principal import OPEN, Principal
 from api.body import Limits

@@ -12,10 +12,10 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from access.egress import EgressPolicy, EgressRefusedError
-from context.windows import ContextWindows
 from api.body import Limits
 from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
+from context.windows import ContextWindows
 from models import history_budget
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, NotFoundError
 from models.ids import new_id
@@ -25,10 +25,10 @@ from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import McpSecrets
 from models.workflow_io import ApprovalBody, ApprovalUpdate
-from store.schema import NO_PROJECT
 from store.conversations import conversation_not_found
 from store.parked import Parked
 from store.repository import ResponseRepository
+from store.schema import NO_PROJECT
 
 ITEM_ID_PREFIX = {
     "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",

@@ -7,14 +7,16 @@ import logging
 import time
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse, StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import Response as HttpResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
 from api.admission import Admission
 from api.body import read_json
-from api.params import at_end, json_response as _json, limits, page_params, plausible_id, principal, \
-    repository as _repository
+from api.params import at_end, limits, page_params, plausible_id, principal
+from api.params import json_response as _json
+from api.params import repository as _repository
 from api.preparation import PreparedResponse, parse_approval, prepare
 from api.progress import OutputFolds
 from api.runner import ResponseRunner, Started

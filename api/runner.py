@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
-from temporalio.common import WorkflowIDReusePolicy
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from api.history_eraser import HistoryEraser
+from models import visibility
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
-from models import visibility
 from models.responses import Response
 from models.webhooks import WebhookSubscription
 from models.workflow_io import (
@@ -26,7 +27,6 @@ from models.workflow_io import (
     ResponseWorkflowInput,
     side_task_queues,
 )
-from api.history_eraser import HistoryEraser
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
 

@@ -9,7 +9,8 @@ theirs, and cancelling it cancels those still in progress.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
 from api.params import list_page, page_params, plausible_id, repository
 from api.vector_stores import files_to_add, ingest, parsed, vector_store

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
 from api.body import read_json
 from api.errors import from_validation_error

@@ -16,15 +16,20 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.responses import JSONResponse
+from starlette.responses import Response as HttpResponse
 
 from access.egress import EgressPolicy, EgressRefusedError
 from api.body import read_json
 from api.errors import from_validation_error
 from api.params import limits, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError
-from models.webhook_endpoints import CreateWebhookEndpoint, RotateWebhookSecret, UpdateWebhookEndpoint, \
-    WebhookTestRequest
+from models.webhook_endpoints import (
+    CreateWebhookEndpoint,
+    RotateWebhookSecret,
+    UpdateWebhookEndpoint,
+    WebhookTestRequest,
+)
 from models.webhooks import ACTION_REQUIRED, WebhookEvent
 from store.webhook_endpoints import WebhookEndpointRow, WebhookEndpoints
 from webhooks.posting import egress_refused, post_event

@@ -52,7 +52,6 @@ import openai
 from bench import hops, load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
-
 CHAINS = 8
 
 

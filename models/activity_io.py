@@ -8,10 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from models.history_budget import ToolResult
-from models.search import Source
 from models.items import FileSearchCallItem, McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
+from models.search import Source
 from models.tools import FileSearchTool, McpTool, WebSearchTool
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]

@@ -9,13 +9,13 @@ from pydantic import BaseModel, Field
 from models.items import (
     CompactionItem,
     FileSearchCallItem,
-    WebSearchCallItem,
     McpApprovalRequestItem,
     McpCallItem,
     McpListToolsItem,
     OutputContentPart,
     OutputItem,
     ReasoningText,
+    WebSearchCallItem,
 )
 from models.responses import WIRE, Response
 

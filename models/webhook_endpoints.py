@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
-from models.webhooks import WebhookEventType as EventType, is_http_url
+from models.webhooks import WebhookEventType as EventType
+from models.webhooks import is_http_url
 
 MAX_URL_CHARACTERS = 2048
 

@@ -6,9 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from models.history_budget import ToolResult
 from models.mcp import ApprovalDecision, McpListing
+from models.responses import Response
 from models.search import Source
 from models.webhooks import WebhookPolicy
-from models.responses import Response
 
 
 class RetryBudget(BaseModel):

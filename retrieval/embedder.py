@@ -19,6 +19,7 @@ from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import ModelRegistry
 
+
 def _vectors(answer: dict[str, Any], count: int, model: str) -> list[list[float]]:
     data = answer.get("data")
     if not isinstance(data, list) or len(data) != count:

@@ -18,10 +18,10 @@ from typing import Any, Literal
 from models.errors import InvalidRequestError, NotFoundError
 from models.responses import TERMINAL_STATUSES
 from store.codec import dumps, loads
-from store.history_deletions import HistoryDeletions
 from store.database import Database, Transaction
-from store.schema import NO_PROJECT
+from store.history_deletions import HistoryDeletions
 from store.paging import page_of_items
+from store.schema import NO_PROJECT
 
 Order = Literal["asc", "desc"]
 

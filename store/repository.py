@@ -15,31 +15,31 @@ from models.history_budget import restored
 from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
-from store.codec import dumps, loads
+from sealing.secret_box import SecretBox
+from store.approval_waits import ApprovalWaits
 from store.budgets import Budgets
+from store.chat_contexts import context_in, extend_in, fold_into_followers
+from store.chunks import Chunks
+from store.codec import dumps, loads
+from store.conversations import Conversations
+from store.database import Conflict, Database, Transaction
 from store.dispatches import ToolDispatches
+from store.event_log import EventLog
+from store.files import Files
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
-from store.chunks import Chunks
-from store.starts import Starts
-from store.conversations import Conversations
-from store.files import Files
-from store.vector_stores import VectorStores
-from store.approval_waits import ApprovalWaits
-from store.open_approvals import OpenApprovals
-from store.pending_approvals import PendingApprovals
-from store.webhook_endpoints import WebhookEndpoints
-from store.webhook_outbox import WebhookOutbox
-from store.database import Conflict, Database, Transaction
-from store.event_log import EventLog
 from store.notifier import Notifier
+from store.open_approvals import OpenApprovals
 from store.outcomes import Outcomes
 from store.paging import page_of_items
-from store.schema import NO_PROJECT
 from store.parked import Parked, ParkedFields
-from sealing.secret_box import SecretBox
-from store.chat_contexts import context_in, extend_in, fold_into_followers
+from store.pending_approvals import PendingApprovals
+from store.schema import NO_PROJECT
+from store.starts import Starts
 from store.turns import Turns
+from store.vector_stores import VectorStores
+from store.webhook_endpoints import WebhookEndpoints
+from store.webhook_outbox import WebhookOutbox
 from store.workers import WorkerRegistry
 
 log = logging.getLogger(__name__)

@@ -3,8 +3,21 @@
 A change here needs a migration in `store/migrations/versions` that makes it
 (`tests/test_migrations.py` fails while the two disagree)."""
 
-from sqlalchemy import (JSON, BigInteger, Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table,
-                        Text, text)
+from sqlalchemy import (
+                        JSON,
+                        BigInteger,
+                        Boolean,
+                        Column,
+                        Float,
+                        Index,
+                        Integer,
+                        LargeBinary,
+                        MetaData,
+                        String,
+                        Table,
+                        Text,
+                        text,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 
 EMBEDDING = LargeBinary().with_variant(ARRAY(REAL), "postgresql")

@@ -16,9 +16,9 @@ from typing import Any
 from models.errors import InvalidRequestError
 from models.ids import new_id
 from models.webhooks import WebhookSubscription
+from sealing.secret_box import SecretBox
 from store.codec import dumps, loads
 from store.database import Database, Row
-from sealing.secret_box import SecretBox
 from webhooks.signing import new_secret, secret_bytes
 
 LAST_SORT_KEY = 2**62

@@ -28,14 +28,13 @@ from api.runner import ResponseRunner
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sealing.secret_box import SecretBox
-from worker.roles import codec_access
 from telemetry.logs import install_filters
 from tests.mcp_servers import McpTestServer
 from tests.postgres import PostgresServer
 from tests.scripted_backend import ScriptedBackend
 from tests.webhook_receiver import Receiver
 from worker.dev import temporal_binary
-from worker.roles import opened_store
+from worker.roles import codec_access, opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect, with_visibility
 

@@ -24,8 +24,8 @@ from sealing.keyring import KeyRing, Purpose, new_master_key
 from sealing.payload_codec import EncryptedPayloads
 from sealing.sealer import Sealer
 from store.database import open_database
-from tests.dev_stack import DevStack
 from tests.conftest import EmptyStore, Stack, eventually, running_stack, until_awaiting_approval, until_terminal
+from tests.dev_stack import DevStack
 from tests.mcp_servers import McpTestServer
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_hostile_input import has_workflow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import openai
 
 from tests.conftest import Stack, eventually, until_terminal

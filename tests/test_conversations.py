@@ -5,7 +5,6 @@ as OpenAI answers); and a conversation's history kept once, not copied per respo
 
 from __future__ import annotations
 
-
 import agents
 import openai
 import pytest

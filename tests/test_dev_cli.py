@@ -19,6 +19,7 @@ from tests.dev_stack import DevStack, port_open
 from tests.processes import CLI, free_port
 from tests.scripted_backend import Reply, ScriptedBackend
 
+
 @pytest.fixture
 def dev(tmp_path: Path, backend: ScriptedBackend):
     stack = DevStack(tmp_path / "data", backend)

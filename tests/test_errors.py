@@ -4,9 +4,9 @@ retried by Temporal where that can help and otherwise fail the response with the
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
 import socket
 import time
+from datetime import datetime, timezone
 
 import openai
 import pytest

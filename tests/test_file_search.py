@@ -11,12 +11,12 @@ import time
 import openai
 import pytest
 
+from models.ingestion import ingestion_workflow_id
 from tests.conftest import Stack
 from tests.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.openresponses import validate_event, validate_response
 from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_replay import keep_recording, replayer
-from models.ingestion import ingestion_workflow_id
 
 ANSWER = "Water tomatoes deeply twice a week [1]."
 

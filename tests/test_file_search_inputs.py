@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from context.tokens import text_tokens
 from models.file_search import ComparisonFilter, CompoundFilter
 from retrieval import ranking
 from retrieval.chunking import chunks_of
-from context.tokens import text_tokens
 from tests import store_probe
 from tests.conftest import Stack
 

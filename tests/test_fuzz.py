@@ -22,7 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from temporalio.client import Client
 
 from tests.dev_stack import DevStack

@@ -425,8 +425,8 @@ async def test_an_unstored_response_leaves_nothing_once_answered(
 async def test_an_abandoned_unstored_stream_is_swept(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
-    from worker.roles import opened_store
     from worker.retention import Retention
+    from worker.roles import opened_store
 
     backend.script(model, [Reply(text="a long answer that nobody reads", chunk_delay=0.05)])
     async with stack.http() as http:
@@ -454,8 +454,8 @@ async def test_an_abandoned_unstored_stream_is_swept(
 async def test_an_event_log_whose_response_is_gone_is_swept_in_its_turn(stack: Stack):
     """Each pass looks at the next 200 logs only (its cost does not grow with the responses
     that wait), and going round, it finds every log left without its response."""
-    from worker.roles import opened_store
     from worker.retention import Retention
+    from worker.roles import opened_store
 
     ghost = "resp_gone0000000000000000000000000000000000000000"
     await store_probe.execute(stack.settings.database_url,
@@ -508,8 +508,8 @@ async def test_retention_deletes_old_responses_and_their_histories(
     """On a store of its own: a sweep deletes every expired response of the store (oldest
     first, 100 a pass), and Temporal deletes histories one at a time."""
     from api.history_eraser import HistoryEraser
-    from worker.roles import opened_store
     from worker.retention import Retention
+    from worker.roles import opened_store
 
     async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
         old = await sdk.responses.create(model=model, input="old")

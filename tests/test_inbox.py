@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.common.by import By
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from tests.browser import browser
@@ -32,6 +32,7 @@ from tests.scripted_backend import Reply, ScriptedBackend
 from tests.test_access import make_key
 from tests.test_webhooks import SECRET
 from tests.webhook_receiver import Receiver
+
 
 def _tools(mcp_server: McpTestServer) -> list[dict[str, Any]]:
     return [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}]

@@ -12,7 +12,8 @@ from urllib.parse import quote
 import openai
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.errors import StartupError
 from tests.conftest import EmptyStore, decoded_history, running_stack

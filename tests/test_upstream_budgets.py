@@ -13,7 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from activities.chat_client import MAX_RETRY_AFTER_SECONDS, exhausted_for
 from tests.conftest import TEST_EXECUTION, EmptyStore, Stack, eventually, running_stack

@@ -9,8 +9,8 @@ from activities.chat_client import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
 from models.workflow_io import RetryBudget
 from workflows.upstream_retry import (
     CAPACITY_SPREAD,
-    MESSAGE_CHARACTERS,
     MAX_WAIT_FLOOR_SECONDS,
+    MESSAGE_CHARACTERS,
     RATE_LIMITED_WAIT_SECONDS,
     WAIT_GROWTH,
     FailedAttempt,

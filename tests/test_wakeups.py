@@ -9,7 +9,8 @@ import os
 import socket
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from store.database import open_database
 from store.repository import ResponseRepository

@@ -6,12 +6,11 @@ moved forward past the cooldowns instead of waiting them out."""
 
 from __future__ import annotations
 
-from telemetry.metrics import REGISTRY
-
 from access.egress import EgressPolicy
 from models.webhooks import WebhookEvent, WebhookPolicy
 from store.database import open_database
 from store.webhook_outbox import WebhookOutbox
+from telemetry.metrics import REGISTRY
 from tests.conftest import TEST_EGRESS, EmptyStore
 from tests.processes import free_port
 from tests.test_webhooks import attempts

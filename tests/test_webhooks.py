@@ -20,12 +20,21 @@ from openai.types.webhooks import (
 
 from models.webhooks import WebhookPolicy, endpoint_id
 from tests import store_probe
-from tests.conftest import TEST_EXECUTION, EmptyStore, decoded_history, Stack, eventually, running_stack, until_awaiting_approval, \
-    until_requested, until_terminal
+from tests.conftest import (
+    TEST_EXECUTION,
+    EmptyStore,
+    Stack,
+    decoded_history,
+    eventually,
+    running_stack,
+    until_awaiting_approval,
+    until_requested,
+    until_terminal,
+)
 from tests.mcp_servers import McpTestServer
 from tests.processes import free_port, kill, spawn_worker
-from tests.test_replay import keep_recording, replayer
 from tests.scripted_backend import Reply, ScriptedBackend
+from tests.test_replay import keep_recording, replayer
 from tests.webhook_receiver import Receiver
 from webhooks.signing import new_secret
 

@@ -19,8 +19,8 @@ import httpx
 
 from access.egress import LOOPBACK_ALLOWLIST
 from demo.backend import DEMO_BASE_URL
-from models.visibility import SEARCH_ATTRIBUTES
 from demo.tools import DEMO_TOOLS_PATH, demo_tools_mount
+from models.visibility import SEARCH_ATTRIBUTES
 from sealing.secret_box import SecretBox
 from worker.roles import run_api
 from worker.settings import Settings, backend_configured

@@ -21,28 +21,28 @@ from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
 from activities.chat_client import shown_url
 from api.app import create_app
-from api.ingestions import Ingestions
 from api.codec import CodecAccess
 from api.history_eraser import HistoryEraser
 from api.http_protocol import with_header_timeout
+from api.ingestions import Ingestions
 from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
+from sealing.payload_codec import EncryptedPayloads
+from sealing.secret_box import SecretBox
 from store.database import open_database
 from store.leases import Leases
 from store.repository import ResponseRepository
-from sealing.payload_codec import EncryptedPayloads
-from sealing.secret_box import SecretBox
 from telemetry.metrics import metrics_app
+from worker.health import worker_health_app
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
-from worker.health import worker_health_app
 from worker.retention import Retention
-from worker.vector_store_chores import VectorStoreChores
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
 from worker.temporal import build_worker, connect, temporal_connection, with_visibility
+from worker.vector_store_chores import VectorStoreChores
 
 log = logging.getLogger(__name__)
 

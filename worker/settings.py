@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Literal
 import os
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, model_validator
@@ -17,14 +17,14 @@ from api.body import Limits
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from models.errors import StartupError
-from telemetry.tracing import tracing_configured
-from upstream.registry import ModelRegistry, load_registry
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
+from retrieval.vectors import LEXICAL_MODEL
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
-from retrieval.vectors import LEXICAL_MODEL
 from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
+from telemetry.tracing import tracing_configured
+from upstream.registry import ModelRegistry, load_registry
 from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"

@@ -7,9 +7,9 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -17,32 +17,31 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from activities.file_search import FileSearchActivities
 from activities.inference import InferenceActivities
+from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
+from activities.web_search import SearchActivities
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
-from activities.file_search import FileSearchActivities
-from activities.ingestion import IngestionActivities
-from activities.web_search import SearchActivities
+from retrieval.embedder import Embedder
 from search.providers import provider_for
+from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
-from worker.settings import Settings
-from worker.presence import keep_present
-from worker.shutdown import Shutdown
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from webhooks.delivery import WebhookActivities
 from webhooks.dispatcher import WebhookDispatcher
-from store.leases import Leases
-from retrieval.embedder import Embedder
+from worker.presence import keep_present
+from worker.settings import Settings
+from worker.shutdown import Shutdown
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
-
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"

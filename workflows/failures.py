@@ -10,7 +10,6 @@ from models.items import McpCallItem
 from workflows.options import NON_RETRYABLE
 from workflows.upstream_retry import FailedAttempt
 
-
 CAPACITY = frozenset({CapacityWaitError.__name__, RateLimitedUpstreamError.__name__})
 """Failures that mean "wait for the deployment's capacity", not "this attempt failed"."""
 

@@ -27,8 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from models.workflow_io import RetryBudget
     from workflows.failures import failed_attempt
     from workflows.options import local_activity_options, single_attempt_options
-    from workflows.upstream_retry import capacity_delay, capacity_details, failover_details, retry_delay, \
-        retry_details
+    from workflows.upstream_retry import capacity_delay, capacity_details, failover_details, retry_delay, retry_details
 
 CAPACITY_WAITS = "upstream-capacity-waits"
 """Patch: capacity waits spend no attempt, backoff has jitter, fallbacks take over."""

@@ -36,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.search import Source
     from models.tools import McpTool
+    from models.visibility import RESPONSE_STATE, current_details
+    from models.webhooks import ended_event
     from models.workflow_io import (
         ApprovalUpdate,
         ApprovalUpdateResult,
@@ -43,15 +45,13 @@ with workflow.unsafe.imports_passed_through():
         ResponseEnded,
         ResponseWorkflowInput,
     )
-    from models.visibility import RESPONSE_STATE, current_details
-    from models.webhooks import ended_event
     from workflows.catalogue import mcp_functions
-    from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.failures import application_failure, error_code, is_cancel_request
+    from workflows.machine import IllegalTransition, ResponseMachine, State
     from workflows.model_call import call_model
     from workflows.options import local_activity_options
-    from workflows.turn import next_step
     from workflows.tool_steps import ToolSteps
+    from workflows.turn import next_step
     from workflows.webhook_sending import send_webhooks
 
 
