@@ -340,7 +340,7 @@ class StreamAssembler:
         if item.type in TEXT_DELTAS:  # built as validated values: one per write of a long reply
             return [TextDeltaEvent.model_construct(type=TEXT_DELTAS[item.type], item_id=item.id,
                                                    output_index=item.output_index, content_index=0, delta=delta,
-                                                   logprobs=list(logprobs or []))]
+                                                   logprobs=logprobs or [])]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]
 
     def _final_item(self, item: _Item) -> OutputItem:

@@ -106,7 +106,7 @@ class CarriedLoop(BaseModel):
     answered: list[str] = Field(default_factory=list)
     """Approval requests answered in earlier runs (a late second answer is refused as such)."""
     runs: int = Field(default=1, ge=1)
-    """How many runs the workflow has had before this one."""
+    """Which run of the workflow this is (the first is 1)."""
 
 
 ResponseWorkflowInput.model_rebuild()

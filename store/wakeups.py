@@ -193,7 +193,9 @@ CHANNEL = "durable_responses_wakeups"
 class PostgresWakeups:
     """`NOTIFY` after a change, `LISTEN` on a connection of its own (asyncpg's listener).
     A notification is sent from the pool after the change committed, without waiting for it:
-    the writer's latency does not grow. Each payload names its process, which does not wake
+    the writer's latency does not grow. One still waiting for its connection stands for later
+    ones of the same key (it is sent after their commits too), so a stream's appends in a burst
+    cost one `NOTIFY`, not one each. Each payload names its process, which does not wake
     itself a second time."""
 
     def __init__(self, pool: Callable[[], Awaitable[Any]], connect: Callable[[], Awaitable[Any]]) -> None:
@@ -202,22 +204,32 @@ class PostgresWakeups:
         self._connection: Any = None
         self._listeners = _Listeners()
         self._sending: set[asyncio.Task[None]] = set()
+        self._unsent: set[str] = set()
+        """Payloads whose `NOTIFY` has not gone out yet."""
         self._sender = secrets.token_hex(6)
 
     def publish(self, topic: str, key: str) -> None:
         message = _message(topic, key)
         if message is None:
             return
-        task = asyncio.get_running_loop().create_task(self._notify(f"{self._sender}\n{message.decode()}"))
+        payload = f"{self._sender}\n{message.decode()}"
+        if payload in self._unsent:
+            return
+        self._unsent.add(payload)
+        task = asyncio.get_running_loop().create_task(self._notify(payload))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
     async def _notify(self, payload: str) -> None:
         try:
             pool = await self._pool()
-            await pool.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
+            async with pool.acquire() as connection:
+                self._unsent.discard(payload)  # from here on, a later change needs a NOTIFY of its own
+                await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
         except Exception as error:  # noqa: BLE001 - the readers' poll finds the change anyway
             log.debug("wake-up not sent: %s", error)
+        finally:
+            self._unsent.discard(payload)
 
     def listen(self, topic: str, on_wake: OnWake) -> None:
         self._listeners.add(topic, on_wake)

@@ -1,7 +1,8 @@
 """Webhook deliveries per endpoint, from the outbox (`store/webhook_outbox.py`).
 
-One dispatcher in the cluster delivers (a lease in the store, renewed while it works; another
-worker takes over within `LEASE_ROUNDS` rounds of its death). Each round takes the endpoints
+One dispatcher in the cluster delivers: its rounds are a chore of `worker/housekeeping.py`
+(a lease in the store, renewed while a round works; another worker takes over within seconds
+of its death), run every `ROUND_SECONDS` and at once when an event is put. Each round takes the endpoints
 whose queue is due, and delivers each one's events in the order they were put, endpoints side
 by side. A failed attempt stops its endpoint: the endpoint is tried again after a backoff
 that grows with its failures in a row, from the same event, until that event's policy gives
@@ -22,7 +23,6 @@ from collections.abc import Awaitable, Callable
 from temporalio.exceptions import ApplicationError
 
 from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, WebhookPolicy
-from store.leases import Leases
 from store.webhook_outbox import DueQueue, OutboxEntry, WebhookOutbox
 from telemetry import metrics
 
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 Deliver = Callable[[DeliverWebhookInput], Awaitable[DeliverWebhookResult]]
 
 LEASE = "webhook deliveries"
-LEASE_ROUNDS = 2.5
 ROUND_SECONDS = 1.0
 """How often the dispatcher looks for due events when nothing wakes it."""
 CIRCUIT_THRESHOLD = 5
@@ -121,25 +120,3 @@ class WebhookDispatcher:
         backlog, circuits = await self.outbox.backlog(), await self.outbox.open_circuits(self._now_ms())
         self._backlog_seen = bool(backlog or circuits)
         metrics.webhook_backlog(backlog, circuits)
-
-    async def run(self, stop: asyncio.Event, leases: Leases, holder: str) -> None:
-        """Rounds while `stop` is not set: at once when an event is put, else every
-        `ROUND_SECONDS`, on the worker that holds the lease."""
-        await self.outbox.db.wakeups.hear()
-        lease_seconds = ROUND_SECONDS * LEASE_ROUNDS
-        while not stop.is_set():
-            self.outbox.nudged.clear()
-            try:
-                if await leases.take(LEASE, holder, lease_seconds):
-                    working = asyncio.ensure_future(self.round())
-                    while not working.done():  # renewed while a round outlasts it (slow receivers)
-                        await asyncio.wait({working}, timeout=ROUND_SECONDS)
-                        if not working.done():
-                            await leases.take(LEASE, holder, lease_seconds)
-                    working.result()
-            except Exception as error:  # noqa: BLE001 - the next round tries again
-                log.warning("webhook deliveries failed: %s", error)
-            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.outbox.nudged.wait())]
-            await asyncio.wait(waits, timeout=ROUND_SECONDS, return_when=asyncio.FIRST_COMPLETED)
-            for waiting in waits:
-                waiting.cancel()

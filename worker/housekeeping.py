@@ -3,7 +3,8 @@ tried again next time, and never keeps the others from running.
 
 Each chore is the cluster's: with `leases`, a chore runs on the one worker that holds its
 lease (renewed each round; taken over by another within `LEASE_ROUNDS` rounds of its
-holder's death), so ten workers sweep once, not ten times."""
+holder's death; renewed while a chore outlasts a round), so ten workers sweep once, not ten
+times. With `woken`, a round starts as soon as it is set, not only every interval."""
 
 from __future__ import annotations
 
@@ -25,17 +26,26 @@ LEASE_ROUNDS = 2.5
 
 
 async def keep_house(chores: dict[str, Chore], interval_seconds: float, stop: asyncio.Event, *,
-                     leases: Leases | None = None, holder: str | None = None) -> None:
+                     leases: Leases | None = None, holder: str | None = None,
+                     woken: asyncio.Event | None = None) -> None:
     holder = holder or uuid.uuid4().hex
+    lease_seconds = interval_seconds * LEASE_ROUNDS
     while not stop.is_set():
+        if woken is not None:
+            woken.clear()
         for name, chore in chores.items():
             try:
-                if leases is not None and not await leases.take(name, holder, interval_seconds * LEASE_ROUNDS):
+                if leases is not None and not await leases.take(name, holder, lease_seconds):
                     continue  # another worker runs it
-                await chore()
+                running = asyncio.ensure_future(chore())
+                while not running.done():  # a chore that outlasts a round keeps its lease
+                    await asyncio.wait({running}, timeout=interval_seconds)
+                    if not running.done() and leases is not None:
+                        await leases.take(name, holder, lease_seconds)
+                running.result()
             except Exception as error:  # noqa: BLE001 - the next round tries again
                 log.warning("%s failed: %s", name, error)
-        try:
-            await asyncio.wait_for(stop.wait(), interval_seconds)
-        except TimeoutError:
-            pass
+        waits = {asyncio.ensure_future(stop.wait())} | ({asyncio.ensure_future(woken.wait())} if woken else set())
+        await asyncio.wait(waits, timeout=interval_seconds, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in waits:
+            waiting.cancel()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,7 +34,9 @@ from telemetry.tracing import temporal_interceptors
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from webhooks.delivery import WebhookActivities
-from webhooks.dispatcher import WebhookDispatcher
+from webhooks.dispatcher import LEASE as DISPATCHER_LEASE
+from webhooks.dispatcher import ROUND_SECONDS, WebhookDispatcher
+from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
 from worker.shutdown import Shutdown
@@ -188,7 +189,10 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         for side in side_workers:
             await side.__aenter__()
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
-        dispatching = asyncio.create_task(dispatcher.run(stopping, Leases(repository.db), uuid.uuid4().hex))
+        await repository.db.wakeups.hear()  # an event put by another process wakes the dispatcher
+        dispatching = asyncio.create_task(keep_house({DISPATCHER_LEASE: dispatcher.round}, ROUND_SECONDS, stopping,
+                                                     leases=Leases(repository.db),
+                                                     woken=repository.webhook_outbox.nudged))
         try:
             yield worker
         finally:

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.errors import ResponseFailedError
     from models.events import StreamEvent
-    from models.history_budget import MAX_HISTORY_BYTES, ToolResult
+    from models.history_budget import MAX_HISTORY_BYTES, MAX_WORKFLOW_INPUT_BYTES, ToolResult, size_of
     from models.items import McpApprovalRequestItem
     from models.mcp import ApprovalDecision, McpListing
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
@@ -230,9 +230,9 @@ class ResponseWorkflow(ToolSteps):
             if turn >= MAX_TURNS:
                 # History must stay bounded: a model that never stops calling tools is stopped.
                 raise ResponseFailedError(f"the model called tools for {MAX_TURNS} turns without answering; stopped")
-            if turn > loop.turn and self._continues_as_new():
-                workflow.continue_as_new(self._carried(request, loop, CarriedLoop(
-                    turn=turn, recorded=recorded, compact=compact, just_compacted=just_compacted)))
+            if turn > loop.turn and (carried := self._next_run(request, loop, CarriedLoop(
+                    turn=turn, recorded=recorded, compact=compact, just_compacted=just_compacted))) is not None:
+                workflow.continue_as_new(carried)
             if workflow.info().get_current_history_size() > MAX_HISTORY_BYTES:
                 # Every step is bounded, but thousands of them (many parallel calls, turn after
                 # turn) could still reach Temporal's 50 MB, which ends a workflow without a word.
@@ -289,26 +289,31 @@ class ResponseWorkflow(ToolSteps):
 
     # ---- continuing as new -------------------------------------------------------------
 
-    def _continues_as_new(self) -> bool:
-        """Between two turns, once the history is long (Temporal suggests it, or it passed
-        `continue_as_new_bytes`) and no update is being handled. A response that started
-        before this (no patch marker) goes on as it did."""
+    def _next_run(self, request: ResponseWorkflowInput, was: CarriedLoop,
+                  now: CarriedLoop) -> ResponseWorkflowInput | None:
+        """The next run's input, when this one should continue as new: between two turns, once
+        the history is long (Temporal suggests it, or it passed `continue_as_new_bytes`) and
+        no update is being handled. It carries the response so far (its large items as stubs,
+        their fields parked in the store), its listings, and where its loop is; one too large
+        to be a workflow's input goes on here instead, to the history's cap. A response that
+        started before this (no patch marker) goes on as it did."""
         info = workflow.info()
         if not (info.is_continue_as_new_suggested()
                 or info.get_current_history_size() > self.settings.continue_as_new_bytes):
-            return False
-        return workflow.all_handlers_finished() and workflow.patched(CONTINUES_AS_NEW)
-
-    def _carried(self, request: ResponseWorkflowInput, was: CarriedLoop, now: CarriedLoop) -> ResponseWorkflowInput:
-        """The next run's input: the response so far (its large items as stubs, their fields
-        parked in the store), its listings, and where its loop is."""
-        return request.model_copy(update={
+            return None
+        if not (workflow.all_handlers_finished() and workflow.patched(CONTINUES_AS_NEW)):
+            return None
+        carried = request.model_copy(update={
             "response": self.response, "listings": self.listings, "approvals": [], "parked": [],
             "carried": now.model_copy(update={
                 "tool_results": self.tool_results, "sources": self.sources, "parked": self.parked,
-                "answered": sorted({*self.answered, *self.decisions}),
-                "runs": was.runs + 1 if request.carried is not None else 1}),
+                "answered": sorted({*self.answered, *self.decisions}), "runs": was.runs + 1}),
         })
+        if size_of(carried) > MAX_WORKFLOW_INPUT_BYTES:
+            workflow.logger.warning("response %s goes on in this run: what it would carry is too large",
+                                    request.response.id)
+            return None
+        return carried
 
     def _resume(self, request: ResponseWorkflowInput, loop: CarriedLoop) -> None:
         self.listings = list(request.listings)
