@@ -33,7 +33,7 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_RESULT_BYTES = 12 * 1024 * 1024
 """The largest message a streamable-HTTP MCP server may send (a tool result, as one JSON body
 or one event of a stream), by default (MCP_MAX_RESULT_BYTES): an endless reply costs about
-that much memory and a few MiB more (under 20 MiB, `tests/test_bounds.py`), then fails the
+that much memory and a few MiB more (under 20 MiB, `tests/stack/test_bounds.py`), then fails the
 call. It still takes a 5 MB text result, which FastMCP servers send twice in one message
 (as `content` and as `structuredContent`). The SDK's legacy SSE transport keeps its own 1 MiB."""
 

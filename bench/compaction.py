@@ -27,7 +27,7 @@ import openai
 
 from bench.load import stored_bytes
 from bench.processes import Backend, Dev
-from tests.scripted_backend import reference_tokens
+from tests.support.scripted_backend import reference_tokens
 
 WORDS = "the cat sat on a mat and then ran far away from our big red dog who was not fast".split()
 

@@ -150,7 +150,7 @@ def main() -> None:
                           f"{summary(asyncio.run(search_times(url, size, options.queries)))}", flush=True)
                 finally:
                     vector_functions.extension_loadable = loadable
-            from tests.postgres import PostgresServer
+            from tests.support.postgres import PostgresServer
 
             why_not = PostgresServer.unavailable()
             if why_not:

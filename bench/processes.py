@@ -70,7 +70,7 @@ class Backend:
         port = free_port()
         limit = ["--rate-limit", str(rate_limit)] if rate_limit else []
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000),
+            [sys.executable, "-m", "tests.support.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000),
              *limit],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

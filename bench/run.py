@@ -323,7 +323,7 @@ async def mcp_turns(backend: Backend, durable: openai.AsyncOpenAI, direct: opena
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from tests.mcp_servers import McpTestServer
+    from tests.support.mcp_servers import McpTestServer
 
     server = McpTestServer().start()
     tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}

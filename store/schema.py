@@ -1,7 +1,7 @@
 """Table definitions. Portable SQL only: the same schema runs on SQLite and PostgreSQL.
 
 A change here needs a migration in `store/migrations/versions` that makes it
-(`tests/test_migrations.py` fails while the two disagree)."""
+(`tests/stack/test_migrations.py` fails while the two disagree)."""
 
 from sqlalchemy import (
                         JSON,

@@ -8,7 +8,7 @@ purpose, `CalmActivityFailures` turns that into one line without the traceback. 
 (a bug) keeps its traceback, once.
 
 Log records never carry user text (input, output, instructions, tool arguments) above DEBUG:
-messages name responses by id and errors by kind; `tests/test_logs.py` greps a whole run.
+messages name responses by id and errors by kind; `tests/stack/test_telemetry.py` greps a whole run.
 """
 
 from __future__ import annotations

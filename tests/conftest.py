@@ -1,60 +1,28 @@
-"""Real parts: a Temporal dev server from the installed binary, the scripted backend over
-HTTP, a SQLite file or a real PostgreSQL server (every test that runs on a store runs on
+"""The fixtures: real parts. A Temporal dev server from the installed binary, the scripted backend
+over HTTP, a SQLite file or a real PostgreSQL server (every test that runs on a store runs on
 both), our worker and API served by uvicorn, and the official `openai` SDK in strict mode as
-the client. Nothing of ours is mocked."""
+the client. Nothing of ours is mocked. The helpers are in `tests/support/`; the pure tests in
+`tests/unit/`, the ones that run the stack in `tests/stack/`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
 import os
-import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import AsyncIterator, Iterator
 
-import httpx
 import openai
 import pytest
-import uvicorn
-from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from access.quotas import QuotaSettings
-from api.app import create_app
-from api.runner import ResponseRunner
 from models.visibility import SEARCH_ATTRIBUTES
-from models.workflow_io import ExecutionSettings, RetryBudget
-from sealing.secret_box import SecretBox
 from telemetry.logs import install_filters
-from tests.mcp_servers import McpTestServer
-from tests.postgres import PostgresServer
-from tests.scripted_backend import ScriptedBackend
-from tests.webhook_receiver import Receiver
+from tests.support.mcp_servers import McpTestServer
+from tests.support.postgres import PostgresServer
+from tests.support.scripted_backend import ScriptedBackend
+from tests.support.stack import STORE_KINDS, EmptyStore, Stack, empty_store, running_stack
+from tests.support.webhook_receiver import Receiver
 from worker.dev import temporal_binary
-from worker.roles import codec_access, opened_store
-from worker.settings import Settings
-from worker.temporal import build_worker, connect, with_visibility
-
-SECRETS_KEY = SecretBox.new_key()
-
-# Fast retries, so failure paths finish in well under a second.
-TEST_EGRESS = "127.0.0.1"
-"""The tests' MCP servers listen on loopback, which the egress guard refuses unless allowed."""
-
-TEST_EXECUTION = ExecutionSettings(
-    inference=RetryBudget(
-        start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=0.05, maximum_interval_seconds=0.2
-    ),
-    store=RetryBudget(start_to_close_seconds=10, maximum_attempts=5, initial_interval_seconds=0.05),
-    mcp_list=RetryBudget(start_to_close_seconds=5, maximum_attempts=2, initial_interval_seconds=0.05),
-    mcp_call=RetryBudget(start_to_close_seconds=120, maximum_attempts=2, initial_interval_seconds=0.05),
-    web_search_call=RetryBudget(start_to_close_seconds=30, maximum_attempts=4, initial_interval_seconds=0.05),
-    mcp_heartbeat_seconds=3,
-    approval_timeout_seconds=120,
-)
 
 
 @pytest.fixture(scope="session")
@@ -78,19 +46,6 @@ def mcp_sse_server() -> McpTestServer:
     server.stop()
 
 
-STORE_KINDS = ("sqlite", "postgresql")
-
-
-@dataclass(frozen=True)
-class EmptyStore:
-    """A response store of its own for one test (or one session's shared stack): a SQLite
-    file in the test's directory, or a fresh database on the session's PostgreSQL server."""
-
-    kind: str
-    url: str
-    data_dir: Path
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     why_not = PostgresServer.unavailable()
@@ -105,12 +60,6 @@ def postgres_server() -> Iterator[PostgresServer]:
 def store_kind(request: pytest.FixtureRequest) -> str:
     """Every test that runs on a store runs on both kinds."""
     return request.param
-
-
-def empty_store(kind: str, data_dir: Path, request: pytest.FixtureRequest) -> EmptyStore:
-    if kind == "postgresql":
-        return EmptyStore(kind, request.getfixturevalue("postgres_server").create_database(), data_dir)
-    return EmptyStore(kind, f"sqlite:///{data_dir / 'responses.db'}", data_dir)
 
 
 @pytest.fixture
@@ -151,81 +100,6 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture(scope="session")
 def temporal_address(temporal_env: WorkflowEnvironment) -> str:
     return temporal_env.client.service_client.config.target_host
-
-
-@dataclass
-class Stack:
-    """The API and a worker in this process, as `durable-responses dev` runs them."""
-
-    base_url: str
-    settings: Settings
-    client: Client
-    store: EmptyStore
-
-    def sdk(self, **options: object) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            base_url=self.base_url, api_key="test", _strict_response_validation=True, max_retries=0, **options
-        )
-
-    def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30)
-
-
-@contextlib.asynccontextmanager
-async def running_stack(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, *, with_worker: bool = True,
-    task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
-    send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
-    quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
-    webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
-    codec_allowed_origins: list[str] | None = None, web_search_provider: str | None = None,
-    web_search_url: str | None = None, web_search_api_key: str = "", embedding_model: str = "lexical",
-) -> AsyncIterator[Stack]:
-    """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
-    backend at `inference_base_url`) for inference."""
-    settings = Settings(
-        temporal_address=temporal_address, temporal_environment=False,
-        task_queue=f"tests-{uuid.uuid4().hex[:8]}",
-        database_url=store.url,
-        inference_base_url=inference_base_url or backend.base_url,
-        inference_api_key=inference_api_key,
-        execution=execution,
-        secrets_key=SECRETS_KEY,
-        inference_send_reasoning=send_reasoning,
-        egress_allowlist=TEST_EGRESS,
-        tracing=tracing,
-        webhook_urls=webhook_urls or [],
-        webhook_secret=webhook_secret,
-        models_file=models_file,
-        codec_allowed_origins=codec_allowed_origins or [],
-        web_search_provider=web_search_provider, web_search_url=web_search_url,
-        web_search_api_key=web_search_api_key, embedding_model=embedding_model,
-    )
-    client = await connect(settings)
-    settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
-    async with opened_store(settings) as repository:
-        runner = ResponseRunner(
-            client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
-            repository=repository, local_worker=with_worker, registry=settings.registry(),
-        )
-        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
-                         tracing=tracing, interactive_wait_seconds=interactive_wait_seconds,
-                         codec_access=codec_access(settings), embedding_model=settings.embedding_model)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
-                                               timeout_graceful_shutdown=5))
-        async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
-            serving = asyncio.create_task(server.serve())
-            while not server.started:
-                await asyncio.sleep(0.01)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            try:
-                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, store)
-            finally:
-                server.should_exit = True
-                try:  # connections still open are closed after the graceful timeout
-                    await asyncio.wait_for(serving, 15)
-                except TimeoutError:
-                    pytest.fail("the test stack's HTTP server did not stop within 15 s")
 
 
 @pytest.fixture(scope="session")
@@ -279,85 +153,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
-async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30, poll_seconds: float = 0.05) -> Any:
-    """Until `check()` (plain or async) gives something truthy, which is returned; a test that
-    waits longer than `seconds` fails naming what it waited for, rather than hanging."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"waited {seconds:g} s for {what}")
-        await asyncio.sleep(poll_seconds)
-
-
-async def until_requested(backend: ScriptedBackend, model: str, count: int = 1, *, seconds: float = 30) -> None:
-    """Until the backend has received `count` requests for this model."""
-    await eventually(lambda: len(backend.requests(model)) >= count,
-                     f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})",
-                     seconds=seconds)
-
-
-async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05, seconds: float = 60):
-    """Poll the response until it reaches a terminal status; returns it. A poll whose kept-alive
-    connection the server closed as it was reused (HTTP/1.1's idle-timeout race, which the SDK
-    would retry on its own; the tests' clients retry nothing) is simply polled again."""
-
-    async def ended():  # noqa: ANN202
-        try:
-            response = await client.responses.retrieve(response_id)
-        except openai.APIConnectionError:
-            return None
-        return response if response.status not in ("queued", "in_progress") else None
-
-    return await eventually(ended, f"response {response_id} to end", seconds=seconds, poll_seconds=poll_seconds)
-
-
-async def until_awaiting_approval(client: openai.AsyncOpenAI, response_id: str, seconds: float = 30):
-    """Until the background response shows, last in its output, an approval request it waits for."""
-
-    async def asking():  # noqa: ANN202
-        response = await client.responses.retrieve(response_id)
-        assert response.status in ("queued", "in_progress"), response
-        return response if response.output and response.output[-1].type == "mcp_approval_request" else None
-
-    return await eventually(asking, f"response {response_id} to ask for approval", seconds=seconds)
-
-
-async def decoded_history(client: Client, workflow_id: str, run_id: str | None = None) -> Any:
-    """The workflow's history (its latest run's, or `run_id`'s) with every payload decoded by
-    the client's codec (as the UI shows it through the codec endpoint), for tests that look
-    inside payloads."""
-    from google.protobuf.descriptor import FieldDescriptor
-    from temporalio.api.common.v1 import Payload
-
-    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-    codec = client.data_converter.payload_codec
-    found: list[Payload] = []
-
-    def walk(message: Any) -> None:
-        if isinstance(message, Payload):
-            found.append(message)
-            return
-        for field, value in message.ListFields():
-            if field.type != FieldDescriptor.TYPE_MESSAGE:
-                continue
-            if field.message_type.GetOptions().map_entry:
-                values = list(value.values())
-            elif field.is_repeated:
-                values = list(value)
-            else:
-                values = [value]
-            for item in values:
-                if hasattr(item, "ListFields"):
-                    walk(item)
-
-    for event in history.events:
-        walk(event)
-    if codec is not None and found:
-        for payload, opened in zip(found, await codec.decode(found)):
-            payload.CopyFrom(opened)
-    return history

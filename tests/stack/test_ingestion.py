@@ -1,0 +1,149 @@
+"""Ingestion survives what it must: a worker killed (SIGKILL) in the middle of 200 files
+loses none and embeds no chunk twice but those of the batches it was embedding; an
+embeddings backend that answers 429 for a while is waited out, and nothing fails. The worker
+is a real `durable-responses worker` process; the embeddings come from the scripted
+backend's `/v1/embeddings` (`EMBEDDING_MODEL` names a model it serves)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import openai
+import pytest
+
+from api.ingestions import Ingestions
+from models.vector_stores import chunking_as_stored
+from store.vector_stores import NewFile
+from tests.support.processes import kill, spawn_worker
+from tests.support.scripted_backend import Reply, ScriptedBackend
+from tests.support.stack import EmptyStore, Stack, running_stack
+from worker.roles import opened_store
+from worker.vector_store_chores import VectorStoreChores
+
+EMBEDDINGS = "embed-test"
+CONCURRENT = 8
+"""Ingestion steps one worker runs at once: at most this many batches are in flight at a kill."""
+
+
+@pytest.fixture
+async def api_only(temporal_address: str, backend: ScriptedBackend, store: EmptyStore) -> AsyncIterator[Stack]:
+    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2,
+                             embedding_model=EMBEDDINGS) as stack:
+        yield stack
+
+
+def worker(stack: Stack):  # noqa: ANN201
+    return spawn_worker(stack, env={"EMBEDDING_MODEL": EMBEDDINGS,
+                                    "INGESTION_CONCURRENT_ACTIVITIES": str(CONCURRENT)})
+
+
+async def notes(sdk: openai.AsyncOpenAI, count: int, tag: str) -> tuple[list[str], list[str]]:
+    """`count` one-chunk files, each text its own; their ids and texts."""
+    texts = [f"Note {n} of {tag}: the comet returns every {n + 3} years." for n in range(count)]
+    ids = await asyncio.gather(*(sdk.files.create(file=(f"note{n}.txt", text.encode()), purpose="assistants")
+                                 for n, text in enumerate(texts)))
+    return [file.id for file in ids], texts
+
+
+async def settled(sdk: openai.AsyncOpenAI, store_id: str, seconds: float):  # noqa: ANN201
+    deadline = time.monotonic() + seconds
+    while (store := await sdk.vector_stores.retrieve(store_id)).status != "completed":
+        assert time.monotonic() < deadline, f"still {store.file_counts}"
+        await asyncio.sleep(0.5)
+    return store
+
+
+async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_twice(
+        api_only: Stack, backend: ScriptedBackend, model: str):
+    sdk = api_only.sdk(timeout=60)
+    tag = uuid.uuid4().hex
+    file_ids, texts = await notes(sdk, 200, tag)
+    backend.embedding_delay = 0.1
+    first = worker(api_only)
+    second = None
+    try:
+        batch = await sdk.vector_stores.create(name="comets", file_ids=file_ids)
+        deadline = time.monotonic() + 60
+        while (await sdk.vector_stores.retrieve(batch.id)).file_counts.completed < 40:
+            assert time.monotonic() < deadline, "ingestion did not start"
+            await asyncio.sleep(0.05)
+        kill(first)
+        killed_at = (await sdk.vector_stores.retrieve(batch.id)).file_counts
+        assert killed_at.in_progress > 0, "every file was done before the kill: nothing was tested"
+        second = worker(api_only)
+        store = await settled(sdk, batch.id, 120)
+        # The tool's query is embedded by the same model, through the worker's upstream gate.
+        backend.script(model, [Reply(tool_calls=[("file_search", {"query": f"Note 42 of {tag}"})]),
+                               Reply(text="Every 45 years [1].")])
+        answered = await sdk.responses.create(model=model, input="When does comet 42 return?",
+                                              tools=[{"type": "file_search", "vector_store_ids": [batch.id]}],
+                                              include=["file_search_call.results"])
+    finally:
+        backend.embedding_delay = 0.0
+        kill(first)
+        kill(second)
+    assert store.file_counts.completed == 200 and store.file_counts.failed == 0
+    seen = [backend.embedded[text] for text in texts]
+    assert min(seen) == 1, "a chunk was never embedded"
+    assert sum(seen) - len(texts) <= CONCURRENT, f"{sum(seen) - len(texts)} chunks embedded twice"
+    found = await sdk.vector_stores.search(batch.id, query=f"Note 117 of {tag}", max_num_results=1)
+    assert found.data[0].content[0].text == texts[117]
+    assert answered.output[0].results[0].text == texts[42]
+    assert answered.output[1].content[0].annotations[0].filename == "note42.txt"
+    assert backend.embedded[f"Note 42 of {tag}"] == 1  # the query, by the backend's model
+    await sdk.close()
+
+
+@pytest.mark.one_store  # a minute of the workflow's and the gate's waiting (budgets run on both stores elsewhere)
+async def test_an_embeddings_backend_at_its_rate_limit_is_waited_out(api_only: Stack, backend: ScriptedBackend):
+    sdk = api_only.sdk(timeout=60)
+    file_ids, texts = await notes(sdk, 20, uuid.uuid4().hex)
+    backend.refuse_embeddings(60)
+    refused_before = backend.embedding_calls
+    running = worker(api_only)
+    try:
+        store = await sdk.vector_stores.create(name="limited", file_ids=file_ids)
+        await asyncio.sleep(5)
+        assert (await sdk.vector_stores.retrieve(store.id)).file_counts.in_progress == 20  # waiting, not failed
+        store = await settled(sdk, store.id, 180)
+    finally:
+        kill(running)
+    assert store.file_counts.completed == 20 and store.file_counts.failed == 0
+    assert backend.embedding_calls - refused_before > 20, "the backend never refused"
+    assert all(backend.embedded[text] == 1 for text in texts)
+    await sdk.close()
+
+
+async def test_a_file_whose_ingestion_was_never_started_is_ingested_by_a_sweep(stack: Stack):
+    """As if the API died between writing a file's row and starting its workflow."""
+    sdk = stack.sdk(timeout=60)
+    uploaded = await sdk.files.create(file=("orphan.md", b"an orphaned note about lighthouses"), purpose="assistants")
+    store = await sdk.vector_stores.create(name="orphans")
+    async with opened_store(stack.settings) as repository:
+        await repository.vector_stores.add_files(store.id, [NewFile(uploaded.id, {}, chunking_as_stored(None))])
+        await asyncio.sleep(2)
+        assert (await sdk.vector_stores.retrieve(store.id)).file_counts.in_progress == 1  # nothing runs it
+        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue), grace_seconds=-1)
+        assert await chores.restart_unfinished() >= 1
+        assert await chores.restart_unfinished() >= 0  # again, while it runs: no second ingestion
+    done = await settled(sdk, store.id, 60)
+    assert done.file_counts.completed == 1
+    await sdk.close()
+
+
+async def test_a_store_idle_past_its_expires_after_is_deleted(stack: Stack):
+    sdk = stack.sdk(timeout=60)
+    store = await sdk.vector_stores.create(name="brief", expires_after={"anchor": "last_active_at", "days": 1})
+    assert store.expires_after.days == 1 and store.expires_at == store.last_active_at + 86400
+    kept = await sdk.vector_stores.create(name="kept", expires_after={"anchor": "last_active_at", "days": 1})
+    async with opened_store(stack.settings) as repository:
+        await repository.vector_stores.update(store.id, {"last_active_at": int(time.time()) - 2 * 86400})
+        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue))
+        assert await chores.expire() >= 1
+    with pytest.raises(openai.NotFoundError):
+        await sdk.vector_stores.retrieve(store.id)
+    assert (await sdk.vector_stores.retrieve(kept.id)).name == "kept"
+    await sdk.close()

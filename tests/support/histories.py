@@ -1,0 +1,76 @@
+"""Workflow histories in tests: read decoded (as the UI shows them through the codec endpoint),
+recorded for the replay tests (`tests/histories/`), and replayed with the tests' key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from sealing.keyring import KeyRing
+from sealing.payload_codec import data_converter
+from tests.support.stack import SECRETS_KEY
+from workflows.ingestion import FileIngestionWorkflow
+from workflows.response import ResponseWorkflow
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+def replayer() -> Replayer:
+    """Reads histories the payload codec encrypted with the tests' key, and older ones in clear."""
+    return Replayer(workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
+
+
+async def keep_recording(name: str, client: Client, workflow_id: str, run_id: str | None = None) -> None:
+    """With RECORD_HISTORIES set, keep a workflow's history as `tests/histories/<name>.json`
+    unless one is there already (earlier recordings stay as they are). It is kept decoded: the
+    tests' SECRETS_KEY is new each run, and a history in clear replays with any key. Without
+    the variable this reads nothing (tests that time what follows are not slowed)."""
+    recording = HISTORIES / f"{name}.json"
+    if os.environ.get("RECORD_HISTORIES") and not recording.exists():
+        history = await decoded_history(client, workflow_id, run_id)
+        HISTORIES.mkdir(exist_ok=True)
+        recording.write_text(history.to_json())
+
+
+def recorded() -> list[Path]:
+    return sorted(HISTORIES.glob("*.json"))
+
+
+async def decoded_history(client: Client, workflow_id: str, run_id: str | None = None) -> Any:
+    """The workflow's history (its latest run's, or `run_id`'s) with every payload decoded by
+    the client's codec (as the UI shows it through the codec endpoint), for tests that look
+    inside payloads."""
+    from google.protobuf.descriptor import FieldDescriptor
+    from temporalio.api.common.v1 import Payload
+
+    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+    codec = client.data_converter.payload_codec
+    found: list[Payload] = []
+
+    def walk(message: Any) -> None:
+        if isinstance(message, Payload):
+            found.append(message)
+            return
+        for field, value in message.ListFields():
+            if field.type != FieldDescriptor.TYPE_MESSAGE:
+                continue
+            if field.message_type.GetOptions().map_entry:
+                values = list(value.values())
+            elif field.is_repeated:
+                values = list(value)
+            else:
+                values = [value]
+            for item in values:
+                if hasattr(item, "ListFields"):
+                    walk(item)
+
+    for event in history.events:
+        walk(event)
+    if codec is not None and found:
+        for payload, opened in zip(found, await codec.decode(found)):
+            payload.CopyFrom(opened)
+    return history
