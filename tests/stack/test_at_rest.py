@@ -23,11 +23,10 @@ from models.errors import SealedElsewhereError
 from sealing.keyring import KeyRing, new_master_key
 from sealing.payload_codec import EncryptedPayloads
 from store.database import open_database
-from tests.stack.test_hostile_input import has_workflow
 from tests.support.dev_stack import DevStack
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
-from tests.support.stack import EmptyStore, Stack, running_stack
+from tests.support.stack import EmptyStore, Stack, has_workflow, running_stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_terminal
 from worker.dev import temporal_binary
 

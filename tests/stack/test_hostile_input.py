@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from temporalio.service import RPCError, RPCStatusCode
 
 from models.history_budget import PARK_ITEM_BYTES
 from store.schema import metadata
@@ -20,7 +19,7 @@ from tests.support import store_probe
 from tests.support.histories import keep_recording
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
-from tests.support.stack import EmptyStore, Stack, running_stack
+from tests.support.stack import EmptyStore, Stack, has_workflow, running_stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_terminal
 
 FIVE_MB = 5 * 1024 * 1024
@@ -48,14 +47,6 @@ async def response_rows(stack: Stack) -> int:
     return await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM responses")
 
 
-async def has_workflow(stack: Stack, response_id: str) -> bool:
-    try:
-        await stack.client.get_workflow_handle(response_id).describe()
-        return True
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise
 
 
 async def largest_history_event(stack: Stack, response_id: str) -> tuple[int, int]:

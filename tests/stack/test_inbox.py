@@ -24,7 +24,6 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.stack.test_webhooks import SECRET
 from tests.support.browser import browser
 from tests.support.keys import make_key
 from tests.support.mcp_servers import McpTestServer
@@ -32,7 +31,7 @@ from tests.support.processes import kill, spawn_api, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_terminal
-from tests.support.webhook_receiver import Receiver
+from tests.support.webhook_receiver import SECRET, Receiver
 
 
 def _tools(mcp_server: McpTestServer) -> list[dict[str, Any]]:

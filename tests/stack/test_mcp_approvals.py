@@ -11,21 +11,12 @@ import subprocess
 import openai
 import pytest
 
+from tests.support.approvals import answer, gated
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import CLI
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack
 from tests.support.waiting import until_awaiting_approval, until_terminal
-
-
-def gated(server: McpTestServer) -> list[dict]:
-    return [{"type": "mcp", "server_label": "files", "server_url": server.url,
-             "require_approval": {"never": {"read_only": True}}}]
-
-
-def answer(request_id: str, approve: bool, reason: str | None = None) -> dict:
-    item = {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": approve}
-    return item | ({"reason": reason} if reason else {})
 
 
 async def test_approved_in_a_follow_up_the_call_runs_without_asking_the_model_again(

@@ -14,7 +14,7 @@ import openai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.stack.test_mcp_approvals import answer, gated
+from tests.support.approvals import answer, gated
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack

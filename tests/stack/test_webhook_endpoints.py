@@ -16,14 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.stack.test_webhooks import FAST, attempts
 from tests.support import store_probe
 from tests.support.histories import keep_recording, replayer
 from tests.support.keys import as_key, http_as, make_key
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import TEST_EXECUTION, Stack, empty_store, running_stack
 from tests.support.waiting import eventually, until_terminal
-from tests.support.webhook_receiver import Receiver
+from tests.support.webhook_receiver import FAST, Receiver, attempts
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,9 @@ from models.webhooks import WebhookEvent, WebhookPolicy
 from store.database import open_database
 from store.webhook_outbox import WebhookOutbox
 from telemetry.metrics import REGISTRY
-from tests.stack.test_webhooks import attempts
 from tests.support.processes import free_port
 from tests.support.stack import TEST_EGRESS, EmptyStore
-from tests.support.webhook_receiver import Receiver
+from tests.support.webhook_receiver import Receiver, attempts
 from webhooks.delivery import WebhookActivities
 from webhooks.dispatcher import CIRCUIT_THRESHOLD, WebhookDispatcher
 from webhooks.signing import new_secret, secret_bytes

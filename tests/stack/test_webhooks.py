@@ -18,7 +18,7 @@ from openai.types.webhooks import (
     ResponseIncompleteWebhookEvent,
 )
 
-from models.webhooks import WebhookPolicy, endpoint_id
+from models.webhooks import endpoint_id
 from tests.support import store_probe
 from tests.support.histories import decoded_history, keep_recording, replayer
 from tests.support.mcp_servers import McpTestServer
@@ -26,20 +26,7 @@ from tests.support.processes import free_port, kill, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import TEST_EXECUTION, EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_requested, until_terminal
-from tests.support.webhook_receiver import Receiver
-from webhooks.signing import new_secret
-
-SECRET = new_secret()
-FAST = WebhookPolicy(initial_interval_seconds=0.2, maximum_interval_seconds=1.0, give_up_after_seconds=600,
-                     attempt_timeout_seconds=3)
-
-
-def attempts(event_type: str, outcome: str) -> float:
-    """Delivery attempts this process's dispatchers made, with that outcome (its metrics)."""
-    from telemetry.metrics import REGISTRY
-
-    return REGISTRY.get_sample_value("durable_responses_webhook_attempt_duration_seconds_count",
-                                     {"event_type": event_type, "outcome": outcome}) or 0.0
+from tests.support.webhook_receiver import FAST, SECRET, Receiver, attempts
 
 
 async def outbox_rows(stack: Stack) -> list:

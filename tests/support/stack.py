@@ -15,6 +15,7 @@ import openai
 import pytest
 import uvicorn
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from access.quotas import QuotaSettings
 from api.app import create_app
@@ -139,3 +140,12 @@ async def running_stack(
                     pytest.fail("the test stack's HTTP server did not stop within 15 s")
 
 
+async def has_workflow(stack: Stack, response_id: str) -> bool:
+    """Whether Temporal still has the response's workflow (its history not erased)."""
+    try:
+        await stack.client.get_workflow_handle(response_id).describe()
+        return True
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise

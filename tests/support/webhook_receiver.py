@@ -13,7 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from models.webhooks import WebhookPolicy
 from tests.support.threaded_server import ThreadedServer
+from webhooks.signing import new_secret
 
 
 @dataclass
@@ -54,8 +56,12 @@ class Receiver:
             await asyncio.sleep(self.hang_seconds)
             return Response(status_code=503 if failing else 200)
 
-        self._server = ThreadedServer(Starlette(routes=[Route("/hooks", receive, methods=["POST"])]),
-                                      "webhook receiver", port=self.port, timeout_graceful_shutdown=1).start()
+        self._server = ThreadedServer(
+            Starlette(routes=[Route("/hooks", receive, methods=["POST"])]),
+            "webhook receiver",
+            port=self.port,
+            timeout_graceful_shutdown=1,
+        ).start()
         self.port = self._server.port
         return self
 
@@ -66,3 +72,24 @@ class Receiver:
     def of(self, response_id: str) -> list[Delivery]:
         with self._lock:
             return [delivery for delivery in self.deliveries if delivery.event["data"]["id"] == response_id]
+
+
+SECRET = new_secret()
+"""The signing secret of the tests' webhook endpoints."""
+
+
+FAST = WebhookPolicy(  # retries in a second, so a failing receiver's story ends quickly
+    initial_interval_seconds=0.2, maximum_interval_seconds=1.0, give_up_after_seconds=600, attempt_timeout_seconds=3
+)
+
+
+def attempts(event_type: str, outcome: str) -> float:
+    """Delivery attempts this process's dispatchers made, with that outcome (its metrics)."""
+    from telemetry.metrics import REGISTRY
+
+    return (
+        REGISTRY.get_sample_value(
+            "durable_responses_webhook_attempt_duration_seconds_count", {"event_type": event_type, "outcome": outcome}
+        )
+        or 0.0
+    )
