@@ -11,8 +11,9 @@ from models.errors import InvalidRequestError, SchemaTooNewError, StartupError
 from store.database import open_database
 
 
-async def run_keys_command(action: str, database_url: str, *, project: str | None = None, approver: bool = False,
-                           key_id: str | None = None) -> int:
+async def run_keys_command(
+    action: str, database_url: str, *, project: str | None = None, approver: bool = False, key_id: str | None = None
+) -> int:
     try:
         db = open_database(database_url)
     except (ValueError, OSError) as error:
@@ -31,8 +32,10 @@ async def run_keys_command(action: str, database_url: str, *, project: str | Non
                 except InvalidRequestError as error:
                     raise StartupError(error.message) from None
                 kind = "an approver key" if approver else "a key"
-                print(f"made {kind} for project {record.project!r}: {record.id} (shown once; keep it now)",
-                      file=sys.stderr)
+                print(
+                    f"made {kind} for project {record.project!r}: {record.id} (shown once; keep it now)",
+                    file=sys.stderr,
+                )
                 print(key, flush=True)
                 return 0
             case "list":
@@ -52,7 +55,8 @@ async def run_keys_command(action: str, database_url: str, *, project: str | Non
 
 def _line(record: KeyRecord) -> str:
     made = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record.created_at))
-    state = "revoked " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(record.revoked_at)) if record.revoked_at \
-        else "active"
+    state = (
+        "revoked " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(record.revoked_at)) if record.revoked_at else "active"
+    )
     role = "approver" if record.approver else "full"
     return f"{record.id}  {record.prefix}…  project={record.project}  {role}  made {made}  {state}"

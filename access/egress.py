@@ -49,9 +49,15 @@ def is_public(address: Address) -> bool:
             return is_public(embedded)
     if isinstance(address, ipaddress.IPv4Address) and address in SHARED_ADDRESS_SPACE:
         return False
-    return not (address.is_loopback or address.is_private or address.is_link_local or address.is_multicast
-                or address.is_unspecified or address.is_reserved
-                or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local))
+    return not (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_unspecified
+        or address.is_reserved
+        or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
+    )
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class EgressPolicy:
     networks: tuple[Network, ...] = field(default_factory=tuple)
 
     @classmethod
-    def parse(cls, allowlist: str) -> "EgressPolicy":
+    def parse(cls, allowlist: str) -> EgressPolicy:
         """`EGRESS_ALLOWLIST`: comma-separated host names, addresses and networks (`none`: nothing)."""
         hosts, networks = set(), []
         for entry in (part.strip() for part in allowlist.split(",")):
@@ -73,8 +79,11 @@ class EgressPolicy:
         return cls(frozenset(hosts), tuple(networks))
 
     def allows(self, host: str, address: Address) -> bool:
-        return (is_public(address) or host.lower().rstrip(".") in self.hosts
-                or any(address in network for network in self.networks))
+        return (
+            is_public(address)
+            or host.lower().rstrip(".") in self.hosts
+            or any(address in network for network in self.networks)
+        )
 
     async def addresses(self, host: str, port: int) -> list[str]:
         """The addresses `host` resolves to that may be reached; EgressRefusedError if none
@@ -113,15 +122,22 @@ class GuardedNetworkBackend(httpcore2.AsyncNetworkBackend):
         self.policy = policy
         self.inner = httpcore2.AnyIOBackend()
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None, socket_options: Iterable[Any] | None = None,
-                          ) -> httpcore2.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
         addresses = await self.policy.addresses(host, port)
-        return await self.inner.connect_tcp(addresses[0], port, timeout=timeout, local_address=local_address,
-                                            socket_options=socket_options)
+        return await self.inner.connect_tcp(
+            addresses[0], port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
         raise EgressRefusedError(path)
 
     async def sleep(self, seconds: float) -> None:
@@ -171,8 +187,13 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
             await response.aclose()
             raise ReplyTooLargeError(self.limit)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        return httpx2.Response(response.status_code, headers=response.headers, extensions=response.extensions,
-                               stream=_BoundedBody(response.stream, self.limit), request=request)
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            extensions=response.extensions,
+            stream=_BoundedBody(response.stream, self.limit),
+            request=request,
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -186,8 +207,9 @@ def verifying_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def guarded_http_client(policy: EgressPolicy, *, max_reply_bytes: int | None = None,
-                        **options: Any) -> httpx2.AsyncClient:
+def guarded_http_client(
+    policy: EgressPolicy, *, max_reply_bytes: int | None = None, **options: Any
+) -> httpx2.AsyncClient:
     """An httpx2 client whose every connection (redirects included) passes the policy;
     `max_reply_bytes`: the most it reads of one reply body (`BoundedTransport`)."""
     context = verifying_ssl_context()
@@ -195,8 +217,13 @@ def guarded_http_client(policy: EgressPolicy, *, max_reply_bytes: int | None = N
     # httpx2's transport builds its connection pool without a way to pass a network backend;
     # the pool is rebuilt with the guarded one (the tests prove the guard holds).
     transport._pool = httpcore2.AsyncConnectionPool(  # noqa: SLF001
-        ssl_context=context, max_connections=100, max_keepalive_connections=20,
-        keepalive_expiry=5.0, network_backend=GuardedNetworkBackend(policy))
-    outer: httpx2.AsyncBaseTransport = transport if max_reply_bytes is None else BoundedTransport(transport,
-                                                                                                 max_reply_bytes)
+        ssl_context=context,
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0,
+        network_backend=GuardedNetworkBackend(policy),
+    )
+    outer: httpx2.AsyncBaseTransport = (
+        transport if max_reply_bytes is None else BoundedTransport(transport, max_reply_bytes)
+    )
     return httpx2.AsyncClient(transport=outer, trust_env=False, **options)

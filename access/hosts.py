@@ -34,8 +34,9 @@ class HostCheck:
         if self.any or scope["type"] not in ("http", "websocket") or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        refusal = InvalidRequestError("Invalid Host header: this server does not answer to that name.",
-                                      param="Host", code="invalid_host")
+        refusal = InvalidRequestError(
+            "Invalid Host header: this server does not answer to that name.", param="Host", code="invalid_host"
+        )
         await error_response(refusal)(scope, receive, send)
 
     def _allowed(self, scope: dict[str, Any]) -> bool:

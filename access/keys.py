@@ -56,40 +56,64 @@ class KeyStore:
         if not PROJECT_NAME.match(project):
             raise InvalidRequestError(
                 "A project name is 1 to 80 letters, digits, '_', '.' or '-', starting with a letter or digit.",
-                param="project")
+                param="project",
+            )
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = KeyRecord(id="key_" + secrets.token_hex(12), project=project, prefix=key[:SHOWN_CHARACTERS],
-                           approver=approver, created_at=int(time.time()), revoked_at=None)
+        record = KeyRecord(
+            id="key_" + secrets.token_hex(12),
+            project=project,
+            prefix=key[:SHOWN_CHARACTERS],
+            approver=approver,
+            created_at=int(time.time()),
+            revoked_at=None,
+        )
         async with self.db.write() as transaction:
             await transaction.run(
                 "INSERT INTO api_keys (id, project, key_hash, prefix, approver, created_at, revoked_at) "
                 "VALUES (:id, :project, :key_hash, :prefix, :approver, :created_at, NULL)",
-                id=record.id, project=project, key_hash=hash_key(key), prefix=record.prefix, approver=approver,
-                created_at=record.created_at)
+                id=record.id,
+                project=project,
+                key_hash=hash_key(key),
+                prefix=record.prefix,
+                approver=approver,
+                created_at=record.created_at,
+            )
         return record, key
 
     async def all(self) -> list[KeyRecord]:
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT id, project, prefix, approver, created_at, revoked_at FROM api_keys ORDER BY created_at, id")
-        return [KeyRecord(row["id"], row["project"], row["prefix"], bool(row["approver"]), row["created_at"],
-                          row["revoked_at"]) for row in rows]
+                "SELECT id, project, prefix, approver, created_at, revoked_at FROM api_keys ORDER BY created_at, id"
+            )
+        return [
+            KeyRecord(
+                row["id"], row["project"], row["prefix"], bool(row["approver"]), row["created_at"], row["revoked_at"]
+            )
+            for row in rows
+        ]
 
     async def revoke(self, key_id: str) -> bool:
         async with self.db.write() as transaction:
             changed = await transaction.run(
                 "UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL",
-                id=key_id, now=int(time.time()))
+                id=key_id,
+                now=int(time.time()),
+            )
         return changed > 0
 
     async def active_by_hash(self) -> tuple[dict[str, KeyRecord], bool]:
         """The keys in use, by hash, and whether any key was ever made."""
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT id, project, key_hash, prefix, approver, created_at, revoked_at FROM api_keys")
-        active = {row["key_hash"]: KeyRecord(row["id"], row["project"], row["prefix"], bool(row["approver"]),
-                                             row["created_at"], row["revoked_at"])
-                  for row in rows if row["revoked_at"] is None}
+                "SELECT id, project, key_hash, prefix, approver, created_at, revoked_at FROM api_keys"
+            )
+        active = {
+            row["key_hash"]: KeyRecord(
+                row["id"], row["project"], row["prefix"], bool(row["approver"]), row["created_at"], row["revoked_at"]
+            )
+            for row in rows
+            if row["revoked_at"] is None
+        }
         return active, bool(rows)
 
 

@@ -58,17 +58,20 @@ class AccessMiddleware:
         if key is None:
             raise AuthenticationError(
                 "You didn't provide an API key. You need to provide your API key in an Authorization header "
-                "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+                "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+            )
         record = await self.ring.find(key)
         if record is None:
             raise AuthenticationError("Incorrect API key provided.", code="invalid_api_key")
         principal = record.principal()
-        if principal.approver and not any(method == scope["method"] and path.match(scope["path"])
-                                          for method, path in APPROVER_MAY):
+        if principal.approver and not any(
+            method == scope["method"] and path.match(scope["path"]) for method, path in APPROVER_MAY
+        ):
             raise PermissionDeniedError(
                 "This is an approver key: it may read its project's responses that wait for an approval "
                 "(GET /v1/responses/{id}), list the approvals waiting (GET /v1/approvals) and decide them "
-                "(POST /v1/responses/{id}/approvals), nothing else.")
+                "(POST /v1/responses/{id}/approvals), nothing else."
+            )
         return principal
 
 

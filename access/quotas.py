@@ -54,8 +54,9 @@ class Quotas:
             self._buckets[key] = (tokens, now)
             wait = math.ceil((1 - tokens) * 60 / rate)
             raise RateLimitedError(
-                f"This API key made more than {rate} requests a minute (RATE_LIMIT_PER_MINUTE); retry in "
-                f"{wait} s.", retry_after_seconds=wait)
+                f"This API key made more than {rate} requests a minute (RATE_LIMIT_PER_MINUTE); retry in {wait} s.",
+                retry_after_seconds=wait,
+            )
         self._buckets[key] = (tokens - 1, now)
 
 
@@ -63,7 +64,8 @@ def _count_in(counts: dict[str, int], key: str, limit: int, what: str, setting: 
     if counts[key] >= limit:
         raise RateLimitedError(
             f"This API key (on a server with no keys, all requests together) has {counts[key]} {what} open, as "
-            f"many as it may ({setting}); retry when one has ended.")
+            f"many as it may ({setting}); retry when one has ended."
+        )
     counts[key] += 1
 
 

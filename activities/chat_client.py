@@ -56,8 +56,9 @@ class ChatBackend(Protocol):
 
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
-    def stream(self, body: dict[str, Any],
-               on_headers: HeadersSeen | None = None) -> AbstractAsyncContextManager[AsyncIterator[list[Chunk]]]:
+    def stream(
+        self, body: dict[str, Any], on_headers: HeadersSeen | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[Chunk]]]:
         """The chunks of a streamed completion, in batches: those that arrived together."""
 
     async def aclose(self) -> None: ...
@@ -82,15 +83,17 @@ class ChatClient:
         self._headers = {"content-type": "application/json", "user-agent": "durable-responses"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds,
-                                              sock_connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds))
+        self._timeout = aiohttp.ClientTimeout(
+            total=timeout_seconds, sock_connect=min(CONNECT_TIMEOUT_SECONDS, timeout_seconds)
+        )
         self._url = f"{self.base_url}/chat/completions"
         self._session: aiohttp.ClientSession | None = None
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:  # made in the running loop, on first use
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
-                                                  connector=aiohttp.TCPConnector(limit=0))
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, timeout=self._timeout, connector=aiohttp.TCPConnector(limit=0)
+            )
         return self._session
 
     async def complete(self, body: dict[str, Any], on_headers: HeadersSeen | None = None) -> dict[str, Any]:
@@ -102,7 +105,7 @@ class ChatClient:
                     raise self._status_failure(answer.status, answer.headers, content, body)
                 if on_headers is not None:
                     on_headers(answer.headers)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        except (TimeoutError, aiohttp.ClientError) as error:
             raise self._transport_failure(error) from error
         return _json(content)
 
@@ -113,13 +116,14 @@ class ChatClient:
                 content = await answer.read()
                 if answer.status >= 400:
                     raise self._status_failure(answer.status, answer.headers, content, body)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        except (TimeoutError, aiohttp.ClientError) as error:
             raise self._transport_failure(error) from error
         return _json(content)
 
     @asynccontextmanager
-    async def stream(self, body: dict[str, Any],
-                     on_headers: HeadersSeen | None = None) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
+    async def stream(
+        self, body: dict[str, Any], on_headers: HeadersSeen | None = None
+    ) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
         """A streamed chat completion: its chunks as the backend sends them, those of one
         network read together (a long reply a word a chunk is many per read: one async step
         a read, not one a word)."""
@@ -130,7 +134,7 @@ class ChatClient:
                 if on_headers is not None:
                     on_headers(answer.headers)
                 yield _chunks(answer)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        except (TimeoutError, aiohttp.ClientError) as error:
             raise self._transport_failure(error) from error
 
     async def aclose(self) -> None:
@@ -146,7 +150,8 @@ class ChatClient:
         if isinstance(error, aiohttp.ClientConnectorDNSError):
             host = urlsplit(self.base_url).hostname
             return MisconfiguredUpstreamError(
-                f"{where}: name resolution failed for {host!r} ({_os_cause(error)}); check INFERENCE_BASE_URL")
+                f"{where}: name resolution failed for {host!r} ({_os_cause(error)}); check INFERENCE_BASE_URL"
+            )
         if isinstance(error, aiohttp.ClientSSLError):
             return MisconfiguredUpstreamError(f"{where}: TLS handshake failed ({_os_cause(error)})")
         if isinstance(error, aiohttp.ClientConnectorError):
@@ -155,8 +160,9 @@ class ChatClient:
             return RetryableUpstreamError(f"{where} is unreachable: {_os_cause(error)}")
         return RetryableUpstreamError(f"{where}: the connection broke ({error or type(error).__name__})")
 
-    def _status_failure(self, status: int, headers: Mapping[str, str], content: bytes,
-                        body: dict[str, Any]) -> UpstreamError:
+    def _status_failure(
+        self, status: int, headers: Mapping[str, str], content: bytes, body: dict[str, Any]
+    ) -> UpstreamError:
         """408/409/429/5xx can be retried; any other 4xx fails the response at once, with the
         backend's words and, for the usual ones, what to check."""
         try:
@@ -166,8 +172,9 @@ class ChatClient:
         said = _message_of(parsed) if isinstance(parsed, dict) else content[:300].decode(errors="replace").strip()
         message = f"inference backend {self._shown} answered {status}: {said or _reason(status)}"
         if status == 429:
-            return RateLimitedUpstreamError(message, retry_after=retry_after_seconds(headers),
-                                            provider_rate=provider_rate(headers))
+            return RateLimitedUpstreamError(
+                message, retry_after=retry_after_seconds(headers), provider_rate=provider_rate(headers)
+            )
         if status in RETRYABLE_STATUS or status >= 500:
             return RetryableUpstreamError(message, status_code=status, retry_after=retry_after_seconds(headers))
         if status == 401:
@@ -177,8 +184,9 @@ class ChatClient:
             message += f" (is model {body.get('model')!r} served there, and does INFERENCE_BASE_URL end in /v1?)"
         overflow = overflow_in(status, parsed, said)
         if overflow is not None:
-            return ContextWindowExceededError(message, status_code=status, window=overflow.window,
-                                              tokens=overflow.tokens)
+            return ContextWindowExceededError(
+                message, status_code=status, window=overflow.window, tokens=overflow.tokens
+            )
         return RejectedByUpstreamError(message, status_code=status)
 
 
@@ -211,8 +219,7 @@ async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[list[Chunk]]:
                 return
             chunk = _json(data)
             if "error" in chunk and "choices" not in chunk:  # an error reported inside the stream
-                raise RetryableUpstreamError(
-                    f"inference backend reported an error mid-stream: {_message_of(chunk)}")
+                raise RetryableUpstreamError(f"inference backend reported an error mid-stream: {_message_of(chunk)}")
             batch.append(chunk)
         if batch:
             yield batch
@@ -223,7 +230,9 @@ def _json(content: bytes | str) -> dict[str, Any]:
         parsed = orjson.loads(content)
     except orjson.JSONDecodeError:
         preview = content[:200] if isinstance(content, str) else content[:200].decode(errors="replace")
-        raise RetryableUpstreamError(f"inference backend answered with something that is not JSON: {preview!r}") from None
+        raise RetryableUpstreamError(
+            f"inference backend answered with something that is not JSON: {preview!r}"
+        ) from None
     if not isinstance(parsed, dict):
         raise RetryableUpstreamError("inference backend answered with JSON that is not an object")
     return parsed

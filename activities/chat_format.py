@@ -62,8 +62,13 @@ def parse_items(raw_items: list[dict[str, Any]]) -> list[Any]:
 NOT_RUN = "The call was not run: the user did not approve it."
 
 
-def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str, str] | None = None, *,
-                      compacted: Callable[[CompactionItem], list[ChatMessage]] | None = None) -> list[ChatMessage]:
+def items_to_messages(
+    items: list[Any],
+    table: ToolTable,
+    tool_results: dict[str, str] | None = None,
+    *,
+    compacted: Callable[[CompactionItem], list[ChatMessage]] | None = None,
+) -> list[ChatMessage]:
     """Consecutive tool calls (and the assistant text and reasoning before them) share one
     message. `tool_results`: what calls run by this response returned, by chat tool-call id;
     an approval request in `items` is followed by its call's result (or by "not run").
@@ -78,8 +83,12 @@ def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str
             case "function_call":
                 _append_tool_call(messages, item.call_id, table.chat_name(item.name, item.namespace), item.arguments)
             case "custom_tool_call":
-                _append_tool_call(messages, item.call_id, table.chat_name(item.name, item.namespace),
-                                  json.dumps({CUSTOM_INPUT: item.input}))
+                _append_tool_call(
+                    messages,
+                    item.call_id,
+                    table.chat_name(item.name, item.namespace),
+                    json.dumps({CUSTOM_INPUT: item.input}),
+                )
             case "function_call_output" | "custom_tool_call_output":
                 messages.append(_tool_message(item.call_id, item.output_text()))
             case "mcp_call":
@@ -95,8 +104,15 @@ def items_to_messages(items: list[Any], table: ToolTable, tool_results: dict[str
                 messages.extend(compacted(item) if compacted is not None else [])
                 reasoning = ""
                 continue
-            case "mcp_list_tools" | "mcp_approval_response" | "web_search_call" | "file_search_call" | \
-                    "tool_search_call" | "tool_search_output" | "compaction_trigger":
+            case (
+                "mcp_list_tools"
+                | "mcp_approval_response"
+                | "web_search_call"
+                | "file_search_call"
+                | "tool_search_call"
+                | "tool_search_output"
+                | "compaction_trigger"
+            ):
                 continue  # nothing a chat-completions backend takes; approvals act through `tool_results`
             case other:
                 raise ValueError(f"item type {other!r} cannot be sent to a chat-completions backend")
@@ -150,7 +166,11 @@ def _append_tool_call(messages: list[ChatMessage], call_id: str, name: str, argu
 
 
 def build_chat_request(
-    response: Response, context: list[ChatMessage], base_url: str | None, table: ToolTable, *,
+    response: Response,
+    context: list[ChatMessage],
+    base_url: str | None,
+    table: ToolTable,
+    *,
     send_reasoning: bool = False,
 ) -> dict[str, Any]:
     """The body of `POST /chat/completions` for one inference call (`base_url` None: without
@@ -191,8 +211,11 @@ def _tool_choice(choice: Any, table: ToolTable) -> Any:
     if isinstance(choice, str):
         return choice
     if choice.type == "mcp":
-        names = [function.function_name for function in table.mcp.values()
-                 if function.server_label == choice.server_label and choice.name in (None, function.tool_name)]
+        names = [
+            function.function_name
+            for function in table.mcp.values()
+            if function.server_label == choice.server_label and choice.name in (None, function.tool_name)
+        ]
         return {"type": "function", "function": {"name": names[0]}} if len(names) == 1 else "required"
     return {"type": "function", "function": {"name": table.chat_name(choice.name, choice.namespace)}}
 
@@ -231,8 +254,12 @@ def reasoning_of(message: ChatMessage) -> str:
     return next((message[key] for key in REASONING_KEYS if isinstance(message.get(key), str)), "")
 
 
-def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[dict[str, Any]] | None = None,
-                        sources: list[Source] | None = None) -> list[OutputItem]:
+def assistant_to_output(
+    message: ChatMessage,
+    table: ToolTable,
+    logprobs: list[dict[str, Any]] | None = None,
+    sources: list[Source] | None = None,
+) -> list[OutputItem]:
     """Output items of a reply. A call of an MCP tool becomes an `mcp_call` to run, or an
     `mcp_approval_request`; its chat tool-call id becomes the item's id (so it is mutated in
     `message`), which ties the result to the call in the chat context."""
@@ -242,8 +269,14 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
         output.append(ReasoningItem(id=new_id("rs"), content=[ReasoningText(text=reasoning)]))
     parts: list[Any] = []
     if message.get("content"):
-        parts.append(OutputText(type="output_text", text=message["content"], logprobs=logprobs or [],
-                                annotations=annotations(message["content"], sources or [])))
+        parts.append(
+            OutputText(
+                type="output_text",
+                text=message["content"],
+                logprobs=logprobs or [],
+                annotations=annotations(message["content"], sources or []),
+            )
+        )
     if message.get("refusal"):
         parts.append(Refusal(type="refusal", refusal=message["refusal"]))
     if parts:
@@ -257,8 +290,9 @@ def assistant_to_output(message: ChatMessage, table: ToolTable, logprobs: list[d
     return output
 
 
-def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str | None = None,
-              item_id: str | None = None) -> OutputItem:
+def call_item(
+    table: ToolTable, chat_name: str, arguments: str, *, call_id: str | None = None, item_id: str | None = None
+) -> OutputItem:
     """The item a model's call of `chat_name` becomes."""
     if chat_name == table.web_search_name:
         return WebSearchCallItem(id=item_id or new_id("ws"), action=WebSearchAction(query=_query(arguments)))
@@ -270,11 +304,19 @@ def call_item(table: ToolTable, chat_name: str, arguments: str, *, call_id: str 
     client = table.client.get(chat_name)
     call_id = call_id or new_id("call")
     if client is not None and client.kind == "custom":
-        return CustomToolCallItem(id=item_id or new_id("ctc"), call_id=call_id, name=client.name,
-                                  input=custom_input(arguments), namespace=client.namespace)
+        return CustomToolCallItem(
+            id=item_id or new_id("ctc"),
+            call_id=call_id,
+            name=client.name,
+            input=custom_input(arguments),
+            namespace=client.namespace,
+        )
     return OutputFunctionCall(
-        id=item_id or new_id("fc"), call_id=call_id, name=client.name if client else chat_name,
-        arguments=arguments, namespace=client.namespace if client else None,
+        id=item_id or new_id("fc"),
+        call_id=call_id,
+        name=client.name if client else chat_name,
+        arguments=arguments,
+        namespace=client.namespace if client else None,
     )
 
 
@@ -303,10 +345,19 @@ def custom_input(arguments: str) -> str:
 def mcp_item(function: McpFunction, arguments: str, item_id: str | None = None) -> McpCallItem | McpApprovalRequestItem:
     """The item of a model's call of an MCP tool: a request for approval, or a call to run."""
     if function.requires_approval:
-        return McpApprovalRequestItem(id=item_id or new_id("mcpr"), server_label=function.server_label,
-                                      name=function.tool_name, arguments=arguments)
-    return McpCallItem(id=item_id or new_id("mcp"), server_label=function.server_label, name=function.tool_name,
-                       arguments=arguments, status="in_progress")
+        return McpApprovalRequestItem(
+            id=item_id or new_id("mcpr"),
+            server_label=function.server_label,
+            name=function.tool_name,
+            arguments=arguments,
+        )
+    return McpCallItem(
+        id=item_id or new_id("mcp"),
+        server_label=function.server_label,
+        name=function.tool_name,
+        arguments=arguments,
+        status="in_progress",
+    )
 
 
 def assistant_message(message: ChatMessage) -> ChatMessage:

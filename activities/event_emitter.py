@@ -20,8 +20,13 @@ from store.turns import Fence
 
 
 class EventEmitter:
-    def __init__(self, log: EventLog, response_id: str, fence: Fence | None = None,
-                 pending_deltas: Callable[[], list[StreamEvent]] | None = None) -> None:
+    def __init__(
+        self,
+        log: EventLog,
+        response_id: str,
+        fence: Fence | None = None,
+        pending_deltas: Callable[[], list[StreamEvent]] | None = None,
+    ) -> None:
         self.log = log
         self.response_id = response_id
         self.fence = fence
@@ -78,9 +83,13 @@ def coalesced(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for event in events:
         last = merged[-1] if merged else None
-        if not (last is not None and event["type"] in MERGEABLE and last["type"] == event["type"]
-                and last.get("item_id") == event.get("item_id")
-                and last.get("content_index") == event.get("content_index")):
+        if not (
+            last is not None
+            and event["type"] in MERGEABLE
+            and last["type"] == event["type"]
+            and last.get("item_id") == event.get("item_id")
+            and last.get("content_index") == event.get("content_index")
+        ):
             close()
             merged.append(event)
         if event["type"] in MERGEABLE:

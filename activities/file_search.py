@@ -45,32 +45,57 @@ class FileSearchActivities:
         query = call.queries[0] if call.queries else ""
         began = time.perf_counter()
         try:
-            hits = await search(self.repository, self.embedder, list(stores.values()), [query],
-                                project=request.project, max_num_results=tool.max_num_results or DEFAULT_RESULTS,
-                                filters=tool.filters, ranking_options=tool.ranking_options)
+            hits = await search(
+                self.repository,
+                self.embedder,
+                list(stores.values()),
+                [query],
+                project=request.project,
+                max_num_results=tool.max_num_results or DEFAULT_RESULTS,
+                filters=tool.filters,
+                ranking_options=tool.ranking_options,
+            )
         except CapacityWaitError as error:  # the embeddings budget has room later: come back then
-            raise ApplicationError(str(error), type=type(error).__name__,
-                                   next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))) from error
+            raise ApplicationError(
+                str(error), type=type(error).__name__, next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))
+            ) from error
         except RetryableUpstreamError as error:
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except UpstreamError as error:
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
         metrics.file_search("tool", time.perf_counter() - began)
-        sources = [Source(number=request.first_number + offset, file_id=hit.file_id, filename=hit.filename)
-                   for offset, hit in enumerate(hits)]
-        results = [ResultEntry(file_id=hit.file_id, filename=hit.filename, score=hit.score, text=hit.text,
-                               attributes=hit.attributes) for hit in hits] if request.include_results else None
+        sources = [
+            Source(number=request.first_number + offset, file_id=hit.file_id, filename=hit.filename)
+            for offset, hit in enumerate(hits)
+        ]
+        results = (
+            [
+                ResultEntry(
+                    file_id=hit.file_id,
+                    filename=hit.filename,
+                    score=hit.score,
+                    text=hit.text,
+                    attributes=hit.attributes,
+                )
+                for hit in hits
+            ]
+            if request.include_results
+            else None
+        )
         done = call.model_copy(update={"status": "completed", "results": results})
         if request.emit_events:
             await self._emit(request.response_id, search_closing(done, index))
         text = shown_to_model(query, hits, request.first_number)
         if len(text.encode()) > PARK_ITEM_BYTES or size_of(done) > PARK_ITEM_BYTES:
             # it waits in the store; history carries its place
-            fields = {"output": text, "results": [entry.model_dump(mode="json") for entry in results or []]
-                      if results is not None else None}
+            fields = {
+                "output": text,
+                "results": [entry.model_dump(mode="json") for entry in results or []] if results is not None else None,
+            }
             await self.repository.parked.put(request.response_id, {call.id: fields})
-            return FileSearchResult(call=done.model_copy(update={"results": None}), text="", parked=True,
-                                    sources=sources)
+            return FileSearchResult(
+                call=done.model_copy(update={"results": None}), text="", parked=True, sources=sources
+            )
         return FileSearchResult(call=done, text=text, sources=sources)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:

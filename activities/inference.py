@@ -59,8 +59,15 @@ SUMMARY_TOKENS = 1_024
 
 
 class InferenceActivities:
-    def __init__(self, repository: ResponseRepository, gate: UpstreamGate, upstreams: Upstreams, *,
-                 send_reasoning: bool = False, windows: ContextWindows | None = None) -> None:
+    def __init__(
+        self,
+        repository: ResponseRepository,
+        gate: UpstreamGate,
+        upstreams: Upstreams,
+        *,
+        send_reasoning: bool = False,
+        windows: ContextWindows | None = None,
+    ) -> None:
         self.repository = repository
         self.gate = gate
         self.upstreams = upstreams
@@ -94,14 +101,18 @@ class InferenceActivities:
         if not listing_ids:
             return request.mcp_functions
         parked = await self.repository.parked.get(request.response.id, listing_ids)
-        tools = {(listing_id, tool["name"]): tool for listing_id, fields in parked.items()
-                 for tool in fields.get("tools", [])}
+        tools = {
+            (listing_id, tool["name"]): tool
+            for listing_id, fields in parked.items()
+            for tool in fields.get("tools", [])
+        }
         whole = []
         for function in request.mcp_functions:
             tool = tools.get((function.parked_in or "", function.tool_name))
             if tool is not None:
-                function = function.model_copy(update={"description": tool.get("description"),
-                                                       "parameters": tool.get("input_schema") or {}})
+                function = function.model_copy(
+                    update={"description": tool.get("description"), "parameters": tool.get("input_schema") or {}}
+                )
             whole.append(function)
         return whole
 
@@ -118,15 +129,18 @@ class InferenceActivities:
             functions = await self._whole_functions(request)
             table = ToolTable(request.response.tools, functions, web_search=request.web_search)
             conversation = chat_format.items_to_messages(
-                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)], table,
-                compacted=self._compacted(request.project))
+                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)],
+                table,
+                compacted=self._compacted(request.project),
+            )
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
             messages = compaction.from_latest(conversation + context)
             if request.compact:
                 return await self._compact(request, messages, fence)
-            whole = chat_format.build_chat_request(request.response, messages, None, table,
-                                                   send_reasoning=self.send_reasoning)
+            whole = chat_format.build_chat_request(
+                request.response, messages, None, table, send_reasoning=self.send_reasoning
+            )
             try:
                 step = await self._plan(request, whole)
             except ContextWindowExceededError as error:
@@ -145,7 +159,9 @@ class InferenceActivities:
 
             result, message = await self._call_upstream(request, body_for, table, fence)
             await self.repository.turns.record(
-                fence, context + [chat_format.assistant_message(message)], result.model_dump(mode="json"),
+                fence,
+                context + [chat_format.assistant_message(message)],
+                result.model_dump(mode="json"),
                 base=start.base,
             )
             return await self._carried(request, result)
@@ -162,9 +178,14 @@ class InferenceActivities:
         response = request.response
         window = await self.windows.of(request.model_group or response.model)
         policy = response.compaction
-        return plan(whole, window, truncation=response.truncation, compaction=policy is not None,
-                    threshold=compaction_threshold(policy.compact_threshold if policy else None, window),
-                    may_compact=not request.just_compacted)
+        return plan(
+            whole,
+            window,
+            truncation=response.truncation,
+            compaction=policy is not None,
+            threshold=compaction_threshold(policy.compact_threshold if policy else None, window),
+            may_compact=not request.just_compacted,
+        )
 
     async def _compact(self, request: InferenceInput, messages: list[dict[str, Any]], fence: Fence) -> InferenceResult:
         """Summarise the context into a `compaction` item; the response's context starts
@@ -174,29 +195,36 @@ class InferenceActivities:
         kept = compaction.kept_messages(messages)
 
         def body_for(base_url: str) -> dict[str, Any]:
-            return {"model": request.response.model, "messages": compaction.summariser_messages(messages, budget),
-                    chat_format.max_tokens_parameter(base_url): SUMMARY_TOKENS}
+            return {
+                "model": request.response.model,
+                "messages": compaction.summariser_messages(messages, budget),
+                chat_format.max_tokens_parameter(base_url): SUMMARY_TOKENS,
+            }
 
         result, message = await self._call_upstream(request, body_for, None, fence)
         summary = str(message.get("content") or "").strip()
         if not summary:
-            raise ApplicationError("the model gave an empty summary when asked to compact the context",
-                                   type=RetryableUpstreamError.__name__)
+            raise ApplicationError(
+                "the model gave an empty summary when asked to compact the context",
+                type=RetryableUpstreamError.__name__,
+            )
         content = compaction.CompactionContent(summary=summary, kept=kept)
-        item = CompactionItem(id=new_id("cmp"), encrypted_content=compaction.seal(
-            content, self.repository.secret_box, request.project))
-        result = InferenceResult(output=[item], finish_reason="stop", usage=result.usage,
-                                 deployment=result.deployment)
+        item = CompactionItem(
+            id=new_id("cmp"), encrypted_content=compaction.seal(content, self.repository.secret_box, request.project)
+        )
+        result = InferenceResult(output=[item], finish_reason="stop", usage=result.usage, deployment=result.deployment)
         if request.emit_events:
             emitter = EventEmitter(self.repository.events, request.response.id, fence)
             emitter.emit(compaction_events(item, request.output_offset))
             await emitter.close()
-        await self.repository.turns.record(fence, compaction.rendered(item.id or "", content),
-                                           result.model_dump(mode="json"), base=ContextBase())
+        await self.repository.turns.record(
+            fence, compaction.rendered(item.id or "", content), result.model_dump(mode="json"), base=ContextBase()
+        )
         return await self._carried(request, result)
 
-    async def _learned(self, request: InferenceInput, deployment: Deployment, model: str,
-                       error: ContextWindowExceededError) -> bool:
+    async def _learned(
+        self, request: InferenceInput, deployment: Deployment, model: str, error: ContextWindowExceededError
+    ) -> bool:
         """The window a refusal told of is kept; whether the call may be fitted to it and sent
         again (it shrinks to fit, and the window is smaller than the one it was fitted to)."""
         if not error.window:
@@ -215,17 +243,20 @@ class InferenceActivities:
         def render(item: CompactionItem) -> list[dict[str, Any]]:
             content = compaction.open_content(item.encrypted_content, box, project)
             return compaction.rendered(item.id or "compaction", content) if content is not None else []
+
         return render
 
-    async def _call_upstream(self, request: InferenceInput, body_for: Callable[[str], dict[str, Any]],
-                             table: ToolTable | None, fence: Fence) -> tuple[InferenceResult, dict[str, Any]]:
+    async def _call_upstream(
+        self, request: InferenceInput, body_for: Callable[[str], dict[str, Any]], table: ToolTable | None, fence: Fence
+    ) -> tuple[InferenceResult, dict[str, Any]]:
         """The call, to a deployment of the model when its budget gives the call a slot;
         `table` None: a compaction's summary (asked whole, never streamed)."""
         model = request.model_group or request.response.model
         lane: Lane = "background" if request.response.background else "interactive"
         try:
-            async with self.gate.slot(model, lane, request.project, request.response.id,
-                                      returning=request.returning) as slot:
+            async with self.gate.slot(
+                model, lane, request.project, request.response.id, returning=request.returning
+            ) as slot:
                 deployment = slot.deployment
                 client = self.upstreams.client(deployment)
                 body = body_for(client.base_url) | {"model": deployment.upstream_name(model)}
@@ -243,28 +274,47 @@ class InferenceActivities:
                             result, message = await self._whole(client, request, body, table, slot.saw)
                     except ContextWindowExceededError as error:
                         retried = await self._learned(request, deployment, model, error)
-                        metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
-                                                 retried=retried)
+                        metrics.inference_failed(
+                            request.response.model, time.perf_counter() - called, error, retried=retried
+                        )
                         span.set_status(Status(StatusCode.ERROR))
                         if retried:
                             raise RetryableUpstreamError(
-                                f"{error.message} (the request is fitted to that window and sent again)") from error
+                                f"{error.message} (the request is fitted to that window and sent again)"
+                            ) from error
                         raise
                     except UpstreamError as error:
-                        metrics.inference_failed(request.response.model, time.perf_counter() - called, error,
-                                                 retried=isinstance(error, RetryableUpstreamError))
+                        metrics.inference_failed(
+                            request.response.model,
+                            time.perf_counter() - called,
+                            error,
+                            retried=isinstance(error, RetryableUpstreamError),
+                        )
                         span.set_status(Status(StatusCode.ERROR))
                         span.set_attribute("error.type", type(error).__name__)
                         raise
-                    span.set_attributes({"gen_ai.usage.input_tokens": result.usage.input_tokens,
-                                         "gen_ai.usage.output_tokens": result.usage.output_tokens,
-                                         "gen_ai.response.finish_reasons": [result.finish_reason]})
-                metrics.inference_succeeded(request.response.model, time.perf_counter() - called,
-                                            result.usage.input_tokens, result.usage.output_tokens)
+                    span.set_attributes(
+                        {
+                            "gen_ai.usage.input_tokens": result.usage.input_tokens,
+                            "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                            "gen_ai.response.finish_reasons": [result.finish_reason],
+                        }
+                    )
+                metrics.inference_succeeded(
+                    request.response.model,
+                    time.perf_counter() - called,
+                    result.usage.input_tokens,
+                    result.usage.output_tokens,
+                )
                 slot.succeeded(result.usage.total_tokens or result.usage.input_tokens + result.usage.output_tokens)
         except CapacityWaitError as error:
-            raise ApplicationError(str(error), error.deployment, type=type(error).__name__, non_retryable=True,
-                                   next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001))) from error
+            raise ApplicationError(
+                str(error),
+                error.deployment,
+                type=type(error).__name__,
+                non_retryable=True,
+                next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001)),
+            ) from error
         except UpstreamError as error:
             raise to_application_error(error, deployment.budget_key(model)) from error
         except TurnLost as error:  # this execution stalled past its lease; another took over
@@ -277,8 +327,11 @@ class InferenceActivities:
         while True:
             response = request.response
             start = await self.repository.turns.claim(
-                fence, response.previous_response_id, response.conversation.id if response.conversation else None,
-                request.lease_seconds, first=request.turn == 0 or request.from_start,
+                fence,
+                response.previous_response_id,
+                response.conversation.id if response.conversation else None,
+                request.lease_seconds,
+                first=request.turn == 0 or request.from_start,
             )
             if not start.held:
                 return start
@@ -291,7 +344,11 @@ class InferenceActivities:
                 return  # lost: the fence refuses this execution's writes from now on
 
     async def _whole(
-        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable,
+        self,
+        client: ChatBackend,
+        request: InferenceInput,
+        body: dict[str, Any],
+        table: ToolTable,
         on_headers: HeadersSeen,
     ) -> tuple[InferenceResult, dict[str, Any]]:
         completion = await client.complete(body, on_headers)
@@ -308,8 +365,9 @@ class InferenceActivities:
         )
         return result, message
 
-    async def _summary(self, client: ChatBackend, body: dict[str, Any],
-                       on_headers: HeadersSeen) -> tuple[InferenceResult, dict[str, Any]]:
+    async def _summary(
+        self, client: ChatBackend, body: dict[str, Any], on_headers: HeadersSeen
+    ) -> tuple[InferenceResult, dict[str, Any]]:
         completion = await client.complete(body, on_headers)
         choices = completion.get("choices") or []
         if not choices:
@@ -318,14 +376,24 @@ class InferenceActivities:
         return InferenceResult(output=[], finish_reason="stop", usage=_usage(completion.get("usage"))), message
 
     async def _streamed(
-        self, client: ChatBackend, request: InferenceInput, body: dict[str, Any], table: ToolTable, fence: Fence,
+        self,
+        client: ChatBackend,
+        request: InferenceInput,
+        body: dict[str, Any],
+        table: ToolTable,
+        fence: Fence,
         on_headers: HeadersSeen,
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
         earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
-        assembler = StreamAssembler(request.output_offset, streamed_from_events(earlier), table,
-                                    seal=self._sealer(request), sources=request.sources)
+        assembler = StreamAssembler(
+            request.output_offset,
+            streamed_from_events(earlier),
+            table,
+            seal=self._sealer(request),
+            sources=request.sources,
+        )
         emitter = EventEmitter(self.repository.events, response_id, fence, pending_deltas=assembler.pending_deltas)
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
@@ -341,8 +409,9 @@ class InferenceActivities:
             emitter.emit(events)
         finally:
             await emitter.close()
-        result = InferenceResult(output=output, finish_reason=_finish_reason(finish_reason, message),
-                                 usage=_usage(usage))
+        result = InferenceResult(
+            output=output, finish_reason=_finish_reason(finish_reason, message), usage=_usage(usage)
+        )
         return result, message
 
     def _sealer(self, request: InferenceInput) -> Callable[[str], str] | None:
@@ -357,8 +426,10 @@ class InferenceActivities:
         seal = self._sealer(request)
         if seal is None:
             return output
-        return [item.model_copy(update={"encrypted_content": seal(item.text())}) if item.type == "reasoning" else item
-                for item in output]
+        return [
+            item.model_copy(update={"encrypted_content": seal(item.text())}) if item.type == "reasoning" else item
+            for item in output
+        ]
 
     async def _carried(self, request: InferenceInput, result: InferenceResult) -> InferenceResult:
         """The result as it travels through history: large items as stubs, their heavy fields
@@ -371,7 +442,8 @@ class InferenceActivities:
             raise ApplicationError(
                 f"The model's reply has {len(output)} output items, too many to keep ({size // 1024} KiB once "
                 f"large ones are set aside; at most {history_budget.MAX_RESULT_BYTES // 1024} KiB).",
-                type="ReplyTooLarge", non_retryable=True,
+                type="ReplyTooLarge",
+                non_retryable=True,
             )
         return carried
 
@@ -385,9 +457,11 @@ class InferenceActivities:
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
         closing = {call_id: text for call_id, text in tool_results.items() if call_id not in in_items}
-        return (inputs.context + chat_format.tool_messages(closing)
-                + chat_format.items_to_messages(items, table, tool_results,
-                                                compacted=self._compacted(request.project)))
+        return (
+            inputs.context
+            + chat_format.tool_messages(closing)
+            + chat_format.items_to_messages(items, table, tool_results, compacted=self._compacted(request.project))
+        )
 
     def _opened(self, item: Any, project: str) -> Any:
         """A reasoning item passed back sealed, with its text again (when this server sealed it
@@ -468,5 +542,3 @@ def to_application_error(error: UpstreamError, deployment: str | None = None) ->
             next_retry_delay=timedelta(seconds=error.retry_after) if error.retry_after else None,
         )
     return ApplicationError(error.message, type=type(error).__name__, non_retryable=True)
-
-

@@ -75,26 +75,31 @@ class IngestionActivities:
         try:
             async with heartbeating():  # a large PDF takes a while: in a thread, beside the heartbeats
                 text = await asyncio.to_thread(text_of, filename or "", content)
-                chunks = await asyncio.to_thread(chunks_of, text, static["max_chunk_size_tokens"],
-                                                 static["chunk_overlap_tokens"])
+                chunks = await asyncio.to_thread(
+                    chunks_of, text, static["max_chunk_size_tokens"], static["chunk_overlap_tokens"]
+                )
         except UnreadableFileError as error:
             raise ApplicationError(error.message, error.code, type=type(error).__name__, non_retryable=True) from error
-        return ChunkFileResult(chunks=await self.repository.chunks.put(request.vector_store_id, request.file_id,
-                                                                       chunks))
+        return ChunkFileResult(
+            chunks=await self.repository.chunks.put(request.vector_store_id, request.file_id, chunks)
+        )
 
     @activity.defn(name="embed_chunks")
     async def embed_chunks(self, request: EmbedChunksInput) -> EmbedChunksResult:
-        pending = await self.repository.chunks.unembedded(request.vector_store_id, request.file_id,
-                                                          request.start, request.end)
+        pending = await self.repository.chunks.unembedded(
+            request.vector_store_id, request.file_id, request.start, request.end
+        )
         if not pending:
             return EmbedChunksResult(embedded=0)
         try:
             async with heartbeating():
-                vectors = await self.embedder.embed([text for _, text in pending], request.project,
-                                                    model=request.embedding_model)
+                vectors = await self.embedder.embed(
+                    [text for _, text in pending], request.project, model=request.embedding_model
+                )
         except CapacityWaitError as error:  # the budget has room later: come back then
-            raise ApplicationError(str(error), type=type(error).__name__,
-                                   next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))) from error
+            raise ApplicationError(
+                str(error), type=type(error).__name__, next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))
+            ) from error
         except RateLimitedUpstreamError as error:
             delay = timedelta(seconds=error.retry_after) if error.retry_after else None
             raise ApplicationError(error.message, type=type(error).__name__, next_retry_delay=delay) from error
@@ -102,17 +107,24 @@ class IngestionActivities:
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except UpstreamError as error:  # refused, misconfigured: retrying cannot mend it
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
-        await self.repository.chunks.embed(request.vector_store_id, request.file_id,
-                                           {position: vector for (position, _), vector in zip(pending, vectors)})
+        await self.repository.chunks.embed(
+            request.vector_store_id,
+            request.file_id,
+            {position: vector for (position, _), vector in zip(pending, vectors, strict=True)},
+        )
         metrics.chunks_embedded(len(pending))
         return EmbedChunksResult(embedded=len(pending))
 
     @activity.defn(name="settle_file")
     async def settle_file(self, request: SettleFileInput) -> SettleFileResult:
-        error = {"code": request.error_code, "message": (request.error_message or "")[:1000]} \
-            if request.error_code else None
-        settled = await self.repository.vector_stores.settle(request.vector_store_id, request.file_id,
-                                                             request.status, error)
+        error = (
+            {"code": request.error_code, "message": (request.error_message or "")[:1000]}
+            if request.error_code
+            else None
+        )
+        settled = await self.repository.vector_stores.settle(
+            request.vector_store_id, request.file_id, request.status, error
+        )
         if settled:
             metrics.file_ingested(request.status)
         return SettleFileResult(settled=settled)

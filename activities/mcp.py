@@ -78,8 +78,13 @@ IDEMPOTENCY_KEY = "durable-responses/idempotency-key"
 
 
 class McpActivities:
-    def __init__(self, repository: ResponseRepository, *, max_result_bytes: int = MAX_RESULT_BYTES,
-                 egress: EgressPolicy = EgressPolicy()) -> None:
+    def __init__(
+        self,
+        repository: ResponseRepository,
+        *,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+        egress: EgressPolicy = EgressPolicy(),
+    ) -> None:
         self.egress = egress
         """Which addresses MCP servers may have (`access/egress.py`)."""
         self.repository = repository
@@ -95,16 +100,22 @@ class McpActivities:
         began = time.perf_counter()
         try:
             with mcp_span("tools/list", None, urlsplit(tool.server_url or "").netloc):
-                async with connected(tool.server_label, tool.server_url or "", headers,
-                                     egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
+                async with connected(
+                    tool.server_label,
+                    tool.server_url or "",
+                    headers,
+                    egress=self.egress,
+                    max_result_bytes=self.max_result_bytes,
+                ) as client:
                     # Page by page, keeping only what `allowed_tools` lets through (the tools
                     # offered to the model), within MAX_LIST_PAGES pages and MAX_LISTED_TOOLS.
                     offered: list[McpListedTool] = []
                     cursor: str | None = None
                     for _ in range(MAX_LIST_PAGES):
                         page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
-                        offered.extend(each for each in map(listed_tool, page.tools)
-                                       if tool.allows(each.name, each.read_only))
+                        offered.extend(
+                            each for each in map(listed_tool, page.tools) if tool.allows(each.name, each.read_only)
+                        )
                         cursor = page.next_cursor
                         if not cursor or len(offered) > MAX_LISTED_TOOLS:
                             break
@@ -116,7 +127,8 @@ class McpActivities:
             raise ApplicationError(
                 f"it offers more than {MAX_LISTED_TOOLS} tools (or more than {MAX_LIST_PAGES} pages of them), more "
                 "than this server offers a model from one MCP server; choose fewer tools with `allowed_tools`",
-                type="ListingTooLarge", non_retryable=True,
+                type="ListingTooLarge",
+                non_retryable=True,
             )
         metrics.mcp_operation(tool.server_url or "", "list", "ok", time.perf_counter() - began)
         item = item.model_copy(update={"tools": offered})
@@ -125,7 +137,8 @@ class McpActivities:
             raise ApplicationError(
                 f"its tool list is {size // 1024} KiB, more than this server keeps for one MCP server "
                 f"({history_budget.MAX_LISTING_BYTES // 1024} KiB); choose fewer tools with `allowed_tools`",
-                type="ListingTooLarge", non_retryable=True,
+                type="ListingTooLarge",
+                non_retryable=True,
             )
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
@@ -175,25 +188,30 @@ class McpActivities:
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
-            error = McpProtocolError(code=INVALID_PARAMS,
-                                     message=f"arguments are not a JSON object: {_excerpt(call.arguments)}")
+            error = McpProtocolError(
+                code=INVALID_PARAMS, message=f"arguments are not a JSON object: {_excerpt(call.arguments)}"
+            )
             return call.model_copy(update={"error": error, "status": "failed"})
         headers = await self._headers(response_id, call.server_label)
         sent = False
 
         async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
             nonlocal sent
-            async with connected(call.server_label, server_url, headers,
-                                 egress=self.egress, max_result_bytes=self.max_result_bytes) as client:
+            async with connected(
+                call.server_label, server_url, headers, egress=self.egress, max_result_bytes=self.max_result_bytes
+            ) as client:
                 vitals.connected(client)
                 # Claimed once connected: a server that cannot be reached has run nothing.
                 if not repeatable and not await self.repository.dispatches.claim(response_id, call.id):
                     raise McpSentBeforeError(
                         "an earlier attempt sent the call and was cut off before its answer came back "
-                        "(its worker stopped, or the call stopped answering)", code=504)
+                        "(its worker stopped, or the call stopped answering)",
+                        code=504,
+                    )
                 sent = True
-                return await client.call_tool(call.name, arguments, progress_callback=vitals.alive,
-                                              meta={IDEMPOTENCY_KEY: call.id})
+                return await client.call_tool(
+                    call.name, arguments, progress_callback=vitals.alive, meta={IDEMPOTENCY_KEY: call.id}
+                )
 
         began = time.perf_counter()
 
@@ -208,8 +226,11 @@ class McpActivities:
             return _outcome_unknown(call, error)
         except McpRejectedError as error:
             measured("rejected")
-            failure = (McpProtocolError(code=error.code, message=error.message) if error.protocol
-                       else McpHttpError(code=error.code, message=error.message))
+            failure = (
+                McpProtocolError(code=error.code, message=error.message)
+                if error.protocol
+                else McpHttpError(code=error.code, message=error.message)
+            )
             return call.model_copy(update={"error": failure, "status": "failed"})
         except McpServerError as error:
             if sent and not repeatable:
@@ -286,10 +307,12 @@ async def _while_alive(label: str, body: Callable[[_Vitals], Awaitable[T]]) -> T
 def _outcome_unknown(call: McpCallItem, error: McpServerError) -> McpCallItem:
     """A call that was sent, may have run, and is not sent again."""
     why = error.message if isinstance(error, McpSentBeforeError) else f"{error.message}, after the call was sent"
-    message = (f"The outcome of '{call.name}' on MCP server '{call.server_label}' is unknown: {why}. "
-               f"It was not run again, because the server does not mark '{call.name}' read-only or "
-               f"idempotent. Find out whether it took effect before calling it again; "
-               f"a call that needs approval needs it again.")
+    message = (
+        f"The outcome of '{call.name}' on MCP server '{call.server_label}' is unknown: {why}. "
+        f"It was not run again, because the server does not mark '{call.name}' read-only or "
+        f"idempotent. Find out whether it took effect before calling it again; "
+        f"a call that needs approval needs it again."
+    )
     return call.model_copy(update={"error": McpHttpError(code=error.code, message=message), "status": "failed"})
 
 

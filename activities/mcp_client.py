@@ -44,7 +44,11 @@ def is_sse(url: str) -> bool:
 
 @asynccontextmanager
 async def connected(
-    label: str, url: str, headers: dict[str, str], *, egress: EgressPolicy,
+    label: str,
+    url: str,
+    headers: dict[str, str],
+    *,
+    egress: EgressPolicy,
     max_result_bytes: int = MAX_RESULT_BYTES,
 ) -> AsyncIterator[Client]:
     """An initialized MCP client session over connections the egress policy allows; failures
@@ -60,16 +64,30 @@ async def connected(
         if response.status_code >= 400:
             failed_statuses.append(response.status_code)
 
-    def http_client(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
-                    auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return guarded_http_client(egress, headers=headers, timeout=timeout, auth=auth,
-                                   event_hooks={"response": [note_status]}, max_reply_bytes=max_result_bytes)
+    def http_client(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return guarded_http_client(
+            egress,
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            event_hooks={"response": [note_status]},
+            max_reply_bytes=max_result_bytes,
+        )
 
     try:
         if is_sse(url):
-            async with Client(sse_client(url, headers=headers, timeout=CONNECT_TIMEOUT_SECONDS,
-                                         sse_read_timeout=24 * 3600, httpx_client_factory=http_client),
-                              mode=PROTOCOL_MODE) as client:
+            async with Client(
+                sse_client(
+                    url,
+                    headers=headers,
+                    timeout=CONNECT_TIMEOUT_SECONDS,
+                    sse_read_timeout=24 * 3600,
+                    httpx_client_factory=http_client,
+                ),
+                mode=PROTOCOL_MODE,
+            ) as client:
                 yield client
         else:
             async with http_client(headers=headers, timeout=timeout) as http:
@@ -88,8 +106,9 @@ def classify(label: str, error: BaseException, http_status: int | None = None) -
     if isinstance(leaf, McpServerError):
         return leaf
     if isinstance(leaf, MCPError) and leaf.error.code == INTERNAL_ERROR and http_status is not None:
-        leaf = httpx2.HTTPStatusError(f"HTTP {http_status}", request=httpx2.Request("POST", "http://mcp"),
-                                      response=httpx2.Response(http_status))
+        leaf = httpx2.HTTPStatusError(
+            f"HTTP {http_status}", request=httpx2.Request("POST", "http://mcp"), response=httpx2.Response(http_status)
+        )
     if isinstance(leaf, httpx2.InvalidURL | httpx2.UnsupportedProtocol):
         return McpRejectedError(f"{where} has a URL this server cannot use ({leaf})", code=400)
     if isinstance(leaf, ReplyTooLargeError):
@@ -107,8 +126,9 @@ def classify(label: str, error: BaseException, http_status: int | None = None) -
     if isinstance(leaf, httpx2.TransportError | OSError):
         return McpUnreachableError(f"{where} cannot be reached: {leaf or type(leaf).__name__}", code=502)
     if isinstance(leaf, MCPError):
-        return McpRejectedError(f"{where} answered with an error: {leaf.error.message}", code=leaf.error.code,
-                                protocol=True)
+        return McpRejectedError(
+            f"{where} answered with an error: {leaf.error.message}", code=leaf.error.code, protocol=True
+        )
     return McpUnreachableError(f"{where} failed: {type(leaf).__name__}: {leaf}", code=502)
 
 

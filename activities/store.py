@@ -27,8 +27,9 @@ class StoreActivities:
     @activity.defn(name="record_status")
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
         try:
-            recorded = await self.repository.advance_status(request.response_id, request.status,
-                                                            with_event=request.emit_events)
+            recorded = await self.repository.advance_status(
+                request.response_id, request.status, with_event=request.emit_events
+            )
         except LookupError:
             raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True) from None
         return RecordStatusResult(recorded=recorded)
@@ -51,8 +52,11 @@ class StoreActivities:
         response = request.response
         tool_results = await self.repository.parked.tool_texts(response.id, request.tool_results)
         ended = await self.repository.finish(
-            response, with_event=request.emit_events, parked=request.parked,
-            tool_messages=tool_messages(tool_results), listings=request.listings,
+            response,
+            with_event=request.emit_events,
+            parked=request.parked,
+            tool_messages=tool_messages(tool_results),
+            listings=request.listings,
         )
         if ended is not None:
             self.repository.outcomes.publish(ended)

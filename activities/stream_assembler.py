@@ -59,9 +59,16 @@ SERVER_RUN_KINDS = (*MCP_KINDS, "web_search_call", "file_search_call")
 """Calls this server runs: the chat tool-call id is the item's id."""
 WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call")
 """Announced whole once the reply is complete (a web or file search by the search that runs it)."""
-ID_PREFIX = {"message": "msg", "reasoning": "rs", "function_call": "fc", "custom_tool_call": "ctc",
-             "mcp_call": "mcp", "mcp_approval_request": "mcpr", "web_search_call": "ws",
-             "file_search_call": "fs"}
+ID_PREFIX = {
+    "message": "msg",
+    "reasoning": "rs",
+    "function_call": "fc",
+    "custom_tool_call": "ctc",
+    "mcp_call": "mcp",
+    "mcp_approval_request": "mcpr",
+    "web_search_call": "ws",
+    "file_search_call": "fs",
+}
 TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
 
@@ -91,14 +98,22 @@ def streamed_from_events(events: list[dict[str, Any]]) -> dict[int, Streamed]:
             case "response.output_item.added":
                 item = event["item"]
                 streamed[index] = Streamed(
-                    type=item["type"], id=item["id"], call_id=item.get("call_id"), name=item.get("name"),
-                    server_label=item.get("server_label", ""), namespace=item.get("namespace"),
+                    type=item["type"],
+                    id=item["id"],
+                    call_id=item.get("call_id"),
+                    name=item.get("name"),
+                    server_label=item.get("server_label", ""),
+                    namespace=item.get("namespace"),
                 )
             case "response.content_part.added" if index in streamed:
                 streamed[index].part_added = True
-            case ("response.output_text.delta" | "response.reasoning_text.delta"
-                  | "response.function_call_arguments.delta" | "response.mcp_call_arguments.delta"
-                  | "response.custom_tool_call_input.delta") if index in streamed:
+            case (
+                "response.output_text.delta"
+                | "response.reasoning_text.delta"
+                | "response.function_call_arguments.delta"
+                | "response.mcp_call_arguments.delta"
+                | "response.custom_tool_call_input.delta"
+            ) if index in streamed:
                 pieces.setdefault(index, []).append(event["delta"])
             case "response.output_item.done" if index in streamed:
                 streamed[index].done = True
@@ -231,24 +246,58 @@ class StreamAssembler:
                 case "message":
                     part = final.content[0]
                     if part.type == "output_text":
-                        events.append(TextDoneEvent(item_id=item.id, output_index=item.output_index,
-                                                    content_index=0, text=item.text, logprobs=item.logprobs))
-                        events.append(ContentPartEvent(type="response.content_part.done", item_id=item.id,
-                                                       output_index=item.output_index, content_index=0, part=part))
+                        events.append(
+                            TextDoneEvent(
+                                item_id=item.id,
+                                output_index=item.output_index,
+                                content_index=0,
+                                text=item.text,
+                                logprobs=item.logprobs,
+                            )
+                        )
+                        events.append(
+                            ContentPartEvent(
+                                type="response.content_part.done",
+                                item_id=item.id,
+                                output_index=item.output_index,
+                                content_index=0,
+                                part=part,
+                            )
+                        )
                 case "reasoning":
-                    events.append(TextDoneEvent(type="response.reasoning_text.done", item_id=item.id,
-                                                output_index=item.output_index, content_index=0, text=item.text))
-                    events.append(ContentPartEvent(type="response.content_part.done", item_id=item.id,
-                                                   output_index=item.output_index, content_index=0,
-                                                   part=ReasoningText(text=item.text)))
+                    events.append(
+                        TextDoneEvent(
+                            type="response.reasoning_text.done",
+                            item_id=item.id,
+                            output_index=item.output_index,
+                            content_index=0,
+                            text=item.text,
+                        )
+                    )
+                    events.append(
+                        ContentPartEvent(
+                            type="response.content_part.done",
+                            item_id=item.id,
+                            output_index=item.output_index,
+                            content_index=0,
+                            part=ReasoningText(text=item.text),
+                        )
+                    )
                 case _:
-                    events.append(ArgumentsDoneEvent(item_id=item.id, output_index=item.output_index,
-                                                     name=final.name, arguments=item.text or "{}"))
+                    events.append(
+                        ArgumentsDoneEvent(
+                            item_id=item.id,
+                            output_index=item.output_index,
+                            name=final.name,
+                            arguments=item.text or "{}",
+                        )
+                    )
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
         for index, earlier in sorted(self.earlier.items()):
             if index not in self._claimed and not earlier.done:
-                events.append(OutputItemEvent(type="response.output_item.done", output_index=index,
-                                              item=_abandoned(earlier)))
+                events.append(
+                    OutputItemEvent(type="response.output_item.done", output_index=index, item=_abandoned(earlier))
+                )
         return events, output, self._assistant_message()
 
     # ---- internals -----------------------------------------------------------------------
@@ -275,13 +324,15 @@ class StreamAssembler:
         if item.earlier is None:
             blank = {"mcp_call": {"arguments": "", "status": "in_progress"}, "custom_tool_call": {"input": ""}}
             added = final.model_copy(update=blank.get(item.type, {}))
-            events.append(OutputItemEvent(type="response.output_item.added", output_index=item.output_index, item=added))
+            events.append(
+                OutputItemEvent(type="response.output_item.added", output_index=item.output_index, item=added)
+            )
         if item.type == "mcp_approval_request":
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
             return events
         already = item.earlier.text if item.earlier is not None else ""
         text = self._streamed_text(item, final)
-        beyond = text[len(already):] if text.startswith(already) else ""
+        beyond = text[len(already) :] if text.startswith(already) else ""
         if item.type == "custom_tool_call":
             if beyond:
                 events.append(CustomInputDeltaEvent(item_id=item.id, output_index=item.output_index, delta=beyond))
@@ -289,8 +340,14 @@ class StreamAssembler:
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
             return events
         if beyond:
-            events.append(ArgumentsDeltaEvent(type="response.mcp_call_arguments.delta", item_id=item.id,
-                                              output_index=item.output_index, delta=beyond))
+            events.append(
+                ArgumentsDeltaEvent(
+                    type="response.mcp_call_arguments.delta",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    delta=beyond,
+                )
+            )
         events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index, arguments=text or "{}"))
         return events
 
@@ -303,14 +360,22 @@ class StreamAssembler:
             earlier = None
         if earlier is not None:
             self._claimed.add(index)
-            item = _Item(kind, index, earlier.id, call_id=earlier.call_id, chat_name=chat_name,
-                         sent=len(earlier.text), earlier=earlier)
+            item = _Item(
+                kind,
+                index,
+                earlier.id,
+                call_id=earlier.call_id,
+                chat_name=chat_name,
+                sent=len(earlier.text),
+                earlier=earlier,
+            )
         elif kind in WHOLE_KINDS:  # announced whole when the reply is complete
             item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
         else:
             item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
-            events.append(OutputItemEvent(type="response.output_item.added", output_index=index,
-                                          item=self._started(item)))
+            events.append(
+                OutputItemEvent(type="response.output_item.added", output_index=index, item=self._started(item))
+            )
         if kind in ("message", "reasoning"):
             if kind == "message":
                 self._message = item
@@ -318,8 +383,15 @@ class StreamAssembler:
                 self._reasoning = item
             if earlier is None or not earlier.part_added:
                 part = OutputText(type="output_text", text="") if kind == "message" else ReasoningText(text="")
-                events.append(ContentPartEvent(type="response.content_part.added", item_id=item.id,
-                                               output_index=index, content_index=0, part=part))
+                events.append(
+                    ContentPartEvent(
+                        type="response.content_part.added",
+                        item_id=item.id,
+                        output_index=index,
+                        content_index=0,
+                        part=part,
+                    )
+                )
         self.items.append(item)
         return item
 
@@ -338,9 +410,16 @@ class StreamAssembler:
             return []
         delta, item.sent = item.growing.tail(length - item.sent), length
         if item.type in TEXT_DELTAS:  # built as validated values: one per write of a long reply
-            return [TextDeltaEvent.model_construct(type=TEXT_DELTAS[item.type], item_id=item.id,
-                                                   output_index=item.output_index, content_index=0, delta=delta,
-                                                   logprobs=logprobs or [])]
+            return [
+                TextDeltaEvent.model_construct(
+                    type=TEXT_DELTAS[item.type],
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    content_index=0,
+                    delta=delta,
+                    logprobs=logprobs or [],
+                )
+            ]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]
 
     def _final_item(self, item: _Item) -> OutputItem:
@@ -348,14 +427,23 @@ class StreamAssembler:
             case "message":
                 parts: list[Any] = []
                 if item.text or not item.refusal:
-                    parts.append(OutputText(type="output_text", text=item.text, logprobs=item.logprobs,
-                                            annotations=annotations(item.text, self.sources)))
+                    parts.append(
+                        OutputText(
+                            type="output_text",
+                            text=item.text,
+                            logprobs=item.logprobs,
+                            annotations=annotations(item.text, self.sources),
+                        )
+                    )
                 if item.refusal:
                     parts.append(Refusal(type="refusal", refusal=item.refusal))
                 return OutputMessage(id=item.id, content=parts)
             case "reasoning":
-                return ReasoningItem(id=item.id, content=[ReasoningText(text=item.text)],
-                                     encrypted_content=self.seal(item.text) if self.seal else None)
+                return ReasoningItem(
+                    id=item.id,
+                    content=[ReasoningText(text=item.text)],
+                    encrypted_content=self.seal(item.text) if self.seal else None,
+                )
         return call_item(self.table, item.chat_name, item.text or "{}", call_id=item.call_id, item_id=item.id)
 
     def _assistant_message(self) -> dict[str, Any]:
@@ -366,8 +454,11 @@ class StreamAssembler:
         if calls:
             # An MCP call's chat tool-call id is its item's id (see chat_format.assistant_to_output).
             message["tool_calls"] = [
-                {"id": item.id if item.type in SERVER_RUN_KINDS else item.call_id, "type": "function",
-                 "function": {"name": item.chat_name, "arguments": item.text or "{}"}}
+                {
+                    "id": item.id if item.type in SERVER_RUN_KINDS else item.call_id,
+                    "type": "function",
+                    "function": {"name": item.chat_name, "arguments": item.text or "{}"},
+                }
                 for item in calls
             ]
         return message
@@ -376,16 +467,32 @@ class StreamAssembler:
 def _abandoned(earlier: Streamed) -> OutputItem:
     match earlier.type:
         case "mcp_call":
-            return McpCallItem(id=earlier.id, server_label=earlier.server_label, name=earlier.name or "",
-                               arguments=earlier.text, status="incomplete")
+            return McpCallItem(
+                id=earlier.id,
+                server_label=earlier.server_label,
+                name=earlier.name or "",
+                arguments=earlier.text,
+                status="incomplete",
+            )
         case "message":
-            return OutputMessage(id=earlier.id, status="incomplete",
-                                 content=[OutputText(type="output_text", text=earlier.text)])
+            return OutputMessage(
+                id=earlier.id, status="incomplete", content=[OutputText(type="output_text", text=earlier.text)]
+            )
         case "reasoning":
             return ReasoningItem(id=earlier.id, content=[ReasoningText(text=earlier.text)], status="incomplete")
         case "custom_tool_call":
-            return CustomToolCallItem(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",
-                                      input=earlier.text, namespace=earlier.namespace)
-    return OutputFunctionCall(id=earlier.id, call_id=earlier.call_id or "", name=earlier.name or "",
-                              arguments=earlier.text, namespace=earlier.namespace, status="incomplete")
-
+            return CustomToolCallItem(
+                id=earlier.id,
+                call_id=earlier.call_id or "",
+                name=earlier.name or "",
+                input=earlier.text,
+                namespace=earlier.namespace,
+            )
+    return OutputFunctionCall(
+        id=earlier.id,
+        call_id=earlier.call_id or "",
+        name=earlier.name or "",
+        arguments=earlier.text,
+        namespace=earlier.namespace,
+        status="incomplete",
+    )

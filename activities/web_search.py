@@ -43,13 +43,20 @@ class SearchActivities:
         if request.emit_events:
             await self._emit(request.response_id, search_opening(call, index))
         if self.provider is None:  # a worker without the provider its API has
-            raise ApplicationError("this worker has no web search provider (WEB_SEARCH_PROVIDER)",
-                                   type=SearchRefusedError.__name__, non_retryable=True)
+            raise ApplicationError(
+                "this worker has no web search provider (WEB_SEARCH_PROVIDER)",
+                type=SearchRefusedError.__name__,
+                non_retryable=True,
+            )
         tool = request.tool
         size = tool.search_context_size or "medium"
-        query = SearchQuery(query=call.action.query, max_results=min(MAX_RESULTS, RESULTS_BY_SIZE[size] * 2),
-                            allowed_domains=tool.allowed_domains(),
-                            country=tool.user_location.country if tool.user_location else None, depth=size)
+        query = SearchQuery(
+            query=call.action.query,
+            max_results=min(MAX_RESULTS, RESULTS_BY_SIZE[size] * 2),
+            allowed_domains=tool.allowed_domains(),
+            country=tool.user_location.country if tool.user_location else None,
+            depth=size,
+        )
         began = time.perf_counter()
         try:
             found = await self.provider.search(query)
@@ -60,12 +67,16 @@ class SearchActivities:
             metrics.web_search(self.provider.name, "refused", time.perf_counter() - began)
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
         metrics.web_search(self.provider.name, "completed", time.perf_counter() - began)
-        results = [result for result in found if len(result.url) <= MAX_URL_CHARS
-                   and allowed(result.url, query.allowed_domains)][:RESULTS_BY_SIZE[size]]
+        results = [
+            result
+            for result in found
+            if len(result.url) <= MAX_URL_CHARS and allowed(result.url, query.allowed_domains)
+        ][: RESULTS_BY_SIZE[size]]
         sources = numbered(results, request.first_number)
         shown = [WebSearchSource(url=source.url) for source in sources] if request.include_sources else None
-        done = call.model_copy(update={"status": "completed",
-                                       "action": call.action.model_copy(update={"sources": shown})})
+        done = call.model_copy(
+            update={"status": "completed", "action": call.action.model_copy(update={"sources": shown})}
+        )
         if request.emit_events:
             await self._emit(request.response_id, search_closing(done, index))
         text = shown_to_model(call.action.query, results, sources)

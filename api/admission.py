@@ -53,6 +53,7 @@ class Admission:
                 waiting.cancel()
         if waiting.done() and not waiting.cancelled():
             return waiting.result()
-        where = (f"; it carries on, and GET /v1/responses/{response_id} will have it" if stored
-                 else "; retry the request")
+        where = (
+            f"; it carries on, and GET /v1/responses/{response_id} will have it" if stored else "; retry the request"
+        )
         raise StoppingError(f"This server is stopping before response {response_id} ended{where}.")

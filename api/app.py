@@ -48,8 +48,11 @@ from upstream.clients import Upstreams
 
 def retrieval_routes() -> list[Route]:
     """The Files and Vector Stores APIs (`file_search`'s documents)."""
-    store, file, batch = "/v1/vector_stores/{vector_store_id}", "/v1/vector_stores/{vector_store_id}/files/{file_id}", \
-        "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}"
+    store, file, batch = (
+        "/v1/vector_stores/{vector_store_id}",
+        "/v1/vector_stores/{vector_store_id}/files/{file_id}",
+        "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}",
+    )
     return [
         Route("/v1/files", files.create_file, methods=["POST"]),
         Route("/v1/files", files.list_files, methods=["GET"]),
@@ -76,12 +79,24 @@ def retrieval_routes() -> list[Route]:
 
 
 def create_app(
-    repository: ResponseRepository, runner: ResponseRunner, *, max_in_flight: int = 1000, limits: Limits | None = None,
-    served_model: Callable[[str], str] | None = None, mounts: Sequence[BaseRoute] = (),
-    egress: EgressPolicy | None = None, quotas: QuotaSettings | None = None, allowed_hosts: Sequence[str] = ("*",),
-    cors_allow_origins: Sequence[str] = (), access_log: bool = True, tracing: bool = False,
-    interactive_wait_seconds: float = 60.0, codec_access: CodecAccess | None = None, metrics_auth: str = "",
-    metrics_route: bool = True, embedding_model: str = LEXICAL_MODEL,
+    repository: ResponseRepository,
+    runner: ResponseRunner,
+    *,
+    max_in_flight: int = 1000,
+    limits: Limits | None = None,
+    served_model: Callable[[str], str] | None = None,
+    mounts: Sequence[BaseRoute] = (),
+    egress: EgressPolicy | None = None,
+    quotas: QuotaSettings | None = None,
+    allowed_hosts: Sequence[str] = ("*",),
+    cors_allow_origins: Sequence[str] = (),
+    access_log: bool = True,
+    tracing: bool = False,
+    interactive_wait_seconds: float = 60.0,
+    codec_access: CodecAccess | None = None,
+    metrics_auth: str = "",
+    metrics_route: bool = True,
+    embedding_model: str = LEXICAL_MODEL,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -102,9 +117,14 @@ def create_app(
         middleware.append(Middleware(TracingMiddleware))
     middleware.append(Middleware(HostCheck, allowed_hosts=list(allowed_hosts)))
     if cors_allow_origins:
-        middleware.append(Middleware(CORSMiddleware, allow_origins=list(cors_allow_origins),
-                                     allow_methods=["GET", "POST", "DELETE"],
-                                     allow_headers=["authorization", "content-type"]))
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_allow_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["authorization", "content-type"],
+            )
+        )
     middleware.append(Middleware(AccessMiddleware, ring=ring, quotas=per_key))
     app = Starlette(
         routes=[
@@ -122,16 +142,17 @@ def create_app(
             Route("/v1/models/{model_id:path}", models.retrieve_model, methods=["GET"]),
             Route("/v1/webhook_endpoints", webhook_endpoints.create_endpoint, methods=["POST"]),
             Route("/v1/webhook_endpoints", webhook_endpoints.list_endpoints, methods=["GET"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.retrieve_endpoint,
-                  methods=["GET"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.update_endpoint,
-                  methods=["POST"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.delete_endpoint,
-                  methods=["DELETE"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}/rotate_secret", webhook_endpoints.rotate_secret,
-                  methods=["POST"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}/test", webhook_endpoints.test_endpoint,
-                  methods=["POST"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.retrieve_endpoint, methods=["GET"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.update_endpoint, methods=["POST"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.delete_endpoint, methods=["DELETE"]),
+            Route(
+                "/v1/webhook_endpoints/{webhook_endpoint_id}/rotate_secret",
+                webhook_endpoints.rotate_secret,
+                methods=["POST"],
+            ),
+            Route(
+                "/v1/webhook_endpoints/{webhook_endpoint_id}/test", webhook_endpoints.test_endpoint, methods=["POST"]
+            ),
             Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
             Route("/v1/conversations/{conversation_id}", conversations.retrieve_conversation, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),
@@ -139,8 +160,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items", conversations.list_items, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items", conversations.add_items, methods=["POST"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
-            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item,
-                  methods=["DELETE"]),
+            Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item, methods=["DELETE"]),
             *retrieval_routes(),
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),

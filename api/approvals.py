@@ -61,23 +61,32 @@ async def list_approvals(request: Request) -> HttpResponse:
         item = _request_item(response, request_id) if response is not None else None
         if response is None or item is None:
             continue  # ended or not yet shown: the next look has it right
-        data.append({
-            "id": request_id,
-            "object": "approval_request",
-            "status": "pending",
-            "response_id": response_id,
-            "response_status": response.status,
-            "decision_applies": pending.applies,
-            "server_label": item["server_label"],
-            "name": item["name"],
-            "arguments": item["arguments"],
-            "model": response.model,
-            "last_user_message": asked[response_id],
-            "created_at": asked_at // 1_000_000,
-            "asked_at_ms": asked_at // 1000,
-        })
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else "",
-                         "last_id": data[-1]["id"] if data else "", "has_more": len(rows) > limit})
+        data.append(
+            {
+                "id": request_id,
+                "object": "approval_request",
+                "status": "pending",
+                "response_id": response_id,
+                "response_status": response.status,
+                "decision_applies": pending.applies,
+                "server_label": item["server_label"],
+                "name": item["name"],
+                "arguments": item["arguments"],
+                "model": response.model,
+                "last_user_message": asked[response_id],
+                "created_at": asked_at // 1_000_000,
+                "asked_at_ms": asked_at // 1000,
+            }
+        )
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": data,
+            "first_id": data[0]["id"] if data else "",
+            "last_id": data[-1]["id"] if data else "",
+            "has_more": len(rows) > limit,
+        }
+    )
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
@@ -95,12 +104,16 @@ def _request_item(response: Response, request_id: str) -> dict[str, Any] | None:
 
 
 async def _last_user_message(repository: ResponseRepository, response_id: str) -> str | None:
-    page = await repository.list_input_items(response_id, after=None, before=None, limit=INPUT_ITEMS_LOOKED_AT,
-                                             order="desc")
+    page = await repository.list_input_items(
+        response_id, after=None, before=None, limit=INPUT_ITEMS_LOOKED_AT, order="desc"
+    )
     for item in page.data:
         if item.get("type", "message") == "message" and item.get("role") == "user":
             content = item.get("content")
-            text = content if isinstance(content, str) else " ".join(
-                part.get("text", "") for part in content or [] if isinstance(part, dict))
+            text = (
+                content
+                if isinstance(content, str)
+                else " ".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+            )
             return text[:LAST_MESSAGE_CHARACTERS] or None
     return None

@@ -46,8 +46,9 @@ async def read_json(request: Request, limits: Limits) -> dict[str, Any]:
             f"Request bodies must be JSON: send `Content-Type: application/json` (got {content_type or 'none'!r}).",
             code="invalid_content_type",
         )
-    return parse_json(await read_bounded(request, limits.max_request_bytes, limits.body_timeout_seconds,
-                                         _too_large(limits)), limits)
+    return parse_json(
+        await read_bounded(request, limits.max_request_bytes, limits.body_timeout_seconds, _too_large(limits)), limits
+    )
 
 
 async def read_bounded(request: Request, max_bytes: int, timeout_seconds: float, too_large: Exception) -> bytes:
@@ -67,7 +68,8 @@ async def read_bounded(request: Request, max_bytes: int, timeout_seconds: float,
                 chunks.append(chunk)
     except TimeoutError:
         raise RequestTimeoutError(
-            f"The request body did not arrive within {timeout_seconds:g} s.", code="request_timeout",
+            f"The request body did not arrive within {timeout_seconds:g} s.",
+            code="request_timeout",
         ) from None
     return b"".join(chunks)
 
@@ -92,17 +94,24 @@ def check_values(payload: Any, max_depth: int) -> None:
         if depth > max_depth:
             raise InvalidRequestError(
                 f"Invalid '{path or 'body'}': JSON nested deeper than {max_depth} levels.",
-                param=path or None, code="invalid_value",
+                param=path or None,
+                code="invalid_value",
             )
         if isinstance(value, str):
             if "\x00" in value:
-                raise InvalidRequestError(f"Invalid '{path}': strings may not contain NUL characters.",
-                                          param=path or None, code="invalid_value")
+                raise InvalidRequestError(
+                    f"Invalid '{path}': strings may not contain NUL characters.",
+                    param=path or None,
+                    code="invalid_value",
+                )
         elif isinstance(value, dict):
             for key, item in value.items():
                 if "\x00" in key:
-                    raise InvalidRequestError(f"Invalid '{path or 'body'}': keys may not contain NUL characters.",
-                                              param=path or None, code="invalid_value")
+                    raise InvalidRequestError(
+                        f"Invalid '{path or 'body'}': keys may not contain NUL characters.",
+                        param=path or None,
+                        code="invalid_value",
+                    )
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))
@@ -116,12 +125,15 @@ def _why_not_json(body: bytes, max_depth: int) -> InvalidRequestError:
     except (ValueError, RecursionError):
         return InvalidRequestError(
             "We could not parse the JSON body of your request: send valid JSON, in UTF-8, nested at most "
-            f"{max_depth} levels.", code="invalid_json",
+            f"{max_depth} levels.",
+            code="invalid_json",
         )
     path = _first_unencodable(lenient)
     return InvalidRequestError(
         f"Invalid '{path or 'body'}': the string contains a lone surrogate (\\ud800-\\udfff) that is not valid "
-        "Unicode text.", param=path or None, code="invalid_value",
+        "Unicode text.",
+        param=path or None,
+        code="invalid_value",
     )
 
 
@@ -152,5 +164,6 @@ def _encodable(text: str) -> bool:
 def _too_large(limits: Limits) -> PayloadTooLargeError:
     return PayloadTooLargeError(
         f"The request body is larger than this server takes ({limits.max_request_bytes // (1024 * 1024)} MiB, "
-        "MAX_REQUEST_BYTES).", code="request_too_large",
+        "MAX_REQUEST_BYTES).",
+        code="request_too_large",
     )

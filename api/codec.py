@@ -51,7 +51,8 @@ async def preflight(request: Request) -> Response:
 
 
 async def _transcode(
-    request: Request, change: Callable[[EncryptedPayloads, list[Payload]], Awaitable[list[Payload]]],
+    request: Request,
+    change: Callable[[EncryptedPayloads, list[Payload]], Awaitable[list[Payload]]],
 ) -> Response:
     access: CodecAccess = request.app.state.codec_access
     cors = _cors(request)
@@ -74,18 +75,22 @@ async def _transcode(
 
 async def _check(request: Request, access: CodecAccess) -> None:
     if access.codec is None:
-        raise NotFoundError("This server has no SECRETS_KEY: its Temporal payloads are not encrypted, "
-                            "and there is nothing to decode.")
+        raise NotFoundError(
+            "This server has no SECRETS_KEY: its Temporal payloads are not encrypted, and there is nothing to decode."
+        )
     given = request.headers.get("authorization", "")
     if access.authorization:
         if not hmac.compare_digest(given.encode(), access.authorization.encode()):
-            raise AuthenticationError("The codec endpoint needs the Authorization header set in CODEC_AUTH "
-                                      "(temporal --codec-auth).")
+            raise AuthenticationError(
+                "The codec endpoint needs the Authorization header set in CODEC_AUTH (temporal --codec-auth)."
+            )
         return
     keys: ApiKeys = request.app.state.keys
     if await keys.closed():
-        raise AuthenticationError("This server has API keys, so its codec endpoint answers only with "
-                                  "CODEC_AUTH set (then send it as the Authorization header).")
+        raise AuthenticationError(
+            "This server has API keys, so its codec endpoint answers only with "
+            "CODEC_AUTH set (then send it as the Authorization header)."
+        )
 
 
 def _payloads(body: dict[str, Any]) -> Payloads:
@@ -100,6 +105,11 @@ def _cors(request: Request) -> dict[str, str]:
     access: CodecAccess = request.app.state.codec_access
     if not origin or origin not in access.allowed_origins:
         return {}
-    return {"access-control-allow-origin": origin, "access-control-allow-credentials": "true",
-            "access-control-allow-methods": "POST, OPTIONS", "access-control-allow-headers": ALLOWED_HEADERS,
-            "access-control-max-age": "600", "vary": "origin"}
+    return {
+        "access-control-allow-origin": origin,
+        "access-control-allow-credentials": "true",
+        "access-control-allow-methods": "POST, OPTIONS",
+        "access-control-allow-headers": ALLOWED_HEADERS,
+        "access-control-max-age": "600",
+        "vary": "origin",
+    }

@@ -27,8 +27,19 @@ from models.ids import new_id
 from models.items import CompactionItem
 from models.responses import Response, Usage
 
-COMPACT_PARAMETERS = frozenset({"model", "input", "instructions", "previous_response_id", "prompt_cache_key",
-                                "prompt_cache_retention", "prompt_cache_options", "service_tier", "image"})
+COMPACT_PARAMETERS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "prompt_cache_options",
+        "service_tier",
+        "image",
+    }
+)
 COUNT_ADVISORY = ("personality",)
 """Parameters of `input_tokens` that change no count here."""
 
@@ -37,16 +48,25 @@ async def compact(request: Request) -> HttpResponse:
     payload = await read_json(request, limits(request))
     unknown = sorted(name for name in payload if name not in COMPACT_PARAMETERS)
     if unknown:
-        raise InvalidRequestError(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0],
-                                  code="unknown_parameter")
+        raise InvalidRequestError(
+            f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0], code="unknown_parameter"
+        )
     if "model" not in payload:
-        raise InvalidRequestError("Missing required parameter: 'model'.", param="model",
-                                  code="missing_required_parameter")
+        raise InvalidRequestError(
+            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
+        )
     acting = principal(request)
-    prepared = await prepare(payload | {"store": False}, _repository(request), limits(request),
-                             served_model=request.app.state.served_model, project=acting.project,
-                             decided_by=acting.key_id, egress=request.app.state.egress,
-                             known_model=request.app.state.registry.knows, compact_only=True)
+    prepared = await prepare(
+        payload | {"store": False},
+        _repository(request),
+        limits(request),
+        served_model=request.app.state.served_model,
+        project=acting.project,
+        decided_by=acting.key_id,
+        egress=request.app.state.egress,
+        known_model=request.app.state.registry.knows,
+        compact_only=True,
+    )
     response = prepared.response
     admission = request.app.state.admission
     admission.enter()
@@ -56,8 +76,9 @@ async def compact(request: Request) -> HttpResponse:
     items = [item for item in end.output if isinstance(item, CompactionItem)]
     if end.status != "completed" or not items:
         raise _failed(end)
-    return json_response(CompactedResponse(id=new_id("cmp"), created_at=end.created_at, output=items,
-                                           usage=end.usage or Usage()))
+    return json_response(
+        CompactedResponse(id=new_id("cmp"), created_at=end.created_at, output=items, usage=end.usage or Usage())
+    )
 
 
 async def count_input_tokens(request: Request) -> HttpResponse:

@@ -28,11 +28,19 @@ def check_compactions(items: list[Any], box: SecretBox | None, project: str) -> 
             raise InvalidRequestError(
                 f"Invalid 'input[{index}].encrypted_content': this compaction item was not made by this server for "
                 "this project (or it was altered), so it cannot be read.",
-                param=f"input[{index}].encrypted_content", code="invalid_encrypted_content")
+                param=f"input[{index}].encrypted_content",
+                code="invalid_encrypted_content",
+            )
 
 
-def request_size(response: Response, known_context: list[dict[str, Any]], history: list[Any], items: list[Any],
-                 box: SecretBox | None, project: str) -> int:
+def request_size(
+    response: Response,
+    known_context: list[dict[str, Any]],
+    history: list[Any],
+    items: list[Any],
+    box: SecretBox | None,
+    project: str,
+) -> int:
     """Estimated tokens of the response's first request upstream (MCP tools not counted: they
     are listed later)."""
     table = ToolTable(response.tools, [])
@@ -42,13 +50,22 @@ def request_size(response: Response, known_context: list[dict[str, Any]], histor
         return compaction.rendered(item.id or "compaction", content) if content is not None else []
 
     messages = compaction.from_latest(
-        chat_format.items_to_messages(history, table, compacted=compacted) + known_context
-        + chat_format.items_to_messages(items, table, compacted=compacted))
+        chat_format.items_to_messages(history, table, compacted=compacted)
+        + known_context
+        + chat_format.items_to_messages(items, table, compacted=compacted)
+    )
     return request_tokens(chat_format.build_chat_request(response, messages, None, table))
 
 
-async def check_fits(response: Response, known_context: list[dict[str, Any]], history: list[Any], items: list[Any],
-                     box: SecretBox | None, project: str, windows: ContextWindows) -> None:
+async def check_fits(
+    response: Response,
+    known_context: list[dict[str, Any]],
+    history: list[Any],
+    items: list[Any],
+    box: SecretBox | None,
+    project: str,
+    windows: ContextWindows,
+) -> None:
     if response.truncation != "disabled" or response.compaction is not None or response.compact_only:
         return  # it will be cut or compacted to fit
     window = await windows.of(response.model)

@@ -51,8 +51,15 @@ async def _conversation(request: Request) -> ConversationRow:
 
 
 def _items_page(items: list[dict[str, Any]], has_more: bool) -> JSONResponse:
-    return JSONResponse({"object": "list", "data": items, "first_id": items[0]["id"] if items else "",
-                         "last_id": items[-1]["id"] if items else "", "has_more": has_more})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": items,
+            "first_id": items[0]["id"] if items else "",
+            "last_id": items[-1]["id"] if items else "",
+            "has_more": has_more,
+        }
+    )
 
 
 async def create_conversation(request: Request) -> HttpResponse:
@@ -90,7 +97,8 @@ async def list_items(request: Request) -> HttpResponse:
     page = page_params(request)
     try:
         items, has_more = await repository(request).conversations.list_items(
-            conversation.id, after=page.after, limit=page.limit, order=page.order)
+            conversation.id, after=page.after, limit=page.limit, order=page.order
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No item with id '{missing}' in this conversation.", param="after") from None
     return _items_page(items, has_more)
@@ -111,8 +119,7 @@ async def retrieve_item(request: Request) -> HttpResponse:
     item_id = request.path_params["item_id"]
     item = await repository(request).conversations.item(conversation.id, item_id) if plausible_id(item_id) else None
     if item is None:
-        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
-                            param="item_id")
+        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.", param="item_id")
     return JSONResponse(item)
 
 
@@ -120,6 +127,5 @@ async def delete_item(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     item_id = request.path_params["item_id"]
     if not plausible_id(item_id) or not await repository(request).conversations.delete_item(conversation.id, item_id):
-        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.",
-                            param="item_id")
+        raise NotFoundError(f"Item with id '{item_id}' not found in conversation '{conversation.id}'.", param="item_id")
     return JSONResponse(conversation.to_wire())

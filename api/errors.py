@@ -23,21 +23,24 @@ def from_validation_error(error: ValidationError, payload: Any = None) -> Invali
     first = max(error.errors(include_url=False), key=lambda problem: len(problem["loc"]))
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, UnsupportedParameter):
-        return InvalidRequestError(f"Unsupported parameter: '{cause.param}': {cause.why}.", param=cause.param,
-                                   code="unsupported_parameter")
+        return InvalidRequestError(
+            f"Unsupported parameter: '{cause.param}': {cause.why}.", param=cause.param, code="unsupported_parameter"
+        )
     param = _location(first["loc"], payload)
     match first["type"]:
         case "extra_forbidden":
             return InvalidRequestError(f"Unknown parameter: '{param}'.", param=param, code="unknown_parameter")
         case "missing":
-            return InvalidRequestError(f"Missing required parameter: '{param}'.", param=param,
-                                       code="missing_required_parameter")
+            return InvalidRequestError(
+                f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+            )
         case "union_tag_invalid":
             tag = first.get("ctx", {}).get("tag")
             expected = first.get("ctx", {}).get("expected_tags")
             return InvalidRequestError(
                 f"Invalid value: '{tag}'. Supported values for '{param}.type' are: {expected}.",
-                param=f"{param}.type", code="invalid_value",
+                param=f"{param}.type",
+                code="invalid_value",
             )
     message = first["msg"].removeprefix("Value error, ")
     return InvalidRequestError(f"Invalid '{param}': {message}.", param=param or None, code="invalid_value")
@@ -82,16 +85,23 @@ async def handle_http_error(_request: Request, error: Exception) -> JSONResponse
 async def handle_unexpected(_request: Request, error: Exception) -> JSONResponse:
     log.exception("unhandled error", exc_info=error)
     return JSONResponse(
-        {"error": {"message": "The server had an error while processing your request.", "type": "server_error",
-                   "param": None, "code": None}},
+        {
+            "error": {
+                "message": "The server had an error while processing your request.",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        },
         status_code=500,
     )
 
 
 async def handle_store_unavailable(_request: Request, error: Exception) -> JSONResponse:
     log.warning("store unavailable: %s", error)
-    return error_response(UnavailableError(
-        "The store is unavailable for a moment; retry the request.", code="store_unavailable"))
+    return error_response(
+        UnavailableError("The store is unavailable for a moment; retry the request.", code="store_unavailable")
+    )
 
 
 EXCEPTION_HANDLERS = {

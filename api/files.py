@@ -34,12 +34,15 @@ def file_not_found(file_id: str, param: str | None = None) -> NotFoundError:
 async def _fields(request: Request) -> tuple[UploadFile, str]:
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
-        raise InvalidRequestError("Uploads are multipart/form-data, with a `file` and a `purpose`.",
-                                  code="invalid_content_type")
-    too_large = PayloadTooLargeError(f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.",
-                                     param="file", code="file_too_large")
-    body = await read_bounded(request, MAX_FILE_BYTES + 64 * 1024,
-                              limits(request).body_timeout_seconds * UPLOAD_TIMEOUT_FACTOR, too_large)
+        raise InvalidRequestError(
+            "Uploads are multipart/form-data, with a `file` and a `purpose`.", code="invalid_content_type"
+        )
+    too_large = PayloadTooLargeError(
+        f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.", param="file", code="file_too_large"
+    )
+    body = await read_bounded(
+        request, MAX_FILE_BYTES + 64 * 1024, limits(request).body_timeout_seconds * UPLOAD_TIMEOUT_FACTOR, too_large
+    )
 
     async def once() -> AsyncIterator[bytes]:
         yield body
@@ -53,19 +56,24 @@ async def _fields(request: Request) -> tuple[UploadFile, str]:
         raise InvalidRequestError(f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
     upload, purpose = form.get("file"), form.get("purpose")
     if not isinstance(upload, UploadFile):
-        raise InvalidRequestError("Missing required parameter: 'file'.", param="file",
-                                  code="missing_required_parameter")
+        raise InvalidRequestError(
+            "Missing required parameter: 'file'.", param="file", code="missing_required_parameter"
+        )
     if not isinstance(purpose, str) or purpose not in PURPOSES:
-        raise InvalidRequestError(f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose",
-                                  code="invalid_value")
+        raise InvalidRequestError(
+            f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose", code="invalid_value"
+        )
     return upload, purpose
 
 
 def _filename(upload: UploadFile) -> str:
     name = (upload.filename or "").replace("\\", "/").rsplit("/", 1)[-1]
     if not name or len(name) > MAX_FILENAME_CHARS or not name.isprintable():
-        raise InvalidRequestError(f"Invalid 'file': its name must be 1 to {MAX_FILENAME_CHARS} printable "
-                                  "characters.", param="file", code="invalid_value")
+        raise InvalidRequestError(
+            f"Invalid 'file': its name must be 1 to {MAX_FILENAME_CHARS} printable characters.",
+            param="file",
+            code="invalid_value",
+        )
     return name
 
 
@@ -74,8 +82,9 @@ async def create_file(request: Request) -> HttpResponse:
     filename = _filename(upload)
     content = await upload.read()
     if len(content) > MAX_FILE_BYTES:
-        raise PayloadTooLargeError(f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.",
-                                   param="file", code="file_too_large")
+        raise PayloadTooLargeError(
+            f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.", param="file", code="file_too_large"
+        )
     row = FileRow(new_id("file"), principal(request).project, filename, purpose, len(content), int(time.time()))
     await repository(request).files.create(row, content)
     return JSONResponse(row.to_wire())
@@ -83,8 +92,7 @@ async def create_file(request: Request) -> HttpResponse:
 
 async def _file(request: Request) -> FileRow:
     file_id = request.path_params["file_id"]
-    found = await repository(request).files.get(file_id, principal(request).project) \
-        if plausible_id(file_id) else None
+    found = await repository(request).files.get(file_id, principal(request).project) if plausible_id(file_id) else None
     if found is None:
         raise file_not_found(file_id, "file_id")
     return found
@@ -106,11 +114,13 @@ async def list_files(request: Request) -> HttpResponse:
     page = page_params(request, default_order="desc")
     purpose = request.query_params.get("purpose")
     if purpose is not None and purpose not in PURPOSES:
-        raise InvalidRequestError(f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose",
-                                  code="invalid_value")
+        raise InvalidRequestError(
+            f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose", code="invalid_value"
+        )
     try:
-        rows, more = await repository(request).files.page(principal(request).project, purpose, after=page.after,
-                                                          limit=page.limit, order=page.order)
+        rows, more = await repository(request).files.page(
+            principal(request).project, purpose, after=page.after, limit=page.limit, order=page.order
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}'.", param="after") from None
     return list_page([row.to_wire() for row in rows], more)

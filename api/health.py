@@ -37,18 +37,20 @@ async def readyz(request: Request) -> JSONResponse:
         count = await repository.workers.alive(runner.task_queue, within_seconds=ALIVE_WITHIN_SECONDS)
         return None if count else "no worker serves the task queue"
 
-    return await ready({"store": repository.ping, "temporal": runner.temporal_answers, "worker": workers},
-                       answering="api")
+    return await ready(
+        {"store": repository.ping, "temporal": runner.temporal_answers, "worker": workers}, answering="api"
+    )
 
 
 async def ready(checks: dict[str, Callable[[], Awaitable[Any]]], *, answering: str | None = None) -> JSONResponse:
     """Runs the checks at once; each passes by returning None (or anything but a string that
     says what is wrong) within CHECK_SECONDS. `answering` names this process, "ok" as it answers."""
     names = list(checks)
-    outcomes = await asyncio.gather(*(asyncio.wait_for(checks[name](), CHECK_SECONDS) for name in names),
-                                    return_exceptions=True)
+    outcomes = await asyncio.gather(
+        *(asyncio.wait_for(checks[name](), CHECK_SECONDS) for name in names), return_exceptions=True
+    )
     results: dict[str, str] = {answering: "ok"} if answering else {}
-    for name, outcome in zip(names, outcomes):
+    for name, outcome in zip(names, outcomes, strict=True):
         if isinstance(outcome, TimeoutError):
             results[name] = f"error: no answer within {CHECK_SECONDS:g} s"
         elif isinstance(outcome, BaseException):

@@ -23,8 +23,9 @@ PATIENCE_SECONDS = 300.0
 
 
 class HistoryEraser:
-    def __init__(self, repository: ResponseRepository, client: Client, *,
-                 patience_seconds: float = PATIENCE_SECONDS) -> None:
+    def __init__(
+        self, repository: ResponseRepository, client: Client, *, patience_seconds: float = PATIENCE_SECONDS
+    ) -> None:
         self.repository = repository
         self.client = client
         self.patience_seconds = patience_seconds
@@ -57,12 +58,14 @@ class HistoryEraser:
         try:
             if not even_running:
                 described = await self.client.workflow_service.describe_workflow_execution(
-                    DescribeWorkflowExecutionRequest(namespace=namespace, execution=execution))
+                    DescribeWorkflowExecutionRequest(namespace=namespace, execution=execution)
+                )
                 status = described.workflow_execution_info.status
                 if status == WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING:
                     return False
             await self.client.workflow_service.delete_workflow_execution(
-                DeleteWorkflowExecutionRequest(namespace=namespace, workflow_execution=execution))
+                DeleteWorkflowExecutionRequest(namespace=namespace, workflow_execution=execution)
+            )
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise

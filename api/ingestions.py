@@ -38,8 +38,12 @@ class Ingestions:
                 try:
                     await self.client.start_workflow(
                         INGESTION_WORKFLOW,
-                        FileIngestionInput(vector_store_id=vector_store_id, file_id=file_id, project=project,
-                                           embedding_model=embedding_model),
+                        FileIngestionInput(
+                            vector_store_id=vector_store_id,
+                            file_id=file_id,
+                            project=project,
+                            embedding_model=embedding_model,
+                        ),
                         id=ingestion_workflow_id(vector_store_id, file_id),
                         task_queue=ingestion_task_queue(self.task_queue),
                         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -53,11 +57,13 @@ class Ingestions:
         if failed:
             if not all(isinstance(error, RPCError) for error in failed):
                 raise failed[0]
-            raise UnavailableError(f"Temporal did not take the ingestion of {len(failed)} file(s): "
-                                   f"{failed[0]}; try again.")
+            raise UnavailableError(
+                f"Temporal did not take the ingestion of {len(failed)} file(s): {failed[0]}; try again."
+            )
 
     async def cancel(self, vector_store_id: str, file_ids: list[str]) -> None:
         """Ask each file's workflow to stop (it may have ended already)."""
+
         async def cancel_one(file_id: str) -> None:
             try:
                 await self.client.get_workflow_handle(ingestion_workflow_id(vector_store_id, file_id)).cancel()

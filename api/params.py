@@ -36,14 +36,22 @@ def limits(request: Request) -> Limits:
 
 def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN001 - any pydantic model
     """A model as clients see it (`WIRE`: effective values filled in)."""
-    return HttpResponse(model.model_dump_json(by_alias=True, context=WIRE), status_code=status_code,
-                        media_type="application/json")
+    return HttpResponse(
+        model.model_dump_json(by_alias=True, context=WIRE), status_code=status_code, media_type="application/json"
+    )
 
 
 def list_page(data: list[dict], has_more: bool) -> HttpResponse:
     """A page of a cursor-paged list, as OpenAI's list routes answer (`first_id`, `last_id`)."""
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None, "has_more": has_more})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": data,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+            "has_more": has_more,
+        }
+    )
 
 
 def plausible_id(value: str) -> bool:

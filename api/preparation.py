@@ -31,10 +31,22 @@ from store.repository import ResponseRepository
 from store.schema import NO_PROJECT
 
 ITEM_ID_PREFIX = {
-    "message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
-    "custom_tool_call": "ctc", "custom_tool_call_output": "ctco", "web_search_call": "ws", "file_search_call": "fs",
-    "tool_search_call": "tsc", "tool_search_output": "tso", "compaction": "cmp", "compaction_trigger": "cmpt",
-    "mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr", "mcp_approval_response": "mcpa",
+    "message": "msg",
+    "function_call": "fc",
+    "function_call_output": "fco",
+    "reasoning": "rs",
+    "custom_tool_call": "ctc",
+    "custom_tool_call_output": "ctco",
+    "web_search_call": "ws",
+    "file_search_call": "fs",
+    "tool_search_call": "tsc",
+    "tool_search_output": "tso",
+    "compaction": "cmp",
+    "compaction_trigger": "cmpt",
+    "mcp_list_tools": "mcpl",
+    "mcp_call": "mcp",
+    "mcp_approval_request": "mcpr",
+    "mcp_approval_response": "mcpa",
 }
 _input_item = TypeAdapter(InputItem)
 
@@ -64,22 +76,30 @@ class PreparedResponse:
     @property
     def answers(self) -> dict[str, bool]:
         """The client's own answers, to be kept."""
-        return {decision.request.id: decision.approve for decision in self.approvals
-                if decision.approve is not None and decision.request.id not in self.applied}
+        return {
+            decision.request.id: decision.approve
+            for decision in self.approvals
+            if decision.approve is not None and decision.request.id not in self.applied
+        }
 
 
 def with_message_types(items: Any) -> Any:
     """An "easy" message ({role, content}) may leave out its type."""
     if not isinstance(items, list):
         return items
-    return [{"type": "message", **item} if isinstance(item, dict) and "type" not in item and "role" in item else item
-            for item in items]
+    return [
+        {"type": "message", **item} if isinstance(item, dict) and "type" not in item and "role" in item else item
+        for item in items
+    ]
 
 
 def as_stored(items: list[Any]) -> list[tuple[str, dict[str, Any]]]:
     """Items as they are kept and listed, each under its id (given, or made for it)."""
-    return [(item_id, item.as_listed(item_id))
-            for item in items for item_id in [item.id or new_id(ITEM_ID_PREFIX[item.type])]]
+    return [
+        (item_id, item.as_listed(item_id))
+        for item in items
+        for item_id in [item.id or new_id(ITEM_ID_PREFIX[item.type])]
+    ]
 
 
 def validate(payload: dict[str, Any]) -> CreateResponseRequest:
@@ -100,11 +120,19 @@ def parse_approval(payload: dict[str, Any], decided_by: str | None) -> ApprovalU
     return ApprovalUpdate(**body.model_dump(), decided_by=decided_by)
 
 
-async def prepare(payload: dict[str, Any], repository: ResponseRepository, limits: Limits, *,
-                  served_model: Callable[[str], str] | None = None, project: str = NO_PROJECT,
-                  decided_by: str | None = None, egress: EgressPolicy | None = None,
-                  known_model: Callable[[str], bool] | None = None,
-                  windows: ContextWindows | None = None, compact_only: bool = False) -> PreparedResponse:
+async def prepare(
+    payload: dict[str, Any],
+    repository: ResponseRepository,
+    limits: Limits,
+    *,
+    served_model: Callable[[str], str] | None = None,
+    project: str = NO_PROJECT,
+    decided_by: str | None = None,
+    egress: EgressPolicy | None = None,
+    known_model: Callable[[str], bool] | None = None,
+    windows: ContextWindows | None = None,
+    compact_only: bool = False,
+) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
     `known_model`: whether the model registry serves a model name (an unknown one is a 404).
@@ -115,19 +143,24 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
     if known_model is not None and not known_model(request.model):
-        raise NotFoundError(f"The model `{request.model}` does not exist or you do not have access to it.",
-                            param="model", code="model_not_found")
+        raise NotFoundError(
+            f"The model `{request.model}` does not exist or you do not have access to it.",
+            param="model",
+            code="model_not_found",
+        )
     await _reachable_urls(request, egress or EgressPolicy())
     if request.max_output_tokens is not None and request.max_output_tokens > limits.max_output_tokens:
         raise InvalidRequestError(
             f"Invalid 'max_output_tokens': at most {limits.max_output_tokens} on this server (MAX_OUTPUT_TOKENS).",
-            param="max_output_tokens", code="invalid_value",
+            param="max_output_tokens",
+            code="invalid_value",
         )
     items = await resolved(request.input_items(), repository, project)
     previous, known_context, known_items = await history_of(request, repository, project)
     if not items and request.previous_response_id is None and request.conversation is None:
-        raise InvalidRequestError("Missing required parameter: 'input'.", param="input",
-                                  code="missing_required_parameter")
+        raise InvalidRequestError(
+            "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
+        )
     _check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
     await _vector_stores_exist(request, repository, project)
@@ -141,12 +174,21 @@ async def prepare(payload: dict[str, Any], repository: ResponseRepository, limit
         await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
     approvals, listings, parked = _stubbed(approvals, listings)
     listings = _within_budget(response, listings, approvals, limits)
-    return PreparedResponse(request=request, response=response, items=as_stored(items), secrets=secrets,
-                            listings=listings, approvals=approvals, parked=parked, applied=applied)
+    return PreparedResponse(
+        request=request,
+        response=response,
+        items=as_stored(items),
+        secrets=secrets,
+        listings=listings,
+        approvals=approvals,
+        parked=parked,
+        applied=applied,
+    )
 
 
-async def history_of(request: CreateResponseRequest, repository: ResponseRepository,
-                     project: str) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
+async def history_of(
+    request: CreateResponseRequest, repository: ResponseRepository, project: str
+) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
     """What the request continues: the previous response and its chat context, or the items
     of its conversation (each of `project`, or not found; not both)."""
     if request.previous_response_id is not None and request.conversation is not None:
@@ -176,8 +218,9 @@ async def history_of(request: CreateResponseRequest, repository: ResponseReposit
         conversation = await repository.conversations.get(request.conversation_id)
         if conversation is None or conversation.project != project:
             raise conversation_not_found(request.conversation_id, "conversation")
-        known_items = [_input_item.validate_python(item) for item in
-                       await repository.conversations.items(request.conversation_id)]
+        known_items = [
+            _input_item.validate_python(item) for item in await repository.conversations.items(request.conversation_id)
+        ]
     return previous, known_context, known_items
 
 
@@ -189,8 +232,10 @@ async def _vector_stores_exist(request: CreateResponseRequest, repository: Respo
         found = await repository.vector_stores.some(list(tool.vector_store_ids), project)
         for position, vector_store_id in enumerate(tool.vector_store_ids):
             if vector_store_id not in found:
-                raise NotFoundError(f"Vector store with id '{vector_store_id}' not found.",
-                                    param=f"tools[{index}].vector_store_ids[{position}]")
+                raise NotFoundError(
+                    f"Vector store with id '{vector_store_id}' not found.",
+                    param=f"tools[{index}].vector_store_ids[{position}]",
+                )
 
 
 async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) -> None:
@@ -213,7 +258,8 @@ async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) 
                 raise InvalidRequestError(
                     f"Invalid 'input[{index}].content[{part_index}].image_url': this server may not fetch that "
                     "URL. Send a public http(s) URL, or the image itself as a data URL.",
-                    param=f"input[{index}].content[{part_index}].image_url", code="invalid_value",
+                    param=f"input[{index}].content[{part_index}].image_url",
+                    code="invalid_value",
                 ) from None
     for index, tool in enumerate(request.tools):
         if tool.type != "mcp" or not tool.server_url:
@@ -223,7 +269,8 @@ async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) 
         except EgressRefusedError:
             raise InvalidRequestError(
                 f"Invalid 'tools[{index}].server_url': this server may not connect to that URL.",
-                param=f"tools[{index}].server_url", code="invalid_value",
+                param=f"tools[{index}].server_url",
+                code="invalid_value",
             ) from None
 
 
@@ -237,13 +284,15 @@ async def resolved(items: list[Any], repository: ResponseRepository, project: st
             continue
         found = await repository.find_item(item.id, project)
         if found is None:
-            raise NotFoundError(f"Item with id '{item.id}' not found.", param=f"input[{index}].id",
-                                code="item_not_found")
+            raise NotFoundError(
+                f"Item with id '{item.id}' not found.", param=f"input[{index}].id", code="item_not_found"
+            )
         try:
             resolved.append(_input_item.validate_python(found))
         except ValidationError:
-            raise InvalidRequestError(f"Item with id '{item.id}' cannot be used as input.",
-                                      param=f"input[{index}].id", code="invalid_value") from None
+            raise InvalidRequestError(
+                f"Item with id '{item.id}' cannot be used as input.", param=f"input[{index}].id", code="invalid_value"
+            ) from None
     return resolved
 
 
@@ -255,37 +304,58 @@ def _call_ids(context: list[dict[str, Any]], items: list[Any]) -> set[str]:
 
 
 def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> dict[str, McpSecrets]:
-    secrets = {tool.server_label: found for tool in request.tools if tool.type == "mcp"
-               for found in [tool.secrets()] if found is not None}
+    secrets = {
+        tool.server_label: found
+        for tool in request.tools
+        if tool.type == "mcp"
+        for found in [tool.secrets()]
+        if found is not None
+    }
     if secrets and repository.secret_box is None:
         raise InvalidRequestError(
             "This server cannot keep MCP `headers` or `authorization` secret: its operator has not set "
             "SECRETS_KEY. Send the MCP tool without them, or ask for SECRETS_KEY to be set.",
-            param="tools", code="unsupported_parameter",
+            param="tools",
+            code="unsupported_parameter",
         )
     return secrets
 
 
-async def _foreign_requests(items: list[Any], previous: Response | None, history: list[Any], project: str,
-                            repository: ResponseRepository) -> set[str]:
+async def _foreign_requests(
+    items: list[Any], previous: Response | None, history: list[Any], project: str, repository: ResponseRepository
+) -> set[str]:
     """Approval requests passed back in `input` that are not the client's to answer: a request
     this server stored for a response of another project, or stored with other content than
     what is passed back (an id borrowed for a call of the client's making). A request the
     server never stored (a stateless chain) is the client's own."""
-    in_chain = {item.id for item in [*(previous.output if previous is not None else []), *history]
-                if item.type == "mcp_approval_request"}
+    in_chain = {
+        item.id
+        for item in [*(previous.output if previous is not None else []), *history]
+        if item.type == "mcp_approval_request"
+    }
     passed_back = {item.id: item for item in items if item.type == "mcp_approval_request" and item.id not in in_chain}
     if not passed_back:
         return set()
     stored = await repository.stored_output_items(list(passed_back))
-    return {request_id for request_id, (owner, data) in stored.items()
-            if owner != project or any(data.get(field) != getattr(passed_back[request_id], field)
-                                       for field in ("server_label", "name", "arguments"))}
+    return {
+        request_id
+        for request_id, (owner, data) in stored.items()
+        if owner != project
+        or any(
+            data.get(field) != getattr(passed_back[request_id], field)
+            for field in ("server_label", "name", "arguments")
+        )
+    }
 
 
 async def _approvals(
-    request: CreateResponseRequest, items: list[Any], previous: Response | None, repository: ResponseRepository,
-    history: list[Any], project: str, decided_by: str | None,
+    request: CreateResponseRequest,
+    items: list[Any],
+    previous: Response | None,
+    repository: ResponseRepository,
+    history: list[Any],
+    project: str,
+    decided_by: str | None,
 ) -> tuple[list[ApprovalDecision], frozenset[str]]:
     """Each `mcp_approval_response` must answer an open approval request of the previous
     response (or of the conversation, or one passed back in `input`), once. A request of the
@@ -300,8 +370,11 @@ async def _approvals(
             requests[item.id] = item
         elif item.type == "mcp_call" and item.approval_request_id:
             settled.add(item.approval_request_id)
-    from_previous = [item.id for item in (previous.output if previous is not None else [])
-                     if item.type == "mcp_approval_request" and item.id not in settled]
+    from_previous = [
+        item.id
+        for item in (previous.output if previous is not None else [])
+        if item.type == "mcp_approval_request" and item.id not in settled
+    ]
     in_chain = [request_id for request_id in requests if request_id not in settled]
     requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
     answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
@@ -322,17 +395,23 @@ async def _approvals(
             raise InvalidRequestError(
                 f"No MCP approval request with id '{request_id}' is open: answer a request of the previous "
                 "response (`previous_response_id`), or pass the request back in `input`.",
-                param=param, code="invalid_value",
+                param=param,
+                code="invalid_value",
             )
         if request_id in settled or request_id in answered_before or request_id in decisions:
             raise ApprovalAlreadyAnsweredError([request_id], decided_in_inbox=request_id in kept)
         _check_runnable(approval_request, answer.approve, labels)
-        decisions[request_id] = ApprovalDecision(request=approval_request, approve=answer.approve, reason=answer.reason,
-                                                 decided_by=decided_by)
+        decisions[request_id] = ApprovalDecision(
+            request=approval_request, approve=answer.approve, reason=answer.reason, decided_by=decided_by
+        )
     for request_id, decision in kept.items():
         _check_runnable(requests[request_id], decision.approve, labels)
-        decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=decision.approve,
-                                                 reason=decision.reason, decided_by=decision.decided_by)
+        decisions[request_id] = ApprovalDecision(
+            request=requests[request_id],
+            approve=decision.approve,
+            reason=decision.reason,
+            decided_by=decision.decided_by,
+        )
     for request_id in from_previous:
         if request_id not in decisions and request_id not in answered_before:
             decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)
@@ -346,12 +425,14 @@ def _check_runnable(approval_request: McpApprovalRequestItem, approve: bool, lab
         raise InvalidRequestError(
             f"Approval request '{approval_request.id}' is for MCP server '{approval_request.server_label}', which "
             "is not in `tools`: send that MCP tool again to run the approved call.",
-            param="tools", code="invalid_value",
+            param="tools",
+            code="invalid_value",
         )
 
 
-def _stubbed(approvals: list[ApprovalDecision], listings: list[McpListing]
-             ) -> tuple[list[ApprovalDecision], list[McpListing], Parked]:
+def _stubbed(
+    approvals: list[ApprovalDecision], listings: list[McpListing]
+) -> tuple[list[ApprovalDecision], list[McpListing], Parked]:
     """Approval requests with large arguments, and large listings of the chain, travel as
     stubs; their heavy fields are parked."""
     parked: Parked = {}
@@ -376,14 +457,19 @@ def _within_budget(
     budget = limits.max_workflow_input_bytes
     weight = history_budget.size_of(response) + sum(history_budget.size_of(decision) for decision in approvals)
     if weight > budget:
-        parts = {"instructions": len(response.instructions or ""), "tools": _size(response.tools),
-                 "metadata": _size(response.metadata), "input": _size(approvals)}
+        parts = {
+            "instructions": len(response.instructions or ""),
+            "tools": _size(response.tools),
+            "metadata": _size(response.metadata),
+            "input": _size(approvals),
+        }
         heaviest = max(parts, key=lambda name: parts[name])
         raise InvalidRequestError(
             f"Invalid '{heaviest}': too large ({parts[heaviest] // 1024} KiB). What a response carries besides its "
             f"input items (instructions, tools, metadata, approvals) may weigh at most {budget // 1024} KiB; send "
             "long context as input items instead.",
-            param=heaviest, code="invalid_value",
+            param=heaviest,
+            code="invalid_value",
         )
     kept = []
     for listing in listings:
@@ -408,14 +494,16 @@ def _check_items(items: list[Any], known_calls: set[str]) -> None:
                     kind = "function" if item.type == "function_call_output" else "custom tool"
                     raise InvalidRequestError(
                         f"No tool call found for {kind} call output with call_id {item.call_id}.",
-                        param=param, code="invalid_value",
+                        param=param,
+                        code="invalid_value",
                     )
             case "message":
                 for part_index, part in enumerate(item.content_parts()):
                     _check_part(part, f"{param}.content[{part_index}]")
             case "compaction_trigger" if index != len(items) - 1:
-                raise InvalidRequestError("A `compaction_trigger` item must be the last input item.", param=param,
-                                          code="invalid_value")
+                raise InvalidRequestError(
+                    "A `compaction_trigger` item must be the last input item.", param=param, code="invalid_value"
+                )
 
 
 def _check_part(part: Any, param: str) -> None:
@@ -423,10 +511,12 @@ def _check_part(part: Any, param: str) -> None:
         case "input_image" if not part.image_url:
             raise InvalidRequestError(
                 "Images must be sent as `image_url` (a URL or a data URL); file ids are not supported.",
-                param=param, code="unsupported_value",
+                param=param,
+                code="unsupported_value",
             )
         case "input_file" if not part.file_data:
             raise InvalidRequestError(
                 "Files must be sent inline as `file_data`; file ids and URLs are not supported.",
-                param=param, code="unsupported_value",
+                param=param,
+                code="unsupported_value",
             )

@@ -57,7 +57,7 @@ class OutputFold:
                 self._settle(index)
                 content = self.items[index].setdefault("content", [])
                 at = event["content_index"]
-                content[at:at + 1] = [copy.deepcopy(event["part"])]
+                content[at : at + 1] = [copy.deepcopy(event["part"])]
                 self.pieces.pop((index, at, "text"), None)
                 self.pieces.pop((index, at, "refusal"), None)
             elif kind in DELTAS and index in self.items:

@@ -53,10 +53,17 @@ async def create_response(request: Request) -> HttpResponse:
     admission.enter()
     at_end(request, admission.leave)
     acting = principal(request)
-    prepared = await prepare(await read_json(request, limits(request)), _repository(request), limits(request),
-                             served_model=request.app.state.served_model, project=acting.project,
-                             decided_by=acting.key_id, egress=request.app.state.egress,
-                             known_model=request.app.state.registry.knows, windows=request.app.state.windows)
+    prepared = await prepare(
+        await read_json(request, limits(request)),
+        _repository(request),
+        limits(request),
+        served_model=request.app.state.served_model,
+        project=acting.project,
+        decided_by=acting.key_id,
+        egress=request.app.state.egress,
+        known_model=request.app.state.registry.knows,
+        windows=request.app.state.windows,
+    )
     if not prepared.request.background:  # an interactive request that would wait too long is refused now
         await request.app.state.capacity.check(prepared.response.model)
     if prepared.request.stream:
@@ -75,9 +82,11 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     response = prepared.response
     started = await kept_and_started(request, prepared, acting)
     if prepared.request.stream:
-        events = metrics.first_delta_watch(tail(repository, response.id, after=-1,
-                                                forget_at_end=None if response.store else runner.forget_unstored),
-                                           arrived, response.model)
+        events = metrics.first_delta_watch(
+            tail(repository, response.id, after=-1, forget_at_end=None if response.store else runner.forget_unstored),
+            arrived,
+            response.model,
+        )
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
     if prepared.request.background:
         return _json(response)
@@ -99,19 +108,30 @@ async def kept_and_started(request: Request, prepared: PreparedResponse, acting:
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
     # A background response sends its events to the endpoints its project has now, too.
-    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) \
-        if response.background else []
+    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) if response.background else []
     await repository.create_response(
-        response, prepared.items, opening_events(response) if emit_events else None,
-        secrets=prepared.secrets, decisions=prepared.answers, parked=prepared.parked,
-        project=acting.project, decided_by=acting.key_id,
-        closes=prepared.closes, applies=sorted(prepared.applied),
+        response,
+        prepared.items,
+        opening_events(response) if emit_events else None,
+        secrets=prepared.secrets,
+        decisions=prepared.answers,
+        parked=prepared.parked,
+        project=acting.project,
+        decided_by=acting.key_id,
+        closes=prepared.closes,
+        applies=sorted(prepared.applied),
     )
     try:
-        started = await runner.start(response, emit_events=emit_events, listings=prepared.listings,
-                                     approvals=prepared.approvals, parked=list(prepared.parked),
-                                     first_words=_first_words(prepared.request.input), webhooks=subscriptions,
-                                     project=acting.project)
+        started = await runner.start(
+            response,
+            emit_events=emit_events,
+            listings=prepared.listings,
+            approvals=prepared.approvals,
+            parked=list(prepared.parked),
+            first_words=_first_words(prepared.request.input),
+            webhooks=subscriptions,
+            project=acting.project,
+        )
     except asyncio.CancelledError:
         raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
     except BaseException:
@@ -138,8 +158,9 @@ def _first_words(given: object, characters: int = 200) -> str:
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:
     _open_stream(request)
-    return StreamingResponse(tail(_repository(request), response_id, after=after), media_type="text/event-stream",
-                             headers=SSE_HEADERS)
+    return StreamingResponse(
+        tail(_repository(request), response_id, after=after), media_type="text/event-stream", headers=SSE_HEADERS
+    )
 
 
 async def retrieve_response(request: Request) -> HttpResponse:
@@ -151,8 +172,9 @@ async def retrieve_response(request: Request) -> HttpResponse:
     except ValueError:
         after = None
     if after is None or not -1 <= after < 2**31:
-        raise InvalidRequestError("Invalid 'starting_after': expected an event's sequence number.",
-                                  param="starting_after")
+        raise InvalidRequestError(
+            "Invalid 'starting_after': expected an event's sequence number.", param="starting_after"
+        )
     if not await _repository(request).events.has_events(response.id):
         raise InvalidRequestError(
             f"Response with id '{response.id}' has no event stream: only responses created with "
@@ -172,14 +194,15 @@ async def with_progress(repository: ResponseRepository, response: Response) -> R
         OUTPUT_FOLDS.forget(response.id)
         return response
     fold = OUTPUT_FOLDS.of(response.id, len(response.output))
-    fold.apply(await repository.events.item_events(response.id, from_output_index=len(response.output),
-                                                   after=fold.last_sequence))
+    fold.apply(
+        await repository.events.item_events(
+            response.id, from_output_index=len(response.output), after=fold.last_sequence
+        )
+    )
     if not fold.items:
         return response
     output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
-    return Response.model_validate(
-        response.model_dump(mode="json", by_alias=True) | {"output": output + fold.output()}
-    )
+    return Response.model_validate(response.model_dump(mode="json", by_alias=True) | {"output": output + fold.output()})
 
 
 async def delete_response(request: Request) -> HttpResponse:
@@ -222,25 +245,29 @@ async def decide_approval(request: Request) -> HttpResponse:
     if response.is_terminal or not response.background:
         return await _kept_for_follow_up(repository, response, decision)
     shown = await with_progress(repository, response)
-    if not any(item.type == "mcp_approval_request" and item.id == decision.approval_request_id
-               for item in shown.output):
+    if not any(
+        item.type == "mcp_approval_request" and item.id == decision.approval_request_id for item in shown.output
+    ):
         # Only a request the response has shown reaches the workflow, which waits for it
         # to be asked (a worker still replaying may not have come back to the wait).
         raise InvalidRequestError(
             f"Response with id '{response.id}' has no approval request with id '{decision.approval_request_id}'.",
-            param="approval_request_id", code="invalid_value",
+            param="approval_request_id",
+            code="invalid_value",
         )
     await _runner(request).decide(response.id, decision)
-    waited = await repository.record_decision(decision.approval_request_id, response.id, decision.approve,
-                                              decided_by=decision.decided_by)
+    waited = await repository.record_decision(
+        decision.approval_request_id, response.id, decision.approve, decided_by=decision.decided_by
+    )
     metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
     current = await repository.get_response(response.id) or response
     return _json(await with_progress(repository, current))
 
 
-async def _kept_for_follow_up(repository: ResponseRepository, response: Response,
-                              decision: ApprovalUpdate) -> HttpResponse:
+async def _kept_for_follow_up(
+    repository: ResponseRepository, response: Response, decision: ApprovalUpdate
+) -> HttpResponse:
     """A decision on a request the ended response left open: kept, and applied by the follow-up
     that continues the response without answering the request itself."""
     if not response.is_terminal:  # requests open only when a response ends
@@ -250,8 +277,13 @@ async def _kept_for_follow_up(repository: ResponseRepository, response: Response
             "`mcp_approval_response` item), or decide them here once it has ended.",
             param="response_id",
         )
-    waited = await repository.open_approvals.keep(response.id, decision.approval_request_id, approve=decision.approve,
-                                                  reason=decision.reason, decided_by=decision.decided_by)
+    waited = await repository.open_approvals.keep(
+        response.id,
+        decision.approval_request_id,
+        approve=decision.approve,
+        reason=decision.reason,
+        decided_by=decision.decided_by,
+    )
     if waited is None:
         raise ConflictError(
             f"Response with id '{response.id}' is {response.status} and waits for no approval of "
@@ -278,8 +310,9 @@ async def list_input_items(request: Request) -> HttpResponse:
 async def list_responses(request: Request) -> HttpResponse:
     page_at = page_params(request)
     try:
-        page = await _repository(request).list_responses(project=principal(request).project, after=page_at.after,
-                                                         limit=page_at.limit, order=page_at.order)
+        page = await _repository(request).list_responses(
+            project=principal(request).project, after=page_at.after, limit=page_at.limit, order=page_at.order
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
     return JSONResponse(page.to_wire())
@@ -289,8 +322,11 @@ async def _stored(request: Request, response_id: str) -> Response:
     """A stored response of the request's project; an approver key sees only those that wait
     for a decision. Anything else is not found, exactly as an unknown id."""
     acting = principal(request)
-    response = await _repository(request).get_response(response_id, project=acting.project) \
-        if plausible_id(response_id) else None
+    response = (
+        await _repository(request).get_response(response_id, project=acting.project)
+        if plausible_id(response_id)
+        else None
+    )
     if response is None or (acting.approver and not await _waits_for_approval(_repository(request), response)):
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return response

@@ -64,8 +64,9 @@ class ResponseRunner:
         """The workflow summary shows the input's first words (user text, readable in the
         Temporal UI); otherwise the model only."""
         self.task_queue = task_queue
-        self.settings = settings if settings.mcp_task_queue else settings.model_copy(
-            update=side_task_queues(task_queue))
+        self.settings = (
+            settings if settings.mcp_task_queue else settings.model_copy(update=side_task_queues(task_queue))
+        )
         self.repository = repository
         self.registry = registry or ModelRegistry.single("")
         """Where the model names' fallbacks come from (fixed in each response's input)."""
@@ -115,12 +116,18 @@ class ResponseRunner:
         `webhooks`: the endpoints of the response's project, where its events go too."""
         settings = self.settings
         if webhooks:  # the project's endpoints, beside the operator's
-            settings = settings.model_copy(update={"webhooks": settings.webhooks.model_copy(
-                update={"subscriptions": webhooks})})
+            settings = settings.model_copy(
+                update={"webhooks": settings.webhooks.model_copy(update={"subscriptions": webhooks})}
+            )
         workflow_input = ResponseWorkflowInput(
-            response=response, settings=settings, emit_events=emit_events,
-            listings=listings or [], approvals=approvals or [], parked=parked or [],
-            fallbacks=self.registry.fallbacks_of(response.model), project=project,
+            response=response,
+            settings=settings,
+            emit_events=emit_events,
+            listings=listings or [],
+            approvals=approvals or [],
+            parked=parked or [],
+            fallbacks=self.registry.fallbacks_of(response.model),
+            project=project,
         )
         eager = self.local_worker and not if_never_started
         handover = self.repository.outcomes.expect(response.id) if eager and not emit_events else None
@@ -138,11 +145,17 @@ class ResponseRunner:
                 request_eager_start=eager,
                 static_summary=visibility.summary(response.model, first_words if self.summary_input else ""),
                 static_details=visibility.details(
-                    previous_response_id=response.previous_response_id, tools=_tool_names(response),
-                    background=response.background, stream=emit_events and not response.background,
-                    conversation_id=response.conversation.id if response.conversation else None),
-                search_attributes=(visibility.initial_search_attributes(response.model, response.previous_response_id)
-                                   if self.settings.search_attributes else None),
+                    previous_response_id=response.previous_response_id,
+                    tools=_tool_names(response),
+                    background=response.background,
+                    stream=emit_events and not response.background,
+                    conversation_id=response.conversation.id if response.conversation else None,
+                ),
+                search_attributes=(
+                    visibility.initial_search_attributes(response.model, response.previous_response_id)
+                    if self.settings.search_attributes
+                    else None
+                ),
             )
         except WorkflowAlreadyStartedError:
             if if_never_started:
@@ -223,8 +236,9 @@ class ResponseRunner:
             raise _refused(response_id, decision, error.cause) from None
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
-                raise ConflictError(f"Response with id '{response_id}' has finished and waits for no approval.",
-                                    param="response_id") from error
+                raise ConflictError(
+                    f"Response with id '{response_id}' has finished and waits for no approval.", param="response_id"
+                ) from error
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
 
     async def temporal_answers(self) -> None:
@@ -234,8 +248,10 @@ class ResponseRunner:
 
 def _tool_names(response: Response) -> list[str]:
     """Tools by type and name or server label (never their URLs or headers)."""
-    return [f"{tool.type}:{getattr(tool, 'server_label', None) or getattr(tool, 'name', None) or ''}".rstrip(":")
-            for tool in response.tools]
+    return [
+        f"{tool.type}:{getattr(tool, 'server_label', None) or getattr(tool, 'name', None) or ''}".rstrip(":")
+        for tool in response.tools
+    ]
 
 
 def _started_here(handle: WorkflowHandle) -> bool:
@@ -253,7 +269,8 @@ def _refused(response_id: str, decision: ApprovalUpdate, cause: BaseException | 
         case "UnknownApprovalRequest":
             return InvalidRequestError(
                 f"Response with id '{response_id}' has no open approval request with id '{request_id}'.",
-                param="approval_request_id", code="invalid_value",
+                param="approval_request_id",
+                code="invalid_value",
             )
         case "NotAwaitingApproval":
             return ConflictError(

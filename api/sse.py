@@ -38,7 +38,10 @@ def frame(event: StoredEvent) -> str:
 
 
 async def tail(
-    repository: ResponseRepository, response_id: str, *, after: int,
+    repository: ResponseRepository,
+    response_id: str,
+    *,
+    after: int,
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[str]:
     """The response's events after `after`, then its new ones as they come, to its terminal
@@ -55,10 +58,14 @@ async def tail(
                 batch = await log.read(response_id, after=last)
                 if not batch:
                     waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
-                    if waited >= STALL_CHECK_SECONDS and \
-                            await _ended_without_terminal_event(repository, response_id, last):
-                        yield _error_frame(last + 1, "stream_ended",
-                                           f"Response {response_id} ended without its stream being completed.")
+                    if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(
+                        repository, response_id, last
+                    ):
+                        yield _error_frame(
+                            last + 1,
+                            "stream_ended",
+                            f"Response {response_id} ended without its stream being completed.",
+                        )
                         return
                     continue
             finally:

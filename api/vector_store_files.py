@@ -23,8 +23,9 @@ from store.vector_stores import STATUSES, BatchRow, NewFile, VectorStoreFileRow
 def _status_filter(request: Request) -> str | None:
     status = request.query_params.get("filter")
     if status is not None and status not in STATUSES:
-        raise InvalidRequestError(f"Invalid 'filter': expected one of {', '.join(STATUSES)}.", param="filter",
-                                  code="invalid_value")
+        raise InvalidRequestError(
+            f"Invalid 'filter': expected one of {', '.join(STATUSES)}.", param="filter", code="invalid_value"
+        )
     return status
 
 
@@ -55,8 +56,9 @@ async def retrieve_file(request: Request) -> HttpResponse:
 async def update_file(request: Request) -> HttpResponse:
     entry = await _entry(request)
     body = await parsed(UpdateVectorStoreFile, request)
-    await repository(request).vector_stores.update_attributes(entry.vector_store_id, entry.file_id,
-                                                              body.attributes or {})
+    await repository(request).vector_stores.update_attributes(
+        entry.vector_store_id, entry.file_id, body.attributes or {}
+    )
     return JSONResponse((await _entry(request)).to_wire())
 
 
@@ -71,8 +73,14 @@ async def delete_file(request: Request) -> HttpResponse:
 async def file_content(request: Request) -> HttpResponse:
     entry = await _entry(request)
     chunks = await repository(request).chunks.texts(entry.vector_store_id, entry.file_id)
-    return JSONResponse({"object": "vector_store.file_content.page", "has_more": False, "next_page": None,
-                         "data": [{"type": "text", "text": text} for text in chunks]})
+    return JSONResponse(
+        {
+            "object": "vector_store.file_content.page",
+            "has_more": False,
+            "next_page": None,
+            "data": [{"type": "text", "text": text} for text in chunks],
+        }
+    )
 
 
 async def list_files(request: Request) -> HttpResponse:
@@ -80,8 +88,14 @@ async def list_files(request: Request) -> HttpResponse:
     page = page_params(request, with_before=True)
     try:
         rows, more = await repository(request).vector_stores.files_page(
-            store.id, status=_status_filter(request), batch_id=None, after=page.after, before=page.before,
-            limit=page.limit, order=page.order)
+            store.id,
+            status=_status_filter(request),
+            batch_id=None,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}' in this vector store.", param="after") from None
     return list_page([row.to_wire() for row in rows], more)
@@ -100,8 +114,10 @@ async def create_batch(request: Request) -> HttpResponse:
     store = await vector_store(request)
     body = await parsed(CreateFileBatch, request)
     listed = "files" if body.files is not None else "file_ids"
-    entries = [NewFile(each.file_id, each.attributes or {}, chunking_as_stored(each.chunking_strategy))
-               for each in body.entries()]
+    entries = [
+        NewFile(each.file_id, each.attributes or {}, chunking_as_stored(each.chunking_strategy))
+        for each in body.entries()
+    ]
     await files_to_add(request, entries, [f"{listed}[{index}]" for index in range(len(entries))])
     batch_id = new_id("vsfb")
     added = await repository(request).vector_stores.add_files(store.id, entries, batch_id)
@@ -127,8 +143,14 @@ async def list_batch_files(request: Request) -> HttpResponse:
     page = page_params(request, with_before=True)
     try:
         rows, more = await repository(request).vector_stores.files_page(
-            batch.vector_store_id, status=_status_filter(request), batch_id=batch.id, after=page.after,
-            before=page.before, limit=page.limit, order=page.order)
+            batch.vector_store_id,
+            status=_status_filter(request),
+            batch_id=batch.id,
+            after=page.after,
+            before=page.before,
+            limit=page.limit,
+            order=page.order,
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No file with id '{missing}' in this batch.", param="after") from None
     return list_page([row.to_wire() for row in rows], more)

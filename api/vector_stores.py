@@ -42,8 +42,11 @@ def vector_store_not_found(vector_store_id: str, param: str | None = "vector_sto
 
 async def vector_store(request: Request) -> VectorStoreRow:
     vector_store_id = request.path_params["vector_store_id"]
-    found = await repository(request).vector_stores.get(vector_store_id, principal(request).project) \
-        if plausible_id(vector_store_id) else None
+    found = (
+        await repository(request).vector_stores.get(vector_store_id, principal(request).project)
+        if plausible_id(vector_store_id)
+        else None
+    )
     if found is None:
         raise vector_store_not_found(vector_store_id)
     return found
@@ -52,7 +55,7 @@ async def vector_store(request: Request) -> VectorStoreRow:
 async def files_to_add(request: Request, entries: list[NewFile], params: list[str]) -> None:
     """Every file named is one of the project's (404 naming, by `params`, the first that is not)."""
     found = await repository(request).files.some([entry.file_id for entry in entries], principal(request).project)
-    for entry, param in zip(entries, params):
+    for entry, param in zip(entries, params, strict=True):
         if entry.file_id not in found:
             raise file_not_found(entry.file_id, param)
 
@@ -76,9 +79,16 @@ async def create_vector_store(request: Request) -> HttpResponse:
     entries = [NewFile(file_id, {}, chunking_as_stored(body.chunking_strategy)) for file_id in body.file_ids or []]
     await files_to_add(request, entries, [f"file_ids[{index}]" for index in range(len(entries))])
     now = int(time.time())
-    row = VectorStoreRow(new_id("vs"), project, body.name or "", body.metadata or {}, now, now,
-                         body.expires_after.days if body.expires_after else None,
-                         request.app.state.embedder.model)
+    row = VectorStoreRow(
+        new_id("vs"),
+        project,
+        body.name or "",
+        body.metadata or {},
+        now,
+        now,
+        body.expires_after.days if body.expires_after else None,
+        request.app.state.embedder.model,
+    )
     added = await repository(request).vector_stores.create(row, entries)
     try:
         await ingest(request, row, added)
@@ -111,7 +121,8 @@ async def list_vector_stores(request: Request) -> HttpResponse:
     page = page_params(request, with_before=True)
     try:
         rows, more = await repository(request).vector_stores.page(
-            principal(request).project, after=page.after, before=page.before, limit=page.limit, order=page.order)
+            principal(request).project, after=page.after, before=page.before, limit=page.limit, order=page.order
+        )
     except LookupError as missing:
         raise InvalidRequestError(f"No vector store with id '{missing}'.", param="after") from None
     return list_page([row.to_wire() for row in rows], more)
@@ -129,11 +140,25 @@ async def search_vector_store(request: Request) -> HttpResponse:
     body = await parsed(SearchVectorStore, request)
     began = time.perf_counter()
     try:
-        hits = await search(repository(request), request.app.state.embedder, [store], body.queries(),
-                            project=store.project, max_num_results=body.max_num_results, filters=body.filters,
-                            ranking_options=body.ranking_options)
+        hits = await search(
+            repository(request),
+            request.app.state.embedder,
+            [store],
+            body.queries(),
+            project=store.project,
+            max_num_results=body.max_num_results,
+            filters=body.filters,
+            ranking_options=body.ranking_options,
+        )
     except UpstreamError as error:
         raise UnavailableError(f"The query could not be embedded: {error.message}") from None
     metrics.file_search("api", time.perf_counter() - began)
-    return JSONResponse({"object": "vector_store.search_results.page", "search_query": body.queries(),
-                         "data": [hit.to_wire() for hit in hits], "has_more": False, "next_page": None})
+    return JSONResponse(
+        {
+            "object": "vector_store.search_results.page",
+            "search_query": body.queries(),
+            "data": [hit.to_wire() for hit in hits],
+            "has_more": False,
+            "next_page": None,
+        }
+    )

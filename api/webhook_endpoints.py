@@ -55,14 +55,16 @@ async def _reachable(request: Request, url: str) -> None:
     try:
         await egress.check_url(url)
     except EgressRefusedError:
-        raise InvalidRequestError("Invalid 'url': this server may not connect to that URL.", param="url",
-                                  code="invalid_value") from None
+        raise InvalidRequestError(
+            "Invalid 'url': this server may not connect to that URL.", param="url", code="invalid_value"
+        ) from None
 
 
 async def _found(request: Request) -> WebhookEndpointRow:
     endpoint_id = request.path_params["webhook_endpoint_id"]
-    found = await _endpoints(request).get(principal(request).project, endpoint_id) \
-        if plausible_id(endpoint_id) else None
+    found = (
+        await _endpoints(request).get(principal(request).project, endpoint_id) if plausible_id(endpoint_id) else None
+    )
     if found is None:
         raise _not_found(endpoint_id)
     return found
@@ -75,8 +77,9 @@ def _not_found(endpoint_id: str) -> NotFoundError:
 async def create_endpoint(request: Request) -> HttpResponse:
     body: CreateWebhookEndpoint = await _body(CreateWebhookEndpoint, request)
     await _reachable(request, body.url)
-    endpoint, secret = await _endpoints(request).create(principal(request).project, name=body.name, url=body.url,
-                                                        event_types=list(body.event_types))
+    endpoint, secret = await _endpoints(request).create(
+        principal(request).project, name=body.name, url=body.url, event_types=list(body.event_types)
+    )
     return JSONResponse(endpoint.to_wire(signing_secret=secret))
 
 
@@ -87,8 +90,15 @@ async def list_endpoints(request: Request) -> HttpResponse:
         raise InvalidRequestError(f"No webhook endpoint with id '{page_at.after}'.", param="after")
     rows, has_more = page
     data = [row.to_wire() for row in rows]
-    return JSONResponse({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None, "has_more": has_more})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": data,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+            "has_more": has_more,
+        }
+    )
 
 
 async def retrieve_endpoint(request: Request) -> HttpResponse:
@@ -116,8 +126,9 @@ async def delete_endpoint(request: Request) -> HttpResponse:
 async def rotate_secret(request: Request) -> HttpResponse:
     endpoint = await _found(request)
     body: RotateWebhookSecret = await _body(RotateWebhookSecret, request, empty_allowed=True)
-    rotated = await _endpoints(request).rotate_secret(principal(request).project, endpoint.id,
-                                                      keep_old=body.keep_old_secret_active_for_24_hours)
+    rotated = await _endpoints(request).rotate_secret(
+        principal(request).project, endpoint.id, keep_old=body.keep_old_secret_active_for_24_hours
+    )
     if rotated is None:
         raise _not_found(endpoint.id)
     row, secret = rotated
@@ -133,17 +144,32 @@ async def test_endpoint(request: Request) -> HttpResponse:
         raise _not_found(endpoint.id)
     data: dict[str, Any] = {"id": f"resp_test_{secrets.token_hex(8)}"}
     if body.event_type == ACTION_REQUIRED:
-        data["required_action"] = {"type": "mcp_approval_request",
-                                   "approval_request_id": f"mcpr_test_{secrets.token_hex(8)}"}
-    event = WebhookEvent(id=f"evt_test_{secrets.token_hex(12)}", created_at=int(time.time()), type=body.event_type,
-                         data=data)
+        data["required_action"] = {
+            "type": "mcp_approval_request",
+            "approval_request_id": f"mcpr_test_{secrets.token_hex(8)}",
+        }
+    event = WebhookEvent(
+        id=f"evt_test_{secrets.token_hex(12)}", created_at=int(time.time()), type=body.event_type, data=data
+    )
     try:
-        status_code = await post_event(signing.url, signing.keys, event, egress=request.app.state.egress,
-                                       timeout_seconds=TEST_TIMEOUT_SECONDS)
+        status_code = await post_event(
+            signing.url, signing.keys, event, egress=request.app.state.egress, timeout_seconds=TEST_TIMEOUT_SECONDS
+        )
     except Exception as error:  # noqa: BLE001 - told as a 400 below, without the URL
-        why = "may not be reached from this server" if egress_refused(error) else \
-            f"could not be reached ({type(error).__name__})"
-        raise InvalidRequestError(f"Webhook endpoint '{endpoint.id}' {why}.", param="webhook_endpoint_id",
-                                  code="webhook_unreachable") from None
-    return JSONResponse({"object": "webhook_endpoint.test", "event_type": body.event_type, "status_code": status_code,
-                         "success": True, "webhook_endpoint_id": endpoint.id})
+        why = (
+            "may not be reached from this server"
+            if egress_refused(error)
+            else f"could not be reached ({type(error).__name__})"
+        )
+        raise InvalidRequestError(
+            f"Webhook endpoint '{endpoint.id}' {why}.", param="webhook_endpoint_id", code="webhook_unreachable"
+        ) from None
+    return JSONResponse(
+        {
+            "object": "webhook_endpoint.test",
+            "event_type": body.event_type,
+            "status_code": status_code,
+            "success": True,
+            "webhook_endpoint_id": endpoint.id,
+        }
+    )

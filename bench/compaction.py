@@ -43,8 +43,11 @@ class Chain:
 
     def turn(self, client: openai.OpenAI, turn: int) -> None:
         text = f"turn {turn}: " + " ".join(WORDS[index % len(WORDS)] for index in range(60))
-        extra = {"context_management": [{"type": "compaction", "compact_threshold": self.threshold}]} \
-            if self.threshold else {}
+        extra = (
+            {"context_management": [{"type": "compaction", "compact_threshold": self.threshold}]}
+            if self.threshold
+            else {}
+        )
         began = time.perf_counter()
         response = client.responses.create(model=self.model, input=text, previous_response_id=self.previous, **extra)
         self.milliseconds.append((time.perf_counter() - began) * 1000)
@@ -69,28 +72,40 @@ def main() -> None:
                 warm_up = Chain("warm-up", None)  # the first requests of a process are slower
                 for turn in range(20):
                     warm_up.turn(client, turn)
-                chains = {"without compaction": Chain("plain", None),
-                          f"compact_threshold {args.threshold}": Chain("compacting", args.threshold)}
+                chains = {
+                    "without compaction": Chain("plain", None),
+                    f"compact_threshold {args.threshold}": Chain("compacting", args.threshold),
+                }
                 for turn in range(args.turns):
                     for chain in chains.values():
                         chain.turn(client, turn)
                 # (read once the chains are done: a reader beside the server slows it, as its
                 # WAL cannot be checkpointed meanwhile)
-                stored = {name: (stored_bytes(database, chain.ids[0]), stored_bytes(database, chain.ids[-1]))
-                          for name, chain in chains.items()}
+                stored = {
+                    name: (stored_bytes(database, chain.ids[0]), stored_bytes(database, chain.ids[-1]))
+                    for name, chain in chains.items()
+                }
             finally:
                 dev.stop()
-        sent = {chain.model: httpx.get(f"{backend.base_url}/_requests", params={"model": chain.model},
-                                       timeout=30).json()[-1] for chain in chains.values()}
+        sent = {
+            chain.model: httpx.get(f"{backend.base_url}/_requests", params={"model": chain.model}, timeout=30).json()[
+                -1
+            ]
+            for chain in chains.values()
+        }
     finally:
         backend.stop()
-    print(f"| {args.turns}-turn chain, two in alternation | turns 1–10 | last 10 | last / first "
-          "| tokens sent by the last turn | bytes stored: first / last response | compactions |")
+    print(
+        f"| {args.turns}-turn chain, two in alternation | turns 1–10 | last 10 | last / first "
+        "| tokens sent by the last turn | bytes stored: first / last response | compactions |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, chain in chains.items():
         head, tail = statistics.median(chain.milliseconds[:10]), statistics.median(chain.milliseconds[-10:])
-        print(f"| {name} | {head:.1f} ms | {tail:.1f} ms | {tail / head:.2f}x | {reference_tokens(sent[chain.model]):,} "
-              f"| {stored[name][0]:,} / {stored[name][1]:,} | {chain.compactions} |")
+        print(
+            f"| {name} | {head:.1f} ms | {tail:.1f} ms | {tail / head:.2f}x | {reference_tokens(sent[chain.model]):,} "
+            f"| {stored[name][0]:,} / {stored[name][1]:,} | {chain.compactions} |"
+        )
     os._exit(0)  # the Temporal client can crash at interpreter exit (sdk-python #300)
 
 

@@ -38,15 +38,16 @@ from store.vector_stores import VectorStoreRow
 from upstream.clients import Upstreams
 from upstream.registry import ModelRegistry
 
-WORDS = ("durable workflow temporal activity retry history payload worker queue signal update timer schedule "
-         "vector embedding chunk search ranking filter attribute citation response stream event model token "
-         "context window budget tenant project approval webhook inbox latency throughput benchmark store sqlite "
-         "postgres index cosine similarity keyword hybrid lexical comet galaxy tomato sourdough lighthouse").split()
+WORDS = (
+    "durable workflow temporal activity retry history payload worker queue signal update timer schedule "
+    "vector embedding chunk search ranking filter attribute citation response stream event model token "
+    "context window budget tenant project approval webhook inbox latency throughput benchmark store sqlite "
+    "postgres index cosine similarity keyword hybrid lexical comet galaxy tomato sourdough lighthouse"
+).split()
 
 
 def document(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) + (str(rng.randrange(1000)) if rng.random() < 0.2 else "")
-                    for _ in range(words))
+    return " ".join(rng.choice(WORDS) + (str(rng.randrange(1000)) if rng.random() < 0.2 else "") for _ in range(words))
 
 
 def ingestion(files: int, embedding_model: str | None) -> tuple[int, float]:
@@ -59,16 +60,19 @@ def ingestion(files: int, embedding_model: str | None) -> tuple[int, float]:
             dev = Dev.start(data_dir, backend, env=env)
             try:
                 client = openai.OpenAI(base_url=f"{dev.url}/v1", api_key="bench", timeout=120)
-                ids = [client.files.create(file=(f"doc{n}.txt", document(rng, 3000).encode()),
-                                           purpose="assistants").id for n in range(files)]
+                ids = [
+                    client.files.create(file=(f"doc{n}.txt", document(rng, 3000).encode()), purpose="assistants").id
+                    for n in range(files)
+                ]
                 began = time.monotonic()
                 store = client.vector_stores.create(name="bench", file_ids=ids)
                 while (store := client.vector_stores.retrieve(store.id)).status != "completed":
                     time.sleep(0.1)
                 seconds = time.monotonic() - began
                 assert store.file_counts.completed == files, store.file_counts
-                chunks = sum(len(client.vector_stores.files.content(file_id, vector_store_id=store.id).data)
-                             for file_id in ids)
+                chunks = sum(
+                    len(client.vector_stores.files.content(file_id, vector_store_id=store.id).data) for file_id in ids
+                )
             finally:
                 dev.stop()
     finally:
@@ -89,13 +93,18 @@ async def filled(url: str, chunks: int) -> tuple[ResponseRepository, VectorStore
         file_id = f"file_{start}"
         texts = [document(rng, 60) for _ in range(min(per_file, chunks - start))]
         await repository.chunks.put(store.id, file_id, [Chunk(text, 80) for text in texts])
-        await repository.chunks.embed(store.id, file_id, {position: lexical_vector(text)
-                                                          for position, text in enumerate(texts)})
+        await repository.chunks.embed(
+            store.id, file_id, {position: lexical_vector(text) for position, text in enumerate(texts)}
+        )
         async with db.write() as transaction:
             await transaction.run(
                 "INSERT INTO vector_store_files (vector_store_id, file_id, status, attributes, chunking_strategy, "
                 "usage_bytes, created_at, sort_key) VALUES (:store, :file, 'completed', '{}', '{}', 0, :now, :key)",
-                store=store.id, file=file_id, now=now, key=start)
+                store=store.id,
+                file=file_id,
+                now=now,
+                key=start,
+            )
     return repository, store
 
 
@@ -132,22 +141,31 @@ def main() -> None:
     if not options.skip_ingestion:
         for label, model in (("scripted backend /v1/embeddings", "bench-embed"), ("lexical (in process)", None)):
             chunks, seconds = ingestion(options.files, model)
-            print(f"ingestion, {label:32} {options.files} files, {chunks} chunks in {seconds:6.1f} s: "
-                  f"{chunks / seconds:7.1f} chunks/s", flush=True)
+            print(
+                f"ingestion, {label:32} {options.files} files, {chunks} chunks in {seconds:6.1f} s: "
+                f"{chunks / seconds:7.1f} chunks/s",
+                flush=True,
+            )
     sizes = [int(size) for size in options.sizes.split(",")]
     with tempfile.TemporaryDirectory() as data_dir:
         for size in sizes:
             if vector_functions.extension_loadable():
                 url = f"sqlite:///{Path(data_dir) / f'vec-{size}.db'}"
-                print(f"search, {size:>7} chunks, SQLite + sqlite-vec:      "
-                      f"{summary(asyncio.run(search_times(url, size, options.queries)))}", flush=True)
+                print(
+                    f"search, {size:>7} chunks, SQLite + sqlite-vec:      "
+                    f"{summary(asyncio.run(search_times(url, size, options.queries)))}",
+                    flush=True,
+                )
             if size <= 10_000:
                 loadable = vector_functions.extension_loadable
                 vector_functions.extension_loadable = lambda: False
                 try:
                     url = f"sqlite:///{Path(data_dir) / f'py-{size}.db'}"
-                    print(f"search, {size:>7} chunks, SQLite, Python fallback: "
-                          f"{summary(asyncio.run(search_times(url, size, options.queries)))}", flush=True)
+                    print(
+                        f"search, {size:>7} chunks, SQLite, Python fallback: "
+                        f"{summary(asyncio.run(search_times(url, size, options.queries)))}",
+                        flush=True,
+                    )
                 finally:
                     vector_functions.extension_loadable = loadable
             from tests.support.postgres import PostgresServer
@@ -160,8 +178,11 @@ def main() -> None:
             server.start()
             try:
                 url = server.create_database()
-                print(f"search, {size:>7} chunks, PostgreSQL, exact SQL:     "
-                      f"{summary(asyncio.run(search_times(url, size, options.queries)))}", flush=True)
+                print(
+                    f"search, {size:>7} chunks, PostgreSQL, exact SQL:     "
+                    f"{summary(asyncio.run(search_times(url, size, options.queries)))}",
+                    flush=True,
+                )
             finally:
                 server.stop()
 

@@ -36,9 +36,7 @@ class FloorWorkflow:
     @workflow.run
     async def run(self, value: str) -> str:
         for _ in range(2):
-            value = await workflow.execute_local_activity(
-                nothing, value, start_to_close_timeout=timedelta(seconds=10)
-            )
+            value = await workflow.execute_local_activity(nothing, value, start_to_close_timeout=timedelta(seconds=10))
         return value
 
 
@@ -59,8 +57,9 @@ async def _one(client: Client, task_queue: str) -> float:
 async def measure(client: Client, sandboxed: bool, requests: int, concurrency: int) -> dict[str, float]:
     task_queue = f"floor-{uuid.uuid4().hex[:8]}"
     runner = SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
-    async with Worker(client, task_queue=task_queue, workflows=[FloorWorkflow], activities=[nothing],
-                      workflow_runner=runner):
+    async with Worker(
+        client, task_queue=task_queue, workflows=[FloorWorkflow], activities=[nothing], workflow_runner=runner
+    ):
         for _ in range(20):
             await _one(client, task_queue)
         sequential = [await _one(client, task_queue) for _ in range(requests)]

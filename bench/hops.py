@@ -41,8 +41,9 @@ HOPS = [
 async def _one(http: httpx.AsyncClient, url: str) -> tuple[str, dict[str, float]]:
     moments = {"sent": time.time() * 1000}
     response_id = ""
-    async with http.stream("POST", f"{url}/v1/responses", json={"model": "bench", "input": "hi", "stream": True}) \
-            as answer:
+    async with http.stream(
+        "POST", f"{url}/v1/responses", json={"model": "bench", "input": "hi", "stream": True}
+    ) as answer:
         async for line in answer.aiter_lines():
             if not line.startswith("data: "):
                 continue
@@ -59,8 +60,11 @@ async def _recorded(client: Client, database: str, response_id: str, moments: di
     for event in history.events:
         first.setdefault(event.WhichOneof("attributes"), event.event_time.ToMilliseconds())
     with sqlite3.connect(database) as db:
-        written = dict(db.execute("SELECT type, MIN(written_at) FROM events WHERE response_id = ? GROUP BY type",
-                                  (response_id,)).fetchall())
+        written = dict(
+            db.execute(
+                "SELECT type, MIN(written_at) FROM events WHERE response_id = ? GROUP BY type", (response_id,)
+            ).fetchall()
+        )
     return moments | {
         "created_written": written["response.created"],
         "workflow_started": first["workflow_execution_started_event_attributes"],
@@ -80,8 +84,10 @@ async def measure(requests: int = 60, warmup: int = 10) -> list[tuple[str, float
                 client = await Client.connect(dev.temporal_address)
                 async with httpx.AsyncClient(timeout=60) as http:
                     samples = [await _one(http, url) for _ in range(warmup + requests)][warmup:]
-                timed = [await _recorded(client, f"{data_dir}/responses.db", response_id, moments)
-                         for response_id, moments in samples]
+                timed = [
+                    await _recorded(client, f"{data_dir}/responses.db", response_id, moments)
+                    for response_id, moments in samples
+                ]
             finally:
                 stop(serve)
                 dev.stop()
@@ -95,8 +101,11 @@ async def measure(requests: int = 60, warmup: int = 10) -> list[tuple[str, float
 
 
 def table(rows: list[tuple[str, float, float]]) -> list[str]:
-    return ["| hop of the first token, `serve` + a worker in another process | p50 | p95 |", "| --- | --- | --- |",
-            *(f"| {name} | {p50:.1f} ms | {p95:.1f} ms |" for name, p50, p95 in rows)]
+    return [
+        "| hop of the first token, `serve` + a worker in another process | p50 | p95 |",
+        "| --- | --- | --- |",
+        *(f"| {name} | {p50:.1f} ms | {p95:.1f} ms |" for name, p50, p95 in rows),
+    ]
 
 
 def main() -> None:

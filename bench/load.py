@@ -105,8 +105,9 @@ class Loaded:
         return percentile(self.latencies_ms, 0.99) if self.latencies_ms else float("nan")
 
 
-async def concurrently(create: Callable[[], Awaitable[openai.types.responses.Response]], total: int,
-                       concurrency: int) -> Loaded:
+async def concurrently(
+    create: Callable[[], Awaitable[openai.types.responses.Response]], total: int, concurrency: int
+) -> Loaded:
     """`total` responses, at most `concurrency` at once; an HTTP error is counted, not raised."""
     loaded = Loaded()
     gate = asyncio.Semaphore(concurrency)
@@ -131,8 +132,9 @@ async def concurrently(create: Callable[[], Awaitable[openai.types.responses.Res
     return loaded
 
 
-async def chain(durable: openai.AsyncOpenAI, backend: httpx.AsyncClient, backend_url: str, model: str,
-                turns: int) -> tuple[list[float], list[float], list[str]]:
+async def chain(
+    durable: openai.AsyncOpenAI, backend: httpx.AsyncClient, backend_url: str, model: str, turns: int
+) -> tuple[list[float], list[float], list[str]]:
     """One `previous_response_id` chain of `turns` turns, each turn alternating with the backend
     alone given the same growing conversation (sent as plain JSON, so the client's own cost of
     a growing request does not count as the backend's); returns per-turn ms (direct, durable)
@@ -144,8 +146,9 @@ async def chain(durable: openai.AsyncOpenAI, backend: httpx.AsyncClient, backend
         text = f"turn {turn}: tell me more"
         messages.append({"role": "user", "content": text})
         started = time.perf_counter()
-        completion = (await backend.post(f"{backend_url}/chat/completions",
-                                          json={"model": model, "messages": messages})).json()
+        completion = (
+            await backend.post(f"{backend_url}/chat/completions", json={"model": model, "messages": messages})
+        ).json()
         middle = time.perf_counter()
         response = await durable.responses.create(model=model, input=text, previous_response_id=previous)
         ended = time.perf_counter()
@@ -167,8 +170,9 @@ def stored_bytes(database: str, response_id: str) -> int:
             key = "response_id" if "response_id" in columns else "id" if table == "responses" else None
             if key is None:
                 continue
-            lengths = " + ".join(f"coalesce(length(cast(\"{column}\" as blob)), 0)" for column in columns)
-            row = connection.execute(f"select sum({lengths}) from \"{table}\" where \"{key}\" = ?",
-                                     (response_id,)).fetchone()
+            lengths = " + ".join(f'coalesce(length(cast("{column}" as blob)), 0)' for column in columns)
+            row = connection.execute(
+                f'select sum({lengths}) from "{table}" where "{key}" = ?', (response_id,)
+            ).fetchone()
             total += row[0] or 0
         return total

@@ -28,8 +28,12 @@ def measure(words: int) -> tuple[float, float]:
     try:
         backend.script("long", [reply])
         began = time.monotonic()
-        with httpx.stream("POST", f"{backend.base_url}/chat/completions", timeout=600, json={
-                "model": "long", "stream": True, "messages": [{"role": "user", "content": "go"}]}) as answer:
+        with httpx.stream(
+            "POST",
+            f"{backend.base_url}/chat/completions",
+            timeout=600,
+            json={"model": "long", "stream": True, "messages": [{"role": "user", "content": "go"}]},
+        ) as answer:
             for _ in answer.iter_bytes():
                 pass
         direct = time.monotonic() - began
@@ -56,8 +60,10 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=420_000)
     args = parser.parse_args()
     direct, durable = measure(args.words)
-    print(f"| {args.words:,} words, a word a chunk | backend {direct:.2f} s | background response {durable:.2f} s "
-          f"| {durable / direct:.2f}x | goal <= 3x |")
+    print(
+        f"| {args.words:,} words, a word a chunk | backend {direct:.2f} s | background response {durable:.2f} s "
+        f"| {durable / direct:.2f}x | goal <= 3x |"
+    )
 
 
 if __name__ == "__main__":

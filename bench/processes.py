@@ -66,13 +66,23 @@ class Backend:
     base_url: str
 
     @classmethod
-    def start(cls, latency_ms: float, rate_limit: float | None = None) -> "Backend":
+    def start(cls, latency_ms: float, rate_limit: float | None = None) -> Backend:
         port = free_port()
         limit = ["--rate-limit", str(rate_limit)] if rate_limit else []
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.scripted_backend", "--port", str(port), "--latency", str(latency_ms / 1000),
-             *limit],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "tests.support.scripted_backend",
+                "--port",
+                str(port),
+                "--latency",
+                str(latency_ms / 1000),
+                *limit,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         backend = cls(process, f"http://127.0.0.1:{port}/v1")
         deadline = time.monotonic() + 30
@@ -105,20 +115,38 @@ class Dev:
     data_dir: str
 
     @classmethod
-    def start(cls, data_dir: str, backend: Backend | None, env: dict[str, str] | None = None) -> "Dev":
+    def start(cls, data_dir: str, backend: Backend | None, env: dict[str, str] | None = None) -> Dev:
         """`backend=None`: with no backend configured, so the demo model answers."""
         port, temporal_port = free_port(), free_port()
         if backend is None:
-            environment = {name: value for name, value in os.environ.items()
-                           if name not in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY")}
+            environment = {
+                name: value
+                for name, value in os.environ.items()
+                if name not in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY")
+            }
             environment |= {"LOG_LEVEL": "WARNING"} | (env or {})
         else:
-            environment = os.environ | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench",
-                                        "LOG_LEVEL": "WARNING"} | (env or {})
+            environment = (
+                os.environ
+                | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench", "LOG_LEVEL": "WARNING"}
+                | (env or {})
+            )
         process = subprocess.Popen(
-            [CLI, "dev", "--data-dir", data_dir, "--port", str(port), "--temporal-port", str(temporal_port),
-             "--ui-port", str(free_port())],
-            stdout=subprocess.DEVNULL, stderr=open(Path(data_dir) / "dev.log", "ab"), env=environment,  # noqa: SIM115
+            [
+                CLI,
+                "dev",
+                "--data-dir",
+                data_dir,
+                "--port",
+                str(port),
+                "--temporal-port",
+                str(temporal_port),
+                "--ui-port",
+                str(free_port()),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(Path(data_dir) / "dev.log", "ab"),
+            env=environment,  # noqa: SIM115
         )
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(process, f"{url}/health", "durable-responses dev")
@@ -143,9 +171,18 @@ def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
     """A second API process (no worker) on the same Temporal and store."""
     port = free_port()
     process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port), "--temporal-address", dev.temporal_address,
-         "--database-url", f"sqlite:///{dev.data_dir}/responses.db"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            CLI,
+            "serve",
+            "--port",
+            str(port),
+            "--temporal-address",
+            dev.temporal_address,
+            "--database-url",
+            f"sqlite:///{dev.data_dir}/responses.db",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         env=os.environ | {"LOG_LEVEL": "WARNING"},
     )
     url = f"http://127.0.0.1:{port}"
@@ -156,8 +193,9 @@ def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
 def start_otlp_sink() -> tuple[subprocess.Popen, str]:
     """A stand-in OTLP/HTTP collector (`bench/otlp_sink.py`)."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "bench.otlp_sink", "--port", str(port)], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.otlp_sink", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     url = f"http://127.0.0.1:{port}"
     _wait_healthy(process, url, "the OTLP sink")
     return process, url

@@ -49,8 +49,9 @@ async def _foreground(client: openai.AsyncOpenAI, count: int, concurrency: int) 
 
 async def _background(client: openai.AsyncOpenAI, count: int, seconds: float = 600) -> tuple[list[str], float]:
     started = time.monotonic()
-    created = await asyncio.gather(*(client.responses.create(model="limited", input=f"bg {index}", background=True)
-                                     for index in range(count)))
+    created = await asyncio.gather(
+        *(client.responses.create(model="limited", input=f"bg {index}", background=True) for index in range(count))
+    )
     pending, statuses = {response.id for response in created}, []
     while pending and time.monotonic() - started < seconds:
         await asyncio.sleep(1.0)
@@ -78,8 +79,11 @@ async def _limits(rpm: int | None) -> list[Row]:
         env = dict(OPEN_REQUESTS)
         if rpm:
             models = Path(data_dir) / "models.yaml"
-            models.write_text(f"model_list:\n  - model_name: '*'\n    litellm_params:\n      model: openai/*\n"
-                              f"      api_base: {backend.base_url}\n      rpm: {rpm}\n", encoding="utf-8")
+            models.write_text(
+                f"model_list:\n  - model_name: '*'\n    litellm_params:\n      model: openai/*\n"
+                f"      api_base: {backend.base_url}\n      rpm: {rpm}\n",
+                encoding="utf-8",
+            )
             env["MODELS_FILE"] = str(models)
         dev = Dev.start(data_dir, backend, env)
         try:
@@ -89,14 +93,30 @@ async def _limits(rpm: int | None) -> list[Row]:
             statuses = await _foreground(client, 200, 50)
             seconds = time.monotonic() - started
             calls, limited = _calls(backend)
-            rows.append([f"200 non-streaming at concurrency 50, {label}", f"{statuses.count('completed')}/200",
-                         str(200 - statuses.count("completed")), f"{calls} ({limited})", f"{calls / 200:.3f}",
-                         f"{seconds:.1f} s", "200/200, ≤ " + ("1.05" if rpm else "1.3")])
+            rows.append(
+                [
+                    f"200 non-streaming at concurrency 50, {label}",
+                    f"{statuses.count('completed')}/200",
+                    str(200 - statuses.count("completed")),
+                    f"{calls} ({limited})",
+                    f"{calls / 200:.3f}",
+                    f"{seconds:.1f} s",
+                    "200/200, ≤ " + ("1.05" if rpm else "1.3"),
+                ]
+            )
             statuses, seconds = await _background(client, 200)
             after, after_limited = _calls(backend)
-            rows.append([f"200 background sent at once, {label}", f"{statuses.count('completed')}/200",
-                         str(200 - statuses.count("completed")), f"{after - calls} ({after_limited - limited})",
-                         f"{(after - calls) / 200:.3f}", f"{seconds:.1f} s", "200/200, ≤ " + ("1.05" if rpm else "1.3")])
+            rows.append(
+                [
+                    f"200 background sent at once, {label}",
+                    f"{statuses.count('completed')}/200",
+                    str(200 - statuses.count("completed")),
+                    f"{after - calls} ({after_limited - limited})",
+                    f"{(after - calls) / 200:.3f}",
+                    f"{seconds:.1f} s",
+                    "200/200, ≤ " + ("1.05" if rpm else "1.3"),
+                ]
+            )
             await client.close()
         finally:
             dev.stop()
@@ -105,9 +125,13 @@ async def _limits(rpm: int | None) -> list[Row]:
 
 
 def _key(data_dir: str, project: str) -> str:
-    made = subprocess.run([CLI, "keys", "create", "--project", project, "--database-url",
-                           f"sqlite:///{Path(data_dir) / 'responses.db'}"], capture_output=True, text=True, timeout=60,
-                          check=True)
+    made = subprocess.run(
+        [CLI, "keys", "create", "--project", project, "--database-url", f"sqlite:///{Path(data_dir) / 'responses.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return made.stdout.strip()
 
 
@@ -128,10 +152,15 @@ async def _fairness() -> Row:
                 latencies.append(time.perf_counter() - started)
             statuses, seconds = await flood
             calls, limited = _calls(backend)
-            return ["A: 300 background, then B: 10 sequential (10 req/s)", f"{statuses.count('completed')}/300",
-                    str(300 - statuses.count("completed")), f"{calls} ({limited})", f"{calls / 310:.3f}",
-                    f"B p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s; A in {seconds:.0f} s",
-                    "A 300/300, B p50 ≤ 2 s"]
+            return [
+                "A: 300 background, then B: 10 sequential (10 req/s)",
+                f"{statuses.count('completed')}/300",
+                str(300 - statuses.count("completed")),
+                f"{calls} ({limited})",
+                f"{calls / 310:.3f}",
+                f"B p50 {statistics.median(latencies):.2f} s, max {max(latencies):.2f} s; A in {seconds:.0f} s",
+                "A 300/300, B p50 ≤ 2 s",
+            ]
         finally:
             dev.stop()
             backend.stop()
@@ -139,8 +168,15 @@ async def _fairness() -> Row:
 
 async def measure() -> str:
     rows = await _limits(None) + await _limits(1200) + [await _fairness()]
-    head = ["rate-limited backend (20 req/s, 429 + retry-after: 1)", "completed", "failed",
-            "upstream calls (429s)", "calls / response", "time", "goal"]
+    head = [
+        "rate-limited backend (20 req/s, 429 + retry-after: 1)",
+        "completed",
+        "failed",
+        "upstream calls (429s)",
+        "calls / response",
+        "time",
+        "goal",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)

@@ -25,8 +25,12 @@ from bench.processes import Backend, Dev
 
 def _direct(backend: Backend, words: int) -> float:
     began = time.perf_counter()
-    with httpx.stream("POST", f"{backend.base_url}/chat/completions", timeout=600, json={
-            "model": "relay", "stream": True, "messages": [{"role": "user", "content": "go"}]}) as answer:
+    with httpx.stream(
+        "POST",
+        f"{backend.base_url}/chat/completions",
+        timeout=600,
+        json={"model": "relay", "stream": True, "messages": [{"role": "user", "content": "go"}]},
+    ) as answer:
         for _ in answer.iter_bytes():
             pass
     return words / (time.perf_counter() - began)
@@ -34,8 +38,9 @@ def _direct(backend: Backend, words: int) -> float:
 
 def _relayed(dev: Dev, words: int) -> float:
     began, tail, done = time.perf_counter(), b"", False
-    with httpx.stream("POST", f"{dev.url}/v1/responses", timeout=600,
-                      json={"model": "relay", "input": "go", "stream": True}) as answer:
+    with httpx.stream(
+        "POST", f"{dev.url}/v1/responses", timeout=600, json={"model": "relay", "input": "go", "stream": True}
+    ) as answer:
         for chunk in answer.iter_bytes():
             done = done or b"event: response.completed" in tail + chunk
             tail = chunk[-64:]
@@ -72,8 +77,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     direct, relayed = measure(args.words, args.rounds)
-    print(f"| one stream, {args.words:,} words a word a chunk | backend {direct:,.0f} words/s | "
-          f"through `dev` {relayed:,.0f} words/s | {relayed / direct:.0%} | goal ≥ 90 % |")
+    print(
+        f"| one stream, {args.words:,} words a word a chunk | backend {direct:,.0f} words/s | "
+        f"through `dev` {relayed:,.0f} words/s | {relayed / direct:.0%} | goal ≥ 90 % |"
+    )
 
 
 if __name__ == "__main__":

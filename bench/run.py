@@ -70,17 +70,29 @@ class Report:
     def latency(self, name: str, direct: list[float], durable: list[float], goal: str) -> float:
         d50, d95, d99 = statistics.median(direct), load.percentile(direct, 0.95), load.percentile(direct, 0.99)
         r50, r95, r99 = statistics.median(durable), load.percentile(durable, 0.95), load.percentile(durable, 0.99)
-        self.lines.append(_row([
-            name, f"{_ms(d50)} / {_ms(d95)} / {_ms(d99)}", f"{_ms(r50)} / {_ms(r95)} / {_ms(r99)}",
-            f"+{r50 - d50:.1f} / +{r95 - d95:.1f} / +{r99 - d99:.1f} ms", f"{r50 / d50:.2f}x", goal,
-        ]))
+        self.lines.append(
+            _row(
+                [
+                    name,
+                    f"{_ms(d50)} / {_ms(d95)} / {_ms(d99)}",
+                    f"{_ms(r50)} / {_ms(r95)} / {_ms(r99)}",
+                    f"+{r50 - d50:.1f} / +{r95 - d95:.1f} / +{r99 - d99:.1f} ms",
+                    f"{r50 / d50:.2f}x",
+                    goal,
+                ]
+            )
+        )
         return r50 - d50
 
 
 def measure_floor(dev: Dev, requests: int) -> dict:
     output = subprocess.run(
         [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
     )
     return json.loads(output.stdout.strip().splitlines()[-1])
 
@@ -101,14 +113,24 @@ async def run(args: argparse.Namespace) -> str:
             # 1. non-streaming, sequential
             plain_direct, plain_durable = await load.alternating(
                 lambda: direct.chat.completions.create(model="bench", messages=hi),
-                lambda: durable.responses.create(model="bench", input="hi"), requests, warmup)
+                lambda: durable.responses.create(model="bench", input="hi"),
+                requests,
+                warmup,
+            )
 
             # 2. first delta through dev
-            delta_direct = load.first_delta(http, f"{backend.base_url}/chat/completions",
-                                            {"model": "bench", "stream": True, "messages": hi}, '"content": "echo')
-            delta_dev = load.first_delta(http, f"{dev.url}/v1/responses",
-                                         {"model": "bench", "input": "hi", "stream": True},
-                                         "response.output_text.delta")
+            delta_direct = load.first_delta(
+                http,
+                f"{backend.base_url}/chat/completions",
+                {"model": "bench", "stream": True, "messages": hi},
+                '"content": "echo',
+            )
+            delta_dev = load.first_delta(
+                http,
+                f"{dev.url}/v1/responses",
+                {"model": "bench", "input": "hi", "stream": True},
+                "response.output_text.delta",
+            )
             first_direct, first_dev = await load.alternating_first_delta(delta_direct, delta_dev, requests, warmup)
 
             # 3. throughput
@@ -117,14 +139,17 @@ async def run(args: argparse.Namespace) -> str:
                 await load.concurrently(lambda: durable.responses.create(model="bench", input="hi"), 40, concurrency)
                 before = dev.cpu()
                 loads[concurrency] = await load.concurrently(
-                    lambda: durable.responses.create(model="bench", input="hi"), 200, concurrency)
+                    lambda: durable.responses.create(model="bench", input="hi"), 200, concurrency
+                )
                 after = dev.cpu()
                 done = max(1, len(loads[concurrency].latencies_ms))
                 loads[concurrency].cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
 
             # 4. a 30-turn chain, eight times (fewer chains leave the per-turn medians noisy)
-            chains = [await load.chain(durable, http, backend.base_url, f"bench-chain-{index}", args.turns)
-                      for index in range(CHAINS)]
+            chains = [
+                await load.chain(durable, http, backend.base_url, f"bench-chain-{index}", args.turns)
+                for index in range(CHAINS)
+            ]
             database = os.path.join(data_dir, "responses.db")
             stored = [[load.stored_bytes(database, response_id) for response_id in ids] for _, _, ids in chains]
 
@@ -135,8 +160,7 @@ async def run(args: argparse.Namespace) -> str:
             model = f"bench-overload-{uuid.uuid4().hex[:6]}"
             hog = start_cpu_hog()
             try:
-                overload = await load.concurrently(lambda: durable.responses.create(model=model, input="hi"),
-                                                   200, 50)
+                overload = await load.concurrently(lambda: durable.responses.create(model=model, input="hi"), 200, 50)
             finally:
                 hog.kill()
                 hog.wait()
@@ -144,11 +168,15 @@ async def run(args: argparse.Namespace) -> str:
 
             # 2b. first delta through serve (another process)
             serve, serve_url = start_serve(dev)
-            delta_serve = load.first_delta(http, f"{serve_url}/v1/responses",
-                                           {"model": "bench", "input": "hi", "stream": True},
-                                           "response.output_text.delta")
+            delta_serve = load.first_delta(
+                http,
+                f"{serve_url}/v1/responses",
+                {"model": "bench", "input": "hi", "stream": True},
+                "response.output_text.delta",
+            )
             serve_direct, serve_first = await load.alternating_first_delta(
-                delta_direct, delta_serve, requests // 2, warmup)
+                delta_direct, delta_serve, requests // 2, warmup
+            )
 
             # 7. an MCP turn
             mcp_direct, mcp_durable = await mcp_turns(backend, durable, direct, requests // 4, warmup // 2)
@@ -168,8 +196,11 @@ async def run(args: argparse.Namespace) -> str:
     # 12. the split deployment's first token, hop by hop
     hop_rows = await hops.measure(max(30, requests // 2))
     # 11. responses waiting for approval: many, and a few (the idle cost must not follow the count)
-    waits = [] if not args.waiting else [await asyncio.to_thread(waiting.measure, count, idle_seconds=20)
-                                         for count in (args.waiting, 20)]
+    waits = (
+        []
+        if not args.waiting
+        else [await asyncio.to_thread(waiting.measure, count, idle_seconds=20) for count in (args.waiting, 20)]
+    )
     # 9. a rate-limited backend (its own backends and `dev`s)
     limited = "" if args.skip_rate_limited else await rate_limited.measure()
 
@@ -186,101 +217,238 @@ async def run(args: argparse.Namespace) -> str:
     report.latency("an MCP turn: list, call, answer", mcp_direct, mcp_durable, "")
     lines += report.lines
 
-    lines += ["", _row(["throughput, 200 non-streaming", "req/s", "p50", "p95", "p99", "p95 / p50", "errors",
-                        "CPU per response: `dev` / Temporal", "goal"]), _row(["---"] * 9)]
+    lines += [
+        "",
+        _row(
+            [
+                "throughput, 200 non-streaming",
+                "req/s",
+                "p50",
+                "p95",
+                "p99",
+                "p95 / p50",
+                "errors",
+                "CPU per response: `dev` / Temporal",
+                "goal",
+            ]
+        ),
+        _row(["---"] * 9),
+    ]
     for concurrency, goal in ((10, "≥ 55 req/s, p95 ≤ 3× p50, CPU ≤ 15 ms"), (50, "≥ 50 req/s, p95 ≤ 3× p50")):
         result = loads[concurrency]
-        lines.append(_row([
-            f"concurrency {concurrency}", f"{result.throughput:.1f}", _ms(result.p50), _ms(result.p95),
-            _ms(result.p99), f"{result.p95 / result.p50:.2f}", str(sum(result.errors.values())),
-            f"{result.cpu[0]:.1f} ms / {result.cpu[1]:.1f} ms", goal,
-        ]))
+        lines.append(
+            _row(
+                [
+                    f"concurrency {concurrency}",
+                    f"{result.throughput:.1f}",
+                    _ms(result.p50),
+                    _ms(result.p95),
+                    _ms(result.p99),
+                    f"{result.p95 / result.p50:.2f}",
+                    str(sum(result.errors.values())),
+                    f"{result.cpu[0]:.1f} ms / {result.cpu[1]:.1f} ms",
+                    goal,
+                ]
+            )
+        )
 
     per_turn = [statistics.median(chain[1][turn] - chain[0][turn] for chain in chains) for turn in range(args.turns)]
     head, tail = statistics.median(per_turn[:5]), statistics.median(per_turn[-5:])
     bytes_per_turn = [statistics.median(each[turn] for each in stored) for turn in range(args.turns)]
-    lines += ["", _row([f"{args.turns}-turn chain ({CHAINS} chains)", "overhead turns 1–5", f"overhead turns {args.turns - 4}–{args.turns}",
-                        "end / start", "bytes stored: turn 1 / 15 / 30", "goal"]), _row(["---"] * 6)]
-    lines.append(_row([
-        "`previous_response_id`", _ms(head), _ms(tail), f"{tail / head:.2f}x",
-        " / ".join(f"{bytes_per_turn[min(turn, args.turns) - 1]:,.0f}" for turn in (1, 15, 30)),
-        "end ≤ 1.2× start",
-    ]))
+    lines += [
+        "",
+        _row(
+            [
+                f"{args.turns}-turn chain ({CHAINS} chains)",
+                "overhead turns 1–5",
+                f"overhead turns {args.turns - 4}–{args.turns}",
+                "end / start",
+                "bytes stored: turn 1 / 15 / 30",
+                "goal",
+            ]
+        ),
+        _row(["---"] * 6),
+    ]
+    lines.append(
+        _row(
+            [
+                "`previous_response_id`",
+                _ms(head),
+                _ms(tail),
+                f"{tail / head:.2f}x",
+                " / ".join(f"{bytes_per_turn[min(turn, args.turns) - 1]:,.0f}" for turn in (1, 15, 30)),
+                "end ≤ 1.2× start",
+            ]
+        )
+    )
 
-    lines += ["", _row(["Temporal floor (same server)", "p50", "p95", "req/s at 10", "our overhead p50 / floor p50",
-                        "goal"]), _row(["---"] * 6)]
+    lines += [
+        "",
+        _row(["Temporal floor (same server)", "p50", "p95", "req/s at 10", "our overhead p50 / floor p50", "goal"]),
+        _row(["---"] * 6),
+    ]
     for name in ("unsandboxed", "sandboxed"):
         figures = floor[name]
-        lines.append(_row([
-            f"eager start + 2 empty local activities + result, {name}", _ms(figures["p50_ms"]),
-            _ms(figures["p95_ms"]), f"{figures['throughput_per_s']:.1f}",
-            f"{plain_overhead / figures['p50_ms']:.2f}x", "≤ 1.3×" if name == "unsandboxed" else "",
-        ]))
+        lines.append(
+            _row(
+                [
+                    f"eager start + 2 empty local activities + result, {name}",
+                    _ms(figures["p50_ms"]),
+                    _ms(figures["p95_ms"]),
+                    f"{figures['throughput_per_s']:.1f}",
+                    f"{plain_overhead / figures['p50_ms']:.2f}x",
+                    "≤ 1.3×" if name == "unsandboxed" else "",
+                ]
+            )
+        )
 
     accepted = sum(overload.statuses.values())
-    lines += ["", _row(["overload: 200 at concurrency 50, a CPU hog on one core", "completed", "shed (429/503)",
-                        "other errors", "upstream calls per response", "p50", "p95", "goal"]), _row(["---"] * 8)]
+    lines += [
+        "",
+        _row(
+            [
+                "overload: 200 at concurrency 50, a CPU hog on one core",
+                "completed",
+                "shed (429/503)",
+                "other errors",
+                "upstream calls per response",
+                "p50",
+                "p95",
+                "goal",
+            ]
+        ),
+        _row(["---"] * 8),
+    ]
     shed = overload.errors.get("429", 0) + overload.errors.get("503", 0)
-    lines.append(_row([
-        "non-streaming", str(overload.statuses.get("completed", 0)), str(shed),
-        str(sum(overload.errors.values()) - shed), f"{upstream_calls / max(1, accepted):.3f}",
-        _ms(overload.p50), _ms(overload.p95), "≤ 1.05 calls per response",
-    ]))
+    lines.append(
+        _row(
+            [
+                "non-streaming",
+                str(overload.statuses.get("completed", 0)),
+                str(shed),
+                str(sum(overload.errors.values()) - shed),
+                f"{upstream_calls / max(1, accepted):.3f}",
+                _ms(overload.p50),
+                _ms(overload.p95),
+                "≤ 1.05 calls per response",
+            ]
+        )
+    )
 
     labels, timings, exported = tracing
     untraced = statistics.median(timings[0])
-    lines += ["", _row(["telemetry (three fresh `dev`s in turn)", "p50", "p95", "p50 cost", "goal"]),
-              _row(["---"] * 5)]
-    for label, samples in zip(labels, timings):
-        lines.append(_row([label, _ms(statistics.median(samples)), _ms(load.percentile(samples, 0.95)),
-                           f"{statistics.median(samples) - untraced:+.2f} ms", "< +1 ms" if "10 %" in label else ""]))
-    lines.append(_row([
-        "metrics per response, in-process (access log middleware, recorders, 20 stream events)",
-        f"{metrics_cost['metrics_us'] / 1000:.3f} ms", "",
-        f"+{metrics_cost['metrics_and_access_line_us'] / 1000:.3f} ms with the access line", "< +1 ms",
-    ]))
+    lines += ["", _row(["telemetry (three fresh `dev`s in turn)", "p50", "p95", "p50 cost", "goal"]), _row(["---"] * 5)]
+    for label, samples in zip(labels, timings, strict=True):
+        lines.append(
+            _row(
+                [
+                    label,
+                    _ms(statistics.median(samples)),
+                    _ms(load.percentile(samples, 0.95)),
+                    f"{statistics.median(samples) - untraced:+.2f} ms",
+                    "< +1 ms" if "10 %" in label else "",
+                ]
+            )
+        )
+    lines.append(
+        _row(
+            [
+                "metrics per response, in-process (access log middleware, recorders, 20 stream events)",
+                f"{metrics_cost['metrics_us'] / 1000:.3f} ms",
+                "",
+                f"+{metrics_cost['metrics_and_access_line_us'] / 1000:.3f} ms with the access line",
+                "< +1 ms",
+            ]
+        )
+    )
     lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
     if limited:
         lines += ["", limited]
-    lines += ["", *issue_29_rows(first_direct, first_dev, serve_direct, serve_first, loads[10], relayed,
-                                 waits), "", *hops.table(hop_rows)]
+    lines += [
+        "",
+        *issue_29_rows(first_direct, first_dev, serve_direct, serve_first, loads[10], relayed, waits),
+        "",
+        *hops.table(hop_rows),
+    ]
     return "\n".join(lines)
 
 
-def issue_29_rows(first_direct: list[float], first_dev: list[float], serve_direct: list[float],
-                  serve_first: list[float], concurrency_10: load.Loaded, relayed: tuple[float, float],
-                  waits: list[waiting.Waiting]) -> list[str]:
+def issue_29_rows(
+    first_direct: list[float],
+    first_dev: list[float],
+    serve_direct: list[float],
+    serve_first: list[float],
+    concurrency_10: load.Loaded,
+    relayed: tuple[float, float],
+    waits: list[waiting.Waiting],
+) -> list[str]:
     """Issue 29's table: its rows, this run's figures, its goals. llama-stack is not part of
     this benchmark; its figures are the issue's (same machine, another run)."""
 
     def over(direct: list[float], durable: list[float], fraction: float) -> float:
         return load.percentile(durable, fraction) - load.percentile(direct, fraction)
 
-    lines = ["Ten thousand waiting, first token first (issue 29)", "",
-             _row(["measured", "this run", "goal"]), _row(["---"] * 3),
-             _row(["first text delta p50, `dev`",
-                   f"{statistics.median(first_dev):.1f} ms (+{over(first_direct, first_dev, 0.5):.1f} ms over "
-                   f"the backend's {statistics.median(first_direct):.1f} ms)",
-                   "≤ llama-stack's (9.6 ms in the issue's run)"]),
-             _row(["first text delta, `serve` + a worker in another process: over the backend p50 / p95 / p99",
-                   " / ".join(f"+{over(serve_direct, serve_first, fraction):.1f}" for fraction in (0.5, 0.95, 0.99))
-                   + " ms", "≤ +15 ms p50"]),
-             _row(["throughput at concurrency 10", f"{concurrency_10.throughput:.1f} req/s",
-                   "≥ 1.5× llama-stack's (54.5 req/s in the issue's run: ≥ 81.8)"]),
-             _row(["streamed words relayed per second, one stream",
-                   f"{relayed[1]:,.0f} (the backend alone: {relayed[0]:,.0f}; {relayed[1] / relayed[0]:.0%})",
-                   "≥ 90 % of the backend's"])]
+    lines = [
+        "Ten thousand waiting, first token first (issue 29)",
+        "",
+        _row(["measured", "this run", "goal"]),
+        _row(["---"] * 3),
+        _row(
+            [
+                "first text delta p50, `dev`",
+                f"{statistics.median(first_dev):.1f} ms (+{over(first_direct, first_dev, 0.5):.1f} ms over "
+                f"the backend's {statistics.median(first_direct):.1f} ms)",
+                "≤ llama-stack's (9.6 ms in the issue's run)",
+            ]
+        ),
+        _row(
+            [
+                "first text delta, `serve` + a worker in another process: over the backend p50 / p95 / p99",
+                " / ".join(f"+{over(serve_direct, serve_first, fraction):.1f}" for fraction in (0.5, 0.95, 0.99))
+                + " ms",
+                "≤ +15 ms p50",
+            ]
+        ),
+        _row(
+            [
+                "throughput at concurrency 10",
+                f"{concurrency_10.throughput:.1f} req/s",
+                "≥ 1.5× llama-stack's (54.5 req/s in the issue's run: ≥ 81.8)",
+            ]
+        ),
+        _row(
+            [
+                "streamed words relayed per second, one stream",
+                f"{relayed[1]:,.0f} (the backend alone: {relayed[0]:,.0f}; {relayed[1] / relayed[0]:.0%})",
+                "≥ 90 % of the backend's",
+            ]
+        ),
+    ]
     if waits:
         many, few = waits
         lines += [
-            _row([f"{many.count:,} responses waiting for approval: `dev` RSS (without Temporal)",
-                  f"{many.rss_mb:.0f} MB ({many.cached:,} workflows cached; made in {many.made_seconds:.0f} s)",
-                  "≤ 400 MB"]),
-            _row(["idle CPU of waiting responses (chores every 5 s)",
-                  f"{many.idle_cpu_ms_per_s:.1f} ms/s with {many.count:,} waiting, "
-                  f"{few.idle_cpu_ms_per_s:.1f} ms/s with {few.count}", "independent of how many wait"]),
-            _row(["an approval answered after its workflow was evicted: p50 / max",
-                  f"{statistics.median(many.approvals_ms):.0f} / {max(many.approvals_ms):.0f} ms", "≤ 200 ms"]),
+            _row(
+                [
+                    f"{many.count:,} responses waiting for approval: `dev` RSS (without Temporal)",
+                    f"{many.rss_mb:.0f} MB ({many.cached:,} workflows cached; made in {many.made_seconds:.0f} s)",
+                    "≤ 400 MB",
+                ]
+            ),
+            _row(
+                [
+                    "idle CPU of waiting responses (chores every 5 s)",
+                    f"{many.idle_cpu_ms_per_s:.1f} ms/s with {many.count:,} waiting, "
+                    f"{few.idle_cpu_ms_per_s:.1f} ms/s with {few.count}",
+                    "independent of how many wait",
+                ]
+            ),
+            _row(
+                [
+                    "an approval answered after its workflow was evicted: p50 / max",
+                    f"{statistics.median(many.approvals_ms):.0f} / {max(many.approvals_ms):.0f} ms",
+                    "≤ 200 ms",
+                ]
+            ),
         ]
     return lines
 
@@ -290,9 +458,11 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
     tracing, 10 % of traces sampled, and all of them, exported to a stand-in collector."""
     sink, sink_url = start_otlp_sink()
     traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink_url, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
-    setups = [("no tracing", {}),
-              ("tracing, 10 % of traces sampled", traced | {"OTEL_TRACES_SAMPLER_ARG": "0.1"}),
-              ("tracing, every trace", traced | {"OTEL_TRACES_SAMPLER_ARG": "1.0"})]
+    setups = [
+        ("no tracing", {}),
+        ("tracing, 10 % of traces sampled", traced | {"OTEL_TRACES_SAMPLER_ARG": "0.1"}),
+        ("tracing, every trace", traced | {"OTEL_TRACES_SAMPLER_ARG": "1.0"}),
+    ]
     devs: list[Dev] = []
     clients: list[openai.AsyncOpenAI] = []
     try:
@@ -301,8 +471,9 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
                 data_dir = os.path.join(root, str(index))
                 os.mkdir(data_dir)
                 devs.append(Dev.start(data_dir, backend, env))
-                clients.append(openai.AsyncOpenAI(base_url=f"{devs[-1].url}/v1", api_key="bench", max_retries=0,
-                                                  timeout=120))
+                clients.append(
+                    openai.AsyncOpenAI(base_url=f"{devs[-1].url}/v1", api_key="bench", max_retries=0, timeout=120)
+                )
             calls = [lambda client=client: client.responses.create(model="bench", input="hi") for client in clients]
             timings = await load.rotating(calls, requests, warmup)
             for client in clients:
@@ -316,8 +487,9 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
     return [label for label, _ in setups], timings, exported
 
 
-async def mcp_turns(backend: Backend, durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, count: int,
-                    warmup: int) -> tuple[list[float], list[float]]:
+async def mcp_turns(
+    backend: Backend, durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, count: int, warmup: int
+) -> tuple[list[float], list[float]]:
     """(direct, durable) ms of one MCP turn: a response that lists a server, calls one tool and
     answers, against two chat completions and one MCP session that lists and calls."""
     from mcp import Client
@@ -327,8 +499,14 @@ async def mcp_turns(backend: Backend, durable: openai.AsyncOpenAI, direct: opena
 
     server = McpTestServer().start()
     tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
-    backend.script("bench-mcp", [reply for _ in range(count + warmup)
-                                 for reply in ({"tool_calls": [["add", {"a": 1, "b": 2}]]}, {"text": "3"})])
+    backend.script(
+        "bench-mcp",
+        [
+            reply
+            for _ in range(count + warmup)
+            for reply in ({"tool_calls": [["add", {"a": 1, "b": 2}]]}, {"text": "3"})
+        ],
+    )
     hi = [{"role": "user", "content": "hi"}]
 
     async def directly() -> None:
@@ -355,10 +533,17 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=30, help="turns of the chain (default 30)")
     parser.add_argument("--quick", action="store_true", help="60 samples a row: a rough figure in a minute or two")
     parser.add_argument("--relay-words", type=int, default=100_000, help="words of the relay row's stream")
-    parser.add_argument("--waiting", type=int, default=10_000,
-                        help="responses left waiting for approval (default 10,000: about 10 minutes; 0 leaves it out)")
-    parser.add_argument("--skip-rate-limited", action="store_true",
-                        help="leave out the rate-limited backend's scenarios (about 90 s; `python -m bench.rate_limited`)")
+    parser.add_argument(
+        "--waiting",
+        type=int,
+        default=10_000,
+        help="responses left waiting for approval (default 10,000: about 10 minutes; 0 leaves it out)",
+    )
+    parser.add_argument(
+        "--skip-rate-limited",
+        action="store_true",
+        help="leave out the rate-limited backend's scenarios (about 90 s; `python -m bench.rate_limited`)",
+    )
     args = parser.parse_args()
     logging.disable(logging.INFO)  # the MCP client's per-request lines
     if args.quick:

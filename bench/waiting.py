@@ -42,8 +42,9 @@ async def waiting(url: str, count: int) -> list[tuple[str, str]]:
 
     async def one(n: int) -> tuple[str, str]:
         async with gate:
-            created = await client.responses.create(model="demo/echo", input=f"roll dice with {n % 20 + 2} sides",
-                                                    tools=tools, background=True)
+            created = await client.responses.create(
+                model="demo/echo", input=f"roll dice with {n % 20 + 2} sides", tools=tools, background=True
+            )
             while True:
                 current = await client.responses.retrieve(created.id)
                 if current.output and current.output[-1].type == "mcp_approval_request":
@@ -59,8 +60,11 @@ async def waiting(url: str, count: int) -> list[tuple[str, str]]:
 def approval_seconds(url: str, response_id: str, request_id: str) -> float:
     """How long the approval takes to be answered (the decision is in the workflow)."""
     began = time.monotonic()
-    httpx.post(f"{url}/v1/responses/{response_id}/approvals", timeout=60,
-               json={"approval_request_id": request_id, "approve": True}).raise_for_status()
+    httpx.post(
+        f"{url}/v1/responses/{response_id}/approvals",
+        timeout=60,
+        json={"approval_request_id": request_id, "approve": True},
+    ).raise_for_status()
     return time.monotonic() - began
 
 
@@ -74,16 +78,21 @@ class Waiting:
     approvals_ms: list[float]
 
     def row(self, sweep_seconds: float) -> str:
-        return (f"| {self.count} responses waiting for approval, {self.cached} workflows cached "
-                f"(made in {self.made_seconds:.0f} s) | RSS of `dev` (without Temporal) {self.rss_mb:.0f} MB | "
-                f"idle CPU {self.idle_cpu_ms_per_s:.1f} ms/s with chores every {sweep_seconds:g} s | approval "
-                f"answered p50 {statistics.median(self.approvals_ms):.0f} ms, max {max(self.approvals_ms):.0f} ms |")
+        return (
+            f"| {self.count} responses waiting for approval, {self.cached} workflows cached "
+            f"(made in {self.made_seconds:.0f} s) | RSS of `dev` (without Temporal) {self.rss_mb:.0f} MB | "
+            f"idle CPU {self.idle_cpu_ms_per_s:.1f} ms/s with chores every {sweep_seconds:g} s | approval "
+            f"answered p50 {statistics.median(self.approvals_ms):.0f} ms, max {max(self.approvals_ms):.0f} ms |"
+        )
 
 
 def measure(count: int, *, idle_seconds: float = 30, sweep_seconds: float = 5, cached: int = 1000) -> Waiting:
     with tempfile.TemporaryDirectory(prefix="dr-bench-waiting-") as data_dir:
-        dev = Dev.start(data_dir, None, env={"HOUSEKEEPING_INTERVAL_SECONDS": str(sweep_seconds),
-                                             "MAX_CACHED_WORKFLOWS": str(cached)})
+        dev = Dev.start(
+            data_dir,
+            None,
+            env={"HOUSEKEEPING_INTERVAL_SECONDS": str(sweep_seconds), "MAX_CACHED_WORKFLOWS": str(cached)},
+        )
         try:
             began = time.monotonic()
             pairs = asyncio.run(waiting(dev.url, count))
@@ -111,8 +120,9 @@ def main() -> None:
     parser.add_argument("--sweep-seconds", type=float, default=5)
     parser.add_argument("--cached", type=int, default=1000, help="MAX_CACHED_WORKFLOWS: fewer than --count evicts")
     options = parser.parse_args()
-    result = measure(options.count, idle_seconds=options.idle_seconds, sweep_seconds=options.sweep_seconds,
-                     cached=options.cached)
+    result = measure(
+        options.count, idle_seconds=options.idle_seconds, sweep_seconds=options.sweep_seconds, cached=options.cached
+    )
     print(result.row(options.sweep_seconds))
 
 

@@ -126,7 +126,7 @@ def transcript(messages: list[Message], budget: int | None = None) -> str:
         for index in range(len(entries) - 1, -1, -1):
             total += text_tokens(entries[index]) + 1
             if total > budget:
-                entries = entries[index + 1:]
+                entries = entries[index + 1 :]
                 break
     return "\n\n".join(entries)
 
@@ -147,6 +147,9 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(part["text"] if isinstance(part.get("text"), str) else f"[{part.get('type')}]"
-                        for part in content if isinstance(part, dict))
+        return " ".join(
+            part["text"] if isinstance(part.get("text"), str) else f"[{part.get('type')}]"
+            for part in content
+            if isinstance(part, dict)
+        )
     return ""

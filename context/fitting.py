@@ -49,7 +49,7 @@ def units_of(messages: list[Message]) -> list[Unit]:
     units = []
     for position, group in enumerate(groups):
         members = tuple(messages[index] for index in group)
-        pinned = (members[0].get("role") == "system" or last_user in group or position == len(groups) - 1)
+        pinned = members[0].get("role") == "system" or last_user in group or position == len(groups) - 1
         units.append(Unit(group[0], members, pinned, sum(message_tokens(message) for message in members)))
     return units
 

@@ -17,15 +17,18 @@ _SAYS_OVERFLOW = re.compile(
     r"maximum context length|context length exceeded|exceeds? (?:the )?(?:available |model'?s? )?context"
     r"|context (?:window|size|length) (?:is )?exceeded|maximum model length|longer than the maximum"
     r"|too many (?:input )?tokens|prompt is too long|input (?:length|tokens?) .{0,40}exceeds?",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _WINDOW = re.compile(
     r"maximum context length (?:is|of) (\d+)|maximum model length (?:is |of )?(\d+)"
     r"|maximum allowed (?:length|input length) \((\d+)|available context size \((\d+)|context window (?:is|of) (\d+)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _TOKENS = re.compile(
     r"resulted in (\d+) tokens|(\d+) in the messages|has (\d+) input tokens|prompt \(length (\d+)\)"
     r"|input length \((\d+)|request \((\d+) tokens\)|prompt is too long: (\d+)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,15 @@ def compaction_threshold(explicit: int | None, window: int | None) -> int | None
     return int(window * DEFAULT_THRESHOLD_SHARE) if window else None
 
 
-def plan(body: dict[str, Any], window: int | None, *, truncation: str, compaction: bool,
-         threshold: int | None, may_compact: bool) -> Send | Compact:
+def plan(
+    body: dict[str, Any],
+    window: int | None,
+    *,
+    truncation: str,
+    compaction: bool,
+    threshold: int | None,
+    may_compact: bool,
+) -> Send | Compact:
     """`body`: the chat-completions request as it would be sent whole."""
     messages = body["messages"]
     if window is None and (not compaction or threshold is None):
@@ -59,9 +66,18 @@ def plan(body: dict[str, Any], window: int | None, *, truncation: str, compactio
 
 
 def overflow(tokens: int, window: int, *, truncated: bool = False) -> ContextWindowExceededError:
-    why = (" even with the oldest items left out (the instructions, the newest user message and the latest step "
-           "are always kept)") if truncated else ""
+    why = (
+        (
+            " even with the oldest items left out (the instructions, the newest user message and the latest step "
+            "are always kept)"
+        )
+        if truncated
+        else ""
+    )
     return ContextWindowExceededError(
         f"Your input exceeds the context window of this model{why}: about {tokens} tokens, and the model takes at "
-        f"most {window}. Set `truncation` to \"auto\" or use `context_management` to compact the context.",
-        window=window, tokens=tokens, status_code=None)
+        f'most {window}. Set `truncation` to "auto" or use `context_management` to compact the context.',
+        window=window,
+        tokens=tokens,
+        status_code=None,
+    )

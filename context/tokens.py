@@ -73,8 +73,11 @@ def message_tokens(message: dict[str, Any]) -> int:
             count += text_tokens(message[key])
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        count += PER_MESSAGE + text_tokens(str(function.get("name") or "")) \
+        count += (
+            PER_MESSAGE
+            + text_tokens(str(function.get("name") or ""))
             + text_tokens(str(function.get("arguments") or ""))
+        )
     return count
 
 

@@ -47,8 +47,12 @@ class ContextWindows:
 
     async def of(self, model: str) -> int | None:
         """The model's window in tokens (the smallest of its deployments'), or None."""
-        windows = [window for deployment in self.registry.serving(model)
-                   for window in [await self.of_deployment(deployment, model)] if window]
+        windows = [
+            window
+            for deployment in self.registry.serving(model)
+            for window in [await self.of_deployment(deployment, model)]
+            if window
+        ]
         return min(windows) if windows else None
 
     async def of_deployment(self, deployment: Deployment, model: str) -> int | None:
@@ -100,9 +104,14 @@ class ContextWindows:
         windows = {}
         for entry in listed[:MAX_LISTED]:
             if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-                window = next((entry[key] for key in WINDOW_KEYS
-                               if isinstance(entry.get(key), int) and not isinstance(entry.get(key), bool)
-                               and entry[key] > 0), None)
+                window = next(
+                    (
+                        entry[key]
+                        for key in WINDOW_KEYS
+                        if isinstance(entry.get(key), int) and not isinstance(entry.get(key), bool) and entry[key] > 0
+                    ),
+                    None,
+                )
                 if window:
                     windows[entry["id"]] = window
         return _Listing(windows, self.clock(), ok=True)

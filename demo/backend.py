@@ -40,29 +40,33 @@ class DemoBackend:
     async def complete(self, body: dict[str, Any], on_headers: object = None) -> dict[str, Any]:
         model = self._model(body)
         if self._fails_now(model, body):
-            raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
-                                         status_code=500)
+            raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}", status_code=500)
         reply = reply_to(body)
         await asyncio.sleep(model.first_word_seconds + model.seconds_per_word * len(reply.words()))
         return _completion(model, body, reply)
 
     @asynccontextmanager
-    async def stream(self, body: dict[str, Any],
-                     on_headers: object = None) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
+    async def stream(
+        self, body: dict[str, Any], on_headers: object = None
+    ) -> AsyncIterator[AsyncIterator[list[Chunk]]]:
         model = self._model(body)
         reply = reply_to(body)
         if model.failure == "always":
-            raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}",
-                                         status_code=500)
+            raise RetryableUpstreamError(f"{model.name} failed on purpose (500): {model.description}", status_code=500)
         yield _one_at_a_time(self._chunks(model, body, reply, break_halfway=self._fails_now(model, body)))
 
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         """Every demo model embeds with the lexical embedder that ships in the package."""
         texts = body.get("input")
         texts = [texts] if isinstance(texts, str) else list(texts or [])
-        return {"object": "list", "model": body.get("model"),
-                "data": [{"object": "embedding", "index": index, "embedding": lexical_vector(str(text))}
-                         for index, text in enumerate(texts)]}
+        return {
+            "object": "list",
+            "model": body.get("model"),
+            "data": [
+                {"object": "embedding", "index": index, "embedding": lexical_vector(str(text))}
+                for index, text in enumerate(texts)
+            ],
+        }
 
     async def aclose(self) -> None:
         return None
@@ -73,7 +77,8 @@ class DemoBackend:
             raise RejectedByUpstreamError(
                 f"inference backend demo answered 404: model {name!r} does not exist; the demo models are "
                 + ", ".join(f"{each.name} ({each.description})" for each in DEMO_MODELS.values()),
-                status_code=404)
+                status_code=404,
+            )
         return DEMO_MODELS[name]
 
     def _fails_now(self, model: DemoModel, body: dict[str, Any]) -> bool:
@@ -91,10 +96,15 @@ class DemoBackend:
             self._broken_once.popitem(last=False)
         return True
 
-    async def _chunks(self, model: DemoModel, body: dict[str, Any], reply: DemoReply, *,
-                      break_halfway: bool) -> AsyncIterator[Chunk]:
-        base = {"id": new_id("chatcmpl"), "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model.name}
+    async def _chunks(
+        self, model: DemoModel, body: dict[str, Any], reply: DemoReply, *, break_halfway: bool
+    ) -> AsyncIterator[Chunk]:
+        base = {
+            "id": new_id("chatcmpl"),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model.name,
+        }
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> Chunk:
             return base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
@@ -105,13 +115,24 @@ class DemoBackend:
         for count, word in enumerate(words):
             if break_halfway and count >= max(1, len(words) // 2):
                 raise RetryableUpstreamError(
-                    f"{model.name} broke the connection on purpose halfway through its first attempt")
+                    f"{model.name} broke the connection on purpose halfway through its first attempt"
+                )
             if count:
                 await asyncio.sleep(model.seconds_per_word)
             yield chunk({"content": word})
         for index, call in enumerate(reply.tool_calls):
-            yield chunk({"tool_calls": [{"index": index, "id": new_id("call"), "type": "function", "function": {
-                "name": call.name, "arguments": orjson.dumps(call.arguments).decode()}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": new_id("call"),
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()},
+                        }
+                    ]
+                }
+            )
         yield chunk({}, reply.finish_reason)
         yield base | {"choices": [], "usage": _usage(body, reply)}
 
@@ -126,17 +147,29 @@ def _completion(model: DemoModel, body: dict[str, Any], reply: DemoReply) -> dic
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": new_id("call"), "type": "function",
-             "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()}}
-            for call in reply.tool_calls]
-    return {"id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": model.name,
-            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-            "usage": _usage(body, reply)}
+            {
+                "id": new_id("call"),
+                "type": "function",
+                "function": {"name": call.name, "arguments": orjson.dumps(call.arguments).decode()},
+            }
+            for call in reply.tool_calls
+        ]
+    return {
+        "id": new_id("chatcmpl"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model.name,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": _usage(body, reply),
+    }
 
 
 def _usage(body: dict[str, Any], reply: DemoReply) -> dict[str, int]:
     """Words counted as tokens."""
-    prompt = sum(len(str(message.get("content") or "").split()) for message in body.get("messages") or []
-                 if isinstance(message, dict))
+    prompt = sum(
+        len(str(message.get("content") or "").split())
+        for message in body.get("messages") or []
+        if isinstance(message, dict)
+    )
     completion = len(reply.words()) + sum(len(call.arguments) + 1 for call in reply.tool_calls)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -33,13 +33,21 @@ class DemoModel:
     description: str
 
 
-DEMO_MODELS = {model.name: model for model in (
-    DemoModel("demo/echo", 0.04, 0.15, "none", "echoes your message word by word, calls the tools you name"),
-    DemoModel("demo/slow", 1.0, 0.5, "none", "the same, one word a second: time to press Ctrl-C and restart"),
-    DemoModel("demo/flaky", 0.04, 0.15, "first_attempt",
-              "the same, but the first attempt of each answer breaks halfway; the retry carries on"),
-    DemoModel("demo/fail", 0.0, 0.0, "always", "always fails with a 500, so you can watch the retries run out"),
-)}
+DEMO_MODELS = {
+    model.name: model
+    for model in (
+        DemoModel("demo/echo", 0.04, 0.15, "none", "echoes your message word by word, calls the tools you name"),
+        DemoModel("demo/slow", 1.0, 0.5, "none", "the same, one word a second: time to press Ctrl-C and restart"),
+        DemoModel(
+            "demo/flaky",
+            0.04,
+            0.15,
+            "first_attempt",
+            "the same, but the first attempt of each answer breaks halfway; the retry carries on",
+        ),
+        DemoModel("demo/fail", 0.0, 0.0, "always", "always fails with a 500, so you can watch the retries run out"),
+    )
+}
 
 
 def served_model(requested: str) -> str:
@@ -71,18 +79,32 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
         return DemoReply(text=_summary(_text(messages[-1].get("content"))))
     results = _trailing_tool_results(messages)
     if results:
-        return DemoReply(text=" ".join(_searched(answer) if answer.startswith(SEARCH_RESULTS) else
-                                       _searched(answer, "your files") if answer.startswith(FILE_RESULTS) else
-                                       f"The tool {name} answered: {_clip(answer)}." for name, answer in results))
-    said = _text(next((message.get("content") for message in reversed(messages) if message.get("role") == "user"),
-                      None))
+        return DemoReply(
+            text=" ".join(
+                _searched(answer)
+                if answer.startswith(SEARCH_RESULTS)
+                else _searched(answer, "your files")
+                if answer.startswith(FILE_RESULTS)
+                else f"The tool {name} answered: {_clip(answer)}."
+                for name, answer in results
+            )
+        )
+    said = _text(
+        next((message.get("content") for message in reversed(messages) if message.get("role") == "user"), None)
+    )
     tools = _functions(body)
     calls = _calls(said, tools, body.get("tool_choice"), body.get("parallel_tool_calls", True))
     if calls:
         return DemoReply(tool_calls=calls, finish_reason="tool_calls")
     text = f"You said: {said}" if said else "Hello! I am the demo model; say something and I will echo it."
-    summary = next((_text(message.get("content")).removeprefix(SUMMARY_PREFIX.strip()).strip()
-                    for message in messages if _text(message.get("content")).startswith(SUMMARY_PREFIX.strip())), None)
+    summary = next(
+        (
+            _text(message.get("content")).removeprefix(SUMMARY_PREFIX.strip()).strip()
+            for message in messages
+            if _text(message.get("content")).startswith(SUMMARY_PREFIX.strip())
+        ),
+        None,
+    )
     if summary:
         text += f" (From the summary of our earlier messages: {_clip(summary, 300)})"
     if tools:
@@ -111,7 +133,7 @@ def _summary(transcript: str) -> str:
     said = [_clip(entry.removeprefix("[user] "), 80) for entry in entries if entry.startswith("[user] ")]
     answers = sum(1 for entry in entries if entry.startswith("[assistant]"))
     results = sum(1 for entry in entries if entry.startswith("[tool result]"))
-    heard = "; ".join(f"\"{each}\"" for each in said) or "nothing yet"
+    heard = "; ".join(f'"{each}"' for each in said) or "nothing yet"
     return f"The user said: {heard}. The assistant answered {answers} times; tools answered {results} times."
 
 
@@ -127,8 +149,9 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content.strip()
     if isinstance(content, list):
-        return " ".join(part["text"] for part in content
-                        if isinstance(part, dict) and isinstance(part.get("text"), str)).strip()
+        return " ".join(
+            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ).strip()
     return ""
 
 
@@ -223,8 +246,11 @@ def _arguments(schema: dict[str, Any], said: str, name: str) -> dict[str, Any]:
             value: Any = spec["enum"][0]
         elif kind in ("integer", "number"):
             number = next(numbers, None)
-            value = (int(float(number)) if kind == "integer" else float(number)) if number is not None \
+            value = (
+                (int(float(number)) if kind == "integer" else float(number))
+                if number is not None
                 else spec.get("default", 1 if key in required else None)
+            )
         elif kind == "string":
             value = phrase
         elif kind == "boolean":

@@ -37,8 +37,10 @@ def demo_tools_server() -> MCPServer:
     def current_time() -> str:
         return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
-    @server.tool(description="Wait this many seconds (at most an hour), then answer: a long tool call "
-                             "that survives a restart.", annotations=_READ_ONLY)
+    @server.tool(
+        description="Wait this many seconds (at most an hour), then answer: a long tool call that survives a restart.",
+        annotations=_READ_ONLY,
+    )
     async def wait(seconds: float) -> str:
         seconds = max(0.0, min(seconds, MAX_WAIT_SECONDS))
         await asyncio.sleep(seconds)

@@ -10,8 +10,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 SECURITY_HEADERS = {
-    "content-security-policy": ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-                                "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
     "cache-control": "no-cache",

@@ -115,8 +115,11 @@ class InvalidRequestError(ApiError):
 class ApprovalAlreadyAnsweredError(InvalidRequestError):
     def __init__(self, approval_request_ids: list[str], *, decided_in_inbox: bool = False) -> None:
         names = ", ".join(f"'{request_id}'" for request_id in approval_request_ids)
-        where = (" in the approvals inbox; leave it out of `input` and this response applies that decision"
-                 if decided_in_inbox else "; an approval request is answered once")
+        where = (
+            " in the approvals inbox; leave it out of `input` and this response applies that decision"
+            if decided_in_inbox
+            else "; an approval request is answered once"
+        )
         super().__init__(
             f"MCP approval request {names} has already been answered{where}.",
             param="approval_request_id",
@@ -128,9 +131,11 @@ class ContextLengthExceededError(InvalidRequestError):
     def __init__(self, tokens: int, window: int) -> None:
         super().__init__(
             f"Your input exceeds the context window of this model: it takes about {tokens} tokens, and the model "
-            f"takes at most {window}. Shorten the input, or set `truncation` to \"auto\" (the oldest items are "
+            f'takes at most {window}. Shorten the input, or set `truncation` to "auto" (the oldest items are '
             "left out) or `context_management` to compact it.",
-            param="input", code="context_length_exceeded")
+            param="input",
+            code="context_length_exceeded",
+        )
         self.tokens = tokens
         self.window = window
 
@@ -209,9 +214,7 @@ class UpstreamError(DurableResponsesError):
 
 
 class RetryableUpstreamError(UpstreamError):
-    def __init__(
-        self, message: str, *, status_code: int | None = None, retry_after: float | None = None
-    ) -> None:
+    def __init__(self, message: str, *, status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message, status_code=status_code)
         self.retry_after = retry_after
 
@@ -220,8 +223,7 @@ class RateLimitedUpstreamError(RetryableUpstreamError):
     """A 429. `provider_rate`: the requests a second the provider's `x-ratelimit-limit-requests`
     states (a limit a minute), when it sends one."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None,
-                 provider_rate: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, provider_rate: float | None = None) -> None:
         super().__init__(message, status_code=429, retry_after=retry_after)
         self.provider_rate = provider_rate
 
@@ -248,8 +250,9 @@ class ContextWindowExceededError(RejectedByUpstreamError):
 
     code = "context_length_exceeded"
 
-    def __init__(self, message: str, *, status_code: int | None = 400, window: int | None = None,
-                 tokens: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = 400, window: int | None = None, tokens: int | None = None
+    ) -> None:
         super().__init__(message, status_code=status_code)
         self.window = window
         self.tokens = tokens

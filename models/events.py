@@ -27,8 +27,12 @@ class StreamEvent(BaseModel):
 
 class LifecycleEvent(StreamEvent):
     type: Literal[
-        "response.created", "response.queued", "response.in_progress",
-        "response.completed", "response.incomplete", "response.failed",
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
     ]
     response: Response
 
@@ -59,8 +63,14 @@ class TextDeltaEvent(StreamEvent):
 
     def wire(self) -> dict[str, Any]:
         # One per chunk of a reply: built directly, as `model_dump` would (a test checks).
-        return {"type": self.type, "item_id": self.item_id, "output_index": self.output_index,
-                "content_index": self.content_index, "delta": self.delta, "logprobs": self.logprobs}
+        return {
+            "type": self.type,
+            "item_id": self.item_id,
+            "output_index": self.output_index,
+            "content_index": self.content_index,
+            "delta": self.delta,
+            "logprobs": self.logprobs,
+        }
 
 
 class TextDoneEvent(StreamEvent):
@@ -109,8 +119,12 @@ class McpProgressEvent(StreamEvent):
     """A step of an MCP item: its listing or its call started, finished or failed."""
 
     type: Literal[
-        "response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed", "response.mcp_list_tools.failed",
-        "response.mcp_call.in_progress", "response.mcp_call.completed", "response.mcp_call.failed",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
     ]
     item_id: str
     output_index: int
@@ -124,15 +138,21 @@ class McpArgumentsDoneEvent(StreamEvent):
 
 
 class WebSearchProgressEvent(StreamEvent):
-    type: Literal["response.web_search_call.in_progress", "response.web_search_call.searching",
-                  "response.web_search_call.completed"]
+    type: Literal[
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+    ]
     item_id: str
     output_index: int
 
 
 class FileSearchProgressEvent(StreamEvent):
-    type: Literal["response.file_search_call.in_progress", "response.file_search_call.searching",
-                  "response.file_search_call.completed"]
+    type: Literal[
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+    ]
     item_id: str
     output_index: int
 
@@ -168,8 +188,10 @@ TERMINAL_TYPE_BY_STATUS = {
 def opening_events(response: Response) -> list[dict[str, Any]]:
     """The first events of a response's log, written with the response itself."""
     follow = "response.queued" if response.status == "queued" else "response.in_progress"
-    return [LifecycleEvent(type="response.created", response=response).wire(),
-            LifecycleEvent(type=follow, response=response).wire()]
+    return [
+        LifecycleEvent(type="response.created", response=response).wire(),
+        LifecycleEvent(type=follow, response=response).wire(),
+    ]
 
 
 # ---- the events of MCP items ----------------------------------------------------------------
@@ -179,8 +201,11 @@ def opening_events(response: Response) -> list[dict[str, Any]]:
 
 def list_tools_opening(item: McpListToolsItem, index: int) -> list[StreamEvent]:
     return [
-        OutputItemEvent(type="response.output_item.added", output_index=index,
-                        item=item.model_copy(update={"tools": [], "error": None})),
+        OutputItemEvent(
+            type="response.output_item.added",
+            output_index=index,
+            item=item.model_copy(update={"tools": [], "error": None}),
+        ),
         McpProgressEvent(type="response.mcp_list_tools.in_progress", item_id=item.id, output_index=index),
     ]
 
@@ -197,8 +222,11 @@ def mcp_call_opening(call: McpCallItem, index: int) -> list[StreamEvent]:
     started = call.model_copy(update={"arguments": "", "output": None, "error": None, "status": "in_progress"})
     events: list[StreamEvent] = [OutputItemEvent(type="response.output_item.added", output_index=index, item=started)]
     if call.arguments:
-        events.append(ArgumentsDeltaEvent(type="response.mcp_call_arguments.delta", item_id=call.id,
-                                          output_index=index, delta=call.arguments))
+        events.append(
+            ArgumentsDeltaEvent(
+                type="response.mcp_call_arguments.delta", item_id=call.id, output_index=index, delta=call.arguments
+            )
+        )
     events.append(McpArgumentsDoneEvent(item_id=call.id, output_index=index, arguments=call.arguments))
     events.append(McpProgressEvent(type="response.mcp_call.in_progress", item_id=call.id, output_index=index))
     return events
@@ -224,8 +252,11 @@ def compaction_events(item: CompactionItem, index: int) -> list[StreamEvent]:
     nothing twice)."""
     assert item.id is not None
     return [
-        OutputItemEvent(type="response.output_item.added", output_index=index,
-                        item=item.model_copy(update={"encrypted_content": ""})),
+        OutputItemEvent(
+            type="response.output_item.added",
+            output_index=index,
+            item=item.model_copy(update={"encrypted_content": ""}),
+        ),
         CompactionProgressEvent(item_id=item.id, output_index=index),
         OutputItemEvent(type="response.output_item.done", output_index=index, item=item),
     ]
@@ -235,15 +266,18 @@ def search_opening(call: WebSearchCallItem | FileSearchCallItem, index: int) -> 
     """A web or file search call's first events: its item added (without what it found), in
     progress, searching."""
     if isinstance(call, WebSearchCallItem):
-        started = call.model_copy(update={"status": "in_progress",
-                                          "action": call.action.model_copy(update={"sources": None})})
+        started = call.model_copy(
+            update={"status": "in_progress", "action": call.action.model_copy(update={"sources": None})}
+        )
         progress = WebSearchProgressEvent
     else:
         started = call.model_copy(update={"status": "in_progress", "results": None})
         progress = FileSearchProgressEvent
-    return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
-            progress(type=f"response.{call.type}.in_progress", item_id=call.id, output_index=index),
-            progress(type=f"response.{call.type}.searching", item_id=call.id, output_index=index)]
+    return [
+        OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
+        progress(type=f"response.{call.type}.in_progress", item_id=call.id, output_index=index),
+        progress(type=f"response.{call.type}.searching", item_id=call.id, output_index=index),
+    ]
 
 
 def search_closing(call: WebSearchCallItem | FileSearchCallItem, index: int) -> list[StreamEvent]:

@@ -3,7 +3,7 @@ the filters over them, and the ranking options."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,7 +20,7 @@ MAX_RESULTS = 50
 MAX_FILTER_DEPTH = 8
 
 
-AttributeValue = Union[StrictBool, StrictInt, StrictFloat, Annotated[str, Field(max_length=512)]]
+AttributeValue = StrictBool | StrictInt | StrictFloat | Annotated[str, Field(max_length=512)]
 
 
 def _attribute_limits(value: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class CompoundFilter(Body):
     filters: list[ComparisonFilter | CompoundFilter] = Field(min_length=1, max_length=32)
 
 
-Filter = Union[ComparisonFilter, CompoundFilter]
+Filter = ComparisonFilter | CompoundFilter
 
 
 def filter_depth(node: Filter) -> int:

@@ -68,8 +68,9 @@ def heavy_fields(item: BaseModel) -> dict[str, Any]:
 
 def stubbed(item: BaseModel) -> BaseModel:
     if getattr(item, "type", "") == LISTING:  # names and annotations stay: the workflow decides on them
-        return item.model_copy(update={"tools": [tool.model_copy(update={"description": None, "input_schema": {}})
-                                                 for tool in item.tools]})
+        return item.model_copy(
+            update={"tools": [tool.model_copy(update={"description": None, "input_schema": {}}) for tool in item.tools]}
+        )
     return item.model_copy(update=HEAVY_FIELDS.get(getattr(item, "type", ""), {}))
 
 
@@ -78,8 +79,11 @@ def restored(item: BaseModel, fields: dict[str, Any]) -> BaseModel:
     set since, like a failed call's error, stays), validated again so nested models are models.
     A listing never changes once listed: its tools come back whole."""
     if getattr(item, "type", "") == LISTING:
-        return type(item).model_validate(item.model_dump(mode="json") | {"tools": fields["tools"]}) \
-            if "tools" in fields else item
+        return (
+            type(item).model_validate(item.model_dump(mode="json") | {"tools": fields["tools"]})
+            if "tools" in fields
+            else item
+        )
     stub = HEAVY_FIELDS.get(getattr(item, "type", ""), {})
     current = item.model_dump(mode="json")
     back = {name: value for name, value in fields.items() if name in stub and current.get(name) == stub[name]}

@@ -6,7 +6,7 @@ Each knows how it is listed by `GET /v1/responses/{id}/input_items` (`as_listed`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -63,10 +63,8 @@ class Refusal(WireModel):
     refusal: str
 
 
-ContentPart = Annotated[
-    Union[InputText, InputImage, InputFile, OutputText, Refusal], Field(discriminator="type")
-]
-OutputContentPart = Annotated[Union[OutputText, Refusal], Field(discriminator="type")]
+ContentPart = Annotated[InputText | InputImage | InputFile | OutputText | Refusal, Field(discriminator="type")]
+OutputContentPart = Annotated[OutputText | Refusal, Field(discriminator="type")]
 
 
 # ---- input items --------------------------------------------------------------------------
@@ -184,7 +182,6 @@ class PassedBackItem(ListedAsSent):
     id: ItemId | None = None
 
 
-
 class CompactionItem(ListedAsSent):
     """A context compacted into a summary (`context/compaction.py`): it stands for every item
     before it. `encrypted_content` is opaque; only the server that made it opens it."""
@@ -289,7 +286,6 @@ class McpListToolsItem(ListedAsSent):
     error: str | None = None
 
 
-
 class McpProtocolError(WireModel):
     type: Literal["mcp_protocol_error"] = "mcp_protocol_error"
     code: int
@@ -318,7 +314,7 @@ class McpHttpError(WireModel):
         return self.message
 
 
-McpCallError = Annotated[Union[McpProtocolError, McpToolExecutionError, McpHttpError], Field(discriminator="type")]
+McpCallError = Annotated[McpProtocolError | McpToolExecutionError | McpHttpError, Field(discriminator="type")]
 McpCallStatus = Literal["in_progress", "completed", "incomplete", "calling", "failed"]
 
 
@@ -349,14 +345,12 @@ class McpCallItem(ListedAsSent):
         return self.output or ""
 
 
-
 class McpApprovalRequestItem(ListedAsSent):
     type: Literal["mcp_approval_request"] = "mcp_approval_request"
     id: str
     server_label: str
     name: str
     arguments: str
-
 
 
 class McpApprovalResponseItem(ListedAsSent):
@@ -367,24 +361,21 @@ class McpApprovalResponseItem(ListedAsSent):
     reason: str | None = Field(default=None, max_length=4096)
 
 
-
 InputItem = Annotated[
-    Union[
-        MessageItem,
-        FunctionCallItem,
-        FunctionCallOutputItem,
-        CustomToolCallItem,
-        CustomToolCallOutputItem,
-        ItemReference,
-        ReasoningItem,
-        PassedBackItem,
-        CompactionItem,
-        CompactionTriggerItem,
-        McpListToolsItem,
-        McpCallItem,
-        McpApprovalRequestItem,
-        McpApprovalResponseItem,
-    ],
+    MessageItem
+    | FunctionCallItem
+    | FunctionCallOutputItem
+    | CustomToolCallItem
+    | CustomToolCallOutputItem
+    | ItemReference
+    | ReasoningItem
+    | PassedBackItem
+    | CompactionItem
+    | CompactionTriggerItem
+    | McpListToolsItem
+    | McpCallItem
+    | McpApprovalRequestItem
+    | McpApprovalResponseItem,
     Field(discriminator="type"),
 ]
 
@@ -411,7 +402,15 @@ class OutputFunctionCall(WireModel):
 
 
 OutputItem = Annotated[
-    Union[OutputMessage, OutputFunctionCall, CustomToolCallItem, ReasoningItem, CompactionItem, WebSearchCallItem,
-          FileSearchCallItem, McpListToolsItem, McpCallItem, McpApprovalRequestItem],
+    OutputMessage
+    | OutputFunctionCall
+    | CustomToolCallItem
+    | ReasoningItem
+    | CompactionItem
+    | WebSearchCallItem
+    | FileSearchCallItem
+    | McpListToolsItem
+    | McpCallItem
+    | McpApprovalRequestItem,
     Field(discriminator="type"),
 ]

@@ -35,6 +35,7 @@ REJECTED_PARAMETERS = {
     "background_options": "background options are not implemented; `background: true` alone is supported",
 }
 
+
 def _metadata_limits(value: dict[str, str]) -> dict[str, str]:
     if len(value) > 16:
         raise ValueError("metadata can have at most 16 keys")
@@ -159,7 +160,7 @@ class CreateResponseRequest(BaseModel):
     background_options: Any = None
 
     @model_validator(mode="after")
-    def _refuse_unimplemented(self) -> "CreateResponseRequest":
+    def _refuse_unimplemented(self) -> CreateResponseRequest:
         for name, why in REJECTED_PARAMETERS.items():
             if getattr(self, name) not in (None, 0):
                 raise UnsupportedParameter(name, why)
@@ -168,16 +169,21 @@ class CreateResponseRequest(BaseModel):
         named = self.client_tool_names()
         if len(named) > MAX_CLIENT_FUNCTIONS:
             raise UnsupportedParameter(
-                "tools", f"at most {MAX_CLIENT_FUNCTIONS} function and custom tools may be offered, namespaced ones "
-                         f"included (this request has {len(named)})")
+                "tools",
+                f"at most {MAX_CLIENT_FUNCTIONS} function and custom tools may be offered, namespaced ones "
+                f"included (this request has {len(named)})",
+            )
         if len(set(named)) != len(named):
             raise UnsupportedParameter("tools", "tool names must be unique (within their namespace)")
         labels = [tool.server_label for tool in self.tools if tool.type == "mcp"]
         if len(set(labels)) != len(labels):
             raise UnsupportedParameter("tools", "each MCP tool needs a `server_label` of its own")
         choice = self.tool_choice
-        if not isinstance(choice, str) and choice.type in ("function", "custom") and \
-                (choice.namespace, choice.name) not in named:
+        if (
+            not isinstance(choice, str)
+            and choice.type in ("function", "custom")
+            and (choice.namespace, choice.name) not in named
+        ):
             raise UnsupportedParameter(
                 "tool_choice", f"tool_choice names {choice.type} tool '{choice.name}', which is not in `tools`"
             )

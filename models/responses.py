@@ -18,8 +18,13 @@ WIRE = {"wire": True}
 
 # What a response shows for a sampling parameter its request left out: the values OpenAI
 # documents as defaults. Inside, an unset parameter stays None, and is not sent upstream.
-SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
-                     "top_logprobs": 0}
+SAMPLING_DEFAULTS = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "top_logprobs": 0,
+}
 
 
 class InputTokensDetails(BaseModel):
@@ -38,7 +43,7 @@ class Usage(BaseModel):
     output_tokens_details: OutputTokensDetails = Field(default_factory=OutputTokensDetails)
     total_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             input_tokens_details=InputTokensDetails(
@@ -131,12 +136,25 @@ class Response(WireModel):
         return self.status in TERMINAL_STATUSES
 
     @classmethod
-    def from_request(cls, response_id: str, created_at: int, request: CreateResponseRequest) -> "Response":
+    def from_request(cls, response_id: str, created_at: int, request: CreateResponseRequest) -> Response:
         echoed: dict[str, Any] = request.model_dump(
             include={
-                "instructions", "max_output_tokens", "max_tool_calls", "model", "parallel_tool_calls",
-                "previous_response_id", "safety_identifier", "prompt_cache_key", "store", "temperature",
-                "tool_choice", "top_p", "user", "background", "presence_penalty", "frequency_penalty",
+                "instructions",
+                "max_output_tokens",
+                "max_tool_calls",
+                "model",
+                "parallel_tool_calls",
+                "previous_response_id",
+                "safety_identifier",
+                "prompt_cache_key",
+                "store",
+                "temperature",
+                "tool_choice",
+                "top_p",
+                "user",
+                "background",
+                "presence_penalty",
+                "frequency_penalty",
                 "top_logprobs",
             }
         )

@@ -15,7 +15,7 @@ that is stored, logged or sent to Temporal carries the tool `redacted()`.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
@@ -53,10 +53,10 @@ class CustomTool(WireModel):
     type: Literal["custom"]
     name: str = Field(min_length=1, max_length=128, pattern=TOOL_NAME)
     description: str | None = None
-    format: Annotated[Union[TextInputFormat, GrammarInputFormat], Field(discriminator="type")] | None = None
+    format: Annotated[TextInputFormat | GrammarInputFormat, Field(discriminator="type")] | None = None
 
 
-NamespacedTool = Annotated[Union[FunctionTool, CustomTool], Field(discriminator="type")]
+NamespacedTool = Annotated[FunctionTool | CustomTool, Field(discriminator="type")]
 
 
 class NamespaceTool(WireModel):
@@ -166,8 +166,10 @@ class McpTool(WireModel):
         if parts.scheme not in ("http", "https") or not parts.hostname or len(url or "") > 2048:
             raise ValueError(f"MCP server '{label}' needs a `server_url`: an http:// or https:// URL")
         if parts.username is not None or parts.password is not None:
-            raise ValueError(f"the `server_url` of MCP server '{label}' carries credentials; send them in "
-                             "`headers` or `authorization` instead, where they are kept secret")
+            raise ValueError(
+                f"the `server_url` of MCP server '{label}' carries credentials; send them in "
+                "`headers` or `authorization` instead, where they are kept secret"
+            )
         return url
 
     @field_validator("headers")
@@ -179,20 +181,23 @@ class McpTool(WireModel):
             if not _HEADER_NAME.fullmatch(name):
                 raise ValueError(f"header names of MCP server '{label}' must be HTTP tokens")
             if _CONTROL.search(value):
-                raise ValueError(f"the value of header '{name}' of MCP server '{label}' holds a control "
-                                 "character (CR, LF, NUL, ...)")
+                raise ValueError(
+                    f"the value of header '{name}' of MCP server '{label}' holds a control character (CR, LF, NUL, ...)"
+                )
         return headers
 
     @field_validator("authorization")
     @classmethod
     def _sendable_authorization(cls, authorization: str | None, info: ValidationInfo) -> str | None:
         if authorization is not None and _CONTROL.search(authorization):
-            raise ValueError(f"the `authorization` of MCP server '{info.data.get('server_label', '')}' holds a "
-                             "control character (CR, LF, NUL, ...)")
+            raise ValueError(
+                f"the `authorization` of MCP server '{info.data.get('server_label', '')}' holds a "
+                "control character (CR, LF, NUL, ...)"
+            )
         return authorization
 
     @model_validator(mode="after")
-    def _needs_a_server_url(self) -> "McpTool":
+    def _needs_a_server_url(self) -> McpTool:
         if self.connector_id is not None or self.tunnel_id is not None:
             raise ValueError(
                 "connectors and MCP tunnels are OpenAI-hosted services; give the server's `server_url` instead"
@@ -234,12 +239,12 @@ class McpTool(WireModel):
             return None
         return McpSecrets(headers=self.headers or {}, authorization=self.authorization)
 
-    def redacted(self) -> "McpTool":
+    def redacted(self) -> McpTool:
         return self.model_copy(update={"headers": None, "authorization": None})
 
 
 Tool = Annotated[
-    Union[FunctionTool, CustomTool, NamespaceTool, McpTool, WebSearchTool, FileSearchTool, ToolSearchTool],
+    FunctionTool | CustomTool | NamespaceTool | McpTool | WebSearchTool | FileSearchTool | ToolSearchTool,
     Field(discriminator="type"),
 ]
 
@@ -263,6 +268,6 @@ class ToolChoiceMcp(WireModel):
 
 
 ToolChoiceMode = Literal["none", "auto", "required"]
-ToolChoice = Union[
-    ToolChoiceMode, Annotated[Union[ToolChoiceFunction, ToolChoiceCustom, ToolChoiceMcp], Field(discriminator="type")]
-]
+ToolChoice = (
+    ToolChoiceMode | Annotated[ToolChoiceFunction | ToolChoiceCustom | ToolChoiceMcp, Field(discriminator="type")]
+)

@@ -21,6 +21,7 @@ MAX_FILES_AT_ONCE = 500
 """File ids one request may name (`file_ids` of a vector store or a batch), as with OpenAI."""
 MAX_QUERY_CHARS = 4_000
 
+
 class StaticChunking(Body):
     max_chunk_size_tokens: int = Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS)
     chunk_overlap_tokens: int = Field(ge=0)
@@ -48,8 +49,10 @@ def chunking_as_stored(strategy: AutoChunkingStrategy | StaticChunkingStrategy |
     """What a `vector_store.file` says of its chunking: `auto` resolved, as OpenAI reports it."""
     if isinstance(strategy, StaticChunkingStrategy):
         return {"type": "static", "static": strategy.static.model_dump()}
-    return {"type": "static", "static": {"max_chunk_size_tokens": DEFAULT_MAX_TOKENS,
-                                         "chunk_overlap_tokens": DEFAULT_OVERLAP_TOKENS}}
+    return {
+        "type": "static",
+        "static": {"max_chunk_size_tokens": DEFAULT_MAX_TOKENS, "chunk_overlap_tokens": DEFAULT_OVERLAP_TOKENS},
+    }
 
 
 class ExpiresAfter(Body):
@@ -106,8 +109,10 @@ class CreateFileBatch(Body):
     def entries(self) -> list[BatchFile]:
         if self.files is not None:
             return self.files
-        return [BatchFile(file_id=file_id, attributes=self.attributes, chunking_strategy=self.chunking_strategy)
-                for file_id in self.file_ids or []]
+        return [
+            BatchFile(file_id=file_id, attributes=self.attributes, chunking_strategy=self.chunking_strategy)
+            for file_id in self.file_ids or []
+        ]
 
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]

@@ -24,7 +24,10 @@ MODEL_CHARACTERS = 200
 
 
 def initial_search_attributes(model: str, previous_response_id: str | None) -> TypedSearchAttributes:
-    pairs = [SearchAttributePair(RESPONSE_STATE, "created"), SearchAttributePair(RESPONSE_MODEL, model[:MODEL_CHARACTERS])]
+    pairs = [
+        SearchAttributePair(RESPONSE_STATE, "created"),
+        SearchAttributePair(RESPONSE_MODEL, model[:MODEL_CHARACTERS]),
+    ]
     if previous_response_id:
         pairs.append(SearchAttributePair(PREVIOUS_RESPONSE_ID, previous_response_id))
     return TypedSearchAttributes(pairs)
@@ -34,11 +37,12 @@ def summary(model: str, first_words: str) -> str:
     """One line: the model and the first words of the input."""
     words = " ".join(first_words.split())
     line = f"{model}: {words}" if words else model
-    return line if len(line) <= SUMMARY_CHARACTERS else line[:SUMMARY_CHARACTERS - 1] + "…"
+    return line if len(line) <= SUMMARY_CHARACTERS else line[: SUMMARY_CHARACTERS - 1] + "…"
 
 
-def details(*, previous_response_id: str | None, tools: list[str], background: bool, stream: bool,
-            conversation_id: str | None) -> str:
+def details(
+    *, previous_response_id: str | None, tools: list[str], background: bool, stream: bool, conversation_id: str | None
+) -> str:
     """Markdown lines the UI shows under the summary (no secrets: tools by type and label)."""
     lines = [f"**mode**: {'background' if background else 'synchronous'}{', streamed' if stream else ''}"]
     if previous_response_id:

@@ -29,8 +29,9 @@ ENDED_EVENT_TYPES = {
 
 ACTION_REQUIRED = "response.action_required"
 
-WebhookEventType = Literal["response.completed", "response.failed", "response.cancelled", "response.incomplete",
-                           "response.action_required"]
+WebhookEventType = Literal[
+    "response.completed", "response.failed", "response.cancelled", "response.incomplete", "response.action_required"
+]
 """Every event a response sends; a project's endpoint takes those it names."""
 
 
@@ -60,10 +61,15 @@ def ended_event(event_id: str, response_id: str, status: str, created_at: int) -
 
 
 def action_required_event(event_id: str, response_id: str, approval_request_id: str, created_at: int) -> WebhookEvent:
-    return WebhookEvent(id=event_id, created_at=created_at, type=ACTION_REQUIRED, data={
-        "id": response_id,
-        "required_action": {"type": "mcp_approval_request", "approval_request_id": approval_request_id},
-    })
+    return WebhookEvent(
+        id=event_id,
+        created_at=created_at,
+        type=ACTION_REQUIRED,
+        data={
+            "id": response_id,
+            "required_action": {"type": "mcp_approval_request", "approval_request_id": approval_request_id},
+        },
+    )
 
 
 def endpoint_id(url: str) -> str:
@@ -99,8 +105,10 @@ class WebhookPolicy(BaseModel):
 
     def targets(self, event_type: str) -> list[str]:
         """The endpoints an event of this type goes to."""
-        return [*self.endpoints, *(subscription.endpoint for subscription in self.subscriptions
-                                   if event_type in subscription.event_types)]
+        return [
+            *self.endpoints,
+            *(subscription.endpoint for subscription in self.subscriptions if event_type in subscription.event_types),
+        ]
 
 
 class WebhookDeliveryInput(BaseModel):

@@ -37,12 +37,14 @@ def _pieces(text: str, max_tokens: int) -> list[tuple[str, int]]:
             pieces.append((word, cost))
             continue
         for start in range(0, len(word), max_tokens):
-            part = word[start:start + max_tokens]
+            part = word[start : start + max_tokens]
             pieces.append((part, text_tokens(part)))
     return pieces
 
 
-def chunks_of(text: str, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = DEFAULT_OVERLAP_TOKENS) -> list[Chunk]:
+def chunks_of(
+    text: str, max_tokens: int = DEFAULT_MAX_TOKENS, overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
+) -> list[Chunk]:
     """`text` in chunks of at most `max_tokens`, each next one repeating about the last
     `overlap_tokens` of the one before."""
     if not MIN_MAX_TOKENS <= max_tokens <= MAX_MAX_TOKENS or not 0 <= overlap_tokens <= max_tokens // 2:

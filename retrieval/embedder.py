@@ -5,7 +5,8 @@ no call leaves the process. Any other name is a model of the registry, called at
 deployment's `/embeddings`; a worker's calls go through the upstream gate, so ingestion
 (in the background lane) and the `file_search` tool's queries (interactive) draw on the
 same budget (`rpm`, `tpm`, what 429s taught) as inference. The API's own searches
-(`vector_stores.search`) embed their query with one direct call. Every failure is an `UpstreamError` that says whether retrying can help.
+(`vector_stores.search`) embed their query with one direct call. Every failure is an
+`UpstreamError` that says whether retrying can help.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def _vectors(answer: dict[str, Any], count: int, model: str) -> list[list[float]
 
 
 class Embedder:
-    def __init__(self, model: str, registry: ModelRegistry, upstreams: Upstreams,
-                 gate: UpstreamGate | None = None) -> None:
+    def __init__(
+        self, model: str, registry: ModelRegistry, upstreams: Upstreams, gate: UpstreamGate | None = None
+    ) -> None:
         self.model = model
         self.registry = registry
         self.upstreams = upstreams
@@ -46,8 +48,9 @@ class Embedder:
     def lexical(self) -> bool:
         return self.model == LEXICAL_MODEL
 
-    async def embed(self, texts: list[str], project: str, *, model: str | None = None,
-                    lane: Lane = "background") -> list[list[float]]:
+    async def embed(
+        self, texts: list[str], project: str, *, model: str | None = None, lane: Lane = "background"
+    ) -> list[list[float]]:
         """One vector (unit length) per text, by `model` (the store's: by default the
         configured one); `lane`: a query a response waits for is `interactive`."""
         model = model or self.model
@@ -62,11 +65,13 @@ class Embedder:
                 raise RejectedByUpstreamError(f"no deployment serves the embeddings model {model!r}")
             deployment = deployments[0]
             answer = await self.upstreams.client(deployment).embeddings(
-                body | {"model": deployment.upstream_name(model)})
+                body | {"model": deployment.upstream_name(model)}
+            )
             return _vectors(answer, len(texts), model)
         async with self.gate.slot(model, lane, project) as slot:
             answer = await self.upstreams.client(slot.deployment).embeddings(
-                body | {"model": slot.deployment.upstream_name(model)})
+                body | {"model": slot.deployment.upstream_name(model)}
+            )
             vectors = _vectors(answer, len(texts), model)
             usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
             slot.succeeded(int(usage.get("total_tokens") or 0))

@@ -12,10 +12,35 @@ from pathlib import PurePosixPath
 
 from models.errors import UnreadableFileError
 
-TEXT_SUFFIXES = frozenset({
-    ".txt", ".md", ".markdown", ".rst", ".csv", ".tsv", ".log", ".py", ".js", ".ts", ".java", ".c", ".cpp", ".h",
-    ".cs", ".go", ".rb", ".php", ".sh", ".css", ".tex", ".yaml", ".yml", ".toml", ".xml",
-})
+TEXT_SUFFIXES = frozenset(
+    {
+        ".txt",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".csv",
+        ".tsv",
+        ".log",
+        ".py",
+        ".js",
+        ".ts",
+        ".java",
+        ".c",
+        ".cpp",
+        ".h",
+        ".cs",
+        ".go",
+        ".rb",
+        ".php",
+        ".sh",
+        ".css",
+        ".tex",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".xml",
+    }
+)
 HTML_SUFFIXES = frozenset({".html", ".htm"})
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".json", ".pdf"}
 SKIPPED_TAGS = frozenset({"script", "style", "head", "template", "noscript"})
@@ -30,8 +55,11 @@ def text_of(filename: str, content: bytes) -> str:
     if suffix == ".pdf":
         return _pdf_text(content)
     if suffix not in SUPPORTED_SUFFIXES:
-        raise UnreadableFileError(f"files of type {suffix or '(none)'!r} cannot be searched; supported: "
-                                  + ", ".join(sorted(SUPPORTED_SUFFIXES)), code="unsupported_file")
+        raise UnreadableFileError(
+            f"files of type {suffix or '(none)'!r} cannot be searched; supported: "
+            + ", ".join(sorted(SUPPORTED_SUFFIXES)),
+            code="unsupported_file",
+        )
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:

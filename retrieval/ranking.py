@@ -50,8 +50,9 @@ def _compare(kind: str, have: Any, want: Any) -> bool:
     numbers = (int, float)
     if isinstance(have, bool) or isinstance(want, bool):
         return False
-    if not (isinstance(have, numbers) and isinstance(want, numbers)) and not (isinstance(have, str)
-                                                                               and isinstance(want, str)):
+    if not (isinstance(have, numbers) and isinstance(want, numbers)) and not (
+        isinstance(have, str) and isinstance(want, str)
+    ):
         return False
     return {"gt": have > want, "gte": have >= want, "lt": have < want, "lte": have <= want}[kind]
 

@@ -32,13 +32,26 @@ class Hit:
 
     def to_wire(self) -> dict[str, Any]:
         """As `vector_stores.search` returns a result."""
-        return {"file_id": self.file_id, "filename": self.filename, "score": self.score,
-                "attributes": self.attributes, "content": [{"type": "text", "text": self.text}]}
+        return {
+            "file_id": self.file_id,
+            "filename": self.filename,
+            "score": self.score,
+            "attributes": self.attributes,
+            "content": [{"type": "text", "text": self.text}],
+        }
 
 
-async def search(repository: ResponseRepository, embedder: Embedder, stores: list[VectorStoreRow],
-                 queries: list[str], *, project: str, max_num_results: int, filters: Filter | None = None,
-                 ranking_options: RankingOptions | None = None) -> list[Hit]:
+async def search(
+    repository: ResponseRepository,
+    embedder: Embedder,
+    stores: list[VectorStoreRow],
+    queries: list[str],
+    *,
+    project: str,
+    max_num_results: int,
+    filters: Filter | None = None,
+    ranking_options: RankingOptions | None = None,
+) -> list[Hit]:
     ids = [store.id for store in stores]
     attributes = await repository.vector_stores.attributes_of(ids)
     allowed = [file_id for file_id, attrs in attributes.items() if ranking.matches(filters, attrs)]
@@ -53,22 +66,33 @@ async def search(repository: ResponseRepository, embedder: Embedder, stores: lis
     for model, store_ids in by_model.items():
         vectors = await embedder.embed(queries, project, model=model, lane="interactive")
         for vector in vectors:
-            nearest = await repository.chunks.nearest(store_ids, allowed if filters is not None else None, vector,
-                                                      max(CANDIDATES, 4 * max_num_results))
+            nearest = await repository.chunks.nearest(
+                store_ids, allowed if filters is not None else None, vector, max(CANDIDATES, 4 * max_num_results)
+            )
             for chunk in nearest:
                 scored = ranking.score(chunk.similarity, query_words, chunk.text, weighting)
                 key = (chunk.file_id, chunk.position)
                 if key not in best or best[key][0] < scored:
                     best[key] = (scored, chunk.text)
     threshold = ranking_options.score_threshold if ranking_options and ranking_options.score_threshold else 0.0
-    ranked = sorted(((scored, file_id, position, text) for (file_id, position), (scored, text) in best.items()
-                     if scored >= threshold), key=lambda each: (-each[0], each[1], each[2]))[:max_num_results]
+    ranked = sorted(
+        (
+            (scored, file_id, position, text)
+            for (file_id, position), (scored, text) in best.items()
+            if scored >= threshold
+        ),
+        key=lambda each: (-each[0], each[1], each[2]),
+    )[:max_num_results]
     files = await repository.files.some(list({file_id for _, file_id, _, _ in ranked}), project)
     stale = [store.id for store in stores if store.last_active_at < time.time() - ACTIVE_WITHIN_SECONDS]
     if stale:  # a write only when a store's last activity is worth updating, not one per search
         await repository.vector_stores.touch(stale)
-    return [Hit(file_id, files[file_id].filename if file_id in files else file_id, scored, text,
-                attributes.get(file_id, {})) for scored, file_id, _, text in ranked]
+    return [
+        Hit(
+            file_id, files[file_id].filename if file_id in files else file_id, scored, text, attributes.get(file_id, {})
+        )
+        for scored, file_id, _, text in ranked
+    ]
 
 
 def shown_to_model(query: str, hits: list[Hit], first_number: int) -> str:

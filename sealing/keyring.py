@@ -52,8 +52,9 @@ class MasterKey:
         return hashlib.sha256(b"durable-responses key id\0" + self.secret).hexdigest()[:8]
 
     def derive(self, purpose: Purpose) -> bytes:
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-                    info=b"durable-responses/" + purpose.value.encode()).derive(self.secret)
+        return HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=None, info=b"durable-responses/" + purpose.value.encode()
+        ).derive(self.secret)
 
     @property
     def fernet_form(self) -> bytes:
@@ -69,7 +70,7 @@ class KeyRing:
         self._derived: dict[tuple[str, Purpose], bytes] = {}
 
     @classmethod
-    def parse(cls, setting: str) -> "KeyRing":
+    def parse(cls, setting: str) -> KeyRing:
         """`SECRETS_KEY`: comma-separated master keys, the sealing one first."""
         keys = []
         for position, text in enumerate(part.strip() for part in setting.split(",")):
@@ -78,9 +79,11 @@ class KeyRing:
             except (binascii.Error, ValueError):
                 secret = b""
             if len(secret) != 32:
-                raise StartupError(f"SECRETS_KEY: key {position + 1} is not 32 bytes of URL-safe base64 "
-                                   "(make one with: python -c 'import base64,os; "
-                                   "print(base64.urlsafe_b64encode(os.urandom(32)).decode())')")
+                raise StartupError(
+                    f"SECRETS_KEY: key {position + 1} is not 32 bytes of URL-safe base64 "
+                    "(make one with: python -c 'import base64,os; "
+                    "print(base64.urlsafe_b64encode(os.urandom(32)).decode())')"
+                )
             keys.append(MasterKey(secret))
         return cls(keys)
 

@@ -75,6 +75,9 @@ def data_converter(ring: KeyRing | None, *, encrypt: bool = True) -> DataConvert
     if ring is None:
         return pydantic_data_converter
     return dataclasses.replace(
-        pydantic_data_converter, payload_codec=EncryptedPayloads(ring, encrypt=encrypt),
-        failure_converter_class=(DefaultFailureConverterWithEncodedAttributes if encrypt
-                                 else pydantic_data_converter.failure_converter_class))
+        pydantic_data_converter,
+        payload_codec=EncryptedPayloads(ring, encrypt=encrypt),
+        failure_converter_class=(
+            DefaultFailureConverterWithEncodedAttributes if encrypt else pydantic_data_converter.failure_converter_class
+        ),
+    )

@@ -21,15 +21,17 @@ TITLE_CHARS = 200
 
 
 def numbered(results: list[SearchResult], first: int) -> list[Source]:
-    return [Source(number=first + index, url=result.url, title=result.title[:TITLE_CHARS])
-            for index, result in enumerate(results)]
+    return [
+        Source(number=first + index, url=result.url, title=result.title[:TITLE_CHARS])
+        for index, result in enumerate(results)
+    ]
 
 
 def shown_to_model(query: str, results: list[SearchResult], sources: list[Source]) -> str:
     if not results:
         return f"The web search for {query!r} found nothing."
     lines = [f"Web search results for {query!r}. Cite a result you use with its number in brackets, like [1]."]
-    for source, result in zip(sources, results):
+    for source, result in zip(sources, results, strict=True):
         lines.append(f"[{source.number}] {result.title}\n{source.url}\n{result.snippet}")
     return "\n\n".join(lines)
 
@@ -42,9 +44,22 @@ def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
     for match in MARKER.finditer(text):
         source = by_number.get(int(match.group(1)))
         if source is not None and source.file_id is not None:
-            found.append({"type": "file_citation", "file_id": source.file_id, "filename": source.filename or "",
-                          "index": match.start()})
+            found.append(
+                {
+                    "type": "file_citation",
+                    "file_id": source.file_id,
+                    "filename": source.filename or "",
+                    "index": match.start(),
+                }
+            )
         elif source is not None:
-            found.append({"type": "url_citation", "url": source.url, "title": source.title,
-                          "start_index": match.start(), "end_index": match.end()})
+            found.append(
+                {
+                    "type": "url_citation",
+                    "url": source.url,
+                    "title": source.title,
+                    "start_index": match.start(),
+                    "end_index": match.end(),
+                }
+            )
     return found

@@ -1,7 +1,8 @@
 """The demo provider: searches this project's own README and `docs/` (the copies beside the
 code), so a newcomer watches a search, its sources and its citations with nothing set up.
 Each section (a Markdown heading and what follows it) is a page; pages are ranked by how
-well they hold the query's words (rare words count more, long sections less). Its URLs are `file://` links to the sections."""
+well they hold the query's words (rare words count more, long sections less). Its URLs are
+`file://` links to the sections."""
 
 from __future__ import annotations
 
@@ -29,8 +30,14 @@ def _sections() -> tuple[tuple[str, str, str, frozenset[str]], ...]:
                 text = "\n".join(lines).strip()
                 if text:
                     anchor = re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
-                    found.append((f"{path.as_uri()}#{anchor}", f"{path.name}: {title}", text,
-                                  frozenset(WORD.findall(text.lower()))))
+                    found.append(
+                        (
+                            f"{path.as_uri()}#{anchor}",
+                            f"{path.name}: {title}",
+                            text,
+                            frozenset(WORD.findall(text.lower())),
+                        )
+                    )
                 title, lines = line.lstrip("#").strip(), []
             else:
                 lines.append(line)
@@ -43,9 +50,14 @@ class DemoSearchProvider:
     async def search(self, query: SearchQuery) -> list[SearchResult]:
         sections = _sections()
         wanted = set(WORD.findall(query.query.lower()))
-        rarity = {word: math.log(len(sections) / (1 + sum(word in words for *_, words in sections))) + 1
-                  for word in wanted}
-        scored = [(sum(rarity[word] for word in wanted & words) / math.log(len(words) + 2), url, title, text)
-                  for url, title, text, words in sections]
+        rarity = {
+            word: math.log(len(sections) / (1 + sum(word in words for *_, words in sections))) + 1 for word in wanted
+        }
+        scored = [
+            (sum(rarity[word] for word in wanted & words) / math.log(len(words) + 2), url, title, text)
+            for url, title, text, words in sections
+        ]
         ranked = sorted((each for each in scored if each[0] > 0), key=lambda each: -each[0])
-        return [SearchResult(url=url, title=title, snippet=cut(text)) for _, url, title, text in ranked[:query.max_results]]
+        return [
+            SearchResult(url=url, title=title, snippet=cut(text)) for _, url, title, text in ranked[: query.max_results]
+        ]

@@ -69,11 +69,15 @@ class SearchSettings:
     def described(self) -> str:
         """One line for the start-up log."""
         if self.provider is None:
-            return ("web search: off (a `web_search` tool is accepted but not offered to the model; set "
-                    "WEB_SEARCH_PROVIDER to searxng, tavily or brave to turn it on)")
+            return (
+                "web search: off (a `web_search` tool is accepted but not offered to the model; set "
+                "WEB_SEARCH_PROVIDER to searxng, tavily or brave to turn it on)"
+            )
         if self.provider == "demo":
-            return ("web search: demo (searches this project's README and docs; set WEB_SEARCH_PROVIDER to searxng, "
-                    "tavily or brave for the web)")
+            return (
+                "web search: demo (searches this project's README and docs; set WEB_SEARCH_PROVIDER to searxng, "
+                "tavily or brave for the web)"
+            )
         where = f" at {urlsplit(self.url).netloc}" if self.url else ""
         return f"web search: {self.provider}{where}"
 
@@ -103,8 +107,7 @@ def allowed(url: str, domains: tuple[str, ...]) -> bool:
     return any(host == domain or host.endswith("." + domain) for domain in domains)
 
 
-async def fetch_json(policy: EgressPolicy, method: str, url: str, *, provider: str,
-                     **options: object) -> object:
+async def fetch_json(policy: EgressPolicy, method: str, url: str, *, provider: str, **options: object) -> object:
     """One request to a provider, its JSON answer, or a typed failure naming the provider."""
     try:
         async with guarded_http_client(policy, max_reply_bytes=MAX_REPLY_BYTES, timeout=TIMEOUT_SECONDS) as http:
@@ -113,18 +116,22 @@ async def fetch_json(policy: EgressPolicy, method: str, url: str, *, provider: s
     except EgressRefusedError:
         raise SearchRefusedError(f"the {provider} search provider's address is not one this server may reach") from None
     except ReplyTooLargeError:
-        raise SearchRefusedError(f"the {provider} search provider answered with more than "
-                                 f"{MAX_REPLY_BYTES // (1024 * 1024)} MiB") from None
+        raise SearchRefusedError(
+            f"the {provider} search provider answered with more than {MAX_REPLY_BYTES // (1024 * 1024)} MiB"
+        ) from None
     except httpx2.TimeoutException:
-        raise SearchUnavailableError(f"the {provider} search provider did not answer within {TIMEOUT_SECONDS:g} s") \
-            from None
+        raise SearchUnavailableError(
+            f"the {provider} search provider did not answer within {TIMEOUT_SECONDS:g} s"
+        ) from None
     except httpx2.HTTPError as error:
-        raise SearchUnavailableError(f"the {provider} search provider cannot be reached ({type(error).__name__})") \
-            from None
+        raise SearchUnavailableError(
+            f"the {provider} search provider cannot be reached ({type(error).__name__})"
+        ) from None
     status = answer.status_code
     if status in (401, 403):
-        raise SearchRefusedError(f"the {provider} search provider refused the key (HTTP {status}): check "
-                                 "WEB_SEARCH_API_KEY")
+        raise SearchRefusedError(
+            f"the {provider} search provider refused the key (HTTP {status}): check WEB_SEARCH_API_KEY"
+        )
     if status == 429 or status >= 500 or status == 408:
         raise SearchUnavailableError(f"the {provider} search provider answered HTTP {status}")
     if status >= 400:

@@ -22,12 +22,17 @@ class SearxngProvider:
             params["language"] = f"all-{query.country.upper()}"
         results: list[SearchResult] = []
         for page in range(1, DEPTH_PAGES[query.depth] + 1):
-            body = await fetch_json(self.policy, "GET", f"{self.base_url}/search", provider=self.name,
-                                    params=params | {"pageno": str(page)})
+            body = await fetch_json(
+                self.policy, "GET", f"{self.base_url}/search", provider=self.name, params=params | {"pageno": str(page)}
+            )
             listed = body.get("results") if isinstance(body, dict) else None
             if not isinstance(listed, list):
-                raise SearchRefusedError("the searxng search provider answered without `results` (is its JSON "
-                                         "format enabled?)")
-            results += [SearchResult(url=str(each["url"]), title=cut(each.get("title")), snippet=cut(each.get("content")))
-                        for each in listed if isinstance(each, dict) and isinstance(each.get("url"), str)]
+                raise SearchRefusedError(
+                    "the searxng search provider answered without `results` (is its JSON format enabled?)"
+                )
+            results += [
+                SearchResult(url=str(each["url"]), title=cut(each.get("title")), snippet=cut(each.get("content")))
+                for each in listed
+                if isinstance(each, dict) and isinstance(each.get("url"), str)
+            ]
         return results

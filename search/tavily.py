@@ -5,8 +5,19 @@ from __future__ import annotations
 from search.provider import KeyedProvider, SearchQuery, SearchRefusedError, SearchResult, cut, fetch_json
 
 BASE_URL = "https://api.tavily.com"
-COUNTRIES = {"US": "united states", "GB": "united kingdom", "DE": "germany", "FR": "france", "JP": "japan",
-             "CA": "canada", "AU": "australia", "IN": "india", "BR": "brazil", "ES": "spain", "IT": "italy"}
+COUNTRIES = {
+    "US": "united states",
+    "GB": "united kingdom",
+    "DE": "germany",
+    "FR": "france",
+    "JP": "japan",
+    "CA": "canada",
+    "AU": "australia",
+    "IN": "india",
+    "BR": "brazil",
+    "ES": "spain",
+    "IT": "italy",
+}
 
 
 class TavilyProvider(KeyedProvider):
@@ -15,16 +26,28 @@ class TavilyProvider(KeyedProvider):
 
     async def search(self, query: SearchQuery) -> list[SearchResult]:
         key = self.key()
-        payload: dict[str, object] = {"query": query.query, "max_results": query.max_results,
-                                      "search_depth": "advanced" if query.depth == "high" else "basic"}
+        payload: dict[str, object] = {
+            "query": query.query,
+            "max_results": query.max_results,
+            "search_depth": "advanced" if query.depth == "high" else "basic",
+        }
         if query.allowed_domains:
             payload["include_domains"] = list(query.allowed_domains)
         if query.country and query.country.upper() in COUNTRIES:
             payload["country"] = COUNTRIES[query.country.upper()]
-        body = await fetch_json(self.policy, "POST", f"{self.base_url}/search", provider=self.name, json=payload,
-                                headers={"authorization": f"Bearer {key}"})
+        body = await fetch_json(
+            self.policy,
+            "POST",
+            f"{self.base_url}/search",
+            provider=self.name,
+            json=payload,
+            headers={"authorization": f"Bearer {key}"},
+        )
         listed = body.get("results") if isinstance(body, dict) else None
         if not isinstance(listed, list):
             raise SearchRefusedError("the tavily search provider answered without `results`")
-        return [SearchResult(url=str(each["url"]), title=cut(each.get("title")), snippet=cut(each.get("content")))
-                for each in listed if isinstance(each, dict) and isinstance(each.get("url"), str)]
+        return [
+            SearchResult(url=str(each["url"]), title=cut(each.get("title")), snippet=cut(each.get("content")))
+            for each in listed
+            if isinstance(each, dict) and isinstance(each.get("url"), str)
+        ]

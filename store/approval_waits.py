@@ -23,7 +23,10 @@ class ApprovalWaits:
                 recorded += await transaction.run(
                     "INSERT INTO approval_waits (approval_request_id, response_id, asked_at) "
                     "VALUES (:request_id, :response_id, :asked_at) ON CONFLICT (approval_request_id) DO NOTHING",
-                    request_id=request_id, response_id=response_id, asked_at=asked_at)
+                    request_id=request_id,
+                    response_id=response_id,
+                    asked_at=asked_at,
+                )
         return recorded
 
     async def count(self) -> tuple[int, float]:

@@ -21,9 +21,13 @@ COLUMNS = "next_free, next_free_tokens, learned_rate, decreased_at, blocked_unti
 def _state(row: Row | None) -> BudgetState:
     if row is None:
         return BudgetState()
-    return BudgetState(next_free=row["next_free"], next_free_tokens=row["next_free_tokens"],
-                       learned_rate=row["learned_rate"], decreased_at=row["decreased_at"],
-                       blocked_until=row["blocked_until"])
+    return BudgetState(
+        next_free=row["next_free"],
+        next_free_tokens=row["next_free_tokens"],
+        learned_rate=row["learned_rate"],
+        decreased_at=row["decreased_at"],
+        blocked_until=row["blocked_until"],
+    )
 
 
 class Budgets:
@@ -37,35 +41,56 @@ class Budgets:
             rows = await transaction.all(f"SELECT deployment, {COLUMNS} FROM upstream_budgets")
         return {row["deployment"]: _state(row) for row in rows}
 
-    async def reserve(self, deployment: str, limits: Limits, lane: Lane, project: str, *,
-                      returning: bool = False, spread: float = 0.0) -> Decision:
+    async def reserve(
+        self, deployment: str, limits: Limits, lane: Lane, project: str, *, returning: bool = False, spread: float = 0.0
+    ) -> Decision:
         async def decide(transaction: Transaction, state: BudgetState, now: float) -> tuple[Decision, BudgetState]:
-            queued = await transaction.value(
-                "SELECT next_at FROM upstream_queues WHERE deployment = :d AND lane = :lane AND project = :project",
-                d=deployment, lane=lane, project=project) or 0.0
-            decision, after, queued_after = pacing.reserve(state, limits, now, lane, queued, returning=returning,
-                                                           spread=spread)
+            queued = (
+                await transaction.value(
+                    "SELECT next_at FROM upstream_queues WHERE deployment = :d AND lane = :lane AND project = :project",
+                    d=deployment,
+                    lane=lane,
+                    project=project,
+                )
+                or 0.0
+            )
+            decision, after, queued_after = pacing.reserve(
+                state, limits, now, lane, queued, returning=returning, spread=spread
+            )
             if queued_after != queued:
                 await transaction.run(
                     "INSERT INTO upstream_queues (deployment, lane, project, next_at) "
                     "VALUES (:d, :lane, :project, :at) ON CONFLICT (deployment, lane, project) "
                     "DO UPDATE SET next_at = excluded.next_at",
-                    d=deployment, lane=lane, project=project, at=queued_after)
+                    d=deployment,
+                    lane=lane,
+                    project=project,
+                    at=queued_after,
+                )
             return decision, after
 
         return await self._change(deployment, decide)
 
-    async def rate_limited(self, deployment: str, limits: Limits, *, retry_after: float | None,
-                           sending_rate: float | None, provider_rate: float | None) -> BudgetState:
+    async def rate_limited(
+        self,
+        deployment: str,
+        limits: Limits,
+        *,
+        retry_after: float | None,
+        sending_rate: float | None,
+        provider_rate: float | None,
+    ) -> BudgetState:
         async def cut(_: Transaction, state: BudgetState, now: float) -> tuple[BudgetState, BudgetState]:
-            after = pacing.rate_limited(state, limits, now, retry_after=retry_after, sending_rate=sending_rate,
-                                        provider_rate=provider_rate)
+            after = pacing.rate_limited(
+                state, limits, now, retry_after=retry_after, sending_rate=sending_rate, provider_rate=provider_rate
+            )
             return after, after
 
         return await self._change(deployment, cut)
 
     async def exhausted(self, deployment: str, seconds: float) -> BudgetState:
         """The provider said no request is left for `seconds` (a successful answer's headers)."""
+
         async def block(_: Transaction, state: BudgetState, now: float) -> tuple[BudgetState, BudgetState]:
             after = pacing.blocked(state, now, seconds)
             return after, after
@@ -78,8 +103,9 @@ class Budgets:
 
         await self._change(deployment, charge)
 
-    async def _change(self, deployment: str,
-                      change: Callable[[Transaction, BudgetState, float], Awaitable[tuple[T, BudgetState]]]) -> T:
+    async def _change(
+        self, deployment: str, change: Callable[[Transaction, BudgetState, float], Awaitable[tuple[T, BudgetState]]]
+    ) -> T:
         """Apply `change` (the transaction, the budget as it is, now) -> (its result, the budget
         after) to one deployment's budget, holding its row."""
         async with self.db.write() as transaction:
@@ -87,7 +113,9 @@ class Budgets:
             # lock to the end of the transaction; SQLite's write transaction holds the file.
             await transaction.run(
                 f"INSERT INTO upstream_budgets (deployment, {COLUMNS}) VALUES (:d, 0, 0, NULL, 0, 0) "
-                "ON CONFLICT (deployment) DO UPDATE SET next_free = upstream_budgets.next_free", d=deployment)
+                "ON CONFLICT (deployment) DO UPDATE SET next_free = upstream_budgets.next_free",
+                d=deployment,
+            )
             row = await transaction.one(f"SELECT {COLUMNS} FROM upstream_budgets WHERE deployment = :d", d=deployment)
             before = _state(row)
             result, after = await change(transaction, before, self.clock())
@@ -96,7 +124,11 @@ class Budgets:
                     "UPDATE upstream_budgets SET next_free = :next_free, next_free_tokens = :next_free_tokens, "
                     "learned_rate = :learned_rate, decreased_at = :decreased_at, blocked_until = :blocked_until "
                     "WHERE deployment = :d",
-                    d=deployment, next_free=after.next_free, next_free_tokens=after.next_free_tokens,
-                    learned_rate=after.learned_rate, decreased_at=after.decreased_at,
-                    blocked_until=after.blocked_until)
+                    d=deployment,
+                    next_free=after.next_free,
+                    next_free_tokens=after.next_free_tokens,
+                    learned_rate=after.learned_rate,
+                    decreased_at=after.decreased_at,
+                    blocked_until=after.blocked_until,
+                )
             return result

@@ -38,20 +38,22 @@ async def context_in(transaction: Transaction, response_id: str) -> Messages | N
         " SELECT c.response_id, c.base_response_id, c.base_length, c.messages, chain.depth + 1"
         " FROM chat_contexts c JOIN chain ON c.response_id = chain.base_response_id WHERE chain.depth < :deepest"
         ") SELECT base_length, messages FROM chain ORDER BY depth DESC",
-        id=response_id, deepest=MAX_CHAIN_DEPTH,
+        id=response_id,
+        deepest=MAX_CHAIN_DEPTH,
     )
     if not rows:
         return None
     context: Messages = []
     for row in rows:
-        context = context[:row["base_length"] or 0] + (loads(row["messages"]) or [])
+        context = context[: row["base_length"] or 0] + (loads(row["messages"]) or [])
     return context
 
 
 async def base_in(transaction: Transaction, response_id: str) -> ContextBase:
     """What a response's own messages follow (nothing, before its first turn is recorded)."""
-    row = await transaction.one("SELECT base_response_id, base_length FROM chat_contexts WHERE response_id = :id",
-                                id=response_id)
+    row = await transaction.one(
+        "SELECT base_response_id, base_length FROM chat_contexts WHERE response_id = :id", id=response_id
+    )
     if row is None:
         return ContextBase()
     return ContextBase(row["base_response_id"], row["base_length"] or 0)
@@ -59,48 +61,58 @@ async def base_in(transaction: Transaction, response_id: str) -> ContextBase:
 
 async def put_in(transaction: Transaction, response_id: str, messages: Messages, base: ContextBase) -> None:
     """The response's whole context, kept as its own messages after `base`'s."""
-    own = messages[base.length:] if base.response_id is not None else messages
+    own = messages[base.length :] if base.response_id is not None else messages
     await transaction.run(
         "INSERT INTO chat_contexts (response_id, messages, base_response_id, base_length) "
         "VALUES (:id, :messages, :base, :length) "
         "ON CONFLICT (response_id) DO UPDATE SET messages = excluded.messages, "
         "base_response_id = excluded.base_response_id, base_length = excluded.base_length",
-        id=response_id, messages=dumps(own), base=base.response_id,
+        id=response_id,
+        messages=dumps(own),
+        base=base.response_id,
         length=base.length if base.response_id is not None else 0,
     )
 
 
 async def extend_in(transaction: Transaction, response_id: str, more: Messages) -> None:
     """Messages added at the response's end (what the model is told of calls left open)."""
-    own = loads(await transaction.value("SELECT messages FROM chat_contexts WHERE response_id = :id",
-                                        id=response_id))
+    own = loads(await transaction.value("SELECT messages FROM chat_contexts WHERE response_id = :id", id=response_id))
     if own is None:
         await put_in(transaction, response_id, more, ContextBase())
         return
-    await transaction.run("UPDATE chat_contexts SET messages = :messages WHERE response_id = :id",
-                          id=response_id, messages=dumps(own + more))
+    await transaction.run(
+        "UPDATE chat_contexts SET messages = :messages WHERE response_id = :id",
+        id=response_id,
+        messages=dumps(own + more),
+    )
 
 
 async def fold_into_followers(transaction: Transaction, response_id: str) -> None:
     """Before a response's context goes: each response that follows it takes the part of its
     messages it follows, and follows the response's own base instead."""
     followers = await transaction.all(
-        "SELECT response_id, base_length, messages FROM chat_contexts WHERE base_response_id = :id", id=response_id)
+        "SELECT response_id, base_length, messages FROM chat_contexts WHERE base_response_id = :id", id=response_id
+    )
     if not followers:
         return
-    row = await transaction.one("SELECT base_response_id, base_length, messages FROM chat_contexts "
-                                "WHERE response_id = :id", id=response_id)
+    row = await transaction.one(
+        "SELECT base_response_id, base_length, messages FROM chat_contexts WHERE response_id = :id", id=response_id
+    )
     own = loads(row["messages"]) if row is not None else []
     base_id = row["base_response_id"] if row is not None else None
     base_length = (row["base_length"] or 0) if row is not None and base_id is not None else 0
     for follower in followers:
         followed = follower["base_length"] or 0
         if followed >= base_length:
-            messages = own[:followed - base_length] + (loads(follower["messages"]) or [])
+            messages = own[: followed - base_length] + (loads(follower["messages"]) or [])
             length = base_length
         else:  # it followed only part of this response's base
             messages, length = loads(follower["messages"]) or [], followed
         await transaction.run(
             "UPDATE chat_contexts SET messages = :messages, base_response_id = :base, base_length = :length "
             "WHERE response_id = :id",
-            id=follower["response_id"], messages=dumps(messages), base=base_id, length=length if base_id else 0)
+            id=follower["response_id"],
+            messages=dumps(messages),
+            base=base_id,
+            length=length if base_id else 0,
+        )

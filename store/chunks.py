@@ -31,16 +31,27 @@ class Chunks:
         """Keep a file's chunks, once: a file chunked before keeps the chunks it has. How many
         it has."""
         async with self.db.write() as transaction:
-            have = await transaction.value("SELECT count(*) FROM vector_store_chunks "
-                                           "WHERE vector_store_id = :store AND file_id = :file",
-                                           store=vector_store_id, file=file_id)
+            have = await transaction.value(
+                "SELECT count(*) FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file",
+                store=vector_store_id,
+                file=file_id,
+            )
             if have:
                 return int(have)
             await transaction.run_many(
                 "INSERT INTO vector_store_chunks (vector_store_id, file_id, position, text, tokens) "
                 "VALUES (:store, :file, :position, :text, :tokens)",
-                [{"store": vector_store_id, "file": file_id, "position": position, "text": chunk.text,
-                  "tokens": chunk.tokens} for position, chunk in enumerate(chunks)])
+                [
+                    {
+                        "store": vector_store_id,
+                        "file": file_id,
+                        "position": position,
+                        "text": chunk.text,
+                        "tokens": chunk.tokens,
+                    }
+                    for position, chunk in enumerate(chunks)
+                ],
+            )
         return len(chunks)
 
     async def unembedded(self, vector_store_id: str, file_id: str, start: int, end: int) -> list[tuple[int, str]]:
@@ -49,7 +60,11 @@ class Chunks:
             rows = await transaction.all(
                 "SELECT position, text FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file "
                 "AND position >= :start AND position < :end AND embedding IS NULL ORDER BY position",
-                store=vector_store_id, file=file_id, start=start, end=end)
+                store=vector_store_id,
+                file=file_id,
+                start=start,
+                end=end,
+            )
         return [(row["position"], row["text"]) for row in rows]
 
     def _vector(self, vector: Sequence[float]) -> bytes | list[float]:
@@ -60,11 +75,15 @@ class Chunks:
             await transaction.run_many(
                 "UPDATE vector_store_chunks SET embedding = :embedding WHERE vector_store_id = :store "
                 "AND file_id = :file AND position = :position",
-                [{"embedding": self._vector(vector), "store": vector_store_id, "file": file_id, "position": position}
-                 for position, vector in vectors.items()])
+                [
+                    {"embedding": self._vector(vector), "store": vector_store_id, "file": file_id, "position": position}
+                    for position, vector in vectors.items()
+                ],
+            )
 
-    async def nearest(self, vector_store_ids: list[str], file_ids: list[str] | None, query: Sequence[float],
-                      limit: int) -> list[Nearest]:
+    async def nearest(
+        self, vector_store_ids: list[str], file_ids: list[str] | None, query: Sequence[float], limit: int
+    ) -> list[Nearest]:
         """The `limit` embedded chunks nearest to `query`, of these stores' completed files (of
         `file_ids` only, if given): a file still being ingested, or gone meanwhile, is not searched."""
         if self.db.dialect == "sqlite":
@@ -84,12 +103,22 @@ class Chunks:
                 f"SELECT c.vector_store_id, c.file_id, c.position, c.text, {similarity} AS similarity "
                 "FROM vector_store_chunks c JOIN vector_store_files f ON f.vector_store_id = c.vector_store_id "
                 f"AND f.file_id = c.file_id AND f.status = 'completed' WHERE {where} "
-                "ORDER BY similarity DESC, c.file_id, c.position LIMIT :limit", **params)
-        return [Nearest(row["vector_store_id"], row["file_id"], row["position"], row["text"],
-                        float(row["similarity"] or 0.0)) for row in rows]
+                "ORDER BY similarity DESC, c.file_id, c.position LIMIT :limit",
+                **params,
+            )
+        return [
+            Nearest(
+                row["vector_store_id"], row["file_id"], row["position"], row["text"], float(row["similarity"] or 0.0)
+            )
+            for row in rows
+        ]
 
     async def texts(self, vector_store_id: str, file_id: str) -> list[str]:
         async with self.db.read() as transaction:
-            rows = await transaction.all("SELECT text FROM vector_store_chunks WHERE vector_store_id = :store "
-                                         "AND file_id = :file ORDER BY position", store=vector_store_id, file=file_id)
+            rows = await transaction.all(
+                "SELECT text FROM vector_store_chunks WHERE vector_store_id = :store "
+                "AND file_id = :file ORDER BY position",
+                store=vector_store_id,
+                file=file_id,
+            )
         return [row["text"] for row in rows]

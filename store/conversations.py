@@ -35,7 +35,8 @@ class ConversationLockedError(InvalidRequestError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(
             f"Another response is running on conversation '{conversation_id}'; retry once it has finished.",
-            param="conversation", code="conversation_locked",
+            param="conversation",
+            code="conversation_locked",
         )
 
 
@@ -63,21 +64,31 @@ class Conversations:
             await transaction.run(
                 "INSERT INTO conversations (id, created_at, metadata, project) "
                 "VALUES (:id, :created_at, :metadata, :project)",
-                id=row.id, created_at=row.created_at, metadata=dumps(row.metadata), project=row.project,
+                id=row.id,
+                created_at=row.created_at,
+                metadata=dumps(row.metadata),
+                project=row.project,
             )
             await self._append(transaction, row.id, items)
 
     async def get(self, conversation_id: str) -> ConversationRow | None:
         async with self.db.read() as transaction:
             found = await transaction.one(
-                "SELECT id, created_at, metadata, project FROM conversations WHERE id = :id", id=conversation_id)
-        return None if found is None else ConversationRow(found["id"], found["created_at"], loads(found["metadata"]),
-                                                          found["project"])
+                "SELECT id, created_at, metadata, project FROM conversations WHERE id = :id", id=conversation_id
+            )
+        return (
+            None
+            if found is None
+            else ConversationRow(found["id"], found["created_at"], loads(found["metadata"]), found["project"])
+        )
 
     async def update(self, conversation_id: str, metadata: dict[str, str]) -> ConversationRow | None:
         async with self.db.write() as transaction:
-            changed = await transaction.run("UPDATE conversations SET metadata = :metadata WHERE id = :id",
-                                            id=conversation_id, metadata=dumps(metadata))
+            changed = await transaction.run(
+                "UPDATE conversations SET metadata = :metadata WHERE id = :id",
+                id=conversation_id,
+                metadata=dumps(metadata),
+            )
         return await self.get(conversation_id) if changed else None
 
     async def delete(self, conversation_id: str) -> list[str]:
@@ -87,8 +98,9 @@ class Conversations:
         async with self.db.write() as transaction:
             removed = await transaction.run("DELETE FROM conversations WHERE id = :id", id=conversation_id)
             await transaction.run("DELETE FROM conversation_items WHERE conversation_id = :id", id=conversation_id)
-            responses = await transaction.all("SELECT id FROM responses WHERE conversation_id = :id",
-                                              id=conversation_id)
+            responses = await transaction.all(
+                "SELECT id FROM responses WHERE conversation_id = :id", id=conversation_id
+            )
             await HistoryDeletions.request_in(transaction, [row["id"] for row in responses])
         return [row["id"] for row in responses] if removed else []
 
@@ -104,7 +116,9 @@ class Conversations:
                 raise InvalidRequestError(
                     f"Conversation '{conversation_id}' holds {held} items; with these it would hold more than "
                     f"{MAX_ITEMS}, the most one keeps. Delete some, or start a new conversation.",
-                    param="items", code="conversation_full")
+                    param="items",
+                    code="conversation_full",
+                )
             await self._append(transaction, conversation_id, items)
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -115,21 +129,24 @@ class Conversations:
     @staticmethod
     async def items_in(transaction: Transaction, conversation_id: str) -> list[dict[str, Any]]:
         rows = await transaction.all(
-            "SELECT data FROM conversation_items WHERE conversation_id = :id ORDER BY position", id=conversation_id)
+            "SELECT data FROM conversation_items WHERE conversation_id = :id ORDER BY position", id=conversation_id
+        )
         return [loads(row["data"]) for row in rows]
 
     async def list_items(
         self, conversation_id: str, *, after: str | None, limit: int, order: Order
     ) -> tuple[list[dict[str, Any]], bool]:
         async with self.db.read() as transaction:
-            return await page_of_items(transaction, "conversation_items", conversation_id, after=after, before=None,
-                                       limit=limit, order=order)
+            return await page_of_items(
+                transaction, "conversation_items", conversation_id, after=after, before=None, limit=limit, order=order
+            )
 
     async def item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
         async with self.db.read() as transaction:
             data = await transaction.value(
                 "SELECT data FROM conversation_items WHERE conversation_id = :id AND item_id = :item_id",
-                id=conversation_id, item_id=item_id,
+                id=conversation_id,
+                item_id=item_id,
             )
         return loads(data)
 
@@ -138,7 +155,8 @@ class Conversations:
             await self._free(transaction, conversation_id)
             removed = await transaction.run(
                 "DELETE FROM conversation_items WHERE conversation_id = :id AND item_id = :item_id",
-                id=conversation_id, item_id=item_id,
+                id=conversation_id,
+                item_id=item_id,
             )
         return removed > 0
 
@@ -155,9 +173,14 @@ class Conversations:
             raise InvalidRequestError(
                 f"Conversation '{conversation_id}' holds {held} items, the most one keeps ({MAX_ITEMS}): every "
                 "response on it would read them all. Delete some, or start a new conversation.",
-                param="conversation", code="conversation_full")
-        await transaction.run("UPDATE conversations SET active_response_id = :response_id WHERE id = :id",
-                              id=conversation_id, response_id=response_id)
+                param="conversation",
+                code="conversation_full",
+            )
+        await transaction.run(
+            "UPDATE conversations SET active_response_id = :response_id WHERE id = :id",
+            id=conversation_id,
+            response_id=response_id,
+        )
 
     @staticmethod
     async def _free(transaction: Transaction, conversation_id: str) -> None:
@@ -186,31 +209,43 @@ class Conversations:
         and the lock it held is released."""
         held = await transaction.run(
             "UPDATE conversations SET active_response_id = NULL WHERE id = :id AND active_response_id = :response_id",
-            id=conversation_id, response_id=response_id,
+            id=conversation_id,
+            response_id=response_id,
         )
         if held and items:
             await Conversations._append(transaction, conversation_id, items)
 
     @staticmethod
     async def _count(transaction: Transaction, conversation_id: str) -> int:
-        return await transaction.value("SELECT COUNT(*) FROM conversation_items WHERE conversation_id = :id",
-                                       id=conversation_id) or 0
+        return (
+            await transaction.value(
+                "SELECT COUNT(*) FROM conversation_items WHERE conversation_id = :id", id=conversation_id
+            )
+            or 0
+        )
 
     @staticmethod
     async def _append(transaction: Transaction, conversation_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
         if not items:
             return
-        last = await transaction.value("SELECT MAX(position) FROM conversation_items WHERE conversation_id = :id",
-                                       id=conversation_id)
+        last = await transaction.value(
+            "SELECT MAX(position) FROM conversation_items WHERE conversation_id = :id", id=conversation_id
+        )
         first = 0 if last is None else last + 1
         await transaction.run_many(
             "INSERT INTO conversation_items (conversation_id, position, item_id, data) "
             "VALUES (:conversation_id, :position, :item_id, :data)",
-            [{"conversation_id": conversation_id, "position": first + offset, "item_id": item_id, "data": dumps(data)}
-             for offset, (item_id, data) in enumerate(items)],
+            [
+                {
+                    "conversation_id": conversation_id,
+                    "position": first + offset,
+                    "item_id": item_id,
+                    "data": dumps(data),
+                }
+                for offset, (item_id, data) in enumerate(items)
+            ],
         )
 
 
 def new_conversation(conversation_id: str, metadata: dict[str, str] | None, project: str) -> ConversationRow:
     return ConversationRow(conversation_id, int(time.time()), metadata or {}, project)
-

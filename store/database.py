@@ -108,7 +108,7 @@ def _expand_lists(query: str, params: Mapping[str, Any]) -> tuple[str, dict[str,
     flat = {name: value for name, value in params.items() if name not in lists}
     for name, values in lists.items():
         names = [f"{name}_{index}" for index in range(len(values))]
-        flat.update(zip(names, values))
+        flat.update(zip(names, values, strict=True))
         query = re.sub(rf"(?<!:):{name}\b", ", ".join(f":{each}" for each in names) or "NULL", query)
     return query, flat
 
@@ -173,8 +173,14 @@ class SqliteDatabase:
         # The WAL is checkpointed in a thread (`_checkpoint`); after the log restarts, SQLite
         # cuts the file back to `journal_size_limit` rather than keeping its largest size.
         # `secure_delete`: a deleted row's bytes are overwritten with zeros, not left in free pages.
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_timeout_ms}",
-                       "wal_autocheckpoint=0", f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}", "secure_delete=ON"):
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            f"busy_timeout={busy_timeout_ms}",
+            "wal_autocheckpoint=0",
+            f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}",
+            "secure_delete=ON",
+        ):
             connection.execute(f"PRAGMA {pragma}")
         self.vector_functions = vector_functions.install(connection)
         return connection
@@ -341,8 +347,14 @@ def _disconnections() -> tuple[type[BaseException], ...]:
     """What asyncpg raises when the server went away, or does not take connections yet."""
     import asyncpg
 
-    return (OSError, asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
-            asyncpg.AdminShutdownError, asyncpg.ConnectionFailureError)
+    return (
+        OSError,
+        asyncpg.ConnectionDoesNotExistError,
+        asyncpg.InterfaceError,
+        asyncpg.CannotConnectNowError,
+        asyncpg.AdminShutdownError,
+        asyncpg.ConnectionFailureError,
+    )
 
 
 def _internal_client_error() -> type[BaseException]:

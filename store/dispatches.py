@@ -19,6 +19,8 @@ class ToolDispatches:
             claimed = await transaction.run(
                 "INSERT INTO tool_dispatches (response_id, call_id, sent_at) VALUES (:response_id, :call_id, :now) "
                 "ON CONFLICT (response_id, call_id) DO NOTHING",
-                response_id=response_id, call_id=call_id, now=time.time(),
+                response_id=response_id,
+                call_id=call_id,
+                now=time.time(),
             )
         return claimed == 1

@@ -77,7 +77,8 @@ class EventLog:
         async with self.db.read() as transaction:
             rows = await transaction.all(
                 "SELECT output_index, type FROM events WHERE response_id = :id AND output_index IN (:indexes)",
-                id=response_id, indexes=sorted(indexes),
+                id=response_id,
+                indexes=sorted(indexes),
             )
         present = {(row["output_index"], row["type"]) for row in rows}
         fresh = [event for event in batch if (event.get("output_index"), event["type"]) not in present]
@@ -91,8 +92,9 @@ class EventLog:
         `new_log`: the response was created in this transaction, so its log starts at 0."""
         last = None
         if not new_log:
-            last = await transaction.value("SELECT MAX(sequence_number) FROM events WHERE response_id = :id",
-                                           id=response_id)
+            last = await transaction.value(
+                "SELECT MAX(sequence_number) FROM events WHERE response_id = :id", id=response_id
+            )
         first = 0 if last is None else last + 1
         written_at = int(time.time() * 1000)
         rows = [
@@ -118,7 +120,9 @@ class EventLog:
             rows = await transaction.all(
                 "SELECT sequence_number, type, data, written_at FROM events "
                 "WHERE response_id = :id AND sequence_number > :after ORDER BY sequence_number LIMIT :limit",
-                id=response_id, after=after, limit=limit,
+                id=response_id,
+                after=after,
+                limit=limit,
             )
         return [StoredEvent(row["sequence_number"], row["type"], row["data"], row["written_at"]) for row in rows]
 
@@ -129,14 +133,18 @@ class EventLog:
             rows = await transaction.all(
                 "SELECT data FROM events WHERE response_id = :id AND output_index >= :index "
                 "AND sequence_number > :after ORDER BY sequence_number",
-                id=response_id, index=from_output_index, after=after,
+                id=response_id,
+                index=from_output_index,
+                after=after,
             )
         return [loads(row["data"]) for row in rows]
 
     async def has_events(self, response_id: str) -> bool:
         async with self.db.read() as transaction:
-            return await transaction.value("SELECT 1 FROM events WHERE response_id = :id LIMIT 1",
-                                           id=response_id) is not None
+            return (
+                await transaction.value("SELECT 1 FROM events WHERE response_id = :id LIMIT 1", id=response_id)
+                is not None
+            )
 
     async def sweep_orphaned(self, after: str, limit: int = 200) -> tuple[int, str]:
         """Remove the event logs whose response is gone, among the next `limit` logs after
@@ -144,13 +152,20 @@ class EventLog:
         goes round them all in turn). How many it removed, and where the next one starts
         ("" once it has gone round)."""
         async with self.db.write() as transaction:
-            logs = [row["response_id"] for row in await transaction.all(
-                "SELECT DISTINCT response_id FROM events WHERE response_id > :after ORDER BY response_id "
-                "LIMIT :limit", after=after, limit=limit)]
+            logs = [
+                row["response_id"]
+                for row in await transaction.all(
+                    "SELECT DISTINCT response_id FROM events WHERE response_id > :after ORDER BY response_id "
+                    "LIMIT :limit",
+                    after=after,
+                    limit=limit,
+                )
+            ]
             if not logs:
                 return 0, ""
-            present = {row["id"] for row in await transaction.all("SELECT id FROM responses WHERE id IN (:ids)",
-                                                                  ids=logs)}
+            present = {
+                row["id"] for row in await transaction.all("SELECT id FROM responses WHERE id IN (:ids)", ids=logs)
+            }
             gone = [response_id for response_id in logs if response_id not in present]
             if gone:
                 await transaction.run("DELETE FROM events WHERE response_id IN (:ids)", ids=gone)

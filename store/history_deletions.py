@@ -27,7 +27,8 @@ class HistoryDeletions:
         async with self.db.read() as transaction:
             rows = await transaction.all(
                 "SELECT workflow_id, requested_at FROM history_deletions ORDER BY requested_at LIMIT :limit",
-                limit=limit)
+                limit=limit,
+            )
         return [(row["workflow_id"], row["requested_at"]) for row in rows]
 
     async def done(self, workflow_id: str) -> None:

@@ -23,5 +23,9 @@ class Leases:
                 "INSERT INTO chore_leases (name, holder, until) VALUES (:name, :holder, :until) "
                 "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until "
                 "WHERE chore_leases.until < :now OR chore_leases.holder = excluded.holder",
-                name=name, holder=holder, until=now + seconds, now=now)
+                name=name,
+                holder=holder,
+                until=now + seconds,
+                now=now,
+            )
             return await transaction.value("SELECT holder FROM chore_leases WHERE name = :name", name=name) == holder

@@ -26,7 +26,8 @@ class McpSecretsStore:
             row = await transaction.one(
                 "SELECT s.sealed, r.project FROM mcp_secrets s JOIN responses r ON r.id = s.response_id "
                 "WHERE s.response_id = :id AND s.server_label = :label",
-                id=response_id, label=server_label,
+                id=response_id,
+                label=server_label,
             )
         if row is None:
             return None

@@ -24,7 +24,7 @@ from models.errors import SchemaTooNewError  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-SCHEMA_LOCK_KEY = 0x6475726162_6c65
+SCHEMA_LOCK_KEY = 0x6475726162_6C65
 """'durable': the PostgreSQL advisory lock under which schema changes run."""
 SQLITE_LOCK_WAIT_SECONDS = 60.0
 """How long a starting process waits for another's upgrade to release SQLite's write lock."""

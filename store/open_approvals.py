@@ -47,23 +47,36 @@ class OpenApprovals:
         if response.status not in OPEN_AFTER:
             return
         messages = [index for index, item in enumerate(response.output) if item.type == "message"]
-        ended_with = response.output[messages[-1] + 1:] if messages else response.output
+        ended_with = response.output[messages[-1] + 1 :] if messages else response.output
         run = {item.approval_request_id for item in ended_with if item.type == "mcp_call"}
         candidates = [item.id for item in ended_with if item.type == "mcp_approval_request" and item.id not in run]
         if not candidates:
             return
-        answered = {row["approval_request_id"] for row in await transaction.all(
-            "SELECT approval_request_id FROM approval_decisions WHERE approval_request_id IN (:ids)", ids=candidates)}
-        asked = {row["approval_request_id"]: row["asked_at"] for row in await transaction.all(
-            "SELECT approval_request_id, asked_at FROM approval_waits WHERE approval_request_id IN (:ids)",
-            ids=candidates)}
+        answered = {
+            row["approval_request_id"]
+            for row in await transaction.all(
+                "SELECT approval_request_id FROM approval_decisions WHERE approval_request_id IN (:ids)", ids=candidates
+            )
+        }
+        asked = {
+            row["approval_request_id"]: row["asked_at"]
+            for row in await transaction.all(
+                "SELECT approval_request_id, asked_at FROM approval_waits WHERE approval_request_id IN (:ids)",
+                ids=candidates,
+            )
+        }
         now = time.time_ns() // 1000
-        rows = [{"id": request_id, "response_id": response.id, "asked_at": asked.get(request_id, now)}
-                for request_id in candidates if request_id not in answered]
+        rows = [
+            {"id": request_id, "response_id": response.id, "asked_at": asked.get(request_id, now)}
+            for request_id in candidates
+            if request_id not in answered
+        ]
         if rows:
             await transaction.run_many(
                 "INSERT INTO open_approvals (approval_request_id, response_id, asked_at) "
-                "VALUES (:id, :response_id, :asked_at) ON CONFLICT (approval_request_id) DO NOTHING", rows)
+                "VALUES (:id, :response_id, :asked_at) ON CONFLICT (approval_request_id) DO NOTHING",
+                rows,
+            )
 
     @staticmethod
     async def close_in(transaction: Transaction, request_ids: list[str], *, by: str, applied: list[str]) -> None:
@@ -73,14 +86,18 @@ class OpenApprovals:
         if applied:
             closed = await transaction.run(
                 "UPDATE open_approvals SET closed_by = :by WHERE approval_request_id IN (:ids) AND closed_by IS NULL",
-                by=by, ids=applied)
+                by=by,
+                ids=applied,
+            )
             if closed != len(applied):
                 raise ApprovalAlreadyAnsweredError(sorted(applied))
         others = [request_id for request_id in request_ids if request_id not in applied]
         if others:
             await transaction.run(
                 "UPDATE open_approvals SET closed_by = :by WHERE approval_request_id IN (:ids) AND closed_by IS NULL",
-                by=by, ids=others)
+                by=by,
+                ids=others,
+            )
 
     @staticmethod
     async def reopen_in(transaction: Transaction, follow_up_id: str) -> None:
@@ -93,9 +110,13 @@ class OpenApprovals:
             rows = await transaction.all(
                 "SELECT d.approval_request_id, d.approve, d.reason, d.decided_by FROM open_approvals o "
                 "JOIN approval_decisions d ON d.approval_request_id = o.approval_request_id "
-                "WHERE o.approval_request_id IN (:ids) AND o.closed_by IS NULL", ids=request_ids)
-        return {row["approval_request_id"]: KeptDecision(bool(row["approve"]), loads(row["reason"]), row["decided_by"])
-                for row in rows}
+                "WHERE o.approval_request_id IN (:ids) AND o.closed_by IS NULL",
+                ids=request_ids,
+            )
+        return {
+            row["approval_request_id"]: KeptDecision(bool(row["approve"]), loads(row["reason"]), row["decided_by"])
+            for row in rows
+        }
 
     async def undecided(self, response_id: str) -> bool:
         """Whether the ended response left a request open that nobody has decided."""
@@ -104,11 +125,13 @@ class OpenApprovals:
                 "SELECT o.approval_request_id FROM open_approvals o LEFT JOIN approval_decisions d "
                 "ON d.approval_request_id = o.approval_request_id "
                 "WHERE o.response_id = :id AND o.closed_by IS NULL AND d.approval_request_id IS NULL LIMIT 1",
-                id=response_id)
+                id=response_id,
+            )
         return found is not None
 
-    async def keep(self, response_id: str, approval_request_id: str, *, approve: bool, reason: str | None,
-                   decided_by: str | None) -> float | None:
+    async def keep(
+        self, response_id: str, approval_request_id: str, *, approve: bool, reason: str | None, decided_by: str | None
+    ) -> float | None:
         """Keep a decision on an open request of the ended response, for its follow-up. Returns
         how long the request had waited (seconds), or None when the response has no such open
         request (never asked, or a follow-up closed it). `ApprovalAlreadyAnsweredError` when
@@ -117,14 +140,21 @@ class OpenApprovals:
             async with self.db.write() as transaction:
                 asked_at = await transaction.value(
                     "SELECT asked_at FROM open_approvals WHERE approval_request_id = :id "
-                    "AND response_id = :response_id AND closed_by IS NULL", id=approval_request_id, response_id=response_id)
+                    "AND response_id = :response_id AND closed_by IS NULL",
+                    id=approval_request_id,
+                    response_id=response_id,
+                )
                 if asked_at is None:
                     return None
                 await transaction.run(
                     "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by, reason) "
                     "VALUES (:id, :response_id, :approve, :decided_by, :reason)",
-                    id=approval_request_id, response_id=response_id, approve=approve, decided_by=decided_by,
-                    reason=dumps(reason))  # as JSON text: any string, a NUL too, goes into any store
+                    id=approval_request_id,
+                    response_id=response_id,
+                    approve=approve,
+                    decided_by=decided_by,
+                    reason=dumps(reason),
+                )  # as JSON text: any string, a NUL too, goes into any store
         except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
         return max(0.0, time.time() - asked_at / 1_000_000)

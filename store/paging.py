@@ -14,7 +14,13 @@ ITEM_TABLES = {"input_items": "response_id", "conversation_items": "conversation
 
 
 async def page_of_items(
-    transaction: Transaction, table: str, owner_id: str, *, after: str | None, before: str | None, limit: int,
+    transaction: Transaction,
+    table: str,
+    owner_id: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
     order: Order,
 ) -> tuple[list[dict[str, Any]], bool]:
     """Up to `limit` items after `after` and before `before` (ids, in the order asked), and
@@ -27,20 +33,31 @@ async def page_of_items(
             continue
         position = await transaction.value(
             f"SELECT position FROM {table} WHERE {owner} = :owner AND item_id = :item_id",
-            owner=owner_id, item_id=cursor_id,
+            owner=owner_id,
+            item_id=cursor_id,
         )
         if position is None:
             raise LookupError(cursor_id)
         where += f" AND position {'>' if direction == 'asc' else '<'} :{name}"
         params[name] = position
     rows = await transaction.all(
-        f"SELECT data FROM {table} WHERE {where} ORDER BY position {order.upper()} LIMIT :limit", **params)
+        f"SELECT data FROM {table} WHERE {where} ORDER BY position {order.upper()} LIMIT :limit", **params
+    )
     return [loads(row["data"]) for row in rows[:limit]], len(rows) > limit
 
 
 async def page_of_rows(
-    transaction: Transaction, table: str, columns: str, where: str, params: dict[str, Any], *, id_column: str = "id",
-    after: str | None, before: str | None = None, limit: int, order: Order,
+    transaction: Transaction,
+    table: str,
+    columns: str,
+    where: str,
+    params: dict[str, Any],
+    *,
+    id_column: str = "id",
+    after: str | None,
+    before: str | None = None,
+    limit: int,
+    order: Order,
 ) -> tuple[list[Any], bool]:
     """Up to `limit` rows of `table` matching `where`, in `sort_key` order, after `after` and
     before `before` (ids of rows that `where` matches), and whether more follow. Raises
@@ -50,8 +67,11 @@ async def page_of_rows(
     for name, cursor_id, direction in (("after", after, order), ("before", before, flipped)):
         if cursor_id is None:
             continue
-        key = await transaction.value(f"SELECT sort_key FROM {table} WHERE {where} AND {id_column} = :{name}_id",
-                                      **params, **{f"{name}_id": cursor_id})
+        key = await transaction.value(
+            f"SELECT sort_key FROM {table} WHERE {where} AND {id_column} = :{name}_id",
+            **params,
+            **{f"{name}_id": cursor_id},
+        )
         if key is None:
             raise LookupError(cursor_id)
         sign = ">" if direction == "asc" else "<"
@@ -59,5 +79,7 @@ async def page_of_rows(
         params[f"{name}_key"], params[f"{name}_id"] = key, cursor_id
     rows = await transaction.all(
         f"SELECT {columns} FROM {table} WHERE {where} ORDER BY sort_key {order.upper()}, {id_column} {order.upper()} "
-        "LIMIT :limit", **params)
+        "LIMIT :limit",
+        **params,
+    )
     return rows[:limit], len(rows) > limit

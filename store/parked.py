@@ -29,8 +29,11 @@ class ParkedFields:
             "INSERT INTO parked_fields (response_id, item_id, field, value) "
             "VALUES (:response_id, :item_id, :field, :value) "
             "ON CONFLICT (response_id, item_id, field) DO UPDATE SET value = excluded.value",
-            [{"response_id": response_id, "item_id": item_id, "field": field, "value": dumps(value)}
-             for item_id, fields in parked.items() for field, value in fields.items()],
+            [
+                {"response_id": response_id, "item_id": item_id, "field": field, "value": dumps(value)}
+                for item_id, fields in parked.items()
+                for field, value in fields.items()
+            ],
         )
 
     async def get(self, response_id: str, item_ids: list[str]) -> Parked:
@@ -43,7 +46,8 @@ class ParkedFields:
     async def get_in(transaction: Transaction, response_id: str, item_ids: list[str]) -> Parked:
         rows = await transaction.all(
             "SELECT item_id, field, value FROM parked_fields WHERE response_id = :id AND item_id IN (:items)",
-            id=response_id, items=item_ids,
+            id=response_id,
+            items=item_ids,
         )
         parked: Parked = {}
         for row in rows:
@@ -53,7 +57,10 @@ class ParkedFields:
     async def tool_texts(self, response_id: str, results: dict[str, ToolResult]) -> dict[str, str]:
         """What the model is told each tool returned (by chat tool-call id, in order), with
         the results of calls whose fields are parked read from here."""
-        parked = await self.get(response_id, sorted({result.parked_in for result in results.values()
-                                                     if result.parked_in is not None}))
-        return {chat_id: result.text if result.parked_in is None else call_result_text(parked.get(result.parked_in, {}))
-                for chat_id, result in results.items()}
+        parked = await self.get(
+            response_id, sorted({result.parked_in for result in results.values() if result.parked_in is not None})
+        )
+        return {
+            chat_id: result.text if result.parked_in is None else call_result_text(parked.get(result.parked_in, {}))
+            for chat_id, result in results.items()
+        }

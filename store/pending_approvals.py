@@ -42,8 +42,12 @@ class PendingApprovals:
         query = _PENDING.format(where_wait=later.format(t="w"), where_open=later.format(t="o"))
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                query + "ORDER BY asked_at, request_id LIMIT :limit", project=project,
-                asked_at=after[0] if after else -1, id=after[1] if after else "", limit=limit)
+                query + "ORDER BY asked_at, request_id LIMIT :limit",
+                project=project,
+                asked_at=after[0] if after else -1,
+                id=after[1] if after else "",
+                limit=limit,
+            )
         return [PendingApproval(row["request_id"], row["response_id"], row["asked_at"], row["applies"]) for row in rows]
 
     async def cursor(self, project: str, approval_request_id: str) -> tuple[int, str] | None:
@@ -51,6 +55,7 @@ class PendingApprovals:
         where = "AND {t}.approval_request_id = :id"
         query = _PENDING.format(where_wait=where.format(t="w"), where_open=where.format(t="o"))
         async with self.db.read() as transaction:
-            asked_at = await transaction.value(f"SELECT asked_at FROM ({query}) pending",
-                                               project=project, id=approval_request_id)
+            asked_at = await transaction.value(
+                f"SELECT asked_at FROM ({query}) pending", project=project, id=approval_request_id
+            )
         return None if asked_at is None else (asked_at, approval_request_id)

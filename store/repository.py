@@ -50,9 +50,21 @@ TERMINAL = tuple(sorted(TERMINAL_STATUSES))
 
 # Every table that keeps rows of a response, by its response id (besides `responses` itself and
 # `approval_decisions`, which `purge` handles on its own).
-RESPONSE_TABLES = ("input_items", "output_items", "chat_contexts", "inference_results", "inference_claims",
-                   "cancel_requests", "mcp_secrets", "mcp_listings", "parked_fields", "events", "approval_waits",
-                   "open_approvals", "tool_dispatches")
+RESPONSE_TABLES = (
+    "input_items",
+    "output_items",
+    "chat_contexts",
+    "inference_results",
+    "inference_claims",
+    "cancel_requests",
+    "mcp_secrets",
+    "mcp_listings",
+    "parked_fields",
+    "events",
+    "approval_waits",
+    "open_approvals",
+    "tool_dispatches",
+)
 
 
 @dataclass(frozen=True)
@@ -139,31 +151,47 @@ class ResponseRepository:
                     "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
                     "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
                     ":data, :project, :conversation_id)",
-                    id=response_id, created_at=response.created_at, sort_key=time.time_ns() // 1000,
-                    status=response.status, stored=response.store, previous=response.previous_response_id,
-                    data=response.model_dump_json(), project=project,
+                    id=response_id,
+                    created_at=response.created_at,
+                    sort_key=time.time_ns() // 1000,
+                    status=response.status,
+                    stored=response.store,
+                    previous=response.previous_response_id,
+                    data=response.model_dump_json(),
+                    project=project,
                     conversation_id=response.conversation.id if response.conversation else None,
                 )
                 if items:
                     await transaction.run_many(
                         "INSERT INTO input_items (response_id, position, item_id, data) "
                         "VALUES (:response_id, :position, :item_id, :data)",
-                        [{"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
-                         for position, (item_id, data) in enumerate(items)],
+                        [
+                            {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
+                            for position, (item_id, data) in enumerate(items)
+                        ],
                     )
                 if sealed:
                     await transaction.run_many(
                         "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
                         "VALUES (:response_id, :server_label, :sealed)",
-                        [{"response_id": response_id, "server_label": label, "sealed": value}
-                         for label, value in sealed.items()],
+                        [
+                            {"response_id": response_id, "server_label": label, "sealed": value}
+                            for label, value in sealed.items()
+                        ],
                     )
                 if decisions:
                     await transaction.run_many(
                         "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
                         "VALUES (:request_id, :response_id, :approve, :decided_by)",
-                        [{"request_id": request_id, "response_id": response_id, "approve": approve,
-                          "decided_by": decided_by} for request_id, approve in decisions.items()],
+                        [
+                            {
+                                "request_id": request_id,
+                                "response_id": response_id,
+                                "approve": approve,
+                                "decided_by": decided_by,
+                            }
+                            for request_id, approve in decisions.items()
+                        ],
                     )
                 if parked:
                     await ParkedFields.put_in(transaction, response_id, parked)
@@ -178,8 +206,9 @@ class ResponseRepository:
                 raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
             raise
 
-    async def get_response(self, response_id: str, *, include_unstored: bool = False,
-                           project: str | None = None) -> Response | None:
+    async def get_response(
+        self, response_id: str, *, include_unstored: bool = False, project: str | None = None
+    ) -> Response | None:
         """A response by id; with `project`, only one of that project (else None, as for an
         unknown id)."""
         query, params = "SELECT data FROM responses WHERE id = :id", {"id": response_id}
@@ -202,8 +231,12 @@ class ResponseRepository:
             if current["status"] == status or current["status"] in TERMINAL_STATUSES:
                 return False
             updated = Response.model_validate_json(current["data"]).model_copy(update={"status": status})
-            await transaction.run("UPDATE responses SET status = :status, data = :data WHERE id = :id",
-                                  id=response_id, status=status, data=updated.model_dump_json())
+            await transaction.run(
+                "UPDATE responses SET status = :status, data = :data WHERE id = :id",
+                id=response_id,
+                status=status,
+                data=updated.model_dump_json(),
+            )
             if with_event:
                 event = LifecycleEvent(type=f"response.{status}", response=updated).wire()
                 await self.events.append_in(transaction, response_id, [event])
@@ -237,14 +270,18 @@ class ResponseRepository:
                 response = await self._restored(transaction, response, parked)
             changed = await transaction.run(
                 "UPDATE responses SET status = :status, data = :data WHERE id = :id AND status NOT IN (:terminal)",
-                id=response_id, status=response.status, data=response.model_dump_json(), terminal=TERMINAL,
+                id=response_id,
+                status=response.status,
+                data=response.model_dump_json(),
+                terminal=TERMINAL,
             )
             if changed == 0:
                 data = await transaction.value("SELECT data FROM responses WHERE id = :id", id=response_id)
                 return None if data is None else Response.model_validate_json(data)
             if response.conversation is not None:
-                await Conversations.append_turn(transaction, response.conversation.id, response_id,
-                                                await self._turn_items(transaction, response))
+                await Conversations.append_turn(
+                    transaction, response.conversation.id, response_id, await self._turn_items(transaction, response)
+                )
             had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
             if response.store:
                 await OpenApprovals.open_in(transaction, response)
@@ -257,9 +294,15 @@ class ResponseRepository:
                 await transaction.run_many(
                     "INSERT INTO output_items (response_id, position, item_id, data) "
                     "VALUES (:response_id, :position, :item_id, :data)",
-                    [{"response_id": response_id, "position": position, "item_id": item.id,
-                      "data": item.model_dump_json(exclude_none=True)}
-                     for position, item in enumerate(response.output)],
+                    [
+                        {
+                            "response_id": response_id,
+                            "position": position,
+                            "item_id": item.id,
+                            "data": item.model_dump_json(exclude_none=True),
+                        }
+                        for position, item in enumerate(response.output)
+                    ],
                 )
                 if tool_messages:
                     await extend_in(transaction, response_id, tool_messages)
@@ -268,7 +311,8 @@ class ResponseRepository:
                     await transaction.run(
                         "INSERT INTO mcp_listings (response_id, listings) VALUES (:id, :listings) "
                         "ON CONFLICT (response_id) DO UPDATE SET listings = excluded.listings",
-                        id=response_id, listings=dumps([listing.model_dump(mode="json") for listing in listings]),
+                        id=response_id,
+                        listings=dumps([listing.model_dump(mode="json") for listing in listings]),
                     )
                 for table in ("parked_fields", "inference_claims"):
                     await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
@@ -284,18 +328,25 @@ class ResponseRepository:
     @staticmethod
     async def _restored(transaction: Transaction, response: Response, parked: dict[str, str]) -> Response:
         fields = await ParkedFields.get_in(transaction, response.id, sorted(set(parked.values())))
-        output = [restored(item, fields.get(parked[item.id], {})) if item.id in parked else item
-                  for item in response.output]
+        output = [
+            restored(item, fields.get(parked[item.id], {})) if item.id in parked else item for item in response.output
+        ]
         return response.model_copy(update={"output": output})
 
     @staticmethod
-    async def _whole_listings(transaction: Transaction, response_id: str, listings: list[McpListing],
-                              parked: dict[str, str]) -> list[McpListing]:
+    async def _whole_listings(
+        transaction: Transaction, response_id: str, listings: list[McpListing], parked: dict[str, str]
+    ) -> list[McpListing]:
         """Listings that travelled as stubs, whole again: the chain reuses them."""
-        fields = await ParkedFields.get_in(transaction, response_id,
-                                           [listing.item.id for listing in listings if listing.item.id in parked])
-        return [listing.model_copy(update={"item": restored(listing.item, fields[listing.item.id])})
-                if listing.item.id in fields else listing for listing in listings]
+        fields = await ParkedFields.get_in(
+            transaction, response_id, [listing.item.id for listing in listings if listing.item.id in parked]
+        )
+        return [
+            listing.model_copy(update={"item": restored(listing.item, fields[listing.item.id])})
+            if listing.item.id in fields
+            else listing
+            for listing in listings
+        ]
 
     @staticmethod
     async def _turn_items(transaction: Transaction, response: Response) -> list[tuple[str, dict[str, Any]]]:
@@ -303,9 +354,11 @@ class ResponseRepository:
         if response.status not in ("completed", "incomplete"):
             return []
         rows = await transaction.all(
-            "SELECT item_id, data FROM input_items WHERE response_id = :id ORDER BY position", id=response.id)
-        return ([(row["item_id"], loads(row["data"])) for row in rows]
-                + [(item.id, item.model_dump(mode="json", exclude_none=True)) for item in response.output])
+            "SELECT item_id, data FROM input_items WHERE response_id = :id ORDER BY position", id=response.id
+        )
+        return [(row["item_id"], loads(row["data"])) for row in rows] + [
+            (item.id, item.model_dump(mode="json", exclude_none=True)) for item in response.output
+        ]
 
     async def find_item(self, item_id: str, project: str) -> dict[str, Any] | None:
         """An item of any stored response (input or output) or conversation of `project`, by its id."""
@@ -318,8 +371,9 @@ class ResponseRepository:
                 "SELECT i.data FROM conversation_items i JOIN conversations c ON c.id = i.conversation_id "
                 "WHERE i.item_id = :id AND c.project = :project LIMIT 1",
             ):
-                data = await transaction.value(query, id=item_id, project=project,
-                                               **({"stored": True} if "stored" in query else {}))
+                data = await transaction.value(
+                    query, id=item_id, project=project, **({"stored": True} if "stored" in query else {})
+                )
                 if data is not None:
                     return loads(data)
         return None
@@ -330,7 +384,9 @@ class ResponseRepository:
         async with self.db.read() as transaction:
             rows = await transaction.all(
                 "SELECT i.item_id, i.data, r.project FROM output_items i JOIN responses r ON r.id = i.response_id "
-                "WHERE i.item_id IN (:ids)", ids=item_ids)
+                "WHERE i.item_id IN (:ids)",
+                ids=item_ids,
+            )
         return {row["item_id"]: (row["project"], loads(row["data"])) for row in rows}
 
     async def purge(self, response_id: str, *, with_decisions: bool = True) -> bool:
@@ -349,7 +405,8 @@ class ResponseRepository:
         if with_decisions:
             await transaction.run(
                 "DELETE FROM approval_decisions WHERE response_id = :id OR approval_request_id IN "
-                "(SELECT item_id FROM output_items WHERE response_id = :id)", id=response_id,
+                "(SELECT item_id FROM output_items WHERE response_id = :id)",
+                id=response_id,
             )
             await OpenApprovals.reopen_in(transaction, response_id)
         await fold_into_followers(transaction, response_id)  # those that follow it keep their context
@@ -368,12 +425,14 @@ class ResponseRepository:
         client went away). Returns how many (a partial index holds just the unstored ones)."""
         async with self.db.write() as transaction:
             rows = await transaction.all(
-                "SELECT id FROM responses WHERE NOT stored AND status IN (:terminal) AND sort_key < :before "
-                "LIMIT 500",
-                terminal=TERMINAL, before=int(ended_before * 1_000_000),
+                "SELECT id FROM responses WHERE NOT stored AND status IN (:terminal) AND sort_key < :before LIMIT 500",
+                terminal=TERMINAL,
+                before=int(ended_before * 1_000_000),
             )
             for row in rows:
-                await self._delete_rows(transaction, row["id"], with_decisions=False)  # no secrets: they went at the end
+                await self._delete_rows(
+                    transaction, row["id"], with_decisions=False
+                )  # no secrets: they went at the end
         return len(rows)
 
     async def expired(self, created_before: float, limit: int = 100) -> list[str]:
@@ -382,7 +441,10 @@ class ResponseRepository:
             rows = await transaction.all(
                 "SELECT id FROM responses WHERE stored = :stored AND status IN (:terminal) AND sort_key < :before "
                 "ORDER BY sort_key LIMIT :limit",
-                stored=True, terminal=TERMINAL, before=int(created_before * 1_000_000), limit=limit,
+                stored=True,
+                terminal=TERMINAL,
+                before=int(created_before * 1_000_000),
+                limit=limit,
             )
         return [row["id"] for row in rows]
 
@@ -394,15 +456,20 @@ class ResponseRepository:
         """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""
         direction, beyond = ("ASC", ">") if order == "asc" else ("DESC", "<")
         async with self.db.read() as transaction:
-            where, params = "stored = :stored AND project = :project", {"stored": True, "project": project,
-                                                                         "limit": limit + 1}
+            where, params = (
+                "stored = :stored AND project = :project",
+                {"stored": True, "project": project, "limit": limit + 1},
+            )
             if after is not None:
                 sort_key = await transaction.value(
                     "SELECT sort_key FROM responses WHERE id = :id AND project = :project AND stored = :stored",
-                    id=after, project=project, stored=True)
+                    id=after,
+                    project=project,
+                    stored=True,
+                )
                 if sort_key is None:
                     raise LookupError(after)
-                where += (f" AND (sort_key {beyond} :sort_key OR (sort_key = :sort_key AND id {beyond} :after))")
+                where += f" AND (sort_key {beyond} :sort_key OR (sort_key = :sort_key AND id {beyond} :after))"
                 params |= {"sort_key": sort_key, "after": after}
             rows = await transaction.all(
                 f"SELECT data FROM responses WHERE {where} ORDER BY sort_key {direction}, id {direction} LIMIT :limit",
@@ -419,15 +486,17 @@ class ResponseRepository:
             await transaction.run(
                 "INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, :at) "
                 "ON CONFLICT (response_id) DO NOTHING",
-                id=response_id, at=time.time_ns() // 1000,
+                id=response_id,
+                at=time.time_ns() // 1000,
             )
         self.cancels.notify(response_id)
 
     async def cancel_requested(self, response_ids: list[str]) -> set[str]:
         """Which of these responses a client has cancelled."""
         async with self.db.read() as transaction:
-            rows = await transaction.all("SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)",
-                                         ids=response_ids)
+            rows = await transaction.all(
+                "SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)", ids=response_ids
+            )
         return {row["response_id"] for row in rows}
 
     # ---- input items -----------------------------------------------------------------
@@ -436,8 +505,9 @@ class ResponseRepository:
         self, response_id: str, *, after: str | None, before: str | None, limit: int, order: Order
     ) -> Page:
         async with self.db.read() as transaction:
-            items, has_more = await page_of_items(transaction, "input_items", response_id, after=after, before=before,
-                                                  limit=limit, order=order)
+            items, has_more = await page_of_items(
+                transaction, "input_items", response_id, after=after, before=before, limit=limit, order=order
+            )
         return Page(data=items, has_more=has_more)
 
     # ---- chat context ----------------------------------------------------------------
@@ -450,8 +520,9 @@ class ResponseRepository:
 
     async def listings(self, response_id: str) -> list[McpListing]:
         async with self.db.read() as transaction:
-            saved = loads(await transaction.value("SELECT listings FROM mcp_listings WHERE response_id = :id",
-                                                  id=response_id))
+            saved = loads(
+                await transaction.value("SELECT listings FROM mcp_listings WHERE response_id = :id", id=response_id)
+            )
         return [McpListing.model_validate(listing) for listing in saved or []]
 
     async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
@@ -464,8 +535,9 @@ class ResponseRepository:
             )
         return {row["approval_request_id"]: row["response_id"] for row in rows}
 
-    async def record_decision(self, approval_request_id: str, response_id: str, approve: bool,
-                              decided_by: str | None = None) -> float | None:
+    async def record_decision(
+        self, approval_request_id: str, response_id: str, approve: bool, decided_by: str | None = None
+    ) -> float | None:
         """Keep the decision; returns how long the request was waited for (seconds), when its
         response was waiting for it."""
         try:
@@ -473,12 +545,17 @@ class ResponseRepository:
                 await transaction.run(
                     "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
                     "VALUES (:request_id, :response_id, :approve, :decided_by)",
-                    request_id=approval_request_id, response_id=response_id, approve=approve, decided_by=decided_by,
+                    request_id=approval_request_id,
+                    response_id=response_id,
+                    approve=approve,
+                    decided_by=decided_by,
                 )
                 asked_at = await transaction.value(
-                    "SELECT asked_at FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id)
-                await transaction.run("DELETE FROM approval_waits WHERE approval_request_id = :id",
-                                      id=approval_request_id)
+                    "SELECT asked_at FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id
+                )
+                await transaction.run(
+                    "DELETE FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id
+                )
         except Conflict:
             raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
         return None if asked_at is None else max(0.0, time.time() - asked_at / 1_000_000)

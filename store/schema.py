@@ -4,19 +4,19 @@ A change here needs a migration in `store/migrations/versions` that makes it
 (`tests/stack/test_migrations.py` fails while the two disagree)."""
 
 from sqlalchemy import (
-                        JSON,
-                        BigInteger,
-                        Boolean,
-                        Column,
-                        Float,
-                        Index,
-                        Integer,
-                        LargeBinary,
-                        MetaData,
-                        String,
-                        Table,
-                        Text,
-                        text,
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 
@@ -48,11 +48,15 @@ responses = Table(
     Column("start_confirmed", Boolean, nullable=False, server_default=text("FALSE")),
 )
 Index("ix_responses_conversation_id", responses.c.conversation_id)
-Index("ix_responses_unstored", responses.c.sort_key, sqlite_where=text("NOT stored"),
-      postgresql_where=text("NOT stored"))
-Index("ix_responses_unconfirmed", responses.c.sort_key,
-      sqlite_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"),
-      postgresql_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"))
+Index(
+    "ix_responses_unstored", responses.c.sort_key, sqlite_where=text("NOT stored"), postgresql_where=text("NOT stored")
+)
+Index(
+    "ix_responses_unconfirmed",
+    responses.c.sort_key,
+    sqlite_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"),
+    postgresql_where=text("NOT start_confirmed AND status IN ('queued', 'in_progress')"),
+)
 Index("ix_responses_sort_key", responses.c.sort_key, responses.c.id)
 Index("ix_responses_project_sort_key", responses.c.project, responses.c.sort_key, responses.c.id)
 
@@ -315,8 +319,12 @@ webhook_endpoints = Table(
     # Creation time in microseconds: orders the list.
     Column("sort_key", BigInteger, nullable=False),
 )
-Index("ix_webhook_endpoints_project_sort_key", webhook_endpoints.c.project, webhook_endpoints.c.sort_key,
-      webhook_endpoints.c.id)
+Index(
+    "ix_webhook_endpoints_project_sort_key",
+    webhook_endpoints.c.project,
+    webhook_endpoints.c.sort_key,
+    webhook_endpoints.c.id,
+)
 
 
 # Each upstream deployment's budget, shared by every worker (`store/budgets.py`, the rules in
@@ -394,8 +402,12 @@ vector_store_files = Table(
     Column("sort_key", BigInteger, nullable=False),
 )
 Index("ix_vector_store_files_batch_id", vector_store_files.c.batch_id)
-Index("ix_vector_store_files_sort_key", vector_store_files.c.vector_store_id, vector_store_files.c.sort_key,
-      vector_store_files.c.file_id)
+Index(
+    "ix_vector_store_files_sort_key",
+    vector_store_files.c.vector_store_id,
+    vector_store_files.c.sort_key,
+    vector_store_files.c.file_id,
+)
 
 vector_store_file_batches = Table(
     "vector_store_file_batches",

@@ -24,7 +24,9 @@ class Starts:
             rows = await transaction.all(
                 "SELECT data FROM responses WHERE NOT start_confirmed AND status IN ('queued', 'in_progress') "
                 "AND sort_key >= :start AND sort_key < :end ORDER BY sort_key LIMIT :limit",
-                start=int(start * 1_000_000), end=int(end * 1_000_000), limit=limit,
+                start=int(start * 1_000_000),
+                end=int(end * 1_000_000),
+                limit=limit,
             )
         running = []
         for row in rows:
@@ -38,5 +40,6 @@ class Starts:
         """Their workflows are known to have started: no sweep looks at them again."""
         if response_ids:
             async with self.db.write() as transaction:
-                await transaction.run("UPDATE responses SET start_confirmed = TRUE WHERE id IN (:ids)",
-                                      ids=response_ids)
+                await transaction.run(
+                    "UPDATE responses SET start_confirmed = TRUE WHERE id IN (:ids)", ids=response_ids
+                )

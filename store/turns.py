@@ -76,8 +76,13 @@ class Turns:
         self.db = db
 
     async def claim(
-        self, fence: Fence, previous_response_id: str | None, conversation_id: str | None, lease_seconds: float,
-        *, first: bool | None = None,
+        self,
+        fence: Fence,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        lease_seconds: float,
+        *,
+        first: bool | None = None,
     ) -> TurnStart:
         """Claim a turn, in one transaction with reading what it starts from: the items of the
         response's conversation, then the response's own chat context after its first turn;
@@ -98,7 +103,10 @@ class Turns:
                 "expires_at = excluded.expires_at "
                 "WHERE inference_claims.expires_at <= :now OR inference_claims.holder = excluded.holder "
                 "RETURNING failures, last_error",
-                **fence.key, holder=fence.holder, now=_now_us(), expires_at=_now_us() + int(lease_seconds * 1e6),
+                **fence.key,
+                holder=fence.holder,
+                now=_now_us(),
+                expires_at=_now_us() + int(lease_seconds * 1e6),
             )
             if claim is None:
                 return TurnStart(held=True)
@@ -113,18 +121,27 @@ class Turns:
             items = []
             if first:
                 rows = await transaction.all(
-                    "SELECT data FROM input_items WHERE response_id = :id ORDER BY position", id=response_id)
+                    "SELECT data FROM input_items WHERE response_id = :id ORDER BY position", id=response_id
+                )
                 items = [loads(row["data"]) for row in rows]
             conversation = await Conversations.items_in(transaction, conversation_id) if conversation_id else []
-            return TurnStart(failures=claim["failures"], last_error=loads(claim["last_error"]), context=context,
-                             items=items, conversation=conversation, base=base)
+            return TurnStart(
+                failures=claim["failures"],
+                last_error=loads(claim["last_error"]),
+                context=context,
+                items=items,
+                conversation=conversation,
+                base=base,
+            )
 
     async def renew(self, fence: Fence, lease_seconds: float) -> bool:
         """Extend a claim this execution still holds; False when it holds it no more."""
         async with self.db.write() as transaction:
             renewed = await transaction.run(
                 f"UPDATE inference_claims SET expires_at = :expires_at WHERE {TURN} AND holder = :holder",
-                **fence.key, holder=fence.holder, expires_at=_now_us() + int(lease_seconds * 1e6),
+                **fence.key,
+                holder=fence.holder,
+                expires_at=_now_us() + int(lease_seconds * 1e6),
             )
         return renewed > 0
 
@@ -136,21 +153,26 @@ class Turns:
         async with self.db.write() as transaction:
             await transaction.run(
                 f"UPDATE inference_claims SET expires_at = 0{failed} WHERE {TURN} AND holder = :holder",
-                **fence.key, holder=fence.holder, **({"error": dumps(error)} if error is not None else {}),
+                **fence.key,
+                holder=fence.holder,
+                **({"error": dumps(error)} if error is not None else {}),
             )
 
-    async def record(self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any], *,
-                     base: ContextBase = ContextBase()) -> None:
+    async def record(
+        self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any], *, base: ContextBase = ContextBase()
+    ) -> None:
         """The call's chat context (kept as its own messages after `base`'s) and result,
         written together, while the claim is still this execution's (raises `TurnLost`
         otherwise); the claim ends with it."""
         async with self.db.write() as transaction:
             released = await transaction.run(
-                f"DELETE FROM inference_claims WHERE {TURN} AND holder = :holder", **fence.key, holder=fence.holder)
+                f"DELETE FROM inference_claims WHERE {TURN} AND holder = :holder", **fence.key, holder=fence.holder
+            )
             if released == 0:
                 raise TurnLost(f"turn {fence.turn} of response {fence.response_id} is claimed by another execution")
             await put_in(transaction, fence.response_id, messages, base)
             await transaction.run(
                 "INSERT INTO inference_results (response_id, turn, result) VALUES (:response_id, :turn, :result)",
-                **fence.key, result=dumps(result),
+                **fence.key,
+                result=dumps(result),
             )

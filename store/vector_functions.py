@@ -21,7 +21,7 @@ def cosine_distance(left: bytes, right: bytes) -> float | None:
     a, b = from_bytes(left), from_bytes(right)
     if len(a) != len(b):
         return None
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return 1.0 - dot / norms if norms else None
 
@@ -51,9 +51,12 @@ def install(connection: sqlite3.Connection) -> str:
         global _warned
         if not _warned:  # said when a search runs, not by every command that opens the store
             _warned = True
-            log.warning("vector search on SQLite runs in Python, not sqlite-vec (%s): exact but slow on large "
-                        "vector stores; use a Python whose sqlite3 loads extensions (Debian's, or the Docker "
-                        "image's)", reason)
+            log.warning(
+                "vector search on SQLite runs in Python, not sqlite-vec (%s): exact but slow on large "
+                "vector stores; use a Python whose sqlite3 loads extensions (Debian's, or the Docker "
+                "image's)",
+                reason,
+            )
         return cosine_distance(left, right)
 
     connection.create_function("vec_distance_cosine", 2, distance, deterministic=True)

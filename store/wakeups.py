@@ -134,8 +134,9 @@ class LocalSocketWakeups:
             return []
         if mtime != self._seen_mtime:
             self._seen_mtime = mtime
-            self._peers = [name for name in os.listdir(self._directory_fd)
-                           if name.endswith(".sock") and name != self._name]
+            self._peers = [
+                name for name in os.listdir(self._directory_fd) if name.endswith(".sock") and name != self._name
+            ]
         return self._peers
 
     def listen(self, topic: str, on_wake: OnWake) -> None:

@@ -40,9 +40,16 @@ class WebhookEndpointRow:
     updated_at: int
 
     def to_wire(self, signing_secret: str | None = None) -> dict[str, Any]:
-        wire = {"id": self.id, "object": "webhook_endpoint", "created_at": self.created_at,
-                "updated_at": self.updated_at, "name": self.name, "url": self.url,
-                "event_types": self.event_types, "signing_secret_hint": self.secret_hint}
+        wire = {
+            "id": self.id,
+            "object": "webhook_endpoint",
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "name": self.name,
+            "url": self.url,
+            "event_types": self.event_types,
+            "signing_secret_hint": self.secret_hint,
+        }
         return wire if signing_secret is None else wire | {"signing_secret": signing_secret}
 
 
@@ -83,13 +90,19 @@ class WebhookEndpoints:
 
     def _row(self, row: Row) -> WebhookEndpointRow:
         url = self._box().open_webhook_text(row["url_sealed"], project=row["project"])
-        return WebhookEndpointRow(id=row["id"], name=row["name"], url=url if url is not None else "",
-                                  event_types=_event_types(row["event_types"]),
-                                  secret_hint=row["secret_hint"], created_at=row["created_at"],
-                                  updated_at=row["updated_at"])
+        return WebhookEndpointRow(
+            id=row["id"],
+            name=row["name"],
+            url=url if url is not None else "",
+            event_types=_event_types(row["event_types"]),
+            secret_hint=row["secret_hint"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
 
-    async def create(self, project: str, *, name: str, url: str,
-                     event_types: list[str]) -> tuple[WebhookEndpointRow, str]:
+    async def create(
+        self, project: str, *, name: str, url: str, event_types: list[str]
+    ) -> tuple[WebhookEndpointRow, str]:
         """The new endpoint, and its signing secret (shown this once)."""
         box = self._box()
         secret = new_secret()
@@ -98,28 +111,43 @@ class WebhookEndpoints:
         async with self.db.write() as transaction:
             if self.db.dialect == "postgresql":
                 # Count, then insert, one project at a time: two creates cannot both see room for one.
-                await transaction.value("SELECT pg_advisory_xact_lock(hashtext(:key))", key=f"webhook_endpoints/{project}")
-            count = await transaction.value("SELECT COUNT(*) FROM webhook_endpoints WHERE project = :project",
-                                            project=project)
+                await transaction.value(
+                    "SELECT pg_advisory_xact_lock(hashtext(:key))", key=f"webhook_endpoints/{project}"
+                )
+            count = await transaction.value(
+                "SELECT COUNT(*) FROM webhook_endpoints WHERE project = :project", project=project
+            )
             if count >= MAX_PER_PROJECT:
-                raise InvalidRequestError(f"A project may have at most {MAX_PER_PROJECT} webhook endpoints; delete one "
-                                          "first.", code="limit_exceeded")
+                raise InvalidRequestError(
+                    f"A project may have at most {MAX_PER_PROJECT} webhook endpoints; delete one first.",
+                    code="limit_exceeded",
+                )
             await transaction.run(
                 "INSERT INTO webhook_endpoints (id, project, name, url_sealed, event_types, secret_sealed, "
                 "secret_hint, created_at, updated_at, sort_key) VALUES (:id, :project, :name, :url, :event_types, "
                 ":secret, :hint, :now, :now, :sort_key)",
-                id=endpoint_id, project=project, name=name, url=box.seal_webhook_text(url, project=project),
-                event_types=dumps(event_types), secret=box.seal_webhook_text(secret, project=project), hint=_hint(secret), now=now, sort_key=time.time_ns() // 1000)
+                id=endpoint_id,
+                project=project,
+                name=name,
+                url=box.seal_webhook_text(url, project=project),
+                event_types=dumps(event_types),
+                secret=box.seal_webhook_text(secret, project=project),
+                hint=_hint(secret),
+                now=now,
+                sort_key=time.time_ns() // 1000,
+            )
         return WebhookEndpointRow(endpoint_id, name, url, event_types, _hint(secret), now, now), secret
 
     async def get(self, project: str, endpoint_id: str) -> WebhookEndpointRow | None:
         async with self.db.read() as transaction:
-            row = await transaction.one("SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project",
-                                        id=endpoint_id, project=project)
+            row = await transaction.one(
+                "SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project", id=endpoint_id, project=project
+            )
         return None if row is None else self._row(row)
 
-    async def page(self, project: str, *, after: str | None,
-                   limit: int) -> tuple[list[WebhookEndpointRow], bool] | None:
+    async def page(
+        self, project: str, *, after: str | None, limit: int
+    ) -> tuple[list[WebhookEndpointRow], bool] | None:
         """The project's endpoints, newest first, from after the endpoint `after` (None when
         that is not one of the project's), and whether there are more."""
         async with self.db.read() as transaction:
@@ -127,14 +155,20 @@ class WebhookEndpoints:
             if after is not None:
                 row = await transaction.one(
                     "SELECT sort_key FROM webhook_endpoints WHERE id = :id AND project = :project",
-                    id=after, project=project)
+                    id=after,
+                    project=project,
+                )
                 if row is None:
                     return None
                 cursor = (row["sort_key"], after)
             rows = await transaction.all(
                 "SELECT * FROM webhook_endpoints WHERE project = :project AND (sort_key < :sort_key "
                 "OR (sort_key = :sort_key AND id < :id)) ORDER BY sort_key DESC, id DESC LIMIT :limit",
-                project=project, sort_key=cursor[0], id=cursor[1], limit=limit + 1)
+                project=project,
+                sort_key=cursor[0],
+                id=cursor[1],
+                limit=limit + 1,
+            )
         return [self._row(row) for row in rows[:limit]], len(rows) > limit
 
     async def update(self, project: str, endpoint_id: str, changes: dict[str, Any]) -> WebhookEndpointRow | None:
@@ -151,36 +185,48 @@ class WebhookEndpoints:
             await transaction.run(
                 "UPDATE webhook_endpoints SET name = :name, url_sealed = :url, event_types = :event_types, "
                 "updated_at = :now WHERE id = :id AND project = :project",
-                name=updated.name, url=self._box().seal_webhook_text(updated.url, project=project), event_types=dumps(updated.event_types),
-                now=updated.updated_at, id=endpoint_id, project=project)
+                name=updated.name,
+                url=self._box().seal_webhook_text(updated.url, project=project),
+                event_types=dumps(updated.event_types),
+                now=updated.updated_at,
+                id=endpoint_id,
+                project=project,
+            )
         return updated
 
     async def delete(self, project: str, endpoint_id: str) -> bool:
         async with self.db.write() as transaction:
-            removed = await transaction.run("DELETE FROM webhook_endpoints WHERE id = :id AND project = :project",
-                                            id=endpoint_id, project=project)
+            removed = await transaction.run(
+                "DELETE FROM webhook_endpoints WHERE id = :id AND project = :project", id=endpoint_id, project=project
+            )
         if removed:
             self.db.erase_deleted_soon()
         return removed > 0
 
-    async def rotate_secret(self, project: str, endpoint_id: str, *,
-                            keep_old: bool) -> tuple[WebhookEndpointRow, str] | None:
+    async def rotate_secret(
+        self, project: str, endpoint_id: str, *, keep_old: bool
+    ) -> tuple[WebhookEndpointRow, str] | None:
         """A new signing secret (shown this once); `keep_old`: the old one still signs, beside
         it, for 24 hours."""
         box = self._box()
         secret = new_secret()
         now = int(time.time())
         async with self.db.write() as transaction:
-            row = await transaction.one("SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project",
-                                        id=endpoint_id, project=project)
+            row = await transaction.one(
+                "SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project", id=endpoint_id, project=project
+            )
             if row is None:
                 return None
             await transaction.run(
                 "UPDATE webhook_endpoints SET secret_sealed = :secret, secret_hint = :hint, updated_at = :now, "
                 "previous_secret_sealed = :previous, previous_secret_until = :until WHERE id = :id",
-                secret=box.seal_webhook_text(secret, project=project), hint=_hint(secret), now=now, id=endpoint_id,
+                secret=box.seal_webhook_text(secret, project=project),
+                hint=_hint(secret),
+                now=now,
+                id=endpoint_id,
                 previous=row["secret_sealed"] if keep_old else None,
-                until=now + PREVIOUS_SECRET_SECONDS if keep_old else None)
+                until=now + PREVIOUS_SECRET_SECONDS if keep_old else None,
+            )
         if not keep_old:
             self.db.erase_deleted_soon()
         return replace(self._row(row), secret_hint=_hint(secret), updated_at=now), secret
@@ -188,8 +234,9 @@ class WebhookEndpoints:
     async def subscriptions(self, project: str) -> list[WebhookSubscription]:
         """The project's endpoints and the events each takes, for a response being created."""
         async with self.db.read() as transaction:
-            rows = await transaction.all("SELECT id, event_types FROM webhook_endpoints WHERE project = :project",
-                                         project=project)
+            rows = await transaction.all(
+                "SELECT id, event_types FROM webhook_endpoints WHERE project = :project", project=project
+            )
         return [WebhookSubscription(endpoint=row["id"], event_types=_event_types(row["event_types"])) for row in rows]
 
     async def signing(self, endpoint_id: str) -> SigningEndpoint | None:
@@ -200,7 +247,9 @@ class WebhookEndpoints:
         async with self.db.read() as transaction:
             row = await transaction.one(
                 "SELECT project, url_sealed, secret_sealed, previous_secret_sealed, previous_secret_until "
-                "FROM webhook_endpoints WHERE id = :id", id=endpoint_id)
+                "FROM webhook_endpoints WHERE id = :id",
+                id=endpoint_id,
+            )
         if row is None:
             return None
         project = row["project"]

@@ -51,9 +51,17 @@ class WebhookOutbox:
                 "INSERT INTO webhook_outbox (endpoint, event_id, event, policy, created_at, give_up_at, attempts) "
                 "VALUES (:endpoint, :event_id, :event, :policy, :now, :give_up_at, 0) "
                 "ON CONFLICT (endpoint, event_id) DO NOTHING",
-                [{"endpoint": endpoint, "event_id": event.id, "event": event.model_dump_json(),
-                  "policy": policy.model_dump_json(), "now": now_ms,
-                  "give_up_at": now_ms + int(policy.give_up_after_seconds * 1000)} for endpoint in endpoints],
+                [
+                    {
+                        "endpoint": endpoint,
+                        "event_id": event.id,
+                        "event": event.model_dump_json(),
+                        "policy": policy.model_dump_json(),
+                        "now": now_ms,
+                        "give_up_at": now_ms + int(policy.give_up_after_seconds * 1000),
+                    }
+                    for endpoint in endpoints
+                ],
             )
             await transaction.run_many(
                 "INSERT INTO webhook_queues (endpoint, failures, next_attempt_at, open_until) "
@@ -71,7 +79,9 @@ class WebhookOutbox:
             rows = await transaction.all(
                 "SELECT q.endpoint, q.failures FROM webhook_queues q "
                 "WHERE q.next_attempt_at <= :now AND q.open_until <= :now "
-                "AND EXISTS (SELECT 1 FROM webhook_outbox o WHERE o.endpoint = q.endpoint)", now=now_ms)
+                "AND EXISTS (SELECT 1 FROM webhook_outbox o WHERE o.endpoint = q.endpoint)",
+                now=now_ms,
+            )
         return [DueQueue(row["endpoint"], row["failures"]) for row in rows]
 
     async def head(self, endpoint: str, limit: int) -> list[OutboxEntry]:
@@ -79,19 +89,34 @@ class WebhookOutbox:
         async with self.db.read() as transaction:
             rows = await transaction.all(
                 "SELECT event, policy, attempts, give_up_at FROM webhook_outbox WHERE endpoint = :endpoint "
-                "ORDER BY created_at, event_id LIMIT :limit", endpoint=endpoint, limit=limit)
-        return [OutboxEntry(endpoint, WebhookEvent.model_validate_json(row["event"]),
-                            WebhookPolicy.model_validate_json(row["policy"]), row["attempts"], row["give_up_at"])
-                for row in rows]
+                "ORDER BY created_at, event_id LIMIT :limit",
+                endpoint=endpoint,
+                limit=limit,
+            )
+        return [
+            OutboxEntry(
+                endpoint,
+                WebhookEvent.model_validate_json(row["event"]),
+                WebhookPolicy.model_validate_json(row["policy"]),
+                row["attempts"],
+                row["give_up_at"],
+            )
+            for row in rows
+        ]
 
     async def remove(self, entry: OutboxEntry, *, delivered: bool) -> None:
         """Delivered (the endpoint's failures and circuit start again), or never to be."""
         async with self.db.write() as transaction:
-            await transaction.run("DELETE FROM webhook_outbox WHERE endpoint = :endpoint AND event_id = :event_id",
-                                  endpoint=entry.endpoint, event_id=entry.event.id)
+            await transaction.run(
+                "DELETE FROM webhook_outbox WHERE endpoint = :endpoint AND event_id = :event_id",
+                endpoint=entry.endpoint,
+                event_id=entry.event.id,
+            )
             if delivered:
-                await transaction.run("UPDATE webhook_queues SET failures = 0, open_until = 0 "
-                                      "WHERE endpoint = :endpoint", endpoint=entry.endpoint)
+                await transaction.run(
+                    "UPDATE webhook_queues SET failures = 0, open_until = 0 WHERE endpoint = :endpoint",
+                    endpoint=entry.endpoint,
+                )
 
     async def retry_later(self, entry: OutboxEntry, next_attempt_at: int, open_until: int) -> None:
         """The attempt failed: the endpoint is tried again at `next_attempt_at`, its circuit
@@ -99,10 +124,16 @@ class WebhookOutbox:
         async with self.db.write() as transaction:
             await transaction.run(
                 "UPDATE webhook_outbox SET attempts = attempts + 1 WHERE endpoint = :endpoint AND event_id = :event_id",
-                endpoint=entry.endpoint, event_id=entry.event.id)
+                endpoint=entry.endpoint,
+                event_id=entry.event.id,
+            )
             await transaction.run(
                 "UPDATE webhook_queues SET failures = failures + 1, next_attempt_at = :at, open_until = :open_until "
-                "WHERE endpoint = :endpoint", at=next_attempt_at, open_until=open_until, endpoint=entry.endpoint)
+                "WHERE endpoint = :endpoint",
+                at=next_attempt_at,
+                open_until=open_until,
+                endpoint=entry.endpoint,
+            )
 
     async def backlog(self) -> dict[str, int]:
         """Events waiting, by endpoint (a count over the backlog: read now and then)."""

@@ -23,7 +23,10 @@ class WorkerRegistry:
             await transaction.run(
                 "INSERT INTO workers (id, task_queue, last_seen) VALUES (:id, :queue, :now) "
                 "ON CONFLICT (id) DO UPDATE SET last_seen = :now",
-                id=worker_id, queue=task_queue, now=time.time_ns() // 1000)
+                id=worker_id,
+                queue=task_queue,
+                now=time.time_ns() // 1000,
+            )
 
     async def gone(self, worker_id: str) -> None:
         async with self.db.write() as transaction:
@@ -33,6 +36,11 @@ class WorkerRegistry:
         """How many workers of `task_queue` were seen within the last `within_seconds`."""
         since = time.time_ns() // 1000 - int(within_seconds * 1_000_000)
         async with self.db.read() as transaction:
-            return await transaction.value(
-                "SELECT count(*) FROM workers WHERE task_queue = :queue AND last_seen > :since",
-                queue=task_queue, since=since) or 0
+            return (
+                await transaction.value(
+                    "SELECT count(*) FROM workers WHERE task_queue = :queue AND last_seen > :since",
+                    queue=task_queue,
+                    since=since,
+                )
+                or 0
+            )

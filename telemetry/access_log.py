@@ -45,7 +45,7 @@ class AccessLog:
             if message["type"] == "http.response.start":
                 status = message["status"]
             elif message["type"] == "http.response.body" and status >= 400 and len(error_body) < ERROR_BODY_BYTES:
-                error_body.extend(message.get("body", b"")[:ERROR_BODY_BYTES - len(error_body)])
+                error_body.extend(message.get("body", b"")[: ERROR_BODY_BYTES - len(error_body)])
             await send(message)
 
         try:
@@ -60,8 +60,12 @@ class AccessLog:
         metrics.http_duration.labels(method, route).observe(seconds)
         if not self.enabled or route in QUIET_ROUTES:
             return
-        fields: dict[str, Any] = {"method": method, "route": route, "status": status,
-                                  "duration_ms": round(seconds * 1000, 1)}
+        fields: dict[str, Any] = {
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 1),
+        }
         principal = (scope.get("state") or {}).get("principal")
         if principal is not None and principal.key_id:
             fields["key_id"] = principal.key_id

@@ -24,8 +24,19 @@ LOG_FORMATS = ("text", "json")
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-CONTEXT_FIELDS = ("response_id", "trace_id", "method", "route", "status", "duration_ms", "error_code", "param",
-                  "key_id", "activity", "attempt")
+CONTEXT_FIELDS = (
+    "response_id",
+    "trace_id",
+    "method",
+    "route",
+    "status",
+    "duration_ms",
+    "error_code",
+    "param",
+    "key_id",
+    "activity",
+    "attempt",
+)
 """Fields a record may carry (`extra=`) that the JSON format writes as its own keys."""
 
 EXPECTED_FAILURES = {
@@ -72,8 +83,12 @@ class CalmActivityFailures(logging.Filter):
         record.levelno = EXPECTED_FAILURES[kind]
         record.levelname = logging.getLevelName(record.levelno)
         record.msg = "%s attempt %s of %s ended: %s"
-        record.args = (details.get("activity_type", "activity"), details.get("attempt", "?"),
-                       details.get("workflow_id", "?"), error.message if hasattr(error, "message") else error)
+        record.args = (
+            details.get("activity_type", "activity"),
+            details.get("attempt", "?"),
+            details.get("workflow_id", "?"),
+            error.message if hasattr(error, "message") else error,
+        )
         record.exc_info = None
         record.exc_text = None
         record.response_id = details.get("workflow_id")
@@ -94,7 +109,10 @@ class CalmLongWorkflowTasks(logging.Filter):
         record.levelno, record.levelname = logging.INFO, "INFO"
         duration = re.search(r"'workflow_task_duration': (\d+)", message)
         seconds = f" ({int(duration.group(1)) / 1000:.1f} s)" if duration else ""
-        record.msg, record.args = "a workflow task ran past 5 s%s: a long model call holds it open, as expected", (seconds,)
+        record.msg, record.args = (
+            "a workflow task ran past 5 s%s: a long model call holds it open, as expected",
+            (seconds,),
+        )
         return record.levelno >= logging.getLogger("temporalio.core").getEffectiveLevel()
 
 

@@ -54,87 +54,172 @@ class Bounded:
 models = Bounded()
 servers = Bounded()
 
-http_requests = Counter("durable_responses_http_requests_total", "HTTP requests answered, by route and status.",
-                        ["method", "route", "status"], registry=REGISTRY)
-http_duration = Histogram("durable_responses_http_request_duration_seconds",
-                          "Time from a request's arrival to the end of its answer (a stream's whole length).",
-                          ["method", "route"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
-responses_created = Counter("durable_responses_responses_created_total", "Responses accepted, by mode and model.",
-                            ["mode", "model"], registry=REGISTRY)
-responses_ended = Counter("durable_responses_responses_ended_total",
-                          "Responses that reached a final status, by status and model.", ["status", "model"],
-                          registry=REGISTRY)
-first_delta = Histogram("durable_responses_first_delta_seconds",
-                        "Time from a streamed request's arrival to its first output text delta.", ["model"],
-                        buckets=LATENCY_BUCKETS, registry=REGISTRY)
-inference_duration = Histogram("durable_responses_inference_duration_seconds",
-                               "Calls to the inference backend, by model and outcome.", ["model", "outcome"],
-                               buckets=LATENCY_BUCKETS, registry=REGISTRY)
-inference_tokens = Counter("durable_responses_inference_tokens_total",
-                           "Tokens the backend reported, by model and direction (input or output).",
-                           ["model", "direction"], registry=REGISTRY)
-inference_errors = Counter("durable_responses_inference_errors_total",
-                           "Failed calls to the backend, by cause and whether they will be retried.",
-                           ["cause", "retried"], registry=REGISTRY)
-webhook_attempts = Histogram("durable_responses_webhook_attempt_duration_seconds",
-                             "Webhook delivery attempts, by event type and outcome (delivered, rejected: not a 2xx, "
-                             "unreachable, unknown_endpoint: not configured on this worker, refused: not allowed by "
-                             "the egress policy, gone: a project's endpoint deleted since).",
-                             ["event_type", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
-stream_lag = Histogram("durable_responses_stream_event_lag_seconds",
-                      "Time from an event's write to the event log to a stream sending it on (events written "
-                      "while the stream was open; the writer's and the API server's clocks).",
-                      buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5), registry=REGISTRY)
-mcp_calls = Histogram("durable_responses_mcp_call_duration_seconds",
-                      "MCP tool calls and listings, by server host, operation and outcome.",
-                      ["server", "operation", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
-approval_decisions = Counter("durable_responses_approval_decisions_total", "Approval decisions, by outcome.",
-                             ["decision"], registry=REGISTRY)
-approval_wait = Histogram("durable_responses_approval_wait_seconds",
-                          "Time from a background response beginning to wait for an approval to its decision.",
-                          buckets=(1, 10, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400), registry=REGISTRY)
-approvals_waiting = Gauge("durable_responses_approvals_waiting",
-                          "Approval requests background responses wait for now, across the deployment (read from "
-                          "the store at each scrape of an API server: take the max over replicas, not the sum).",
-                          registry=REGISTRY)
-oldest_approval_wait = Gauge("durable_responses_oldest_approval_wait_seconds",
-                             "How long the longest-waiting approval request has waited (0 with none; from the store, "
-                             "like approvals_waiting).", registry=REGISTRY)
-upstream_rate_gauge = Gauge("durable_responses_upstream_rate_requests_per_second",
-                            "Each deployment's budget: the requests a second its calls are paced to now (the file's "
-                            "rpm, or what its 429s taught; absent while no limit is known).", ["deployment"],
-                            registry=REGISTRY)
-upstream_waiting_gauge = Gauge("durable_responses_upstream_waiting_calls",
-                               "Calls of this worker waiting for their slot in a deployment's budget.",
-                               ["deployment"], registry=REGISTRY)
+http_requests = Counter(
+    "durable_responses_http_requests_total",
+    "HTTP requests answered, by route and status.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+http_duration = Histogram(
+    "durable_responses_http_request_duration_seconds",
+    "Time from a request's arrival to the end of its answer (a stream's whole length).",
+    ["method", "route"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+responses_created = Counter(
+    "durable_responses_responses_created_total",
+    "Responses accepted, by mode and model.",
+    ["mode", "model"],
+    registry=REGISTRY,
+)
+responses_ended = Counter(
+    "durable_responses_responses_ended_total",
+    "Responses that reached a final status, by status and model.",
+    ["status", "model"],
+    registry=REGISTRY,
+)
+first_delta = Histogram(
+    "durable_responses_first_delta_seconds",
+    "Time from a streamed request's arrival to its first output text delta.",
+    ["model"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+inference_duration = Histogram(
+    "durable_responses_inference_duration_seconds",
+    "Calls to the inference backend, by model and outcome.",
+    ["model", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+inference_tokens = Counter(
+    "durable_responses_inference_tokens_total",
+    "Tokens the backend reported, by model and direction (input or output).",
+    ["model", "direction"],
+    registry=REGISTRY,
+)
+inference_errors = Counter(
+    "durable_responses_inference_errors_total",
+    "Failed calls to the backend, by cause and whether they will be retried.",
+    ["cause", "retried"],
+    registry=REGISTRY,
+)
+webhook_attempts = Histogram(
+    "durable_responses_webhook_attempt_duration_seconds",
+    "Webhook delivery attempts, by event type and outcome (delivered, rejected: not a 2xx, "
+    "unreachable, unknown_endpoint: not configured on this worker, refused: not allowed by "
+    "the egress policy, gone: a project's endpoint deleted since).",
+    ["event_type", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+stream_lag = Histogram(
+    "durable_responses_stream_event_lag_seconds",
+    "Time from an event's write to the event log to a stream sending it on (events written "
+    "while the stream was open; the writer's and the API server's clocks).",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+    registry=REGISTRY,
+)
+mcp_calls = Histogram(
+    "durable_responses_mcp_call_duration_seconds",
+    "MCP tool calls and listings, by server host, operation and outcome.",
+    ["server", "operation", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+approval_decisions = Counter(
+    "durable_responses_approval_decisions_total", "Approval decisions, by outcome.", ["decision"], registry=REGISTRY
+)
+approval_wait = Histogram(
+    "durable_responses_approval_wait_seconds",
+    "Time from a background response beginning to wait for an approval to its decision.",
+    buckets=(1, 10, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400),
+    registry=REGISTRY,
+)
+approvals_waiting = Gauge(
+    "durable_responses_approvals_waiting",
+    "Approval requests background responses wait for now, across the deployment (read from "
+    "the store at each scrape of an API server: take the max over replicas, not the sum).",
+    registry=REGISTRY,
+)
+oldest_approval_wait = Gauge(
+    "durable_responses_oldest_approval_wait_seconds",
+    "How long the longest-waiting approval request has waited (0 with none; from the store, like approvals_waiting).",
+    registry=REGISTRY,
+)
+upstream_rate_gauge = Gauge(
+    "durable_responses_upstream_rate_requests_per_second",
+    "Each deployment's budget: the requests a second its calls are paced to now (the file's "
+    "rpm, or what its 429s taught; absent while no limit is known).",
+    ["deployment"],
+    registry=REGISTRY,
+)
+upstream_waiting_gauge = Gauge(
+    "durable_responses_upstream_waiting_calls",
+    "Calls of this worker waiting for their slot in a deployment's budget.",
+    ["deployment"],
+    registry=REGISTRY,
+)
 upstream_waiting_responses_gauge = Gauge(
     "durable_responses_upstream_waiting_responses",
     "Responses waiting (durably, in their workflows) for a deployment's capacity that this worker told to wait "
-    "(sum over workers).", ["deployment"], registry=REGISTRY)
-upstream_deferrals = Counter("durable_responses_upstream_deferrals_total",
-                             "Model calls told to wait for a deployment's capacity (the response waits durably, "
-                             "spending no attempt), by lane.", ["deployment", "lane"], registry=REGISTRY)
-upstream_429s = Counter("durable_responses_upstream_rate_limited_total",
-                        "429s from a deployment (each teaches its budget).", ["deployment"], registry=REGISTRY)
-upstream_failovers = Counter("durable_responses_upstream_failover_calls_total",
-                             "Model calls made to a fallback model because the one asked for was down, by the "
-                             "deployment that took them.", ["deployment"], registry=REGISTRY)
+    "(sum over workers).",
+    ["deployment"],
+    registry=REGISTRY,
+)
+upstream_deferrals = Counter(
+    "durable_responses_upstream_deferrals_total",
+    "Model calls told to wait for a deployment's capacity (the response waits durably, spending no attempt), by lane.",
+    ["deployment", "lane"],
+    registry=REGISTRY,
+)
+upstream_429s = Counter(
+    "durable_responses_upstream_rate_limited_total",
+    "429s from a deployment (each teaches its budget).",
+    ["deployment"],
+    registry=REGISTRY,
+)
+upstream_failovers = Counter(
+    "durable_responses_upstream_failover_calls_total",
+    "Model calls made to a fallback model because the one asked for was down, by the deployment that took them.",
+    ["deployment"],
+    registry=REGISTRY,
+)
 
-web_searches = Histogram("durable_responses_web_search_seconds",
-                         "Web searches by provider and outcome (`completed`, `unavailable`: retried, `refused`).",
-                         ["provider", "outcome"], buckets=LATENCY_BUCKETS, registry=REGISTRY)
-chunks_embedded_total = Counter("durable_responses_chunks_embedded_total",
-                                "Chunks of files in vector stores embedded by ingestion.", registry=REGISTRY)
-files_ingested = Counter("durable_responses_files_ingested_total",
-                         "Files whose ingestion into a vector store ended, by status.", ["status"],
-                         registry=REGISTRY)
-file_searches = Histogram("durable_responses_file_search_seconds",
-                          "Vector store searches (the API's and the file_search tool's), by caller.", ["caller"],
-                          buckets=LATENCY_BUCKETS, registry=REGISTRY)
-context_steps = Counter("durable_responses_context_steps_total",
-                        "What model calls did with a context too long for their window or threshold: `truncated` "
-                        "(oldest items left out), `compacted` (summarised first), `refused` "
-                        "(context_length_exceeded), by model.", ["model", "step"], registry=REGISTRY)
+web_searches = Histogram(
+    "durable_responses_web_search_seconds",
+    "Web searches by provider and outcome (`completed`, `unavailable`: retried, `refused`).",
+    ["provider", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+chunks_embedded_total = Counter(
+    "durable_responses_chunks_embedded_total",
+    "Chunks of files in vector stores embedded by ingestion.",
+    registry=REGISTRY,
+)
+files_ingested = Counter(
+    "durable_responses_files_ingested_total",
+    "Files whose ingestion into a vector store ended, by status.",
+    ["status"],
+    registry=REGISTRY,
+)
+file_searches = Histogram(
+    "durable_responses_file_search_seconds",
+    "Vector store searches (the API's and the file_search tool's), by caller.",
+    ["caller"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+context_steps = Counter(
+    "durable_responses_context_steps_total",
+    "What model calls did with a context too long for their window or threshold: `truncated` "
+    "(oldest items left out), `compacted` (summarised first), `refused` "
+    "(context_length_exceeded), by model.",
+    ["model", "step"],
+    registry=REGISTRY,
+)
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -164,8 +249,12 @@ def guarded_metrics(authorization: str = "") -> Callable[[Request], Awaitable[Re
 
     async def guarded(request: Request) -> Response:
         if not hmac.compare_digest(request.headers.get("authorization", "").encode(), expected):
-            return Response("metrics need the Authorization header set in METRICS_AUTH\n", status_code=401,
-                            media_type="text/plain", headers={"www-authenticate": "Bearer"})
+            return Response(
+                "metrics need the Authorization header set in METRICS_AUTH\n",
+                status_code=401,
+                media_type="text/plain",
+                headers={"www-authenticate": "Bearer"},
+            )
         return await metrics_endpoint(request)
 
     return guarded
@@ -180,8 +269,12 @@ def metrics_app(repository: object | None, authorization: str = "") -> Starlette
 
 # ---- recorders: what the rest of the code calls ------------------------------------------------
 
-UPSTREAM_CAUSES = {"RetryableUpstreamError": "unavailable", "RateLimitedUpstreamError": "rate_limited", "RejectedByUpstreamError": "rejected",
-                   "MisconfiguredUpstreamError": "misconfigured"}
+UPSTREAM_CAUSES = {
+    "RetryableUpstreamError": "unavailable",
+    "RateLimitedUpstreamError": "rate_limited",
+    "RejectedByUpstreamError": "rejected",
+    "MisconfiguredUpstreamError": "misconfigured",
+}
 
 
 def response_created(model: str, *, stream: bool, background: bool) -> None:
@@ -268,12 +361,18 @@ def webhook_attempt(event_type: str, outcome: str, seconds: float) -> None:
     webhook_attempts.labels(event_type, outcome).observe(seconds)
 
 
-webhook_backlog_gauge = Gauge("durable_responses_webhook_backlog",
-                              "Webhook events waiting for their endpoint in the outbox (as the dispatcher last saw)",
-                              ["endpoint"], registry=REGISTRY)
-webhook_circuit_gauge = Gauge("durable_responses_webhook_circuit_open",
-                              "1 while nothing is sent to the endpoint: it failed too often in a row", ["endpoint"],
-                              registry=REGISTRY)
+webhook_backlog_gauge = Gauge(
+    "durable_responses_webhook_backlog",
+    "Webhook events waiting for their endpoint in the outbox (as the dispatcher last saw)",
+    ["endpoint"],
+    registry=REGISTRY,
+)
+webhook_circuit_gauge = Gauge(
+    "durable_responses_webhook_circuit_open",
+    "1 while nothing is sent to the endpoint: it failed too often in a row",
+    ["endpoint"],
+    registry=REGISTRY,
+)
 
 
 def webhook_backlog(backlog: dict[str, int], open_circuits: set[str]) -> None:

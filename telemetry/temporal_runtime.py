@@ -85,8 +85,10 @@ class TemporalMetrics:
 @lru_cache(maxsize=1)
 def _telemetry() -> tuple[Runtime, TemporalMetrics]:
     buffer = MetricBuffer(BUFFER_SIZE, MetricBufferDurationFormat.SECONDS)
-    forwarded = LoggingConfig(filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
-                              forwarding=LogForwardingConfig(logger=CORE_LOGGER))
+    forwarded = LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=CORE_LOGGER),
+    )
     runtime = Runtime(telemetry=TelemetryConfig(logging=forwarded, metrics=buffer))
     return runtime, TemporalMetrics(buffer)
 

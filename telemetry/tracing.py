@@ -44,7 +44,8 @@ def configure_tracing() -> bool:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "durable-responses")}).merge(
-        OTELResourceDetector().detect())
+        OTELResourceDetector().detect()
+    )
     provider = TracerProvider(resource=resource)
     if os.environ.get("OTEL_TRACES_EXPORTER", "").lower() == "console":
         exporter: Any = ConsoleSpanExporter()
@@ -86,8 +87,9 @@ class TracingMiddleware:
                 status = message["status"]
             await send(message)
 
-        with tracer.start_as_current_span(scope["method"], context=parent, kind=SpanKind.SERVER,
-                                          attributes={"http.request.method": scope["method"]}) as span:
+        with tracer.start_as_current_span(
+            scope["method"], context=parent, kind=SpanKind.SERVER, attributes={"http.request.method": scope["method"]}
+        ) as span:
             try:
                 await self.app(scope, receive, sending)
             finally:
@@ -103,15 +105,22 @@ class TracingMiddleware:
 def inference_span(model: str, server_address: str) -> Any:
     """A client span for one model call (GenAI semantic conventions); the caller adds the
     usage and finish reasons it learns."""
-    return tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes={
-        "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.provider.name": "openai",
-        "server.address": server_address,
-    })
+    return tracer.start_as_current_span(
+        f"chat {model}",
+        kind=SpanKind.CLIENT,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": "openai",
+            "server.address": server_address,
+        },
+    )
 
 
 def mcp_span(operation: str, tool: str | None, server_address: str) -> Any:
     attributes = {"mcp.method.name": operation, "server.address": server_address}
     if tool:
         attributes["gen_ai.tool.name"] = tool
-    return tracer.start_as_current_span(f"{operation} {tool}" if tool else operation, kind=SpanKind.CLIENT,
-                                        attributes=attributes)
+    return tracer.start_as_current_span(
+        f"{operation} {tool}" if tool else operation, kind=SpanKind.CLIENT, attributes=attributes
+    )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import openai
 import pytest
@@ -84,14 +84,22 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         dev_server_database_filename=str(temporal_db),
-        dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-                               # A closed workflow's history is deleted once its queue's ack level has
-                               # moved past it, which the server records every 30 s by default.
-                               "--dynamic-config-value", 'history.transferProcessorUpdateAckInterval="1s"',
-                               # As `durable-responses dev` sets it: a start through the task queue
-                               # is not held up to 50 ms by the transfer queue's polling.
-                               "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000"],
-        ui=False, search_attributes=SEARCH_ATTRIBUTES,
+        dev_server_extra_args=[
+            "--sqlite-pragma",
+            "journal_mode=wal",
+            "--sqlite-pragma",
+            "synchronous=normal",
+            # A closed workflow's history is deleted once its queue's ack level has
+            # moved past it, which the server records every 30 s by default.
+            "--dynamic-config-value",
+            'history.transferProcessorUpdateAckInterval="1s"',
+            # As `durable-responses dev` sets it: a start through the task queue
+            # is not held up to 50 ms by the transfer queue's polling.
+            "--dynamic-config-value",
+            "history.transferProcessorMaxPollRPS=1000",
+        ],
+        ui=False,
+        search_attributes=SEARCH_ATTRIBUTES,
     )
     yield env
     await env.shutdown()
@@ -104,7 +112,10 @@ def temporal_address(temporal_env: WorkflowEnvironment) -> str:
 
 @pytest.fixture(scope="session")
 async def stack(
-    temporal_address: str, backend: ScriptedBackend, store_kind: str, tmp_path_factory: pytest.TempPathFactory,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[Stack]:
     """One stack for the session on each kind of store; tests on it run on both."""
@@ -137,8 +148,11 @@ def model() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("INFERENCE_API_KEY", "test")
     install_filters()  # expected activity failures are one calm line here too, as in the CLI
-    config.addinivalue_line("markers", "one_store: what the test checks is not the store's (a browser, processes "
-                                       "killed, Temporal's timing): it runs on SQLite only, to keep CI in its budget")
+    config.addinivalue_line(
+        "markers",
+        "one_store: what the test checks is not the store's (a browser, processes "
+        "killed, Temporal's timing): it runs on SQLite only, to keep CI in its budget",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -151,5 +165,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-
-

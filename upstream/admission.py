@@ -22,8 +22,9 @@ REFRESH_SECONDS = 1.0
 
 
 class CapacityCheck:
-    def __init__(self, registry: ModelRegistry, budgets: Budgets, wait_seconds: float,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, registry: ModelRegistry, budgets: Budgets, wait_seconds: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.registry = registry
         self.budgets = budgets
         self.wait_seconds = wait_seconds
@@ -50,4 +51,6 @@ class CapacityCheck:
             raise RateLimitedError(
                 f"Model {model} is at its rate limit: no capacity within {self.wait_seconds:g} s "
                 f"(the next in about {soonest:.0f} s). Try again later, or send it with `background: true` to "
-                "wait for capacity on the server.", retry_after_seconds=max(1, math.ceil(soonest - self.wait_seconds)))
+                "wait for capacity on the server.",
+                retry_after_seconds=max(1, math.ceil(soonest - self.wait_seconds)),
+            )

@@ -34,8 +34,10 @@ class ModelCatalog:
     async def models(self) -> list[ModelObject]:
         if self.registry.from_file:
             by_name = {d.model_name: d for d in self.registry.deployments}
-            return [ModelObject(id=name, created=self.started, owned_by=by_name[name].provider)
-                    for name in self.registry.names()]
+            return [
+                ModelObject(id=name, created=self.started, owned_by=by_name[name].provider)
+                for name in self.registry.names()
+            ]
         backend = self.registry.deployments[0]
         if backend.api_base == DEMO_BASE_URL:
             return [ModelObject(id=name, created=self.started, owned_by="durable-responses") for name in DEMO_MODELS]
@@ -49,8 +51,11 @@ class ModelCatalog:
         for each in await self.models():
             if each.id == model_id:
                 return each
-        if not self.registry.from_file and self.registry.knows(model_id) \
-                and self.registry.deployments[0].api_base != DEMO_BASE_URL:
+        if (
+            not self.registry.from_file
+            and self.registry.knows(model_id)
+            and self.registry.deployments[0].api_base != DEMO_BASE_URL
+        ):
             # One backend serves every name; it may serve names its list does not show.
             return ModelObject(id=model_id, created=self.started, owned_by="upstream")
         raise NotFoundError(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
@@ -62,8 +67,9 @@ class ModelCatalog:
             async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS) as http:
                 answer = await http.get(f"{api_base.rstrip('/')}/models", headers=headers)
         except httpx.HTTPError as error:
-            raise UnavailableError(f"cannot list the models of inference backend {where}: "
-                                   f"{type(error).__name__}") from None
+            raise UnavailableError(
+                f"cannot list the models of inference backend {where}: {type(error).__name__}"
+            ) from None
         if answer.status_code != 200:
             raise UnavailableError(f"inference backend {where} answered {answer.status_code} to GET /models")
         try:
@@ -74,6 +80,11 @@ class ModelCatalog:
         for entry in listed[:MAX_LISTED] if isinstance(listed, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("id"), str):
                 created = entry.get("created")
-                models.append(ModelObject(id=entry["id"], created=created if isinstance(created, int) else self.started,
-                                          owned_by=str(entry.get("owned_by") or "upstream")))
+                models.append(
+                    ModelObject(
+                        id=entry["id"],
+                        created=created if isinstance(created, int) else self.started,
+                        owned_by=str(entry.get("owned_by") or "upstream"),
+                    )
+                )
         return models

@@ -20,8 +20,11 @@ class Upstreams:
             if deployment.api_base == DEMO_BASE_URL:
                 client = DemoBackend()
             else:  # Temporal owns retries: the client never retries on its own
-                client = ChatClient(deployment.api_base, deployment.api_key,
-                                    timeout_seconds=deployment.timeout_seconds or self.default_timeout_seconds)
+                client = ChatClient(
+                    deployment.api_base,
+                    deployment.api_key,
+                    timeout_seconds=deployment.timeout_seconds or self.default_timeout_seconds,
+                )
             self._clients[deployment.id] = client
         return client
 

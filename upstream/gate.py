@@ -105,8 +105,9 @@ class UpstreamGate:
         return local
 
     @contextlib.asynccontextmanager
-    async def slot(self, model: str, lane: Lane, project: str, waiter: str = "", *,
-                   returning: bool = False) -> AsyncIterator[Slot]:
+    async def slot(
+        self, model: str, lane: Lane, project: str, waiter: str = "", *, returning: bool = False
+    ) -> AsyncIterator[Slot]:
         """A call to one of `model`'s deployments, when its budget allows (raises
         `CapacityWaitError` when none can take it soon); its end is accounted for. `waiter`:
         the response the call is for (counted among those waiting while it waits);
@@ -139,12 +140,19 @@ class UpstreamGate:
         """The deployment whose budget gave the call a slot, and how long until it."""
         deployments = self.registry.serving(model)
         if not deployments:  # the API refuses such models: this worker's models file differs from the API's
-            raise RejectedByUpstreamError(f"no deployment serves model {model!r} on this worker (its models file "
-                                          "does not name it: give every process the same MODELS_FILE)")
+            raise RejectedByUpstreamError(
+                f"no deployment serves model {model!r} on this worker (its models file "
+                "does not name it: give every process the same MODELS_FILE)"
+            )
         await self._refresh()
         now = self.clock()
-        ordered = sorted(deployments, key=lambda each: (self.local(each.budget_key(model)).cooling_until > now,
-                                                        self._estimate(each, each.budget_key(model), lane, now)))
+        ordered = sorted(
+            deployments,
+            key=lambda each: (
+                self.local(each.budget_key(model)).cooling_until > now,
+                self._estimate(each, each.budget_key(model), lane, now),
+            ),
+        )
         soonest: float | None = None
         for deployment in ordered:
             key = deployment.budget_key(model)
@@ -163,11 +171,13 @@ class UpstreamGate:
         state = self._states.get(key, BudgetState())
         return pacing.estimated_wait(state, deployment.limits(), now, lane, 0.0)
 
-    async def _decide(self, deployment: Deployment, key: str, lane: Lane, project: str,
-                      returning: bool) -> Grant | Defer:
+    async def _decide(
+        self, deployment: Deployment, key: str, lane: Lane, project: str, returning: bool
+    ) -> Grant | Defer:
         if self._limited(deployment, key, self.clock()):
-            return await self.budgets.reserve(key, deployment.limits(), lane, project, returning=returning,
-                                              spread=random.random())
+            return await self.budgets.reserve(
+                key, deployment.limits(), lane, project, returning=returning, spread=random.random()
+            )
         return await self._windowed(key, lane)
 
     async def _windowed(self, key: str, lane: Lane) -> Grant | Defer:
@@ -212,8 +222,12 @@ class UpstreamGate:
             # the waiting responses' turns far into the future. Guess high; the next 429s cut.
             sending = max(sending or 0.0, FIRST_GUESS_RATE)
         state = await self.budgets.rate_limited(
-            slot.key, deployment.limits(), retry_after=error.retry_after, sending_rate=sending,
-            provider_rate=error.provider_rate)
+            slot.key,
+            deployment.limits(),
+            retry_after=error.retry_after,
+            sending_rate=sending,
+            provider_rate=error.provider_rate,
+        )
         self._states[slot.key] = state  # limited from this call on, here at once
         if slot.key == deployment.id:
             metrics.upstream_rate(deployment.id, pacing.rate(state, deployment.limits(), self.clock()))

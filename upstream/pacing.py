@@ -105,8 +105,7 @@ def rate(state: BudgetState, limits: Limits, now: float) -> float | None:
 
 def is_limited(state: BudgetState, limits: Limits, now: float) -> bool:
     """Whether calls must be paced through the shared budget now."""
-    return (rate(state, limits, now) is not None or limits.token_rate is not None
-            or state.blocked_until > now)
+    return rate(state, limits, now) is not None or limits.token_rate is not None or state.blocked_until > now
 
 
 def earliest_start(state: BudgetState, limits: Limits, now: float) -> float:
@@ -123,8 +122,16 @@ RETURNING_SPREAD_SLOTS = 4.0
 frontier, at random, so those displaced together do not come back together."""
 
 
-def reserve(state: BudgetState, limits: Limits, now: float, lane: Lane, project_next: float, *,
-            returning: bool = False, spread: float = 0.0) -> tuple[Decision, BudgetState, float]:
+def reserve(
+    state: BudgetState,
+    limits: Limits,
+    now: float,
+    lane: Lane,
+    project_next: float,
+    *,
+    returning: bool = False,
+    spread: float = 0.0,
+) -> tuple[Decision, BudgetState, float]:
     """Grant a slot within the lane's horizon, or defer to the project's next turn in its
     lane. Returns the decision, the budget after it, and the project's clock after it.
 
@@ -151,8 +158,15 @@ def charge_tokens(state: BudgetState, limits: Limits, now: float, tokens: int) -
     return replace(state, next_free_tokens=max(state.next_free_tokens, now) + tokens / limits.token_rate)
 
 
-def rate_limited(state: BudgetState, limits: Limits, now: float, *, retry_after: float | None,
-                 sending_rate: float | None, provider_rate: float | None = None) -> BudgetState:
+def rate_limited(
+    state: BudgetState,
+    limits: Limits,
+    now: float,
+    *,
+    retry_after: float | None,
+    sending_rate: float | None,
+    provider_rate: float | None = None,
+) -> BudgetState:
     """A 429: cut the rate (once per overload) and block until the provider's `retry-after`.
     `sending_rate`: what this process saw succeed lately, for a deployment with no rate yet;
     `provider_rate`: the limit the provider's headers state, which is taken as it is."""

@@ -98,12 +98,23 @@ class ModelRegistry:
     from_file: bool = False
 
     @classmethod
-    def single(cls, api_base: str, api_key: str = "", timeout_seconds: float | None = None,
-               max_input_tokens: int | None = None) -> "ModelRegistry":
+    def single(
+        cls, api_base: str, api_key: str = "", timeout_seconds: float | None = None, max_input_tokens: int | None = None
+    ) -> ModelRegistry:
         """No file: one deployment that serves every model name under the name asked for."""
-        return cls((Deployment(id="default", model_name=ANY_MODEL, upstream_model=None, api_base=api_base,
-                               api_key=api_key, timeout_seconds=timeout_seconds,
-                               max_input_tokens=max_input_tokens),))
+        return cls(
+            (
+                Deployment(
+                    id="default",
+                    model_name=ANY_MODEL,
+                    upstream_model=None,
+                    api_base=api_base,
+                    api_key=api_key,
+                    timeout_seconds=timeout_seconds,
+                    max_input_tokens=max_input_tokens,
+                ),
+            )
+        )
 
     def serving(self, model: str) -> list[Deployment]:
         """The deployments that serve `model` (a listed name's own, else the `*` entry's)."""
@@ -175,8 +186,9 @@ def parse_registry(document: Any, where: str, environ: Mapping[str, str]) -> tup
     return ModelRegistry(tuple(deployments), fallbacks, from_file=True), warnings
 
 
-def _deployment(entry: Any, index: int, seen: dict[str, int],
-                environ: Mapping[str, str]) -> tuple[Deployment, list[str]]:
+def _deployment(
+    entry: Any, index: int, seen: dict[str, int], environ: Mapping[str, str]
+) -> tuple[Deployment, list[str]]:
     if not isinstance(entry, dict):
         raise StartupError(f"model_list[{index}] must be a mapping")
     name = entry.get("model_name")
@@ -189,29 +201,36 @@ def _deployment(entry: Any, index: int, seen: dict[str, int],
     info = entry.get("model_info") or {}
     if not isinstance(info, dict):
         raise StartupError(f"{place}: `model_info` must be a mapping")
-    warnings = (_unknown(entry, KNOWN_ENTRY_KEYS, place) + _unknown(params, KNOWN_PARAMS, f"{place} litellm_params")
-                + _unknown(info, KNOWN_INFO, f"{place} model_info"))
+    warnings = (
+        _unknown(entry, KNOWN_ENTRY_KEYS, place)
+        + _unknown(params, KNOWN_PARAMS, f"{place} litellm_params")
+        + _unknown(info, KNOWN_INFO, f"{place} model_info")
+    )
     model = params.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise StartupError(f"{place}: `litellm_params.model` must be \"<provider>/<model name>\"")
+        raise StartupError(f'{place}: `litellm_params.model` must be "<provider>/<model name>"')
     provider, _, upstream = model.partition("/")
     if not upstream:
         provider, upstream = "openai", model
     api_base = params.get("api_base") or PROVIDER_BASES.get(provider)
     if not isinstance(api_base, str) or not api_base.startswith(("http://", "https://")):
-        raise StartupError(f"{place}: `litellm_params.api_base` must be the http(s):// URL of an OpenAI-compatible "
-                           f"API (provider {provider!r} has no default)")
+        raise StartupError(
+            f"{place}: `litellm_params.api_base` must be the http(s):// URL of an OpenAI-compatible "
+            f"API (provider {provider!r} has no default)"
+        )
     position = seen.get(name, 0)
     seen[name] = position + 1
     deployment_id = info.get("id", f"{name}/{position}")
     if not isinstance(deployment_id, str) or not deployment_id or len(deployment_id) > 200:
         raise StartupError(f"{place}: `model_info.id` must be a string of 1 to 200 characters")
     return Deployment(
-        id=deployment_id, model_name=name,
+        id=deployment_id,
+        model_name=name,
         upstream_model=None if upstream == ANY_MODEL else upstream,
         api_base=api_base.rstrip("/"),
         api_key=_key(params.get("api_key"), place, environ),
-        rpm=_positive(params.get("rpm"), "rpm", place), tpm=_positive(params.get("tpm"), "tpm", place),
+        rpm=_positive(params.get("rpm"), "rpm", place),
+        tpm=_positive(params.get("tpm"), "tpm", place),
         timeout_seconds=_positive(params.get("timeout"), "timeout", place),
         max_input_tokens=_whole(info.get("max_input_tokens"), "max_input_tokens", place),
         provider=provider,
@@ -257,15 +276,16 @@ def _fallbacks(value: Any, registry: ModelRegistry) -> dict[str, tuple[str, ...]
     for index, rule in enumerate(value):
         if not isinstance(rule, dict) or len(rule) != 1:
             raise StartupError(f"router_settings.fallbacks[{index}] must be one {{model: [fallback, ...]}}")
-        (model, targets), = rule.items()
+        ((model, targets),) = rule.items()
         if isinstance(targets, str):
             targets = [targets]
         if not isinstance(targets, list) or not all(isinstance(each, str) for each in targets):
             raise StartupError(f"router_settings.fallbacks[{index}] ({model}): the fallbacks must be model names")
         unknown = [each for each in [model, *targets] if not registry.knows(each)]
         if unknown:
-            raise StartupError(f"router_settings.fallbacks[{index}] ({model}): no deployment serves "
-                               f"{', '.join(map(repr, unknown))}")
+            raise StartupError(
+                f"router_settings.fallbacks[{index}] ({model}): no deployment serves {', '.join(map(repr, unknown))}"
+            )
         fallbacks[model] = tuple(targets)
     return fallbacks
 

@@ -29,8 +29,14 @@ PROJECT_ENDPOINT_PREFIX = "we_"
 
 
 class WebhookActivities:
-    def __init__(self, endpoints: dict[str, str], key: bytes | None, egress: EgressPolicy,
-                 project_endpoints: WebhookEndpoints | None = None, outbox: WebhookOutbox | None = None) -> None:
+    def __init__(
+        self,
+        endpoints: dict[str, str],
+        key: bytes | None,
+        egress: EgressPolicy,
+        project_endpoints: WebhookEndpoints | None = None,
+        outbox: WebhookOutbox | None = None,
+    ) -> None:
         self.endpoints = endpoints
         """Endpoint id -> URL, from this worker's WEBHOOK_URLS."""
         self.key = key
@@ -54,17 +60,22 @@ class WebhookActivities:
             if found is None:
                 # Deleted since the response was created: nobody wants the event any more.
                 metrics.webhook_attempt(request.event.type, "gone", 0.0)
-                raise ApplicationError(f"webhook endpoint {request.endpoint} was deleted (or its secrets were sealed "
-                                       "with another SECRETS_KEY)", type=WebhookEndpointGoneError.__name__,
-                                       non_retryable=True)
+                raise ApplicationError(
+                    f"webhook endpoint {request.endpoint} was deleted (or its secrets were sealed "
+                    "with another SECRETS_KEY)",
+                    type=WebhookEndpointGoneError.__name__,
+                    non_retryable=True,
+                )
             return found
         url = self.endpoints.get(request.endpoint)
         if url is None or self.key is None:
             # A worker configured otherwise (in a rollout, say): tried again, so a worker that
             # knows the endpoint delivers it, within the policy's time.
             metrics.webhook_attempt(request.event.type, "unknown_endpoint", 0.0)
-            raise _undelivered(f"webhook endpoint {request.endpoint} is not configured on this worker "
-                               "(WEBHOOK_URLS, WEBHOOK_SECRET); a worker that has it will deliver it")
+            raise _undelivered(
+                f"webhook endpoint {request.endpoint} is not configured on this worker "
+                "(WEBHOOK_URLS, WEBHOOK_SECRET); a worker that has it will deliver it"
+            )
         return SigningEndpoint(url=url, keys=[self.key])
 
     @activity.defn(name="deliver_webhook")
@@ -73,15 +84,21 @@ class WebhookActivities:
         host = urlsplit(endpoint.url).hostname or "?"
         started = time.perf_counter()
         try:
-            status_code = await post_event(endpoint.url, endpoint.keys, request.event, egress=self.egress,
-                                           timeout_seconds=request.timeout_seconds)
+            status_code = await post_event(
+                endpoint.url, endpoint.keys, request.event, egress=self.egress, timeout_seconds=request.timeout_seconds
+            )
         except Exception as error:  # noqa: BLE001 - each failure is classified below
             if egress_refused(error):
-                raise _refused(f"webhook endpoint {request.endpoint} ({host}) may not be reached from this server "
-                               "(egress policy)", request.event.type) from None
+                raise _refused(
+                    f"webhook endpoint {request.endpoint} ({host}) may not be reached from this server (egress policy)",
+                    request.event.type,
+                ) from None
             metrics.webhook_attempt(request.event.type, "unreachable", time.perf_counter() - started)
-            reason = "did not answer in time" if isinstance(error, httpx2.TimeoutException) else \
-                f"cannot be reached ({type(error).__name__})"
+            reason = (
+                "did not answer in time"
+                if isinstance(error, httpx2.TimeoutException)
+                else f"cannot be reached ({type(error).__name__})"
+            )
             raise _undelivered(f"webhook endpoint {request.endpoint} ({host}) {reason}") from None
         if 200 <= status_code < 300:
             metrics.webhook_attempt(request.event.type, "delivered", time.perf_counter() - started)

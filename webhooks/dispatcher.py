@@ -43,18 +43,21 @@ REPORT_SECONDS = 10.0
 
 def backoff_seconds(policy: WebhookPolicy, attempts: int, jitter: float) -> float:
     """After `attempts` failed attempts: exponential within the policy, with jitter."""
-    ceiling = min(policy.maximum_interval_seconds, policy.initial_interval_seconds * 2 ** attempts)
+    ceiling = min(policy.maximum_interval_seconds, policy.initial_interval_seconds * 2**attempts)
     return ceiling * (0.5 + jitter / 2)
 
 
 def cooldown_seconds(policy: WebhookPolicy, failures: int) -> float:
-    return min(max(policy.maximum_interval_seconds, CIRCUIT_BASE_SECONDS),
-               CIRCUIT_BASE_SECONDS * 2 ** (failures - CIRCUIT_THRESHOLD))
+    return min(
+        max(policy.maximum_interval_seconds, CIRCUIT_BASE_SECONDS),
+        CIRCUIT_BASE_SECONDS * 2 ** (failures - CIRCUIT_THRESHOLD),
+    )
 
 
 class WebhookDispatcher:
-    def __init__(self, outbox: WebhookOutbox, deliver: Deliver, *, concurrency: int = 50,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, outbox: WebhookOutbox, deliver: Deliver, *, concurrency: int = 50, clock: Callable[[], float] = time.time
+    ) -> None:
         self.outbox = outbox
         self.deliver = deliver
         self.concurrency = concurrency
@@ -89,13 +92,17 @@ class WebhookDispatcher:
         now = self._now_ms()
         if now >= entry.give_up_at:
             metrics.webhook_attempt(entry.event.type, "gave_up", 0.0)
-            log.warning("webhook event %s to %s given up after %d attempts", entry.event.id, entry.endpoint,
-                        entry.attempts)
+            log.warning(
+                "webhook event %s to %s given up after %d attempts", entry.event.id, entry.endpoint, entry.attempts
+            )
             await self.outbox.remove(entry, delivered=False)
             return True
         try:
-            await self.deliver(DeliverWebhookInput(endpoint=entry.endpoint, event=entry.event,
-                                                   timeout_seconds=entry.policy.attempt_timeout_seconds))
+            await self.deliver(
+                DeliverWebhookInput(
+                    endpoint=entry.endpoint, event=entry.event, timeout_seconds=entry.policy.attempt_timeout_seconds
+                )
+            )
         except Exception as error:  # noqa: BLE001 - classified: never again, or later
             if isinstance(error, ApplicationError) and error.non_retryable:
                 await self.outbox.remove(entry, delivered=False)  # refused, or its endpoint deleted
@@ -106,8 +113,13 @@ class WebhookDispatcher:
             if failures >= CIRCUIT_THRESHOLD:
                 cooldown = cooldown_seconds(entry.policy, failures)
                 open_until = now + int(cooldown * 1000)
-                log.warning("webhook endpoint %s failed %d times in a row (%s): nothing is sent to it for %.0f s",
-                            entry.endpoint, failures, error, cooldown)
+                log.warning(
+                    "webhook endpoint %s failed %d times in a row (%s): nothing is sent to it for %.0f s",
+                    entry.endpoint,
+                    failures,
+                    error,
+                    cooldown,
+                )
             await self.outbox.retry_later(entry, now + int(delay * 1000), open_until)
             return False
         await self.outbox.remove(entry, delivered=True)

@@ -21,8 +21,9 @@ from webhooks.signing import signature
 USER_AGENT = "durable-responses-webhooks/1"
 
 
-async def post_event(url: str, keys: list[bytes], event: WebhookEvent, *, egress: EgressPolicy,
-                     timeout_seconds: float) -> int:
+async def post_event(
+    url: str, keys: list[bytes], event: WebhookEvent, *, egress: EgressPolicy, timeout_seconds: float
+) -> int:
     """The endpoint's HTTP status; raises what the connection raised (`egress_refused` tells
     a refused address from the rest)."""
     body = event.model_dump_json()

@@ -22,16 +22,17 @@ class InvalidWebhookSecret(ValueError):
 def secret_bytes(secret: str) -> bytes:
     """The key of a `whsec_...` secret; refuses anything else (no unsigned or weakly signed events)."""
     if not secret.startswith(PREFIX):
-        raise InvalidWebhookSecret(f"WEBHOOK_SECRET must start with '{PREFIX}' (make one with "
-                                   f"`python -c \"import secrets, base64; print('{PREFIX}' + "
-                                   "base64.b64encode(secrets.token_bytes(32)).decode())\"`)")
+        raise InvalidWebhookSecret(
+            f"WEBHOOK_SECRET must start with '{PREFIX}' (make one with "
+            f"`python -c \"import secrets, base64; print('{PREFIX}' + "
+            'base64.b64encode(secrets.token_bytes(32)).decode())"`)'
+        )
     try:
-        key = base64.b64decode(secret[len(PREFIX):], validate=True)
+        key = base64.b64decode(secret[len(PREFIX) :], validate=True)
     except (binascii.Error, ValueError):
         raise InvalidWebhookSecret(f"WEBHOOK_SECRET must be base64 after '{PREFIX}'") from None
     if len(key) < MIN_SECRET_BYTES:
-        raise InvalidWebhookSecret(f"WEBHOOK_SECRET must hold at least {MIN_SECRET_BYTES} random bytes, "
-                                   f"not {len(key)}")
+        raise InvalidWebhookSecret(f"WEBHOOK_SECRET must hold at least {MIN_SECRET_BYTES} random bytes, not {len(key)}")
     return key
 
 

@@ -47,39 +47,63 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         return super()._get_help_string(action)
 
 
-def _command(commands: argparse._SubParsersAction, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+def _command(
+    commands: argparse._SubParsersAction, name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
     return commands.add_parser(name, help=summary, description=description, formatter_class=_HelpFormatter)
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--temporal-address", default=None, metavar="HOST:PORT",
-                        help="the Temporal frontend (default: from the Temporal client configuration, "
-                             "$TEMPORAL_ADDRESS or a $TEMPORAL_PROFILE of $TEMPORAL_CONFIG_FILE, else localhost:7233; "
-                             "TLS and API keys come from there too)")
-    parser.add_argument("--namespace", default=None,
-                        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE or the profile's, else 'default')")
-    parser.add_argument("--task-queue", default=None,
-                        help=f"the Temporal task queue (default: $TEMPORAL_TASK_QUEUE or {DEFAULT_TASK_QUEUE!r})")
-    parser.add_argument("--database-url", default=None, metavar="URL",
-                        help="sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB "
-                             "(default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
+    parser.add_argument(
+        "--temporal-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="the Temporal frontend (default: from the Temporal client configuration, "
+        "$TEMPORAL_ADDRESS or a $TEMPORAL_PROFILE of $TEMPORAL_CONFIG_FILE, else localhost:7233; "
+        "TLS and API keys come from there too)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=None,
+        help="the Temporal namespace (default: $TEMPORAL_NAMESPACE or the profile's, else 'default')",
+    )
+    parser.add_argument(
+        "--task-queue",
+        default=None,
+        help=f"the Temporal task queue (default: $TEMPORAL_TASK_QUEUE or {DEFAULT_TASK_QUEUE!r})",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB "
+        "(default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)",
+    )
 
 
 def _add_models_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models-file", default=os.environ.get("MODELS_FILE") or None, metavar="PATH",
-                        help="the model registry, in LiteLLM proxy's config format: which deployments serve which "
-                             "model names, their rpm/tpm and fallbacks ($MODELS_FILE when set; without it, "
-                             "INFERENCE_BASE_URL serves every model name)")
+    parser.add_argument(
+        "--models-file",
+        default=os.environ.get("MODELS_FILE") or None,
+        metavar="PATH",
+        help="the model registry, in LiteLLM proxy's config format: which deployments serve which "
+        "model names, their rpm/tpm and fallbacks ($MODELS_FILE when set; without it, "
+        "INFERENCE_BASE_URL serves every model name)",
+    )
 
 
 def _add_http_options(parser: argparse.ArgumentParser, *, from_environment: bool = False) -> None:
     """`serve` also takes $HOST and $PORT (as platforms set them); `dev` does not, since some
     shells set $HOST to the machine's name."""
     if from_environment:
-        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"),
-                            help="the address the HTTP API listens on ($HOST when set)")
-        parser.add_argument("--port", type=int, default=os.environ.get("PORT", "8000"),
-                            help="the HTTP API's port ($PORT when set)")
+        parser.add_argument(
+            "--host",
+            default=os.environ.get("HOST", "127.0.0.1"),
+            help="the address the HTTP API listens on ($HOST when set)",
+        )
+        parser.add_argument(
+            "--port", type=int, default=os.environ.get("PORT", "8000"), help="the HTTP API's port ($PORT when set)"
+        )
         return
     parser.add_argument("--host", default="127.0.0.1", help="the address the HTTP API listens on")
     parser.add_argument("--port", type=int, default=8000, help="the HTTP API's port")
@@ -88,8 +112,12 @@ def _add_http_options(parser: argparse.ArgumentParser, *, from_environment: bool
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", default=None, help="the store of `dev --data-dir DIR`")
-    where.add_argument("--database-url", default=None, metavar="URL",
-                       help="the store of `serve` (default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)")
+    where.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="the store of `serve` (default: $DATABASE_URL or sqlite:///./.durable-responses/responses.db)",
+    )
 
 
 def _store_url(args: argparse.Namespace) -> str:
@@ -99,82 +127,136 @@ def _store_url(args: argparse.Namespace) -> str:
 
 
 def _add_open_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--open", action="store_true", dest="allow_open",
-                        help="run without API keys on a non-loopback --host (anyone who reaches it may use it); "
-                             "also ALLOW_OPEN=true. Once a key exists, keys are required anyway")
+    parser.add_argument(
+        "--open",
+        action="store_true",
+        dest="allow_open",
+        help="run without API keys on a non-loopback --host (anyone who reaches it may use it); "
+        "also ALLOW_OPEN=true. Once a key exists, keys are required anyway",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="durable-responses", description=__doc__, formatter_class=_HelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to run")
 
-    dev = _command(commands, "dev", "Temporal dev server + worker + HTTP API, all local",
-                   "Start a Temporal dev server (a child process), a worker and the HTTP API, with their data in "
-                   "--data-dir, and the demo MCP tools at /demo/mcp.\nWith no INFERENCE_BASE_URL and no "
-                   "INFERENCE_API_KEY/OPENAI_API_KEY set (or with --demo), the built-in demo model answers.")
+    dev = _command(
+        commands,
+        "dev",
+        "Temporal dev server + worker + HTTP API, all local",
+        "Start a Temporal dev server (a child process), a worker and the HTTP API, with their data in "
+        "--data-dir, and the demo MCP tools at /demo/mcp.\nWith no INFERENCE_BASE_URL and no "
+        "INFERENCE_API_KEY/OPENAI_API_KEY set (or with --demo), the built-in demo model answers.",
+    )
     _add_http_options(dev)
-    dev.add_argument("--data-dir", default="./.durable-responses",
-                     help="where the responses, Temporal's history and the secrets key are kept")
+    dev.add_argument(
+        "--data-dir",
+        default="./.durable-responses",
+        help="where the responses, Temporal's history and the secrets key are kept",
+    )
     dev.add_argument("--temporal-port", type=int, default=7233, help="the Temporal dev server's gRPC port")
-    dev.add_argument("--ui-port", type=int, default=None,
-                     help="the Temporal UI's port (default: the first free one from --temporal-port + 1000)")
-    dev.add_argument("--demo", action="store_true",
-                     help="answer with the built-in demo model even if an inference backend is configured")
+    dev.add_argument(
+        "--ui-port",
+        type=int,
+        default=None,
+        help="the Temporal UI's port (default: the first free one from --temporal-port + 1000)",
+    )
+    dev.add_argument(
+        "--demo",
+        action="store_true",
+        help="answer with the built-in demo model even if an inference backend is configured",
+    )
     _add_models_option(dev)
     _add_open_option(dev)
 
-    worker = _command(commands, "worker", "run responses (workflows and activities)",
-                      "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
-                      "store writes. Run as many as you need.")
+    worker = _command(
+        commands,
+        "worker",
+        "run responses (workflows and activities)",
+        "Poll a Temporal task queue and run responses: the model calls, MCP tool calls and the "
+        "store writes. Run as many as you need.",
+    )
     _add_cluster_options(worker)
     _add_models_option(worker)
-    worker.add_argument("--health-port", type=int, default=os.environ.get("WORKER_HEALTH_PORT"),
-                        help="serve /livez and /readyz on this port, on every address ($WORKER_HEALTH_PORT "
-                             "when set; none by default)")
+    worker.add_argument(
+        "--health-port",
+        type=int,
+        default=os.environ.get("WORKER_HEALTH_PORT"),
+        help="serve /livez and /readyz on this port, on every address ($WORKER_HEALTH_PORT when set; none by default)",
+    )
 
-    serve = _command(commands, "serve", "the HTTP API only",
-                     "Serve the HTTP API; responses run on `worker` processes of the same task queue.")
+    serve = _command(
+        commands,
+        "serve",
+        "the HTTP API only",
+        "Serve the HTTP API; responses run on `worker` processes of the same task queue.",
+    )
     _add_http_options(serve, from_environment=True)
     _add_cluster_options(serve)
     _add_models_option(serve)
     _add_open_option(serve)
 
-    keys = _command(commands, "keys", "make, list and revoke API keys",
-                    "API keys, kept (hashed) in the store. Once any key exists, every request needs one "
-                    "(Authorization: Bearer KEY); running servers see new and revoked keys within seconds.")
-    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION",
-                                       help="create, list or revoke")
-    create = key_commands.add_parser("create", help="make a key for a project and print it once",
-                                     description="Make a key for a project; the key is printed once, on stdout.",
-                                     formatter_class=_HelpFormatter)
+    keys = _command(
+        commands,
+        "keys",
+        "make, list and revoke API keys",
+        "API keys, kept (hashed) in the store. Once any key exists, every request needs one "
+        "(Authorization: Bearer KEY); running servers see new and revoked keys within seconds.",
+    )
+    key_commands = keys.add_subparsers(
+        dest="keys_command", required=True, metavar="ACTION", help="create, list or revoke"
+    )
+    create = key_commands.add_parser(
+        "create",
+        help="make a key for a project and print it once",
+        description="Make a key for a project; the key is printed once, on stdout.",
+        formatter_class=_HelpFormatter,
+    )
     create.add_argument("--project", required=True, help="the project (tenant) the key's requests act for")
-    create.add_argument("--approver", action="store_true",
-                        help="an approve-only key: it may read its project's waiting responses and decide "
-                             "approvals, nothing else")
+    create.add_argument(
+        "--approver",
+        action="store_true",
+        help="an approve-only key: it may read its project's waiting responses and decide approvals, nothing else",
+    )
     _add_store_options(create)
-    listing = key_commands.add_parser("list", help="list the keys (never the keys themselves)",
-                                      description="List the keys: id, first characters, project, role, state.",
-                                      formatter_class=_HelpFormatter)
+    listing = key_commands.add_parser(
+        "list",
+        help="list the keys (never the keys themselves)",
+        description="List the keys: id, first characters, project, role, state.",
+        formatter_class=_HelpFormatter,
+    )
     _add_store_options(listing)
-    revoke = key_commands.add_parser("revoke", help="revoke a key", description="Revoke a key by its id.",
-                                     formatter_class=_HelpFormatter)
+    revoke = key_commands.add_parser(
+        "revoke", help="revoke a key", description="Revoke a key by its id.", formatter_class=_HelpFormatter
+    )
     revoke.add_argument("key_id", metavar="KEY_ID", help="the key's id (key_...), as `keys list` shows it")
     _add_store_options(revoke)
 
-    approve = _command(commands, "approve", "approve (or deny) an MCP call a background response waits for",
-                       "Answer an MCP approval request of a background response that waits for it "
-                       "(POST /v1/responses/RESPONSE_ID/approvals).")
+    approve = _command(
+        commands,
+        "approve",
+        "approve (or deny) an MCP call a background response waits for",
+        "Answer an MCP approval request of a background response that waits for it "
+        "(POST /v1/responses/RESPONSE_ID/approvals).",
+    )
     approve.add_argument("response_id", metavar="RESPONSE_ID", help="the waiting response (resp_...)")
-    approve.add_argument("approval_request_id", metavar="APPROVAL_REQUEST_ID",
-                         help="the id of its mcp_approval_request item (mcpr_...)")
+    approve.add_argument(
+        "approval_request_id", metavar="APPROVAL_REQUEST_ID", help="the id of its mcp_approval_request item (mcpr_...)"
+    )
     approve.add_argument("--deny", action="store_true", help="deny the call instead of approving it")
     approve.add_argument("--reason", default=None, help="why (the model is told, on a denial)")
-    approve.add_argument("--api-url", default=os.environ.get("DURABLE_RESPONSES_URL", "http://127.0.0.1:8000"),
-                         help="the durable-responses API ($DURABLE_RESPONSES_URL when set)")
-    approve.add_argument("--api-key", default=None,
-                         help="an API key of the response's project, full or approver "
-                              "(default: $DURABLE_RESPONSES_API_KEY; never $OPENAI_API_KEY, which is another "
-                              "server's key)")
+    approve.add_argument(
+        "--api-url",
+        default=os.environ.get("DURABLE_RESPONSES_URL", "http://127.0.0.1:8000"),
+        help="the durable-responses API ($DURABLE_RESPONSES_URL when set)",
+    )
+    approve.add_argument(
+        "--api-key",
+        default=None,
+        help="an API key of the response's project, full or approver "
+        "(default: $DURABLE_RESPONSES_API_KEY; never $OPENAI_API_KEY, which is another "
+        "server's key)",
+    )
     return parser
 
 
@@ -207,9 +289,15 @@ def _keys(args: argparse.Namespace) -> int:
     from access.commands import run_keys_command
 
     try:
-        return asyncio.run(run_keys_command(args.keys_command, _store_url(args), project=getattr(args, "project", None),
-                                            approver=getattr(args, "approver", False),
-                                            key_id=getattr(args, "key_id", None)))
+        return asyncio.run(
+            run_keys_command(
+                args.keys_command,
+                _store_url(args),
+                project=getattr(args, "project", None),
+                approver=getattr(args, "approver", False),
+                key_id=getattr(args, "key_id", None),
+            )
+        )
     except StartupError as error:
         print(f"durable-responses keys: {error}", file=sys.stderr)
         return 1
@@ -236,9 +324,17 @@ async def _run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, _on_signal, shutdown, grace_seconds)
     match args.command:
         case "dev":
-            role = run_dev(args.host, args.port, args.data_dir, args.temporal_port, shutdown,
-                           ui_port=args.ui_port, demo=args.demo, allow_open=args.allow_open,
-                           models_file=args.models_file)
+            role = run_dev(
+                args.host,
+                args.port,
+                args.data_dir,
+                args.temporal_port,
+                shutdown,
+                ui_port=args.ui_port,
+                demo=args.demo,
+                allow_open=args.allow_open,
+                models_file=args.models_file,
+            )
         case "worker":
             settings = _settings(args)
             if args.health_port:
@@ -276,13 +372,15 @@ async def _until_stopped(role: Coroutine[Any, Any, Any], shutdown: Shutdown, gra
     asked.cancel()
     if not running.done():
         forced = asyncio.ensure_future(shutdown.forced.wait())
-        await asyncio.wait({running, forced}, timeout=grace_seconds + STOP_MARGIN_SECONDS,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {running, forced}, timeout=grace_seconds + STOP_MARGIN_SECONDS, return_when=asyncio.FIRST_COMPLETED
+        )
         forced.cancel()
         if not running.done():
             if not shutdown.forced.is_set():
-                log.error("still stopping %g s after the signal: cancelling what is left",
-                          grace_seconds + STOP_MARGIN_SECONDS)
+                log.error(
+                    "still stopping %g s after the signal: cancelling what is left", grace_seconds + STOP_MARGIN_SECONDS
+                )
             running.cancel()
             await asyncio.wait({running}, timeout=STOP_MARGIN_SECONDS)
             return 1

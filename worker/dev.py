@@ -65,18 +65,28 @@ def start_temporal(data_dir: Path, port: int, ui_port: int, codec_endpoint: str 
     """`codec_endpoint`: where the UI asks to decode the payloads the codec encrypted."""
     log_file = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives as long as the child
     command = [
-        temporal_binary(), "server", "start-dev",
-        "--ip", "127.0.0.1",
-        "--port", str(port),
-        "--ui-port", str(ui_port),
+        temporal_binary(),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
         *(["--ui-codec-endpoint", codec_endpoint] if codec_endpoint else []),
-        "--db-filename", str(data_dir / "temporal.db"),
-        "--sqlite-pragma", "journal_mode=wal",
-        "--sqlite-pragma", "synchronous=normal",
-        "--log-level", "warn",
+        "--db-filename",
+        str(data_dir / "temporal.db"),
+        "--sqlite-pragma",
+        "journal_mode=wal",
+        "--sqlite-pragma",
+        "synchronous=normal",
+        "--log-level",
+        "warn",
         # The transfer queue reads new tasks at most 20 times a second by default: a workflow
         # started through its task queue (by `serve`, or a retried start) waited up to 50 ms.
-        "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+        "--dynamic-config-value",
+        "history.transferProcessorMaxPollRPS=1000",
         # What the Temporal UI and `temporal workflow list --query` filter responses on.
         *(argument for key in SEARCH_ATTRIBUTES for argument in ("--search-attribute", f"{key.name}=Keyword")),
     ]
@@ -118,18 +128,28 @@ def secrets_key_in(directory: Path) -> str:
 
 
 async def run_dev(
-    host: str, port: int, data_dir: str, temporal_port: int, shutdown: Shutdown, *, ui_port: int | None = None,
-    demo: bool = False, allow_open: bool = False, models_file: str | None = None,
+    host: str,
+    port: int,
+    data_dir: str,
+    temporal_port: int,
+    shutdown: Shutdown,
+    *,
+    ui_port: int | None = None,
+    demo: bool = False,
+    allow_open: bool = False,
+    models_file: str | None = None,
 ) -> int:
     directory = private_directory(Path(data_dir).resolve())
     if ui_port is None:
         ui_port = free_port(temporal_port + 1000, avoid={port, temporal_port})
     settings = Settings.from_env(
-        temporal_address=f"127.0.0.1:{temporal_port}", temporal_environment=False,
+        temporal_address=f"127.0.0.1:{temporal_port}",
+        temporal_environment=False,
         database_url=f"sqlite:///{directory / 'responses.db'}",
         inference_base_url=DEMO_BASE_URL if demo or not (backend_configured() or models_file) else None,
         egress_allowlist=None if os.environ.get("EGRESS_ALLOWLIST") else LOOPBACK_ALLOWLIST,
-        allow_open=allow_open or None, models_file=models_file,
+        allow_open=allow_open or None,
+        models_file=models_file,
     )
     if demo:  # the demo model answers for every name, whatever the models file says
         settings = settings.model_copy(update={"models_file": None})
@@ -172,6 +192,9 @@ async def _announce_when_healthy(host: str, port: int, ui_port: int, directory: 
         f"  {settings.search().described()}",
     ]
     if settings.uses_demo_model:
-        lines += ["", "  *** DEMO MODEL: answers are echoes, not a real LLM (models demo/echo, demo/slow, "
-                      "demo/flaky, demo/fail). ***"]
+        lines += [
+            "",
+            "  *** DEMO MODEL: answers are echoes, not a real LLM (models demo/echo, demo/slow, "
+            "demo/flaky, demo/fail). ***",
+        ]
     print("\n".join(lines), flush=True)

@@ -20,8 +20,9 @@ from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
 
 
-def worker_health_app(repository: ResponseRepository, client: Client, running: Callable[[], bool], *,
-                      metrics_auth: str = "") -> Starlette:
+def worker_health_app(
+    repository: ResponseRepository, client: Client, running: Callable[[], bool], *, metrics_auth: str = ""
+) -> Starlette:
     async def temporal() -> None:
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
 
@@ -31,6 +32,12 @@ def worker_health_app(repository: ResponseRepository, client: Client, running: C
     async def readyz(_request: Request) -> JSONResponse:
         return await ready({"store": repository.ping, "temporal": temporal, "worker": worker})
 
-    return Starlette(routes=[Route("/livez", livez), Route("/readyz", readyz), Route("/health", readyz),
-                             Route("/metrics", guarded_metrics(metrics_auth))],
-                     middleware=[Middleware(AccessLog, enabled=False)])
+    return Starlette(
+        routes=[
+            Route("/livez", livez),
+            Route("/readyz", readyz),
+            Route("/health", readyz),
+            Route("/metrics", guarded_metrics(metrics_auth)),
+        ],
+        middleware=[Middleware(AccessLog, enabled=False)],
+    )

@@ -25,9 +25,15 @@ LEASE_ROUNDS = 2.5
 """A chore's lease lasts this many rounds: a holder renews it each round."""
 
 
-async def keep_house(chores: dict[str, Chore], interval_seconds: float, stop: asyncio.Event, *,
-                     leases: Leases | None = None, holder: str | None = None,
-                     woken: asyncio.Event | None = None) -> None:
+async def keep_house(
+    chores: dict[str, Chore],
+    interval_seconds: float,
+    stop: asyncio.Event,
+    *,
+    leases: Leases | None = None,
+    holder: str | None = None,
+    woken: asyncio.Event | None = None,
+) -> None:
     holder = holder or uuid.uuid4().hex
     lease_seconds = interval_seconds * LEASE_ROUNDS
     while not stop.is_set():

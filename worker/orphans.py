@@ -47,14 +47,20 @@ class OrphanSweeper:
         whose workflow runs (or was just started here) is marked, and never looked at again."""
         now = time.time()
         started, confirmed = [], []
-        candidates = await self.repository.starts.unconfirmed_created_between(now - self.window_seconds,
-                                                                       now - self.grace_seconds)
+        candidates = await self.repository.starts.unconfirmed_created_between(
+            now - self.window_seconds, now - self.grace_seconds
+        )
         for response in candidates:
             try:
                 emit_events = await self.repository.events.has_events(response.id)
                 project = await self.repository.project_of(response.id) or ""
-                await self.runner.start(response, emit_events=emit_events, if_never_started=True,
-                                        webhooks=await self._subscriptions(response, project), project=project)
+                await self.runner.start(
+                    response,
+                    emit_events=emit_events,
+                    if_never_started=True,
+                    webhooks=await self._subscriptions(response, project),
+                    project=project,
+                )
             except WorkflowAlreadyStartedError:
                 confirmed.append(response.id)
                 continue

@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import AsyncIterator
 
 import uvicorn
 from starlette.routing import BaseRoute
@@ -54,8 +53,9 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
     except (ValueError, OSError, sqlite3.Error) as error:
         raise StartupError(f"cannot open the database {shown_url(settings.database_url)}: {error}") from error
     try:
-        await wait_for(f"the database {shown_url(settings.database_url)}", db.migrate,
-                       seconds=settings.startup_wait_seconds)
+        await wait_for(
+            f"the database {shown_url(settings.database_url)}", db.migrate, seconds=settings.startup_wait_seconds
+        )
     except BaseException:
         await db.close()
         raise
@@ -73,35 +73,61 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
 async def connect_with_retry(settings: Settings) -> Client:
     where = temporal_connection(settings)
     log.info("Temporal: %s", where.describe())
-    return await wait_for(f"Temporal at {where.target_host}", lambda: connect(settings),
-                          seconds=settings.startup_wait_seconds,
-                          hint=" (is it running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)")
+    return await wait_for(
+        f"Temporal at {where.target_host}",
+        lambda: connect(settings),
+        seconds=settings.startup_wait_seconds,
+        hint=" (is it running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)",
+    )
 
 
-def _runner(client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool) -> ResponseRunner:
+def _runner(
+    client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool
+) -> ResponseRunner:
     return ResponseRunner(
-        client, settings.task_queue, settings.execution, task_timeout_seconds=settings.workflow_task_timeout_seconds,
-        repository=repository, local_worker=local_worker, registry=settings.registry(),
+        client,
+        settings.task_queue,
+        settings.execution,
+        task_timeout_seconds=settings.workflow_task_timeout_seconds,
+        repository=repository,
+        local_worker=local_worker,
+        registry=settings.registry(),
         summary_input=settings.summary_input,
     )
 
 
 @asynccontextmanager
-async def working(client: Client, settings: Settings, repository: ResponseRepository,
-                  shutdown: Shutdown | None = None, *, grace_seconds: float = 0.0) -> AsyncIterator[None]:
+async def working(
+    client: Client,
+    settings: Settings,
+    repository: ResponseRepository,
+    shutdown: Shutdown | None = None,
+    *,
+    grace_seconds: float = 0.0,
+) -> AsyncIterator[None]:
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
     orphans = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
-    retention = Retention(repository, client, unstored_seconds=settings.unstored_retention_seconds,
-                          retention_days=settings.response_retention_days)
+    retention = Retention(
+        repository,
+        client,
+        unstored_seconds=settings.unstored_retention_seconds,
+        retention_days=settings.response_retention_days,
+    )
     eraser = HistoryEraser(repository, client)
     vector_stores = VectorStoreChores(repository, Ingestions(client, settings.task_queue))
-    chores = {"orphan sweep": orphans.sweep, "retention sweep": retention.sweep, "history erasure": eraser.sweep,
-              "unfinished ingestions": vector_stores.restart_unfinished, "vector store expiry": vector_stores.expire}
+    chores = {
+        "orphan sweep": orphans.sweep,
+        "retention sweep": retention.sweep,
+        "history erasure": eraser.sweep,
+        "unfinished ingestions": vector_stores.restart_unfinished,
+        "vector store expiry": vector_stores.expire,
+    }
     async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
-        sweeping = asyncio.create_task(keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping,
-                                                  leases=Leases(repository.db)))
+        sweeping = asyncio.create_task(
+            keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping, leases=Leases(repository.db))
+        )
         try:
             yield
         finally:
@@ -130,11 +156,19 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
             if settings.worker_health_port is None:
                 await shutdown.requested.wait()
                 return
-            app = worker_health_app(repository, client, running=lambda: not shutdown.requested.is_set(),
-                                    metrics_auth=settings.metrics_auth)
+            app = worker_health_app(
+                repository, client, running=lambda: not shutdown.requested.is_set(), metrics_auth=settings.metrics_auth
+            )
             log.info("worker health on http://0.0.0.0:%d (/livez, /readyz)", settings.worker_health_port)
-            await _serve_http(app, "0.0.0.0", settings.worker_health_port, shutdown.requested, 0.0,
-                              settings.header_timeout_seconds, announce=False)
+            await _serve_http(
+                app,
+                "0.0.0.0",
+                settings.worker_health_port,
+                shutdown.requested,
+                0.0,
+                settings.header_timeout_seconds,
+                announce=False,
+            )
 
 
 CLOSING_NOTICE_SECONDS = 0.5
@@ -157,22 +191,42 @@ async def _check_open(settings: Settings, host: str, repository: ResponseReposit
         log.info("API keys are required (Authorization: Bearer ...)")
         return
     if loopback(host) or settings.allow_open:
-        log.warning("no API keys exist: anyone who can reach %s may use this server. Create one with "
-                    "`durable-responses keys create --project NAME`; from then on every request needs a key", host)
+        log.warning(
+            "no API keys exist: anyone who can reach %s may use this server. Create one with "
+            "`durable-responses keys create --project NAME`; from then on every request needs a key",
+            host,
+        )
         return
     raise StartupError(
         f"no API keys exist, and {host} is not a loopback address: create a key with `durable-responses keys create "
-        "--project NAME --database-url ...`, or run open on purpose with --open (ALLOW_OPEN=true)")
+        "--project NAME --database-url ...`, or run open on purpose with --open (ALLOW_OPEN=true)"
+    )
 
 
-async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seconds: float,  # noqa: ANN001
-                      header_timeout_seconds: float = 10.0, *, closing: asyncio.Event | None = None,
-                      announce: bool = True) -> None:
+async def _serve_http(
+    app,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    grace_seconds: float,  # noqa: ANN001
+    header_timeout_seconds: float = 10.0,
+    *,
+    closing: asyncio.Event | None = None,
+    announce: bool = True,
+) -> None:
     """Serve until `stop`; then open requests get `grace_seconds`, and `closing` is set just
     before that runs out (the API answers requests still waiting)."""
-    server = _QuietServer(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
-                                         timeout_graceful_shutdown=grace_seconds,
-                                         http=with_header_timeout(header_timeout_seconds)))
+    server = _QuietServer(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=grace_seconds,
+            http=with_header_timeout(header_timeout_seconds),
+        )
+    )
     serving = asyncio.create_task(server.serve())
     stopping = asyncio.create_task(stop.wait())
     while not (server.started or serving.done()):
@@ -184,8 +238,11 @@ async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seco
         log.info("API listening on http://%s:%d/v1", host, port)
     await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
     server.should_exit = True
-    notice = None if closing is None else asyncio.get_running_loop().call_later(
-        max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS), closing.set)
+    notice = (
+        None
+        if closing is None
+        else asyncio.get_running_loop().call_later(max(0.0, grace_seconds - CLOSING_NOTICE_SECONDS), closing.set)
+    )
     try:
         await serving
     finally:
@@ -193,8 +250,9 @@ async def _serve_http(app, host: str, port: int, stop: asyncio.Event, grace_seco
             notice.cancel()
 
 
-async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, *, with_worker: bool,
-                  mounts: Sequence[BaseRoute] = ()) -> None:
+async def run_api(
+    settings: Settings, host: str, port: int, shutdown: Shutdown, *, with_worker: bool, mounts: Sequence[BaseRoute] = ()
+) -> None:
     """The HTTP API; with `with_worker`, a worker on the same client, so workflows start eagerly.
     `mounts` are more routes for the app (`dev`'s demo tools)."""
     settings.check_backend()
@@ -203,39 +261,60 @@ async def run_api(settings: Settings, host: str, port: int, shutdown: Shutdown, 
         await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)
         settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
-        app = create_app(repository, _runner(client, settings, repository, local_worker=with_worker),
-                         max_in_flight=settings.max_in_flight_responses, limits=settings.limits(),
-                         served_model=served_model if settings.uses_demo_model else None, mounts=mounts,
-                         egress=settings.egress(), quotas=settings.quotas(),
-                         allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
-                         cors_allow_origins=settings.cors_allow_origins, access_log=settings.access_log,
-                         tracing=settings.tracing, interactive_wait_seconds=settings.inference_interactive_wait_seconds,
-                         codec_access=codec_access(settings), metrics_auth=settings.metrics_auth,
-                         metrics_route=settings.metrics_port is None, embedding_model=settings.embedding_model)
+        app = create_app(
+            repository,
+            _runner(client, settings, repository, local_worker=with_worker),
+            max_in_flight=settings.max_in_flight_responses,
+            limits=settings.limits(),
+            served_model=served_model if settings.uses_demo_model else None,
+            mounts=mounts,
+            egress=settings.egress(),
+            quotas=settings.quotas(),
+            allowed_hosts=settings.allowed_hosts or default_allowed_hosts(host),
+            cors_allow_origins=settings.cors_allow_origins,
+            access_log=settings.access_log,
+            tracing=settings.tracing,
+            interactive_wait_seconds=settings.inference_interactive_wait_seconds,
+            codec_access=codec_access(settings),
+            metrics_auth=settings.metrics_auth,
+            metrics_route=settings.metrics_port is None,
+            embedding_model=settings.embedding_model,
+        )
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)
         async with _metrics_port(settings, host, repository, shutdown):
             grace = settings.shutdown_grace_seconds
             closing = app.state.admission.closing
             if not with_worker:
-                await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
-                                  closing=closing)
+                await _serve_http(
+                    app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
+                )
                 return
             async with working(client, settings, repository, shutdown):
-                await _serve_http(app, host, port, shutdown.requested, grace, settings.header_timeout_seconds,
-                                  closing=closing)
+                await _serve_http(
+                    app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
+                )
 
 
 @asynccontextmanager
-async def _metrics_port(settings: Settings, host: str, repository: ResponseRepository,
-                        shutdown: Shutdown) -> AsyncIterator[None]:
+async def _metrics_port(
+    settings: Settings, host: str, repository: ResponseRepository, shutdown: Shutdown
+) -> AsyncIterator[None]:
     """`/metrics` on a port of its own (`METRICS_PORT`), while the API serves."""
     if settings.metrics_port is None:
         yield
         return
-    serving = asyncio.create_task(_serve_http(
-        metrics_app(repository, settings.metrics_auth), host, settings.metrics_port, shutdown.requested, 0.0,
-        settings.header_timeout_seconds, announce=False))
+    serving = asyncio.create_task(
+        _serve_http(
+            metrics_app(repository, settings.metrics_auth),
+            host,
+            settings.metrics_port,
+            shutdown.requested,
+            0.0,
+            settings.header_timeout_seconds,
+            announce=False,
+        )
+    )
     log.info("metrics on http://%s:%d/metrics", host, settings.metrics_port)
     try:
         yield
@@ -245,5 +324,8 @@ async def _metrics_port(settings: Settings, host: str, repository: ResponseRepos
 
 def codec_access(settings: Settings) -> CodecAccess:
     ring = settings.key_ring()
-    return CodecAccess(codec=EncryptedPayloads(ring) if ring else None, authorization=settings.codec_auth,
-                       allowed_origins=settings.codec_allowed_origins)
+    return CodecAccess(
+        codec=EncryptedPayloads(ring) if ring else None,
+        authorization=settings.codec_auth,
+        allowed_origins=settings.codec_allowed_origins,
+    )

@@ -33,8 +33,9 @@ DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
 
 def backend_configured() -> bool:
     """Whether the environment names an inference backend or a key for one."""
-    return any(os.environ.get(name) for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY",
-                                                 "MODELS_FILE"))
+    return any(
+        os.environ.get(name) for name in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY", "MODELS_FILE")
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -191,9 +192,12 @@ class Settings(BaseModel):
         (`INFERENCE_BASE_URL`, or the demo model) for every name."""
         if self.models_file is not None:
             return _registry_in(self.models_file)[0]
-        return ModelRegistry.single(self.inference_base_url, self.inference_api_key,
-                                    self.execution.inference.start_to_close_seconds,
-                                    max_input_tokens=DEMO_CONTEXT_WINDOW if self.uses_demo_model else None)
+        return ModelRegistry.single(
+            self.inference_base_url,
+            self.inference_api_key,
+            self.execution.inference.start_to_close_seconds,
+            max_input_tokens=DEMO_CONTEXT_WINDOW if self.uses_demo_model else None,
+        )
 
     def registry_warnings(self) -> list[str]:
         """One line naming every key of the models file that is ignored (none without a file)."""
@@ -208,8 +212,10 @@ class Settings(BaseModel):
             return
         if self.uses_demo_model or self.inference_base_url.startswith(("http://", "https://")):
             return
-        raise StartupError(f"INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or "
-                           f"'{DEMO_BASE_URL}', not {self.inference_base_url!r}")
+        raise StartupError(
+            f"INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or "
+            f"'{DEMO_BASE_URL}', not {self.inference_base_url!r}"
+        )
 
     def backend_summary(self) -> str:
         """One line: which backend answers, and whether a key is set (never the key)."""
@@ -217,21 +223,30 @@ class Settings(BaseModel):
             registry = self.registry()
             hosts = sorted({shown_url(deployment.api_base) for deployment in registry.deployments})
             names = registry.names() + (["any other name"] if registry.serves_any else [])
-            return (f"models: {len(registry.deployments)} deployment(s) from {self.models_file} serve "
-                    f"{', '.join(names)} (at {', '.join(hosts)})")
+            return (
+                f"models: {len(registry.deployments)} deployment(s) from {self.models_file} serve "
+                f"{', '.join(names)} (at {', '.join(hosts)})"
+            )
         if self.uses_demo_model:
-            return (f"inference backend: the built-in demo model ({DEFAULT_DEMO_MODEL}); no LLM is called. "
-                    "Set INFERENCE_BASE_URL (and INFERENCE_API_KEY) to use a real one")
+            return (
+                f"inference backend: the built-in demo model ({DEFAULT_DEMO_MODEL}); no LLM is called. "
+                "Set INFERENCE_BASE_URL (and INFERENCE_API_KEY) to use a real one"
+            )
         key = "API key set" if self.inference_api_key else "no API key"
         return f"inference backend: {shown_url(self.inference_base_url)} ({key})"
 
     def backend_warnings(self) -> list[str]:
         if self.models_file is not None:
             return self.registry_warnings()
-        if not self.uses_demo_model and not self.inference_api_key \
-                and shown_url(self.inference_base_url).startswith("https://api.openai.com"):
-            return ["no API key is set, so api.openai.com will refuse every request: set INFERENCE_API_KEY "
-                    "(or OPENAI_API_KEY), or INFERENCE_BASE_URL=demo for the demo model"]
+        if (
+            not self.uses_demo_model
+            and not self.inference_api_key
+            and shown_url(self.inference_base_url).startswith("https://api.openai.com")
+        ):
+            return [
+                "no API key is set, so api.openai.com will refuse every request: set INFERENCE_API_KEY "
+                "(or OPENAI_API_KEY), or INFERENCE_BASE_URL=demo for the demo model"
+            ]
         return []
 
     def check_webhooks(self) -> None:
@@ -262,8 +277,12 @@ class Settings(BaseModel):
         return f"webhooks: background responses' events go to {hosts}"
 
     def limits(self) -> Limits:
-        return Limits(max_request_bytes=self.max_request_bytes, max_json_depth=self.max_json_depth,
-                      max_output_tokens=self.max_output_tokens, body_timeout_seconds=self.body_timeout_seconds)
+        return Limits(
+            max_request_bytes=self.max_request_bytes,
+            max_json_depth=self.max_json_depth,
+            max_output_tokens=self.max_output_tokens,
+            body_timeout_seconds=self.body_timeout_seconds,
+        )
 
     def egress(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allowlist)
@@ -274,15 +293,17 @@ class Settings(BaseModel):
         return SearchSettings(provider=provider, api_key=self.web_search_api_key, url=self.web_search_url)
 
     @model_validator(mode="after")
-    def _embeds_with(self) -> "Settings":
+    def _embeds_with(self) -> Settings:
         """The embeddings model (`EMBEDDING_MODEL`) must be one this server serves."""
         if self.embedding_model != LEXICAL_MODEL and not self.registry().knows(self.embedding_model):
-            raise StartupError(f"EMBEDDING_MODEL={self.embedding_model!r} is not a model this server serves "
-                               "(name one of the models file, or leave it unset for the lexical embedder)")
+            raise StartupError(
+                f"EMBEDDING_MODEL={self.embedding_model!r} is not a model this server serves "
+                "(name one of the models file, or leave it unset for the lexical embedder)"
+            )
         return self
 
     @model_validator(mode="after")
-    def _offers_web_search(self) -> "Settings":
+    def _offers_web_search(self) -> Settings:
         """Responses learn whether a search provider runs their `web_search` tools."""
         enabled = self.search().enabled
         if self.execution.web_search != enabled:
@@ -290,12 +311,14 @@ class Settings(BaseModel):
         return self
 
     def quotas(self) -> QuotaSettings:
-        return QuotaSettings(max_in_flight_per_key=self.max_in_flight_per_key,
-                             max_streams_per_key=self.max_streams_per_key,
-                             requests_per_minute=self.rate_limit_per_minute)
+        return QuotaSettings(
+            max_in_flight_per_key=self.max_in_flight_per_key,
+            max_streams_per_key=self.max_streams_per_key,
+            requests_per_minute=self.rate_limit_per_minute,
+        )
 
     @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
+    def from_env(cls, **overrides: object) -> Settings:
         execution = ExecutionSettings(
             inference=RetryBudget(
                 start_to_close_seconds=_env_float("INFERENCE_TIMEOUT_SECONDS", 600),

@@ -73,8 +73,10 @@ def temporal_connection(settings: Settings) -> TemporalConnection:
             options = dict(ClientConfig.load_client_connect_config())
         except Exception as error:  # noqa: BLE001 - a bad file, profile or certificate path, said in one line
             said = " ".join(str(error).split())  # one line, whatever the TOML parser wrote
-            raise StartupError(f"cannot read the Temporal client configuration (TEMPORAL_* variables, "
-                               f"TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE): {said}") from error
+            raise StartupError(
+                f"cannot read the Temporal client configuration (TEMPORAL_* variables, "
+                f"TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE): {said}"
+            ) from error
     if settings.temporal_address:
         options["target_host"] = settings.temporal_address
     if settings.namespace:
@@ -82,7 +84,8 @@ def temporal_connection(settings: Settings) -> TemporalConnection:
     return TemporalConnection(
         target_host=options.get("target_host") or DEFAULT_ADDRESS,
         namespace=options.get("namespace") or DEFAULT_NAMESPACE,
-        api_key=options.get("api_key"), tls=options.get("tls", False),
+        api_key=options.get("api_key"),
+        tls=options.get("tls", False),
         rpc_metadata=options.get("rpc_metadata") or {},
     )
 
@@ -90,9 +93,14 @@ def temporal_connection(settings: Settings) -> TemporalConnection:
 async def connect(settings: Settings) -> Client:
     connection = temporal_connection(settings)
     return await Client.connect(
-        connection.target_host, namespace=connection.namespace, api_key=connection.api_key, tls=connection.tls,
-        rpc_metadata=dict(connection.rpc_metadata), data_converter=settings.data_converter(),
-        runtime=temporal_runtime(), interceptors=temporal_interceptors(settings.tracing),
+        connection.target_host,
+        namespace=connection.namespace,
+        api_key=connection.api_key,
+        tls=connection.tls,
+        rpc_metadata=dict(connection.rpc_metadata),
+        data_converter=settings.data_converter(),
+        runtime=temporal_runtime(),
+        interceptors=temporal_interceptors(settings.tracing),
     )
 
 
@@ -103,14 +111,19 @@ async def with_visibility(client: Client, execution: ExecutionSettings) -> Execu
 
     try:
         answer = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace))
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
         missing = [key.name for key in SEARCH_ATTRIBUTES if key.name not in answer.custom_attributes]
     except RPCError as error:
         missing = [key.name for key in SEARCH_ATTRIBUTES]
         log.info("cannot list the namespace's search attributes (%s)", error.message)
     if missing:
-        log.info("namespace %s has no search attribute %s: responses are not filterable by state in Temporal "
-                 "(see the README's Temporal UI section)", client.namespace, ", ".join(missing))
+        log.info(
+            "namespace %s has no search attribute %s: responses are not filterable by state in Temporal "
+            "(see the README's Temporal UI section)",
+            client.namespace,
+            ", ".join(missing),
+        )
     return execution.model_copy(update={"search_attributes": not missing})
 
 
@@ -127,8 +140,14 @@ WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
 @asynccontextmanager
-async def build_worker(client: Client, settings: Settings, repository: ResponseRepository, *,
-                       shutdown: Shutdown | None = None, grace_seconds: float = 0.0) -> AsyncIterator[Worker]:
+async def build_worker(
+    client: Client,
+    settings: Settings,
+    repository: ResponseRepository,
+    *,
+    shutdown: Shutdown | None = None,
+    grace_seconds: float = 0.0,
+) -> AsyncIterator[Worker]:
     """A running worker for our workflow and activities; its backend client closes with it.
     A `shutdown` learns how many model calls it has running. When it stops, it polls for no
     more work; model and MCP calls under way get `grace_seconds` to finish, then are
@@ -143,10 +162,16 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
     ingestion = IngestionActivities(repository, embedder)
     file_searching = FileSearchActivities(repository, embedder)
-    webhooks = WebhookActivities(settings.webhook_endpoints(), settings.webhook_key(), settings.egress(),
-                                 project_endpoints=repository.webhook_endpoints, outbox=repository.webhook_outbox)
-    dispatcher = WebhookDispatcher(repository.webhook_outbox, webhooks.deliver_webhook,
-                                   concurrency=settings.webhook_concurrent_deliveries)
+    webhooks = WebhookActivities(
+        settings.webhook_endpoints(),
+        settings.webhook_key(),
+        settings.egress(),
+        project_endpoints=repository.webhook_endpoints,
+        outbox=repository.webhook_outbox,
+    )
+    dispatcher = WebhookDispatcher(
+        repository.webhook_outbox, webhooks.deliver_webhook, concurrency=settings.webhook_concurrent_deliveries
+    )
     grace = timedelta(seconds=grace_seconds)
     worker = Worker(
         client,
@@ -156,9 +181,16 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
         workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
         workflow_runner=WORKFLOW_RUNNER,
         activities=[
-            inference.run_inference, store.record_status, store.emit_events, store.finalize_response,
-            store.record_approval_wait, webhooks.enqueue_webhooks,
-            mcp.list_mcp_tools, mcp.call_mcp_tool, searching.web_search, file_searching.file_search,
+            inference.run_inference,
+            store.record_status,
+            store.emit_events,
+            store.finalize_response,
+            store.record_approval_wait,
+            webhooks.enqueue_webhooks,
+            mcp.list_mcp_tools,
+            mcp.call_mcp_tool,
+            searching.web_search,
+            file_searching.file_search,
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
@@ -168,17 +200,33 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
     # only its own queue's slots, never those of the responses' workflow tasks.
     queues = side_task_queues(settings.task_queue)
     side_workers = [
-        Worker(client, task_queue=queues["mcp_task_queue"], activities=[mcp.call_mcp_tool, searching.web_search],
-               max_concurrent_activities=settings.mcp_concurrent_calls, graceful_shutdown_timeout=grace),
-        Worker(client, task_queue=ingestion_task_queue(settings.task_queue), workflows=[FileIngestionWorkflow],
-               workflow_runner=WORKFLOW_RUNNER,
-               activities=[ingestion.chunk_file, ingestion.embed_chunks, ingestion.settle_file],
-               max_concurrent_activities=settings.ingestion_concurrent_activities, max_cached_workflows=100,
-               graceful_shutdown_timeout=grace),
-        Worker(client, task_queue=queues["webhook_task_queue"], workflows=[WebhookDeliveryWorkflow],
-               workflow_runner=WORKFLOW_RUNNER, activities=[webhooks.deliver_webhook],
-               max_concurrent_activities=settings.webhook_concurrent_deliveries, max_cached_workflows=100,
-               graceful_shutdown_timeout=grace),
+        Worker(
+            client,
+            task_queue=queues["mcp_task_queue"],
+            activities=[mcp.call_mcp_tool, searching.web_search],
+            max_concurrent_activities=settings.mcp_concurrent_calls,
+            graceful_shutdown_timeout=grace,
+        ),
+        Worker(
+            client,
+            task_queue=ingestion_task_queue(settings.task_queue),
+            workflows=[FileIngestionWorkflow],
+            workflow_runner=WORKFLOW_RUNNER,
+            activities=[ingestion.chunk_file, ingestion.embed_chunks, ingestion.settle_file],
+            max_concurrent_activities=settings.ingestion_concurrent_activities,
+            max_cached_workflows=100,
+            graceful_shutdown_timeout=grace,
+        ),
+        Worker(
+            client,
+            task_queue=queues["webhook_task_queue"],
+            workflows=[WebhookDeliveryWorkflow],
+            workflow_runner=WORKFLOW_RUNNER,
+            activities=[webhooks.deliver_webhook],
+            max_concurrent_activities=settings.webhook_concurrent_deliveries,
+            max_cached_workflows=100,
+            graceful_shutdown_timeout=grace,
+        ),
     ]
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
@@ -190,9 +238,15 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
             await side.__aenter__()
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
         await repository.db.wakeups.hear()  # an event put by another process wakes the dispatcher
-        dispatching = asyncio.create_task(keep_house({DISPATCHER_LEASE: dispatcher.round}, ROUND_SECONDS, stopping,
-                                                     leases=Leases(repository.db),
-                                                     woken=repository.webhook_outbox.nudged))
+        dispatching = asyncio.create_task(
+            keep_house(
+                {DISPATCHER_LEASE: dispatcher.round},
+                ROUND_SECONDS,
+                stopping,
+                leases=Leases(repository.db),
+                woken=repository.webhook_outbox.nudged,
+            )
+        )
         try:
             yield worker
         finally:
@@ -200,8 +254,11 @@ async def build_worker(client: Client, settings: Settings, repository: ResponseR
             dispatching.cancel()  # an attempt under way is made again by the next holder: events are at least once
             with contextlib.suppress(asyncio.CancelledError):
                 await dispatching
-            leaving = asyncio.ensure_future(asyncio.gather(  # no more polls; MCP calls' grace
-                worker.__aexit__(None, None, None), *(side.__aexit__(None, None, None) for side in side_workers)))
+            leaving = asyncio.ensure_future(
+                asyncio.gather(  # no more polls; MCP calls' grace
+                    worker.__aexit__(None, None, None), *(side.__aexit__(None, None, None) for side in side_workers)
+                )
+            )
             await inference.stop(grace_seconds)
             await _left_within(leaving, WORKER_STOP_SECONDS)
             await present

@@ -23,8 +23,9 @@ GRACE_SECONDS = 60
 
 
 class VectorStoreChores:
-    def __init__(self, repository: ResponseRepository, ingestions: Ingestions, *,
-                 grace_seconds: float = GRACE_SECONDS) -> None:
+    def __init__(
+        self, repository: ResponseRepository, ingestions: Ingestions, *, grace_seconds: float = GRACE_SECONDS
+    ) -> None:
         self.repository = repository
         self.ingestions = ingestions
         self.grace_seconds = grace_seconds

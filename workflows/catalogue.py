@@ -49,15 +49,29 @@ class ClientFunction:
     def chat_tool(self) -> dict[str, Any]:
         tool = self.tool
         if self.kind == "function":
-            described = {"name": self.chat_name, "description": tool.description, "parameters": tool.parameters,
-                         "strict": tool.strict}
-            return {"type": "function", "function": {key: value for key, value in described.items() if value is not None}}
-        return {"type": "function", "function": {
-            "name": self.chat_name,
-            "description": _custom_description(tool),
-            "parameters": {"type": "object", "properties": {CUSTOM_INPUT: {"type": "string"}},
-                           "required": [CUSTOM_INPUT], "additionalProperties": False},
-        }}
+            described = {
+                "name": self.chat_name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+                "strict": tool.strict,
+            }
+            return {
+                "type": "function",
+                "function": {key: value for key, value in described.items() if value is not None},
+            }
+        return {
+            "type": "function",
+            "function": {
+                "name": self.chat_name,
+                "description": _custom_description(tool),
+                "parameters": {
+                    "type": "object",
+                    "properties": {CUSTOM_INPUT: {"type": "string"}},
+                    "required": [CUSTOM_INPUT],
+                    "additionalProperties": False,
+                },
+            },
+        }
 
 
 def _custom_description(tool: Any) -> str:
@@ -91,7 +105,7 @@ class UniqueNames:
 
 def _numbered(wanted: str, suffix: int) -> str:
     """`wanted` with `_<suffix>`, within 64 characters (cut to 60 up to `_999`, as always)."""
-    return f"{wanted[:min(60, 63 - len(str(suffix)))]}_{suffix}"
+    return f"{wanted[: min(60, 63 - len(str(suffix)))]}_{suffix}"
 
 
 def client_functions(tools: Sequence[Any]) -> list[ClientFunction]:
@@ -112,8 +126,9 @@ def client_functions(tools: Sequence[Any]) -> list[ClientFunction]:
     return found
 
 
-def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem],
-                  parked: Collection[str] = ()) -> list[McpFunction]:
+def mcp_functions(
+    tools: Sequence[Any], listings: Mapping[str, McpListToolsItem], parked: Collection[str] = ()
+) -> list[McpFunction]:
     """The functions the model is offered from the listings; those of a listing in `parked`
     (a stub) name it, and the model call reads their descriptions and parameters back."""
     client_names = {function.chat_name for function in client_functions(tools)}
@@ -148,17 +163,25 @@ def mcp_functions(tools: Sequence[Any], listings: Mapping[str, McpListToolsItem]
 
 WEB_SEARCH_FUNCTION = {
     "description": "Search the web. Answers with numbered results; cite a result you use with its number in "
-                   "brackets, like [1].",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to search for."}},
-                   "required": ["query"], "additionalProperties": False},
+    "brackets, like [1].",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to search for."}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
 }
 
 
 FILE_SEARCH_FUNCTION = {
     "description": "Search the user's files. Answers with numbered passages; cite a passage you use with its "
-                   "number in brackets, like [1].",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to search for."}},
-                   "required": ["query"], "additionalProperties": False},
+    "number in brackets, like [1].",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to search for."}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
 }
 
 
@@ -172,19 +195,28 @@ class ToolTable:
         self.client = {function.chat_name: function for function in client_functions(tools)}
         self.mcp = {function.function_name: function for function in mcp}
         self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
-        self.web_search_tool = next((tool for tool in tools if tool.type.startswith("web_search")), None) \
-            if web_search else None
+        self.web_search_tool = (
+            next((tool for tool in tools if tool.type.startswith("web_search")), None) if web_search else None
+        )
         names = UniqueNames(set(self.client) | set(self.mcp))
         self.web_search_name = names.claim("web_search") if self.web_search_tool is not None else None
         self.file_search_tool = next((tool for tool in tools if tool.type == "file_search"), None)
         self.file_search_name = names.claim("file_search") if self.file_search_tool is not None else None
 
     def chat_tools(self) -> list[dict[str, Any]]:
-        searching = [{"type": "function", "function": {"name": name, **schema}}
-                     for name, schema in ((self.web_search_name, WEB_SEARCH_FUNCTION),
-                                          (self.file_search_name, FILE_SEARCH_FUNCTION)) if name]
-        return ([function.chat_tool() for function in self.client.values()]
-                + [function.chat_tool() for function in self.mcp.values()] + searching)
+        searching = [
+            {"type": "function", "function": {"name": name, **schema}}
+            for name, schema in (
+                (self.web_search_name, WEB_SEARCH_FUNCTION),
+                (self.file_search_name, FILE_SEARCH_FUNCTION),
+            )
+            if name
+        ]
+        return (
+            [function.chat_tool() for function in self.client.values()]
+            + [function.chat_tool() for function in self.mcp.values()]
+            + searching
+        )
 
     def chat_name(self, name: str, namespace: str | None) -> str:
         """What the model calls a client tool (also one this request no longer offers)."""

@@ -39,10 +39,20 @@ def failed_attempt(error: ActivityError | ApplicationError, attempt: int) -> Fai
     wait = failure.next_retry_delay.total_seconds() if failure.next_retry_delay else None
     if failure.type in CAPACITY:
         deployment = failure.details[0] if failure.details and isinstance(failure.details[0], str) else None
-        return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait, retryable=True,
-                             capacity=True, deployment=deployment)
-    return FailedAttempt(attempt=attempt, message=failure.message, retry_after_seconds=wait,
-                         retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE)
+        return FailedAttempt(
+            attempt=attempt,
+            message=failure.message,
+            retry_after_seconds=wait,
+            retryable=True,
+            capacity=True,
+            deployment=deployment,
+        )
+    return FailedAttempt(
+        attempt=attempt,
+        message=failure.message,
+        retry_after_seconds=wait,
+        retryable=not failure.non_retryable and failure.type not in NON_RETRYABLE,
+    )
 
 
 def is_cancel_request(error: ActivityError | ApplicationError) -> bool:
@@ -55,8 +65,10 @@ def call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: flo
     """An HTTP-like code and a message for a call that ran out of attempts."""
     cause = error.cause
     if isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT:
-        return 504, (f"MCP server '{call.server_label}' stopped responding while running '{call.name}': "
-                     f"no heartbeat for {heartbeat_seconds:g} s")
+        return 504, (
+            f"MCP server '{call.server_label}' stopped responding while running '{call.name}': "
+            f"no heartbeat for {heartbeat_seconds:g} s"
+        )
     if isinstance(cause, TimeoutError):
         return 504, f"MCP tool '{call.name}' on server '{call.server_label}' did not finish in time"
     if isinstance(cause, ApplicationError):

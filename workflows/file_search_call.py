@@ -21,16 +21,31 @@ with workflow.unsafe.imports_passed_through():
     from workflows.web_search_call import Searched, search_failed
 
 
-async def file_search(response: Response, call: FileSearchCallItem, index: int, *, project: str,
-                      settings: ExecutionSettings, emit_events: bool, first_number: int,
-                      emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
+async def file_search(
+    response: Response,
+    call: FileSearchCallItem,
+    index: int,
+    *,
+    project: str,
+    settings: ExecutionSettings,
+    emit_events: bool,
+    first_number: int,
+    emit: Callable[[list[StreamEvent]], Awaitable[None]],
+) -> Searched:
     tool = next(tool for tool in response.tools if isinstance(tool, FileSearchTool))
     try:
         result = await workflow.execute_activity(
             "file_search",
-            FileSearchInput(response_id=response.id, project=project, call=call, output_index=index,
-                            emit_events=emit_events, tool=tool, first_number=first_number,
-                            include_results="file_search_call.results" in response.include),
+            FileSearchInput(
+                response_id=response.id,
+                project=project,
+                call=call,
+                output_index=index,
+                emit_events=emit_events,
+                tool=tool,
+                first_number=first_number,
+                include_results="file_search_call.results" in response.include,
+            ),
             result_type=FileSearchResult,
             **search_call_options(settings.file_search_call),
         )

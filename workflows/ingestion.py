@@ -36,10 +36,18 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A step whose worker died is retried this soon (its heartbeats stopped)."""
 EMBED_GIVE_UP = timedelta(hours=6)
 """How long one batch may wait for its embeddings backend (down, or at its limit)."""
-STEP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
-                           maximum_attempts=20, non_retryable_error_types=[UnreadableFileError.__name__])
-EMBED_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                            maximum_interval=timedelta(seconds=60), maximum_attempts=0)
+STEP_RETRIES = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+    non_retryable_error_types=[UnreadableFileError.__name__],
+)
+EMBED_RETRIES = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=0,
+)
 
 
 @workflow.defn(name=INGESTION_WORKFLOW)
@@ -48,19 +56,32 @@ class FileIngestionWorkflow:
     async def run(self, job: FileIngestionInput) -> str:
         try:
             chunked = await workflow.execute_activity(
-                "chunk_file", ChunkFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id),
-                result_type=ChunkFileResult, start_to_close_timeout=timedelta(minutes=5),
-                heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=STEP_RETRIES)
+                "chunk_file",
+                ChunkFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id),
+                result_type=ChunkFileResult,
+                start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                retry_policy=STEP_RETRIES,
+            )
             if chunked.gone:
                 return "gone"
             for start in range(0, chunked.chunks, EMBED_BATCH):
                 await workflow.execute_activity(
                     "embed_chunks",
-                    EmbedChunksInput(vector_store_id=job.vector_store_id, file_id=job.file_id, project=job.project,
-                                     embedding_model=job.embedding_model, start=start, end=start + EMBED_BATCH),
-                    result_type=EmbedChunksResult, start_to_close_timeout=timedelta(minutes=2),
+                    EmbedChunksInput(
+                        vector_store_id=job.vector_store_id,
+                        file_id=job.file_id,
+                        project=job.project,
+                        embedding_model=job.embedding_model,
+                        start=start,
+                        end=start + EMBED_BATCH,
+                    ),
+                    result_type=EmbedChunksResult,
+                    start_to_close_timeout=timedelta(minutes=2),
                     heartbeat_timeout=HEARTBEAT_TIMEOUT,
-                    schedule_to_close_timeout=EMBED_GIVE_UP, retry_policy=EMBED_RETRIES)
+                    schedule_to_close_timeout=EMBED_GIVE_UP,
+                    retry_policy=EMBED_RETRIES,
+                )
             settle = SettleFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id, status="completed")
         except ActivityError as error:
             if is_cancelled_exception(error):
@@ -69,8 +90,18 @@ class FileIngestionWorkflow:
             unreadable = failure is not None and failure.type == UnreadableFileError.__name__
             code = failure.details[0] if unreadable and failure.details else "server_error"
             message = failure.message if failure is not None else str(error.cause or error)
-            settle = SettleFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id, status="failed",
-                                     error_code=code, error_message=message)
-        await workflow.execute_activity("settle_file", settle, result_type=SettleFileResult,
-                                        start_to_close_timeout=timedelta(seconds=30), retry_policy=STEP_RETRIES)
+            settle = SettleFileInput(
+                vector_store_id=job.vector_store_id,
+                file_id=job.file_id,
+                status="failed",
+                error_code=code,
+                error_message=message,
+            )
+        await workflow.execute_activity(
+            "settle_file",
+            settle,
+            result_type=SettleFileResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=STEP_RETRIES,
+        )
         return settle.status

@@ -39,8 +39,11 @@ TRANSITIONS: list[dict] = [
     {"trigger": "request_approval", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.AWAITING_APPROVAL},
     {"trigger": "approval_decided", "source": State.AWAITING_APPROVAL, "dest": State.CALLING_TOOLS},
     # From AWAITING_APPROVAL: the wait timed out; the request stays open for a follow-up.
-    {"trigger": "complete", "source": [State.INFERRING, State.CALLING_TOOLS, State.AWAITING_APPROVAL],
-     "dest": State.COMPLETED},
+    {
+        "trigger": "complete",
+        "source": [State.INFERRING, State.CALLING_TOOLS, State.AWAITING_APPROVAL],
+        "dest": State.COMPLETED,
+    },
     {"trigger": "truncate", "source": State.INFERRING, "dest": State.INCOMPLETE},
     {"trigger": "fail", "source": LIVE, "dest": State.FAILED},
     {"trigger": "cancel", "source": LIVE, "dest": State.CANCELLED},

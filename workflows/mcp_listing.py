@@ -19,16 +19,23 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import local_activity_options
 
 
-async def list_server(response_id: str, tool: McpTool, index: int, *, settings: ExecutionSettings,
-                      emit_events: bool, emit: Callable[[list[StreamEvent]], Awaitable[None]]
-                      ) -> tuple[McpListToolsItem, bool]:
+async def list_server(
+    response_id: str,
+    tool: McpTool,
+    index: int,
+    *,
+    settings: ExecutionSettings,
+    emit_events: bool,
+    emit: Callable[[list[StreamEvent]], Awaitable[None]],
+) -> tuple[McpListToolsItem, bool]:
     """The listing, and whether it travels as a stub (its tools' schemas parked)."""
     item_id = f"mcpl_{workflow.uuid4().hex}"
     try:
         result = await workflow.execute_local_activity(
             "list_mcp_tools",
-            ListMcpToolsInput(response_id=response_id, tool=tool, item_id=item_id, output_index=index,
-                              emit_events=emit_events),
+            ListMcpToolsInput(
+                response_id=response_id, tool=tool, item_id=item_id, output_index=index, emit_events=emit_events
+            ),
             result_type=ListMcpToolsResult,
             **local_activity_options(settings.mcp_list),
         )

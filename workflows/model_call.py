@@ -33,19 +33,22 @@ CAPACITY_WAITS = "upstream-capacity-waits"
 """Patch: capacity waits spend no attempt, backoff has jitter, fallbacks take over."""
 
 
-async def call_model(inference: InferenceInput, budget: RetryBudget, *, queue_seconds: float,
-                     fallbacks: Sequence[str] = ()) -> tuple[InferenceResult, bool]:
+async def call_model(
+    inference: InferenceInput, budget: RetryBudget, *, queue_seconds: float, fallbacks: Sequence[str] = ()
+) -> tuple[InferenceResult, bool]:
     """The result, and whether the current details were changed on the way (retries, waits)."""
     if not workflow.patched("upstream-attempts-shown"):
-        result = await workflow.execute_local_activity("run_inference", inference, result_type=InferenceResult,
-                                                       **local_activity_options(budget))
+        result = await workflow.execute_local_activity(
+            "run_inference", inference, result_type=InferenceResult, **local_activity_options(budget)
+        )
         return result, False
     paced = workflow.patched(CAPACITY_WAITS)
     attempt, waited, group, call = 1, 0.0, 0, inference
     while True:
         try:
-            result = await workflow.execute_local_activity("run_inference", call, result_type=InferenceResult,
-                                                           **single_attempt_options(budget))
+            result = await workflow.execute_local_activity(
+                "run_inference", call, result_type=InferenceResult, **single_attempt_options(budget)
+            )
             return result, attempt > 1 or waited > 0 or group > 0
         except (ActivityError, ApplicationError) as error:
             failed = failed_attempt(error, attempt)
@@ -54,7 +57,9 @@ async def call_model(inference: InferenceInput, budget: RetryBudget, *, queue_se
                 if delay is None:
                     raise ResponseFailedError(
                         f"no capacity on {failed.deployment or 'the model'}'s deployments for {queue_seconds:g} s "
-                        f"(rate limited: {failed.message})", code="rate_limit_exceeded") from None
+                        f"(rate limited: {failed.message})",
+                        code="rate_limit_exceeded",
+                    ) from None
                 workflow.set_current_details(capacity_details(failed, delay, waited, queue_seconds))
                 await workflow.sleep(timedelta(seconds=delay))
                 waited += delay
@@ -65,10 +70,15 @@ async def call_model(inference: InferenceInput, budget: RetryBudget, *, queue_se
                 if not (paced and failed.retryable and group < len(fallbacks)):
                     raise
                 group, attempt = group + 1, 1
-                call = inference.model_copy(update={"model_group": fallbacks[group - 1],
-                                                    "max_attempts": inference.max_attempts * (group + 1)})
-                workflow.logger.warning("response %s fails over to model %s: %s", inference.response.id,
-                                        fallbacks[group - 1], failed.message)
+                call = inference.model_copy(
+                    update={"model_group": fallbacks[group - 1], "max_attempts": inference.max_attempts * (group + 1)}
+                )
+                workflow.logger.warning(
+                    "response %s fails over to model %s: %s",
+                    inference.response.id,
+                    fallbacks[group - 1],
+                    failed.message,
+                )
                 workflow.set_current_details(failover_details(failed, fallbacks[group - 1]))
                 continue
             workflow.set_current_details(retry_details(failed, budget, delay))

@@ -19,8 +19,11 @@ from models.workflow_io import RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
 NON_RETRYABLE = [
-    RejectedByUpstreamError.__name__, CancelRequestedError.__name__, McpRejectedError.__name__,
-    SecretsUnavailableError.__name__, ContextWindowExceededError.__name__,
+    RejectedByUpstreamError.__name__,
+    CancelRequestedError.__name__,
+    McpRejectedError.__name__,
+    SecretsUnavailableError.__name__,
+    ContextWindowExceededError.__name__,
 ]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the
@@ -54,8 +57,9 @@ def single_attempt_options(budget: RetryBudget) -> dict[str, Any]:
     }
 
 
-def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool,
-                      task_queue: str | None = None) -> dict[str, Any]:
+def tool_call_options(
+    budget: RetryBudget, heartbeat_seconds: float, *, wait_for_cancel: bool, task_queue: str | None = None
+) -> dict[str, Any]:
     """A regular activity: it may run for hours on any worker, and is watched by heartbeats.
     `wait_for_cancel`: a cancelled workflow waits for the call to stop before it ends;
     `task_queue`: where it runs (None: the workflow's own queue)."""
@@ -64,8 +68,11 @@ def tool_call_options(budget: RetryBudget, heartbeat_seconds: float, *, wait_for
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
         "heartbeat_timeout": timedelta(seconds=heartbeat_seconds),
         "retry_policy": _retry_policy(budget),
-        "cancellation_type": (ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if wait_for_cancel
-                              else ActivityCancellationType.TRY_CANCEL),
+        "cancellation_type": (
+            ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if wait_for_cancel
+            else ActivityCancellationType.TRY_CANCEL
+        ),
     }
 
 

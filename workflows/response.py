@@ -119,15 +119,22 @@ class ResponseWorkflow(ToolSteps):
         except asyncio.CancelledError:
             self.machine.fire("cancel")
         final = await self._finalize()
-        await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, final,
-                            lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
-                            self.settings.store)
+        await send_webhooks(
+            self.settings.webhooks,
+            self.settings.webhook_task_queue,
+            final,
+            lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
+            self.settings.store,
+        )
         if workflow.patched("ends-as-the-response-ends"):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.
             if final.status == "failed":
-                raise ApplicationError(final.error.message if final.error else "the response failed",
-                                       type="ResponseFailed", non_retryable=True)
+                raise ApplicationError(
+                    final.error.message if final.error else "the response failed",
+                    type="ResponseFailed",
+                    non_retryable=True,
+                )
             if final.status == "cancelled":
                 raise TemporalCancelledError("the response was cancelled")
         if workflow.patched(RESULT_IS_ID_AND_STATUS):
@@ -147,7 +154,7 @@ class ResponseWorkflow(ToolSteps):
             return  # it came first (a call waited for to stop after it): nothing to wait for
         try:
             await workflow.wait_condition(lambda: False, timeout=timedelta(seconds=CANCEL_ARRIVAL_SECONDS))
-        except (asyncio.CancelledError, asyncio.TimeoutError):
+        except (TimeoutError, asyncio.CancelledError):
             pass
 
     @workflow.query(name="state")
@@ -167,14 +174,18 @@ class ResponseWorkflow(ToolSteps):
             # shown as asked, so the wait is short; a response that ends first refuses it.
             await workflow.wait_condition(lambda: request_id in self.awaited or self.machine.is_terminal)
             if request_id not in self.awaited:
-                raise ApplicationError(f"the response is {self.machine.response_status} and waits for no approval",
-                                       type="NotAwaitingApproval")
+                raise ApplicationError(
+                    f"the response is {self.machine.response_status} and waits for no approval",
+                    type="NotAwaitingApproval",
+                )
             if request_id in self.decisions:
-                raise ApplicationError(f"approval request '{request_id}' has already been answered",
-                                       type="ApprovalAlreadyAnswered")
+                raise ApplicationError(
+                    f"approval request '{request_id}' has already been answered", type="ApprovalAlreadyAnswered"
+                )
         request = self.awaited[request_id]
-        self.decisions[request.id] = ApprovalDecision(request=request, approve=update.approve, reason=update.reason,
-                                                      decided_by=update.decided_by)
+        self.decisions[request.id] = ApprovalDecision(
+            request=request, approve=update.approve, reason=update.reason, decided_by=update.decided_by
+        )
         return ApprovalUpdateResult()
 
     @decide_approval.validator
@@ -184,14 +195,17 @@ class ResponseWorkflow(ToolSteps):
         the wait does not know); anything else waits in the handler."""
         request_id = update.approval_request_id
         if request_id in self.decisions or request_id in self.answered:
-            raise ApplicationError(f"approval request '{request_id}' has already been answered",
-                                   type="ApprovalAlreadyAnswered")
+            raise ApplicationError(
+                f"approval request '{request_id}' has already been answered", type="ApprovalAlreadyAnswered"
+            )
         if self.machine.is_terminal:
-            raise ApplicationError(f"the response is {self.machine.response_status} and waits for no approval",
-                                   type="NotAwaitingApproval")
+            raise ApplicationError(
+                f"the response is {self.machine.response_status} and waits for no approval", type="NotAwaitingApproval"
+            )
         if self.machine.state == State.AWAITING_APPROVAL and request_id not in self.awaited:
-            raise ApplicationError(f"the response has no approval request '{request_id}'",
-                                   type="UnknownApprovalRequest")
+            raise ApplicationError(
+                f"the response has no approval request '{request_id}'", type="UnknownApprovalRequest"
+            )
 
     def _show_state(self, state: State) -> None:
         """The state as the workflow's current details and, when the namespace has it and an
@@ -223,30 +237,55 @@ class ResponseWorkflow(ToolSteps):
             else:
                 self.machine.fire("start")
             loop = CarriedLoop(turn=0, recorded=False, compact=response.compact_only)
-        functions = mcp_functions(response.tools, {listing.item.server_label: listing.item for listing in self.listings},
-                                  parked=self.parked)
+        functions = mcp_functions(
+            response.tools, {listing.item.server_label: listing.item for listing in self.listings}, parked=self.parked
+        )
         turn, recorded, compact, just_compacted = loop.turn, loop.recorded, loop.compact, loop.just_compacted
         while True:
             if turn >= MAX_TURNS:
                 # History must stay bounded: a model that never stops calling tools is stopped.
                 raise ResponseFailedError(f"the model called tools for {MAX_TURNS} turns without answering; stopped")
-            if turn > loop.turn and (carried := self._next_run(request, loop, CarriedLoop(
-                    turn=turn, recorded=recorded, compact=compact, just_compacted=just_compacted))) is not None:
+            if (
+                turn > loop.turn
+                and (
+                    carried := self._next_run(
+                        request,
+                        loop,
+                        CarriedLoop(turn=turn, recorded=recorded, compact=compact, just_compacted=just_compacted),
+                    )
+                )
+                is not None
+            ):
                 workflow.continue_as_new(carried)
             if workflow.info().get_current_history_size() > MAX_HISTORY_BYTES:
                 # Every step is bounded, but thousands of them (many parallel calls, turn after
                 # turn) could still reach Temporal's 50 MB, which ends a workflow without a word.
-                raise ResponseFailedError("the response took too many steps to keep (its workflow history "
-                                          f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped")
+                raise ResponseFailedError(
+                    "the response took too many steps to keep (its workflow history "
+                    f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped"
+                )
             turn_start = len(response.output)
-            result, detailed = await call_model(InferenceInput(
-                response=response, turn=turn, emit_events=self.emit_events, output_offset=turn_start,
-                tool_results=self.tool_results, mcp_functions=functions,
-                max_attempts=self.settings.inference.maximum_attempts, lease_seconds=self._lease_seconds(),
-                project=request.project, compact=compact, from_start=not recorded, just_compacted=just_compacted,
-                web_search=self.settings.web_search, sources=self.sources,
-            ), self.settings.inference, queue_seconds=self.settings.inference_queue_seconds,
-                fallbacks=request.fallbacks)
+            result, detailed = await call_model(
+                InferenceInput(
+                    response=response,
+                    turn=turn,
+                    emit_events=self.emit_events,
+                    output_offset=turn_start,
+                    tool_results=self.tool_results,
+                    mcp_functions=functions,
+                    max_attempts=self.settings.inference.maximum_attempts,
+                    lease_seconds=self._lease_seconds(),
+                    project=request.project,
+                    compact=compact,
+                    from_start=not recorded,
+                    just_compacted=just_compacted,
+                    web_search=self.settings.web_search,
+                    sources=self.sources,
+                ),
+                self.settings.inference,
+                queue_seconds=self.settings.inference_queue_seconds,
+                fallbacks=request.fallbacks,
+            )
             if detailed:  # the details told of retries or waits; they are over
                 workflow.set_current_details(current_details(self.machine.state.value))
             turn += 1
@@ -266,8 +305,9 @@ class ResponseWorkflow(ToolSteps):
                 continue
             just_compacted = False
             while True:
-                step = next_step(response.output, turn_start, result.finish_reason, self.decisions,
-                                 can_wait=response.background)
+                step = next_step(
+                    response.output, turn_start, result.finish_reason, self.decisions, can_wait=response.background
+                )
                 match step.type:
                     case "finish":
                         self.machine.fire(step.trigger)
@@ -289,8 +329,9 @@ class ResponseWorkflow(ToolSteps):
 
     # ---- continuing as new -------------------------------------------------------------
 
-    def _next_run(self, request: ResponseWorkflowInput, was: CarriedLoop,
-                  now: CarriedLoop) -> ResponseWorkflowInput | None:
+    def _next_run(
+        self, request: ResponseWorkflowInput, was: CarriedLoop, now: CarriedLoop
+    ) -> ResponseWorkflowInput | None:
         """The next run's input, when this one should continue as new: between two turns, once
         the history is long (Temporal suggests it, or it passed `continue_as_new_bytes`) and
         no update is being handled. It carries the response so far (its large items as stubs,
@@ -298,20 +339,33 @@ class ResponseWorkflow(ToolSteps):
         to be a workflow's input goes on here instead, to the history's cap. A response that
         started before this (no patch marker) goes on as it did."""
         info = workflow.info()
-        if not (info.is_continue_as_new_suggested()
-                or info.get_current_history_size() > self.settings.continue_as_new_bytes):
+        if not (
+            info.is_continue_as_new_suggested() or info.get_current_history_size() > self.settings.continue_as_new_bytes
+        ):
             return None
         if not (workflow.all_handlers_finished() and workflow.patched(CONTINUES_AS_NEW)):
             return None
-        carried = request.model_copy(update={
-            "response": self.response, "listings": self.listings, "approvals": [], "parked": [],
-            "carried": now.model_copy(update={
-                "tool_results": self.tool_results, "sources": self.sources, "parked": self.parked,
-                "answered": sorted({*self.answered, *self.decisions}), "runs": was.runs + 1}),
-        })
+        carried = request.model_copy(
+            update={
+                "response": self.response,
+                "listings": self.listings,
+                "approvals": [],
+                "parked": [],
+                "carried": now.model_copy(
+                    update={
+                        "tool_results": self.tool_results,
+                        "sources": self.sources,
+                        "parked": self.parked,
+                        "answered": sorted({*self.answered, *self.decisions}),
+                        "runs": was.runs + 1,
+                    }
+                ),
+            }
+        )
         if size_of(carried) > MAX_WORKFLOW_INPUT_BYTES:
-            workflow.logger.warning("response %s goes on in this run: what it would carry is too large",
-                                    request.response.id)
+            workflow.logger.warning(
+                "response %s goes on in this run: what it would carry is too large", request.response.id
+            )
             return None
         return carried
 
@@ -341,8 +395,12 @@ class ResponseWorkflow(ToolSteps):
         """A response that ends cancelled or failed leaves no item in progress."""
         if final.status not in ("cancelled", "failed"):
             return final
-        output = [item.model_copy(update={"status": "incomplete"})
-                  if getattr(item, "status", None) in ("in_progress", "calling") else item for item in final.output]
+        output = [
+            item.model_copy(update={"status": "incomplete"})
+            if getattr(item, "status", None) in ("in_progress", "calling")
+            else item
+            for item in final.output
+        ]
         return final.model_copy(update={"output": output})
 
     def _snapshot(self) -> Response | None:
@@ -378,8 +436,13 @@ class ResponseWorkflow(ToolSteps):
         writing = asyncio.ensure_future(
             workflow.execute_local_activity(
                 "finalize_response",
-                FinalizeInput(response=final, emit_events=self.emit_events, tool_results=self.tool_results,
-                              listings=self.listings, parked=self.parked),
+                FinalizeInput(
+                    response=final,
+                    emit_events=self.emit_events,
+                    tool_results=self.tool_results,
+                    listings=self.listings,
+                    parked=self.parked,
+                ),
                 result_type=FinalizeResult,
                 **local_activity_options(self.settings.store),
             )

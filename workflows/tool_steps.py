@@ -74,14 +74,27 @@ class ToolSteps:
             else:
                 to_list.append(tool)
         offset = len(response.output)
-        listed = await asyncio.gather(*(
-            list_server(response.id, tool, offset + position, settings=self.settings, emit_events=self.emit_events,
-                        emit=self._emit) for position, tool in enumerate(to_list)))
+        listed = await asyncio.gather(
+            *(
+                list_server(
+                    response.id,
+                    tool,
+                    offset + position,
+                    settings=self.settings,
+                    emit_events=self.emit_events,
+                    emit=self._emit,
+                )
+                for position, tool in enumerate(to_list)
+            )
+        )
         items = [item for item, _ in listed]
         self.parked.update({item.id: item.id for item, parked in listed if parked})
         response.output.extend(items)
-        self.listings.extend(McpListing(server_url=tool.server_url or "", item=item)
-                             for tool, item in zip(to_list, items) if item.error is None)
+        self.listings.extend(
+            McpListing(server_url=tool.server_url or "", item=item)
+            for tool, item in zip(to_list, items, strict=True)
+            if item.error is None
+        )
         failed = [item for item in items if item.error is not None]
         if failed:
             raise ResponseFailedError("; ".join(item.error or "" for item in failed))
@@ -99,10 +112,16 @@ class ToolSteps:
                 continue
             request = decision.request
             call_id = f"mcp_{workflow.uuid4().hex}"
-            response.output.append(McpCallItem(
-                id=call_id, server_label=request.server_label, name=request.name,
-                arguments=request.arguments, approval_request_id=request.id, status="in_progress",
-            ))
+            response.output.append(
+                McpCallItem(
+                    id=call_id,
+                    server_label=request.server_label,
+                    name=request.name,
+                    arguments=request.arguments,
+                    approval_request_id=request.id,
+                    status="in_progress",
+                )
+            )
             if request.id in self.parked:
                 self.parked[call_id] = self.parked[request.id]
             approved.append(len(response.output) - 1)
@@ -126,7 +145,8 @@ class ToolSteps:
             call = response.output[index]
             response.output[index] = call.model_copy(update={"status": "incomplete"})
             self.tool_results[call.chat_call_id] = ToolResult(
-                text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls.")
+                text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls."
+            )
         return allowed
 
     async def _run_call(self, index: int) -> None:
@@ -156,13 +176,22 @@ class ToolSteps:
         try:
             result = await workflow.execute_activity(
                 "call_mcp_tool",
-                CallMcpToolInput(response_id=self.response.id, server_url=tool.server_url or "", call=call,
-                                 output_index=index, emit_events=self.emit_events,
-                                 arguments_parked_in=self.parked.get(call.id),
-                                 repeatable=self._repeatable(call)),
+                CallMcpToolInput(
+                    response_id=self.response.id,
+                    server_url=tool.server_url or "",
+                    call=call,
+                    output_index=index,
+                    emit_events=self.emit_events,
+                    arguments_parked_in=self.parked.get(call.id),
+                    repeatable=self._repeatable(call),
+                ),
                 result_type=CallMcpToolResult,
-                **tool_call_options(self.settings.mcp_call, self.settings.mcp_heartbeat_seconds,
-                                    wait_for_cancel=wait_for_cancel, task_queue=self.settings.mcp_task_queue),
+                **tool_call_options(
+                    self.settings.mcp_call,
+                    self.settings.mcp_heartbeat_seconds,
+                    wait_for_cancel=wait_for_cancel,
+                    task_queue=self.settings.mcp_task_queue,
+                ),
             )
             return result.call, result.parked
         except ActivityError as error:
@@ -177,9 +206,18 @@ class ToolSteps:
         """A web or file search the model asked for; its results are numbered on from the last."""
         response = self.response
         assert response is not None
-        run = web_search if isinstance(call, WebSearchCallItem) else functools.partial(file_search, project=self.project)
-        searched = await run(response, call, index, settings=self.settings, emit_events=self.emit_events,
-                             first_number=len(self.sources) + 1, emit=self._emit)
+        run = (
+            web_search if isinstance(call, WebSearchCallItem) else functools.partial(file_search, project=self.project)
+        )
+        searched = await run(
+            response,
+            call,
+            index,
+            settings=self.settings,
+            emit_events=self.emit_events,
+            first_number=len(self.sources) + 1,
+            emit=self._emit,
+        )
         response.output[index] = searched.call
         if searched.parked:  # its results wait in the store, under its id
             self.parked[call.id] = call.id
@@ -199,22 +237,30 @@ class ToolSteps:
             assert self.response is not None
             await workflow.execute_local_activity(
                 "record_approval_wait",
-                RecordApprovalWaitInput(response_id=self.response.id,
-                                        approval_request_ids=[request.id for request in requests]),
+                RecordApprovalWaitInput(
+                    response_id=self.response.id, approval_request_ids=[request.id for request in requests]
+                ),
                 result_type=RecordApprovalWaitResult,
                 **local_activity_options(self.settings.store),
             )
         self.awaited.update({request.id: request for request in requests})
         self.machine.fire("request_approval")
         response = self.response
-        await send_webhooks(self.settings.webhooks, self.settings.webhook_task_queue, response, lambda event_id, now: [
-            action_required_event(f"{event_id}{index}", response.id, request.id, now)
-            for index, request in enumerate(requests)], self.settings.store)
+        await send_webhooks(
+            self.settings.webhooks,
+            self.settings.webhook_task_queue,
+            response,
+            lambda event_id, now: [
+                action_required_event(f"{event_id}{index}", response.id, request.id, now)
+                for index, request in enumerate(requests)
+            ],
+            self.settings.store,
+        )
         try:
             await workflow.wait_condition(
                 lambda: all(request.id in self.decisions for request in requests),
                 timeout=timedelta(seconds=self.settings.approval_timeout_seconds),
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from models.items import McpApprovalRequestItem
 
@@ -45,7 +45,7 @@ class Infer:
     type: Literal["infer"] = "infer"
 
 
-NextStep = Union[Finish, RunTools, AwaitApproval, Infer]
+NextStep = Finish | RunTools | AwaitApproval | Infer
 
 SERVER_CALLS = ("mcp_call", "web_search_call", "file_search_call")
 """Calls this server runs for the model (an MCP tool's, a web or file search)."""
@@ -76,8 +76,9 @@ def next_step(
     return Finish(trigger="complete")
 
 
-def within_max_tool_calls(output: Sequence[Any], indexes: Sequence[int],
-                          max_tool_calls: int | None) -> tuple[list[int], list[int]]:
+def within_max_tool_calls(
+    output: Sequence[Any], indexes: Sequence[int], max_tool_calls: int | None
+) -> tuple[list[int], list[int]]:
     """The calls at `indexes` split into those `max_tool_calls` lets run (counting the calls
     the response has run already) and those it does not."""
     if max_tool_calls is None:

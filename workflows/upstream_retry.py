@@ -50,8 +50,9 @@ def retry_delay(failed: FailedAttempt, budget: RetryBudget, jitter: float | None
         return None
     if failed.retry_after_seconds is not None and failed.retry_after_seconds > 0:
         return failed.retry_after_seconds
-    backoff = min(budget.initial_interval_seconds * BACKOFF_COEFFICIENT ** (failed.attempt - 1),
-                  budget.maximum_interval_seconds)
+    backoff = min(
+        budget.initial_interval_seconds * BACKOFF_COEFFICIENT ** (failed.attempt - 1), budget.maximum_interval_seconds
+    )
     return backoff if jitter is None else max(0.001, backoff * jitter)
 
 
@@ -75,8 +76,10 @@ def capacity_delay(failed: FailedAttempt, waited: float, queue_seconds: float, j
 
 
 def capacity_details(failed: FailedAttempt, delay: float, waited: float, queue_seconds: float) -> str:
-    return (f"**inferring**: waiting for capacity on {failed.deployment or 'the model'} "
-            f"({_short(failed.message)}); next try in {delay:.2f} s, waited {waited:.1f} of {queue_seconds:g} s")
+    return (
+        f"**inferring**: waiting for capacity on {failed.deployment or 'the model'} "
+        f"({_short(failed.message)}); next try in {delay:.2f} s, waited {waited:.1f} of {queue_seconds:g} s"
+    )
 
 
 def failover_details(failed: FailedAttempt, fallback: str) -> str:
@@ -85,11 +88,13 @@ def failover_details(failed: FailedAttempt, fallback: str) -> str:
 
 def _short(message: str) -> str:
     message = " ".join(message.split())
-    return message[:MESSAGE_CHARACTERS - 1] + "…" if len(message) > MESSAGE_CHARACTERS else message
+    return message[: MESSAGE_CHARACTERS - 1] + "…" if len(message) > MESSAGE_CHARACTERS else message
 
 
 def retry_details(failed: FailedAttempt, budget: RetryBudget, delay: float) -> str:
     """The current details while the workflow waits to try the model again."""
-    return (f"**inferring**: upstream attempt {failed.attempt} of {budget.maximum_attempts} failed: "
-            f"{_short(failed.message)}"
-            f"\n\nnext attempt in {delay:g} s")
+    return (
+        f"**inferring**: upstream attempt {failed.attempt} of {budget.maximum_attempts} failed: "
+        f"{_short(failed.message)}"
+        f"\n\nnext attempt in {delay:g} s"
+    )

@@ -34,8 +34,12 @@ class Searched:
     """Its fields (a file search's results) wait in the store, under the call's id."""
 
 
-async def search_failed(error: ActivityError, call: WebSearchCallItem | FileSearchCallItem, index: int,
-                        emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
+async def search_failed(
+    error: ActivityError,
+    call: WebSearchCallItem | FileSearchCallItem,
+    index: int,
+    emit: Callable[[list[StreamEvent]], Awaitable[None]],
+) -> Searched:
     """A search that failed for good ends its item `failed` and tells the model why (a cancel
     is not a failure: it goes on up)."""
     if is_cancelled_exception(error) or is_cancel_request(error):
@@ -48,16 +52,29 @@ async def search_failed(error: ActivityError, call: WebSearchCallItem | FileSear
     return Searched(failed, ToolResult(text=f"Error: the {what} failed: {reason}"))
 
 
-async def web_search(response: Response, call: WebSearchCallItem, index: int, *, settings: ExecutionSettings,
-                     emit_events: bool, first_number: int,
-                     emit: Callable[[list[StreamEvent]], Awaitable[None]]) -> Searched:
+async def web_search(
+    response: Response,
+    call: WebSearchCallItem,
+    index: int,
+    *,
+    settings: ExecutionSettings,
+    emit_events: bool,
+    first_number: int,
+    emit: Callable[[list[StreamEvent]], Awaitable[None]],
+) -> Searched:
     tool = next(tool for tool in response.tools if isinstance(tool, WebSearchTool))
     try:
         result = await workflow.execute_activity(
             "web_search",
-            WebSearchInput(response_id=response.id, call=call, output_index=index, emit_events=emit_events,
-                           tool=tool, first_number=first_number,
-                           include_sources="web_search_call.action.sources" in response.include),
+            WebSearchInput(
+                response_id=response.id,
+                call=call,
+                output_index=index,
+                emit_events=emit_events,
+                tool=tool,
+                first_number=first_number,
+                include_sources="web_search_call.action.sources" in response.include,
+            ),
             result_type=WebSearchResult,
             **search_call_options(settings.web_search_call, task_queue=settings.mcp_task_queue),
         )

@@ -25,8 +25,9 @@ class WebhookDeliveryWorkflow:
         policy = delivery.policy
         result = await workflow.execute_activity(
             "deliver_webhook",
-            DeliverWebhookInput(endpoint=delivery.endpoint, event=delivery.event,
-                                timeout_seconds=policy.attempt_timeout_seconds),
+            DeliverWebhookInput(
+                endpoint=delivery.endpoint, event=delivery.event, timeout_seconds=policy.attempt_timeout_seconds
+            ),
             result_type=DeliverWebhookResult,
             start_to_close_timeout=timedelta(seconds=policy.attempt_timeout_seconds + 5),
             schedule_to_close_timeout=timedelta(seconds=policy.give_up_after_seconds),

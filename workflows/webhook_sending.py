@@ -36,8 +36,9 @@ Events = Callable[[str, int], list[WebhookEvent | None]]
 so a response without webhooks draws no id from the workflow's random stream."""
 
 
-async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events,
-                        store: RetryBudget) -> None:
+async def send_webhooks(
+    policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events, store: RetryBudget
+) -> None:
     """`task_queue`: where the deliveries of a response that started before the outbox run
     (None: the response's own queue); `store`: the outbox write's budget."""
     if not policy.sends or not response.background or not workflow.patched("webhooks-sent"):
@@ -50,8 +51,11 @@ async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response:
             return
         try:
             await workflow.execute_local_activity(
-                "enqueue_webhooks", EnqueueWebhooksInput(webhooks=queued, policy=policy),
-                result_type=EnqueueWebhooksResult, **local_activity_options(store))
+                "enqueue_webhooks",
+                EnqueueWebhooksInput(webhooks=queued, policy=policy),
+                result_type=EnqueueWebhooksResult,
+                **local_activity_options(store),
+            )
         except ActivityError as error:  # the store is down past its budget: never the response's failure
             workflow.logger.warning("webhook events of %s were not queued: %s", response.id, error.cause)
         return
@@ -61,8 +65,10 @@ async def send_webhooks(policy: WebhookPolicy, task_queue: str | None, response:
         for endpoint in policy.targets(event.type):
             try:
                 delivery = await workflow.start_child_workflow(
-                    "WebhookDelivery", WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),
-                    id=f"{event.id}-{endpoint}", result_type=WebhookDeliveryResult,
+                    "WebhookDelivery",
+                    WebhookDeliveryInput(endpoint=endpoint, event=event, policy=policy),
+                    id=f"{event.id}-{endpoint}",
+                    result_type=WebhookDeliveryResult,
                     parent_close_policy=ParentClosePolicy.ABANDON,
                     static_summary=f"{event.type} of {response.id} to {endpoint}",
                     **({"task_queue": task_queue} if task_queue else {}),

@@ -24,17 +24,23 @@ from tests.support.waiting import until_awaiting_approval
 
 
 @pytest.fixture(scope="module")
-async def keyed(temporal_address: str, backend: ScriptedBackend, store_kind: str,
-                tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-                ) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
+async def keyed(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
     """A stack of its own (keys close a server for everyone) with keys of two projects."""
     store = empty_store(store_kind, tmp_path_factory.mktemp("keyed"), request)
     async with running_stack(temporal_address, backend, store) as stack:
         alpha, alpha_id = make_key(stack, "alpha")
         beta, _ = make_key(stack, "beta")
         approver, approver_id = make_key(stack, "alpha", approver=True)
-        yield stack, {"alpha": alpha, "alpha_id": alpha_id, "beta": beta, "approver": approver,
-                      "approver_id": approver_id}
+        yield (
+            stack,
+            {"alpha": alpha, "alpha_id": alpha_id, "beta": beta, "approver": approver, "approver_id": approver_id},
+        )
 
 
 async def test_requests_need_a_valid_key_once_one_exists(keyed):
@@ -43,9 +49,17 @@ async def test_requests_need_a_valid_key_once_one_exists(keyed):
         missing = await anonymous.get("/v1/responses")
         assert (await anonymous.get("/health")).status_code == 200, "health needs no key"
     assert missing.status_code == 401
-    assert missing.json() == {"error": {"message": (
-        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer "
-        "auth (i.e. Authorization: Bearer YOUR_KEY)."), "type": "invalid_request_error", "param": None, "code": None}}
+    assert missing.json() == {
+        "error": {
+            "message": (
+                "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer "
+                "auth (i.e. Authorization: Bearer YOUR_KEY)."
+            ),
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
     wrong = "sk-dr-" + "x" * 43
     async with http_as(stack, wrong) as guessing:
         refused = await guessing.post("/v1/responses", json={"model": "m", "input": "hi"})
@@ -63,8 +77,12 @@ async def test_a_new_key_works_at_once_and_a_revoked_one_stops_within_seconds(ke
     client = as_key(stack, key)
     made = await client.responses.create(model="m", input="hi")
     assert made.status == "completed"
-    revoked = subprocess.run([CLI, "keys", "revoke", key_id, "--database-url", stack.settings.database_url],
-                             capture_output=True, text=True, timeout=60)
+    revoked = subprocess.run(
+        [CLI, "keys", "revoke", key_id, "--database-url", stack.settings.database_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert revoked.returncode == 0, revoked.stderr
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -75,8 +93,9 @@ async def test_a_new_key_works_at_once_and_a_revoked_one_stops_within_seconds(ke
         await asyncio.sleep(0.2)
     else:
         pytest.fail("a revoked key still worked after 10 s")
-    listed = subprocess.run([CLI, "keys", "list", "--database-url", stack.settings.database_url],
-                            capture_output=True, text=True, timeout=60).stdout
+    listed = subprocess.run(
+        [CLI, "keys", "list", "--database-url", stack.settings.database_url], capture_output=True, text=True, timeout=60
+    ).stdout
     assert key_id in listed and "revoked" in listed and key not in listed and "project=gamma" in listed
 
 
@@ -87,14 +106,22 @@ async def _alphas_things(stack: Stack, keys: dict[str, str], backend: ScriptedBa
     model = f"slow-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(text="still thinking", delay=30)])
     running = await alpha.responses.create(model=model, input="alpha's running words", background=True)
-    conversation = await alpha.conversations.create(items=[{"type": "message", "role": "user",
-                                                            "content": "alpha's conversation"}])
+    conversation = await alpha.conversations.create(
+        items=[{"type": "message", "role": "user", "content": "alpha's conversation"}]
+    )
     items = await alpha.conversations.items.list(conversation.id)
     uploaded = await alpha.files.create(file=("alpha.md", b"alpha's secret document"), purpose="assistants")
     store = await alpha.vector_stores.create(name="alpha's store", file_ids=[uploaded.id])
-    return {"file": uploaded.id, "vector_store": store.id, "response": stored.id, "running": running.id, "item": stored.output[0].id,
-            "input_item": (await alpha.responses.input_items.list(stored.id)).data[0].id,
-            "conversation": conversation.id, "conversation_item": items.data[0].id}
+    return {
+        "file": uploaded.id,
+        "vector_store": store.id,
+        "response": stored.id,
+        "running": running.id,
+        "item": stored.output[0].id,
+        "input_item": (await alpha.responses.input_items.list(stored.id)).data[0].id,
+        "conversation": conversation.id,
+        "conversation_item": items.data[0].id,
+    }
 
 
 ROUTES = [
@@ -112,8 +139,11 @@ ROUTES = [
     ("GET", "/v1/conversations/{conversation}", None),
     ("POST", "/v1/conversations/{conversation}", {"metadata": {"k": "v"}}),
     ("GET", "/v1/conversations/{conversation}/items", None),
-    ("POST", "/v1/conversations/{conversation}/items", {"items": [{"type": "message", "role": "user",
-                                                                    "content": "x"}]}),
+    (
+        "POST",
+        "/v1/conversations/{conversation}/items",
+        {"items": [{"type": "message", "role": "user", "content": "x"}]},
+    ),
     ("GET", "/v1/conversations/{conversation}/items/{conversation_item}", None),
     ("DELETE", "/v1/conversations/{conversation}/items/{conversation_item}", None),
     ("DELETE", "/v1/conversations/{conversation}", None),
@@ -131,8 +161,11 @@ ROUTES = [
     ("POST", "/v1/vector_stores/{vector_store}/file_batches", {"file_ids": ["{file}"]}),
     ("GET", "/v1/vector_stores?after={vector_store}", None),
     ("POST", "/v1/vector_stores", {"file_ids": ["{file}"]}),
-    ("POST", "/v1/responses", {"model": "m", "input": "hi",
-                               "tools": [{"type": "file_search", "vector_store_ids": ["{vector_store}"]}]}),
+    (
+        "POST",
+        "/v1/responses",
+        {"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["{vector_store}"]}]},
+    ),
     ("DELETE", "/v1/vector_stores/{vector_store}/files/{file}", None),
     ("DELETE", "/v1/vector_stores/{vector_store}", None),
     ("DELETE", "/v1/files/{file}", None),
@@ -187,8 +220,9 @@ async def test_no_route_shows_one_project_anything_of_another(keyed, backend: Sc
     await alpha.responses.cancel(names["running"])
 
 
-async def test_an_approver_key_decides_and_reads_what_waits_nothing_else(keyed, mcp_server: McpTestServer,
-                                                                         backend: ScriptedBackend):
+async def test_an_approver_key_decides_and_reads_what_waits_nothing_else(
+    keyed, mcp_server: McpTestServer, backend: ScriptedBackend
+):
     stack, keys = keyed
     model = f"approve-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(text="5")])
@@ -198,11 +232,13 @@ async def test_an_approver_key_decides_and_reads_what_waits_nothing_else(keyed, 
     waiting = await until_awaiting_approval(alpha, waiting.id)
     request = waiting.output[-1]
     async with http_as(stack, keys["approver"]) as approver:
-        for method, path, body in (("POST", "/v1/responses", {"model": "m", "input": "hi"}),
-                                   ("GET", "/v1/responses", None),
-                                   ("POST", f"/v1/responses/{waiting.id}/cancel", None),
-                                   ("GET", f"/v1/responses/{waiting.id}/input_items", None),
-                                   ("POST", "/v1/conversations", {})):
+        for method, path, body in (
+            ("POST", "/v1/responses", {"model": "m", "input": "hi"}),
+            ("GET", "/v1/responses", None),
+            ("POST", f"/v1/responses/{waiting.id}/cancel", None),
+            ("GET", f"/v1/responses/{waiting.id}/input_items", None),
+            ("POST", "/v1/conversations", {}),
+        ):
             refused = await approver.request(method, path, json=body)
             assert refused.status_code == 403, (method, path, refused.text)
         done = await alpha.responses.create(model="m", input="not waiting")
@@ -211,25 +247,34 @@ async def test_an_approver_key_decides_and_reads_what_waits_nothing_else(keyed, 
         assert seen.status_code == 200 and seen.json()["status"] == "in_progress", seen.text
     # The API runs in this process's loop: the CLI runs beside it, not blocking it.
     decided = await asyncio.create_subprocess_exec(
-        CLI, "approve", waiting.id, request.id, "--api-url", stack.base_url.removesuffix("/v1"),
+        CLI,
+        "approve",
+        waiting.id,
+        request.id,
+        "--api-url",
+        stack.base_url.removesuffix("/v1"),
         env={"DURABLE_RESPONSES_API_KEY": keys["approver"], "PATH": "/usr/bin:/bin"},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, stderr = await asyncio.wait_for(decided.communicate(), 60)
     assert decided.returncode == 0, stderr
     deadline = time.monotonic() + 30
-    while (ended := await alpha.responses.retrieve(waiting.id)).status == "in_progress" \
-            and time.monotonic() < deadline:
+    while (ended := await alpha.responses.retrieve(waiting.id)).status == "in_progress" and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     assert ended.status == "completed" and ended.output_text == "5"
     history = await decoded_history(stack.client, waiting.id)
-    updates = [event for event in history.events if event.HasField("workflow_execution_update_accepted_event_attributes")]
+    updates = [
+        event for event in history.events if event.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
     assert len(updates) == 1
     payload = updates[0].workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads[0]
     assert json.loads(payload.data)["decided_by"] == keys["approver_id"]
 
 
-async def test_an_approval_request_of_another_project_cannot_be_answered(keyed, mcp_server: McpTestServer,
-                                                                          backend: ScriptedBackend):
+async def test_an_approval_request_of_another_project_cannot_be_answered(
+    keyed, mcp_server: McpTestServer, backend: ScriptedBackend
+):
     """Beta copies alpha's pending request (id and all) into a response of its own: refused
     as unknown; alpha's own decision afterwards still runs the call."""
     stack, keys = keyed
@@ -245,13 +290,21 @@ async def test_an_approval_request_of_another_project_cannot_be_answered(keyed, 
     calls_before = len(mcp_server.calls_of("add"))
     async with http_as(stack, keys["beta"]) as beta:
         stolen = await beta.post("/v1/responses", json={"model": model, "tools": tools, "input": [copied, answer]})
-        unknown = await beta.post("/v1/responses", json={"model": model, "tools": tools, "input": [
-            copied | {"id": "mcpr_" + "0" * 48}, answer | {"approval_request_id": "mcpr_" + "0" * 48}]})
+        unknown = await beta.post(
+            "/v1/responses",
+            json={
+                "model": model,
+                "tools": tools,
+                "input": [copied | {"id": "mcpr_" + "0" * 48}, answer | {"approval_request_id": "mcpr_" + "0" * 48}],
+            },
+        )
     assert stolen.status_code == 400 and "is open" in stolen.json()["error"]["message"]
     assert unknown.status_code == 200, "a request the server never stored is the client's own"
     async with http_as(stack, keys["alpha"]) as alpha_http:
-        forged = await alpha_http.post("/v1/responses", json={
-            "model": model, "tools": tools, "input": [copied | {"arguments": '{"a": 100, "b": 100}'}, answer]})
+        forged = await alpha_http.post(
+            "/v1/responses",
+            json={"model": model, "tools": tools, "input": [copied | {"arguments": '{"a": 100, "b": 100}'}, answer]},
+        )
     assert forged.status_code == 400, "an id borrowed for other arguments is not that request"
     backend.script(model, [Reply(text="2")])
     approved = await alpha.responses.create(model=model, tools=tools, previous_response_id=asked.id, input=[answer])
@@ -272,11 +325,16 @@ async def test_the_agents_sdk_runs_with_a_key_unchanged(keyed, backend: Scripted
         return f"sunny in {city}"
 
     backend.script(model, [Reply(tool_calls=[("get_weather", {"city": "Lyon"})]), Reply(text="Sunny in Lyon.")])
-    agent = agents.Agent(name="weather", instructions="Answer about the weather.", tools=[get_weather],
-                         model=agents.OpenAIResponsesModel(model=model, openai_client=as_key(stack, keys["alpha"])))
+    agent = agents.Agent(
+        name="weather",
+        instructions="Answer about the weather.",
+        tools=[get_weather],
+        model=agents.OpenAIResponsesModel(model=model, openai_client=as_key(stack, keys["alpha"])),
+    )
     result = await agents.Runner.run(agent, "Weather in Lyon?")
     assert result.final_output == "Sunny in Lyon."
-    anonymous = agents.Agent(name="nobody", model=agents.OpenAIResponsesModel(
-        model=model, openai_client=as_key(stack, "sk-dr-not-a-key")))
+    anonymous = agents.Agent(
+        name="nobody", model=agents.OpenAIResponsesModel(model=model, openai_client=as_key(stack, "sk-dr-not-a-key"))
+    )
     with pytest.raises(openai.AuthenticationError):
         await agents.Runner.run(anonymous, "hi")

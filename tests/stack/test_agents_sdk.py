@@ -56,12 +56,20 @@ async def test_hosted_mcp_tool_with_approval_callback(
         return {"approve": True}
 
     tool = agents.HostedMCPTool(
-        tool_config={"type": "mcp", "server_label": "files", "server_url": mcp_server.url,
-                     "require_approval": "always"},
+        tool_config={
+            "type": "mcp",
+            "server_label": "files",
+            "server_url": mcp_server.url,
+            "require_approval": "always",
+        },
         on_approval_request=approve,
     )
-    agent = agents.Agent(name="files", instructions="Manage files.", tools=[tool],
-                         model=agents.OpenAIResponsesModel(model=model, openai_client=stack.sdk()))
+    agent = agents.Agent(
+        name="files",
+        instructions="Manage files.",
+        tools=[tool],
+        model=agents.OpenAIResponsesModel(model=model, openai_client=stack.sdk()),
+    )
     result = await agents.Runner.run(agent, "Delete it.")
     assert asked == ["delete_file"] and result.final_output == "Deleted."
     assert mcp_server.calls_of("delete_file").count({"path": path}) == 1

@@ -35,9 +35,19 @@ async def history_json(stack: Stack, response_id: str, *codec: str) -> str:
     """`temporal workflow show --output json`, as an operator runs it (with `codec`: its
     `--codec-endpoint` and `--codec-auth` flags), while this loop serves the codec endpoint."""
     shown = await asyncio.create_subprocess_exec(
-        temporal_binary(), "workflow", "show", "--workflow-id", response_id, "--output", "json",
-        "--address", stack.settings.temporal_address or "", *codec,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        temporal_binary(),
+        "workflow",
+        "show",
+        "--workflow-id",
+        response_id,
+        "--output",
+        "json",
+        "--address",
+        stack.settings.temporal_address or "",
+        *codec,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(shown.communicate(), 60)
     assert shown.returncode == 0, err.decode()
     return out.decode()
@@ -66,22 +76,38 @@ def readable(history: str) -> str:
 
 
 async def test_no_user_content_is_readable_in_temporal_history(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    mcp_server: McpTestServer,
 ):
     """A marker sent as input, instructions, an MCP server URL's token, tool arguments, tool
     output, model output and an approval's reason: in none of the history's events; through
     the codec endpoint, there again."""
     marker = f"MARKER{uuid.uuid4().hex[:10]}"
-    backend.script(model, [Reply(tool_calls=[("weather", {"city": marker}), ("delete_file", {"path": marker})]),
-                           Reply(text=f"it is sunny in {marker}")])
-    tool = {"type": "mcp", "server_label": "tools", "server_url": f"{mcp_server.url}?token={marker}",
-            "require_approval": {"always": {"tool_names": ["delete_file"]}}}
-    created = await sdk.responses.create(model=model, input=f"weather in {marker}?", instructions=f"be {marker}",
-                                         tools=[tool], background=True)
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("weather", {"city": marker}), ("delete_file", {"path": marker})]),
+            Reply(text=f"it is sunny in {marker}"),
+        ],
+    )
+    tool = {
+        "type": "mcp",
+        "server_label": "tools",
+        "server_url": f"{mcp_server.url}?token={marker}",
+        "require_approval": {"always": {"tool_names": ["delete_file"]}},
+    }
+    created = await sdk.responses.create(
+        model=model, input=f"weather in {marker}?", instructions=f"be {marker}", tools=[tool], background=True
+    )
     request = (await until_awaiting_approval(sdk, created.id)).output[-1]
     async with stack.http() as http:
-        decided = await http.post(f"/v1/responses/{created.id}/approvals", json={
-            "approval_request_id": request.id, "approve": False, "reason": f"not {marker}"})
+        decided = await http.post(
+            f"/v1/responses/{created.id}/approvals",
+            json={"approval_request_id": request.id, "approve": False, "reason": f"not {marker}"},
+        )
         assert decided.status_code == 200, decided.text
     final = await until_terminal(sdk, created.id)
     assert final.status == "completed" and final.output_text == f"it is sunny in {marker}"
@@ -91,11 +117,15 @@ async def test_no_user_content_is_readable_in_temporal_history(
     encrypted = readable(await history_json(stack, created.id))
     assert "binary/encrypted" in encrypted
     assert marker not in encrypted
-    decoded = readable(await history_json(stack, created.id, "--codec-endpoint",
-                                    stack.base_url.removesuffix("/v1") + "/codec"))
+    decoded = readable(
+        await history_json(stack, created.id, "--codec-endpoint", stack.base_url.removesuffix("/v1") + "/codec")
+    )
     assert "binary/encrypted" not in decoded
-    missing = [part for part in (f"be {marker}", f"token={marker}", f"sunny in {marker}", f"not {marker}")
-               if part not in decoded]
+    missing = [
+        part
+        for part in (f"be {marker}", f"token={marker}", f"sunny in {marker}", f"not {marker}")
+        if part not in decoded
+    ]
     assert not missing, f"the codec endpoint did not give back {missing}"
 
 
@@ -112,7 +142,8 @@ async def test_an_unstored_response_leaves_no_history(stack: Stack, sdk: openai.
         streamed = await stream.get_final_response()
     await asyncio.gather(
         eventually(lambda: _gone(stack, response.id), "the unstored response's history to be erased", seconds=60),
-        eventually(lambda: _gone(stack, streamed.id), "the unstored stream's history to be erased", seconds=60))
+        eventually(lambda: _gone(stack, streamed.id), "the unstored stream's history to be erased", seconds=60),
+    )
 
 
 async def test_deleting_a_conversation_erases_its_responses_histories(
@@ -124,7 +155,9 @@ async def test_deleting_a_conversation_erases_its_responses_histories(
     other = await sdk.responses.create(model=model, input="elsewhere")
     await sdk.conversations.delete(conversation.id)
     for response in (first, second):
-        await eventually(lambda: _gone(stack, response.id), "the conversation's histories to be erased", seconds=90)
+        await eventually(
+            lambda gone=response.id: _gone(stack, gone), "the conversation's histories to be erased", seconds=90
+        )
     assert await has_workflow(stack, other.id), "a response of no conversation lost its history"
 
 
@@ -137,7 +170,9 @@ async def _gone(stack: Stack, response_id: str) -> bool:
 
 @pytest.mark.one_store  # the codec's, not the store's
 async def test_the_codec_endpoint_needs_codec_auth_once_the_server_has_keys(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
 ):
     async with running_stack(temporal_address, backend, store) as stack:
         ring = KeyRing.parse(stack.settings.secrets_key)
@@ -166,14 +201,19 @@ async def test_the_codec_endpoint_needs_codec_auth_once_the_server_has_keys(
 
 @pytest.mark.one_store  # the codec's, not the store's
 async def test_the_codec_endpoint_answers_browsers_of_its_allowed_origins_only(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
 ):
     allowed, other = "http://127.0.0.1:8233", "http://evil.example"
     async with running_stack(temporal_address, backend, store, codec_allowed_origins=[allowed]) as stack:
         async with stack.http() as http:
             for origin, answered in ((allowed, True), (other, False)):
-                asked = {"origin": origin, "access-control-request-method": "POST",
-                         "access-control-request-headers": "content-type,x-namespace"}
+                asked = {
+                    "origin": origin,
+                    "access-control-request-method": "POST",
+                    "access-control-request-headers": "content-type,x-namespace",
+                }
                 preflight = await http.options("/codec/decode", headers=asked)
                 assert preflight.status_code == 204
                 assert (preflight.headers.get("access-control-allow-origin") == origin) == answered
@@ -184,10 +224,15 @@ async def test_the_codec_endpoint_answers_browsers_of_its_allowed_origins_only(
 
 CODEC_BODIES = st.one_of(
     st.binary(max_size=200),
-    st.dictionaries(st.sampled_from(["payloads", "x"]), st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-        max_leaves=10), max_size=2).map(lambda body: json.dumps(body).encode()),
+    st.dictionaries(
+        st.sampled_from(["payloads", "x"]),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+            max_leaves=10,
+        ),
+        max_size=2,
+    ).map(lambda body: json.dumps(body).encode()),
 )
 
 
@@ -226,13 +271,6 @@ def _json_payload(payload: object) -> dict:
 # ---- sealed blobs -----------------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
 async def test_a_rotated_ring_still_reads_old_payloads():
     old, new = new_master_key(), new_master_key()
     payload = _payload(b'{"a": 1}')
@@ -242,9 +280,6 @@ async def test_a_rotated_ring_still_reads_old_payloads():
         await EncryptedPayloads(KeyRing.parse(new)).decode(sealed)
     # Histories from before the codec (in clear) still read.
     assert await EncryptedPayloads(KeyRing.parse(new)).decode([payload]) == [payload]
-
-
-
 
 
 # ---- dev: the Temporal UI reads through the codec; the data dir is private ---------------------
@@ -266,8 +301,11 @@ def test_devs_temporal_ui_shows_what_the_codec_encrypted(tmp_path: Path, backend
         assert response.status == "completed"
         with browser() as page:
             page.get(f"{ui.group(1)}/namespaces/default/workflows/{response.id}")
-            wait_until(lambda: marker in page.find_element("tag name", "body").text,
-                       "the UI to show the decoded marker", seconds=60)
+            wait_until(
+                lambda: marker in page.find_element("tag name", "body").text,
+                "the UI to show the decoded marker",
+                seconds=60,
+            )
     finally:
         if dev.process is not None and dev.process.poll() is None:
             dev.stop()
@@ -290,5 +328,3 @@ def test_devs_data_dir_is_private_to_its_user(tmp_path: Path, backend: ScriptedB
     files = {path.name: stat.S_IMODE(path.stat().st_mode) for path in data.rglob("*") if path.is_file()}
     assert {"temporal.db", "responses.db", "secrets.key", "left-over.txt"} <= set(files)
     assert {name: mode for name, mode in files.items() if mode & 0o077} == {}, "a file others may read"
-
-

@@ -48,7 +48,8 @@ async def test_background_stream_rejoined_with_starting_after_sees_every_event_o
         response_id = first[0].response.id
         assert [event.type for event in first[:3]] == ["response.created", "response.queued", "response.in_progress"]
         rest = [
-            event async for event in await client.responses.retrieve(
+            event
+            async for event in await client.responses.retrieve(
                 response_id, stream=True, starting_after=first[-1].sequence_number
             )
         ]
@@ -68,10 +69,16 @@ async def test_background_chain_and_function_calls(sdk: openai.AsyncOpenAI, back
     call = first.output[-1]
     assert first.status == "completed" and call.type == "function_call" and call.arguments == '{"q": "fox"}'
     second = await sdk.responses.create(
-        model=model, previous_response_id=first.id, background=True, tools=[tool],
+        model=model,
+        previous_response_id=first.id,
+        background=True,
+        tools=[tool],
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": "a fox"}],
     )
     second = await until_terminal(sdk, second.id)
     assert second.output_text == "found it"
-    assert backend.requests(model)[1]["messages"][-1] == {"role": "tool", "tool_call_id": call.call_id,
-                                                          "content": "a fox"}
+    assert backend.requests(model)[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": call.call_id,
+        "content": "a fox",
+    }

@@ -47,14 +47,20 @@ def _reset_peak(pid: int | str) -> int:
 
 @pytest.mark.one_store
 async def test_an_endless_json_reply_from_an_mcp_server_costs_a_few_mib_and_fails_clearly(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    model: str,
 ):
     server = McpTestServer(endless_reply={"weather"}).start()
     normal = McpTestServer().start()
     tool = {"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": "never"}
     warm = tool | {"server_url": normal.url}
-    backend.script(model, [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="warm")] * 2
-                   + [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="the reply was too long")])
+    backend.script(
+        model,
+        [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="warm")] * 2
+        + [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="the reply was too long")],
+    )
     async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
         worker = spawn_worker(stack)
         try:
@@ -93,14 +99,20 @@ async def test_an_endless_reply_to_a_webhook_test_costs_nothing(stack: Stack, sd
     receiver = ThreadedServer(Starlette(routes=[Route("/hook", endless, methods=["POST"])]), "endless").start()
     try:
         async with stack.http() as http:
-            made = await http.post("/v1/webhook_endpoints", json={
-                "name": "endless", "url": f"http://127.0.0.1:{receiver.port}/hook",
-                "event_types": ["response.completed"]})
+            made = await http.post(
+                "/v1/webhook_endpoints",
+                json={
+                    "name": "endless",
+                    "url": f"http://127.0.0.1:{receiver.port}/hook",
+                    "event_types": ["response.completed"],
+                },
+            )
             assert made.status_code == 200, made.text
             before = _reset_peak("self")
             began = time.monotonic()
-            tested = await http.post(f"/v1/webhook_endpoints/{made.json()['id']}/test",
-                                     json={"event_type": "response.completed"})
+            tested = await http.post(
+                f"/v1/webhook_endpoints/{made.json()['id']}/test", json={"event_type": "response.completed"}
+            )
             took = time.monotonic() - began
             peak = _status("self", "VmHWM")
     finally:
@@ -114,21 +126,13 @@ async def test_an_endless_reply_to_a_webhook_test_costs_nothing(stack: Stack, sd
 # ---- tool names ------------------------------------------------------------------------------
 
 
-
-
 async def test_more_client_tools_than_a_request_may_offer_are_refused(sdk: openai.AsyncOpenAI, model: str):
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.responses.create(model=model, input="hi", tools=[namespace_of(12_000, "t" * 60)])
     assert refused.value.body["param"] == "tools" and str(MAX_CLIENT_FUNCTIONS) in refused.value.body["message"]
 
 
-
-
-
-
 # ---- a long reply ----------------------------------------------------------------------------
-
-
 
 
 # ---- chains and conversations ----------------------------------------------------------------
@@ -138,17 +142,24 @@ async def test_a_chain_stores_each_message_once(stack: Stack, sdk: openai.AsyncO
     previous = None
     ids = []
     for turn in range(100):
-        response = await sdk.responses.create(model=model, input=f"turn {turn} " + "x" * 200,
-                                              previous_response_id=previous)
+        response = await sdk.responses.create(
+            model=model, input=f"turn {turn} " + "x" * 200, previous_response_id=previous
+        )
         previous = response.id
         ids.append(response.id)
     url = stack.settings.database_url
     chain = ", ".join(f"'{response_id}'" for response_id in ids)  # our own ids: safe to inline
-    kept = await store_probe.value(url, "SELECT SUM(length(CAST(messages AS TEXT))) FROM chat_contexts "
-                                        f"WHERE response_id IN ({chain})")
-    own = sum([await store_probe.value(url, f"SELECT SUM(length(CAST(data AS TEXT))) FROM {table} "
-                                            f"WHERE response_id IN ({chain})")
-               for table in ("input_items", "output_items")])
+    kept = await store_probe.value(
+        url, f"SELECT SUM(length(CAST(messages AS TEXT))) FROM chat_contexts WHERE response_id IN ({chain})"
+    )
+    own = sum(
+        [
+            await store_probe.value(
+                url, f"SELECT SUM(length(CAST(data AS TEXT))) FROM {table} WHERE response_id IN ({chain})"
+            )
+            for table in ("input_items", "output_items")
+        ]
+    )
     print(f"100 turns: chat contexts {kept} bytes, the turns' own items {own} bytes")
     assert kept <= 2 * own, (kept, own)
     # The last one still continues from all of them.
@@ -157,7 +168,9 @@ async def test_a_chain_stores_each_message_once(stack: Stack, sdk: openai.AsyncO
 
 
 async def test_deleting_a_response_in_a_chain_keeps_its_followers_context(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
 ):
     first = await sdk.responses.create(model=model, input="one")
     second = await sdk.responses.create(model=model, input="two", previous_response_id=first.id)
@@ -170,12 +183,18 @@ async def test_deleting_a_response_in_a_chain_keeps_its_followers_context(
 
 async def test_a_conversation_keeps_at_most_max_items(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     conversation = await sdk.conversations.create()
-    await store_probe.execute(stack.settings.database_url, *[
-        "INSERT INTO conversation_items (conversation_id, position, item_id, data) VALUES "
-        + ", ".join(f"('{conversation.id}', {position}, 'msg_{conversation.id}_{position}', "
-                    f"'{json.dumps({'type': 'message', 'role': 'user', 'content': 'x'})}')"
-                    for position in range(start, min(start + 1000, MAX_ITEMS)))
-        for start in range(0, MAX_ITEMS, 1000)])
+    await store_probe.execute(
+        stack.settings.database_url,
+        *[
+            "INSERT INTO conversation_items (conversation_id, position, item_id, data) VALUES "
+            + ", ".join(
+                f"('{conversation.id}', {position}, 'msg_{conversation.id}_{position}', "
+                f"'{json.dumps({'type': 'message', 'role': 'user', 'content': 'x'})}')"
+                for position in range(start, min(start + 1000, MAX_ITEMS))
+            )
+            for start in range(0, MAX_ITEMS, 1000)
+        ],
+    )
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.responses.create(model=model, input="one more", conversation=conversation.id)
     assert refused.value.body["param"] == "conversation" and refused.value.body["code"] == "conversation_full"
@@ -191,8 +210,18 @@ async def test_a_conversation_keeps_at_most_max_items(stack: Stack, sdk: openai.
 async def test_an_image_url_at_a_private_address_is_refused(sdk: openai.AsyncOpenAI, model: str):
     for url in ("http://10.0.0.1/cat.png", "file:///etc/passwd", "http://169.254.169.254/latest/meta-data"):
         with pytest.raises(openai.BadRequestError) as refused:
-            await sdk.responses.create(model=model, input=[{"role": "user", "content": [
-                {"type": "input_text", "text": "what is this?"}, {"type": "input_image", "image_url": url}]}])
+            await sdk.responses.create(
+                model=model,
+                input=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "input_text", "text": "what is this?"},
+                            {"type": "input_image", "image_url": url},
+                        ],
+                    }
+                ],
+            )
         assert refused.value.body["param"] == "input[0].content[1].image_url", url
 
 
@@ -213,8 +242,12 @@ def test_approve_never_sends_the_openai_api_key():
     try:
         env = {name: value for name, value in os.environ.items() if name != "DURABLE_RESPONSES_API_KEY"}
         for extra in ({"OPENAI_API_KEY": "sk-not-for-this-server"}, {"DURABLE_RESPONSES_API_KEY": "sk-dr-mine"}):
-            subprocess.run([CLI, "approve", "resp_x", "mcpr_y", "--api-url", f"http://127.0.0.1:{server.port}"],
-                           env=env | extra, capture_output=True, timeout=60)
+            subprocess.run(
+                [CLI, "approve", "resp_x", "mcpr_y", "--api-url", f"http://127.0.0.1:{server.port}"],
+                env=env | extra,
+                capture_output=True,
+                timeout=60,
+            )
     finally:
         server.stop()
     assert seen == [None, "Bearer sk-dr-mine"], seen
@@ -245,19 +278,18 @@ def test_metrics_can_need_a_key_or_have_a_port_of_their_own(stack: Stack):
         assert httpx.get(f"{base}/metrics", timeout=10).status_code == 404  # not on the API's port
         refused = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
         assert refused.status_code == 401
-        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10,
-                            headers={"authorization": "Bearer scrape-me"})
+        scraped = httpx.get(
+            f"http://127.0.0.1:{metrics_port}/metrics", timeout=10, headers={"authorization": "Bearer scrape-me"}
+        )
         assert scraped.status_code == 200 and "durable_responses_" in scraped.text
     finally:
         kill(api)
 
 
-
-
-
-
 async def test_a_long_reply_a_word_a_chunk_is_polled_coherently_and_completes(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
 ):
     """30,000 chunks of one word: the log keeps them as a few hundred deltas, each poll shows
     a prefix of the final text, and a stream of the stored log gives it whole."""
@@ -271,21 +303,29 @@ async def test_a_long_reply_a_word_a_chunk_is_polled_coherently_and_completes(
         await asyncio.sleep(0.02)
     assert current.status == "completed" and current.output_text == text
     assert all(text.startswith(shown) for shown in seen)
-    deltas = [event async for event in await sdk.responses.retrieve(created.id, stream=True)
-              if event.type == "response.output_text.delta"]
+    deltas = [
+        event
+        async for event in await sdk.responses.retrieve(created.id, stream=True)
+        if event.type == "response.output_text.delta"
+    ]
     assert "".join(event.delta for event in deltas) == text
     assert len(deltas) < 30_000
 
 
 @pytest.mark.one_store
 async def test_a_tool_list_that_never_ends_fails_the_listing_after_100_pages(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
 ):
     server = McpTestServer(endless_pages=True).start()
     try:
         began = time.monotonic()
-        response = await sdk.responses.create(model=model, input="hi", tools=[
-            {"type": "mcp", "server_label": "pages", "server_url": server.url, "require_approval": "never"}])
+        response = await sdk.responses.create(
+            model=model,
+            input="hi",
+            tools=[{"type": "mcp", "server_label": "pages", "server_url": server.url, "require_approval": "never"}],
+        )
         took = time.monotonic() - began
     finally:
         server.stop()

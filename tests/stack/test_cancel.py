@@ -42,8 +42,12 @@ async def test_cancel_a_background_response_mid_inference(patient_stack: Stack, 
         again = await client.responses.cancel(created.id)  # harmless: the same cancelled response
         assert again.status == "cancelled" and again.id == created.id
         events = [event async for event in await client.responses.retrieve(created.id, stream=True)]
-    assert [event.type for event in events] == ["response.created", "response.queued", "response.in_progress",
-                                                "response.failed"]
+    assert [event.type for event in events] == [
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.failed",
+    ]
     assert events[-1].response.status == "cancelled"
 
 
@@ -129,6 +133,7 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
     never = [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}]
     delays = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8]
     async with stack.sdk(timeout=30) as client:
+
         async def cancelled_after(index: int, delay: float) -> tuple[str, float]:
             # One model per response; a tool call is told apart by its arguments.
             seconds = 30 + index / 100
@@ -136,8 +141,9 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
                 backend.script(f"{model}-{index}", [Reply(text="slow " * 200, chunk_delay=0.01)])
             else:
                 backend.script(f"{model}-{index}", [Reply(tool_calls=[("slow", {"seconds": seconds})])])
-            created = await client.responses.create(model=f"{model}-{index}", input="go", background=True,
-                                                    tools=never if where == "tool_call" else [])
+            created = await client.responses.create(
+                model=f"{model}-{index}", input="go", background=True, tools=never if where == "tool_call" else []
+            )
             if where == "tool_call":
                 await eventually(lambda: {"seconds": seconds} in mcp_server.calls_of("slow"), "the call to start")
             await asyncio.sleep(delay)
@@ -152,7 +158,10 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
         handle = stack.client.get_workflow_handle(response_id)
         assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
         events = (await handle.fetch_history()).events
-        failed = [event.workflow_task_failed_event_attributes.cause for event in events
-                  if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+        failed = [
+            event.workflow_task_failed_event_attributes.cause
+            for event in events
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
         assert failed == [], (response_id, failed)
         assert took < 1.9, f"{response_id} took {took:.2f} s to end after its cancel"

@@ -37,51 +37,97 @@ def test_help_shows_the_commands_and_the_defaults():
     for command in ("dev", "serve", "worker", "approve"):
         assert f"\n  {command} " in top, top
     dev = subprocess.run([CLI, "dev", "--help"], capture_output=True, text=True, timeout=30, env=wide).stdout
-    for shown in ("--ui-port", "--demo", "(default: 8000)", "(default: 7233)", "(default: ./.durable-responses)",
-                  "(default: 127.0.0.1)"):
+    for shown in (
+        "--ui-port",
+        "--demo",
+        "(default: 8000)",
+        "(default: 7233)",
+        "(default: ./.durable-responses)",
+        "(default: 127.0.0.1)",
+    ):
         assert shown in dev, dev
     assert "(default: None)" not in dev and "(default: False)" not in dev
 
 
 def _fails_to_start(arguments: list[str], env: dict[str, str], cwd: Path) -> str:
     """Runs a command that must not start; returns the last line it printed."""
-    done = subprocess.run([CLI, *arguments], capture_output=True, text=True, timeout=60, cwd=cwd,
-                          env=os.environ | {"STARTUP_WAIT_SECONDS": "1"} | env)
+    done = subprocess.run(
+        [CLI, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=os.environ | {"STARTUP_WAIT_SECONDS": "1"} | env,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "Traceback" not in output, output
     return done.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize(("arguments", "env", "line"), [
-    (["serve", "--temporal-address", "127.0.0.1:{closed}", "--port", "{free}"], {},
-     "durable-responses serve: cannot reach Temporal at 127.0.0.1:{closed} after 1 s: Connection refused (is it "
-     "running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)"),
-    (["worker", "--database-url", "foo://bar"], {},
-     "durable-responses worker: cannot open the database foo://bar: unsupported database URL 'foo://bar': use "
-     "sqlite:///path or postgresql://..."),
-    (["worker", "--database-url", "postgresql://me:hunter2@127.0.0.1:{closed}/db"], {},
-     "durable-responses worker: cannot reach the database postgresql://127.0.0.1:{closed}/db after 1 s: "
-     "ConnectionRefusedError: [Errno 111] Connection refused"),
-    (["worker"], {"INFERENCE_BASE_URL": "localhost:8080"},
-     "durable-responses worker: INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or 'demo', "
-     "not 'localhost:8080'"),
-    (["serve"], {"SHUTDOWN_GRACE_SECONDS": "soon"},
-     "durable-responses serve: SHUTDOWN_GRACE_SECONDS must be a number, not 'soon'"),
-    (["worker"], {"WEBHOOK_URLS": "https://hooks.example.com/t0ken-hunter2"},
-     "durable-responses worker: WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed"),
-    (["serve"], {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "whsec_c2hvcnQ="},
-     "durable-responses serve: WEBHOOK_SECRET must hold at least 24 random bytes, not 5"),
-    (["serve"], {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "hunter2"},
-     "durable-responses serve: WEBHOOK_SECRET must start with 'whsec_' (make one with `python -c \"import secrets, "
-     "base64; print('whsec_' + base64.b64encode(secrets.token_bytes(32)).decode())\"`)"),
-    (["worker"], {"WEBHOOK_URLS": "hooks.example.com/x", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
-     "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not 'hooks.example.com/x'"),
-    (["worker"], {"WEBHOOK_URLS": "https://[::1/hunter2", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
-     "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not '(not a URL)'"),
-])
-def test_a_process_that_cannot_start_says_why_in_one_line(tmp_path: Path, arguments: list[str],
-                                                          env: dict[str, str], line: str):
+@pytest.mark.parametrize(
+    ("arguments", "env", "line"),
+    [
+        (
+            ["serve", "--temporal-address", "127.0.0.1:{closed}", "--port", "{free}"],
+            {},
+            "durable-responses serve: cannot reach Temporal at 127.0.0.1:{closed} after 1 s: Connection refused (is it "
+            "running? `durable-responses dev` starts one; else set TEMPORAL_ADDRESS)",
+        ),
+        (
+            ["worker", "--database-url", "foo://bar"],
+            {},
+            "durable-responses worker: cannot open the database foo://bar: unsupported database URL 'foo://bar': use "
+            "sqlite:///path or postgresql://...",
+        ),
+        (
+            ["worker", "--database-url", "postgresql://me:hunter2@127.0.0.1:{closed}/db"],
+            {},
+            "durable-responses worker: cannot reach the database postgresql://127.0.0.1:{closed}/db after 1 s: "
+            "ConnectionRefusedError: [Errno 111] Connection refused",
+        ),
+        (
+            ["worker"],
+            {"INFERENCE_BASE_URL": "localhost:8080"},
+            "durable-responses worker: INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or 'demo', "
+            "not 'localhost:8080'",
+        ),
+        (
+            ["serve"],
+            {"SHUTDOWN_GRACE_SECONDS": "soon"},
+            "durable-responses serve: SHUTDOWN_GRACE_SECONDS must be a number, not 'soon'",
+        ),
+        (
+            ["worker"],
+            {"WEBHOOK_URLS": "https://hooks.example.com/t0ken-hunter2"},
+            "durable-responses worker: WEBHOOK_URLS is set but WEBHOOK_SECRET is not: every event is signed",
+        ),
+        (
+            ["serve"],
+            {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "whsec_c2hvcnQ="},
+            "durable-responses serve: WEBHOOK_SECRET must hold at least 24 random bytes, not 5",
+        ),
+        (
+            ["serve"],
+            {"WEBHOOK_URLS": "https://hooks.example.com/x", "WEBHOOK_SECRET": "hunter2"},
+            "durable-responses serve: WEBHOOK_SECRET must start with 'whsec_' (make one with `python -c \"import secrets, "
+            "base64; print('whsec_' + base64.b64encode(secrets.token_bytes(32)).decode())\"`)",
+        ),
+        (
+            ["worker"],
+            {"WEBHOOK_URLS": "hooks.example.com/x", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
+            "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not 'hooks.example.com/x'",
+        ),
+        (
+            ["worker"],
+            {"WEBHOOK_URLS": "https://[::1/hunter2", "WEBHOOK_SECRET": "whsec_" + "A" * 44},
+            "durable-responses worker: WEBHOOK_URLS must hold http(s):// URLs, not '(not a URL)'",
+        ),
+    ],
+)
+def test_a_process_that_cannot_start_says_why_in_one_line(
+    tmp_path: Path, arguments: list[str], env: dict[str, str], line: str
+):
     ports = {"closed": free_port(), "free": free_port()}
     printed = _fails_to_start([argument.format(**ports) for argument in arguments], env, tmp_path)
     assert printed == line.format(**ports)
@@ -94,17 +140,26 @@ def test_serve_and_worker_say_which_backend_they_use_and_never_the_key(stack: St
     port = free_port()
     logs = {role: tmp_path / f"{role}.log" for role in ("serve", "worker")}
     processes = {
-        "serve": subprocess.Popen([CLI, "serve", "--port", str(port), *_cluster_options(stack)], env=env,
-                                  stdout=logs["serve"].open("wb"), stderr=subprocess.STDOUT),
-        "worker": subprocess.Popen([CLI, "worker", *_cluster_options(stack)], env=env,
-                                   stdout=logs["worker"].open("wb"), stderr=subprocess.STDOUT),
+        "serve": subprocess.Popen(
+            [CLI, "serve", "--port", str(port), *_cluster_options(stack)],
+            env=env,
+            stdout=logs["serve"].open("wb"),
+            stderr=subprocess.STDOUT,
+        ),
+        "worker": subprocess.Popen(
+            [CLI, "worker", *_cluster_options(stack)],
+            env=env,
+            stdout=logs["worker"].open("wb"),
+            stderr=subprocess.STDOUT,
+        ),
     }
     try:
         expected = f"inference backend: {stack.settings.inference_base_url} (API key set)"
         listening = f"API listening on http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (all(expected in log.read_text() for log in logs.values())
-                                                   and listening in logs["serve"].read_text()):
+        while time.monotonic() < deadline and not (
+            all(expected in log.read_text() for log in logs.values()) and listening in logs["serve"].read_text()
+        ):
             time.sleep(0.1)
         assert listening in logs["serve"].read_text()
         assert "worker polling task queue" in logs["worker"].read_text()
@@ -125,12 +180,16 @@ def test_dev_with_openai_and_no_key_warns_at_start(tmp_path: Path):
     """Aimed at api.openai.com with no key, every request would be refused: `dev` says so (it
     needs no network to say it)."""
     port, temporal_port = free_port(), free_port()
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("INFERENCE_API_KEY", "OPENAI_API_KEY")} | {"INFERENCE_BASE_URL": "https://api.openai.com/v1"}
+    env = {name: value for name, value in os.environ.items() if name not in ("INFERENCE_API_KEY", "OPENAI_API_KEY")} | {
+        "INFERENCE_BASE_URL": "https://api.openai.com/v1"
+    }
     log = tmp_path / "dev.log"
-    process = subprocess.Popen([CLI, "dev", "--data-dir", str(tmp_path / "data"), "--port", str(port),
-                                "--temporal-port", str(temporal_port)], env=env, stdout=log.open("wb"),
-                               stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [CLI, "dev", "--data-dir", str(tmp_path / "data"), "--port", str(port), "--temporal-port", str(temporal_port)],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 60
         while "durable-responses is ready" not in log.read_text() and time.monotonic() < deadline:

@@ -22,8 +22,11 @@ from tests.support.stack import Stack
 CODEX_VERSION = "0.169.0"
 CODEX_MODEL = "gpt-5.5"
 """A model Codex knows: its catalog gives it the freeform `apply_patch` tool."""
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "durable-responses-tests" / \
-    f"codex-{CODEX_VERSION}"
+CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    / "durable-responses-tests"
+    / f"codex-{CODEX_VERSION}"
+)
 PATCH = "*** Begin Patch\n*** Add File: greeting.txt\n+hello from apply_patch\n*** End Patch\n"
 
 
@@ -39,8 +42,12 @@ def codex_cli() -> str:
     if npm is None:
         pytest.skip("the Codex CLI test needs npm (to install @openai/codex), and npm is not on PATH")
     CACHE.mkdir(parents=True, exist_ok=True)
-    installed = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(CACHE),
-                                f"@openai/codex@{CODEX_VERSION}"], capture_output=True, text=True, timeout=300)
+    installed = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(CACHE), f"@openai/codex@{CODEX_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if installed.returncode != 0 or not binary.exists():
         pytest.skip(f"npm could not install @openai/codex@{CODEX_VERSION}: {installed.stderr.strip()[-500:]}")
     return str(binary)
@@ -70,9 +77,15 @@ async def codex_exec(codex_cli: str, home: Path, workspace: Path, prompt: str) -
     transcript."""
     workspace.mkdir()
     process = await asyncio.create_subprocess_exec(
-        codex_cli, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt,
-        cwd=workspace, env=os.environ | {"CODEX_HOME": str(home), "DURABLE_RESPONSES_KEY": "unused"},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        codex_cli,
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        prompt,
+        cwd=workspace,
+        env=os.environ | {"CODEX_HOME": str(home), "DURABLE_RESPONSES_KEY": "unused"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
     try:
         output, _ = await asyncio.wait_for(process.communicate(), 120)
@@ -86,14 +99,18 @@ async def test_codex_exec_runs_a_command_and_edits_a_file(
     codex_cli: str, stack: Stack, backend: ScriptedBackend, tmp_path: Path
 ):
     earlier = len(backend.requests(CODEX_MODEL))  # Codex's model name is fixed: the other store's run used it too
-    backend.script(CODEX_MODEL, [
-        Reply(tool_calls=[("exec_command", {"cmd": "echo hello-from-codex"})]),
-        Reply(tool_calls=[("apply_patch", {"input": PATCH})]),
-        Reply(text="All done."),
-    ])
+    backend.script(
+        CODEX_MODEL,
+        [
+            Reply(tool_calls=[("exec_command", {"cmd": "echo hello-from-codex"})]),
+            Reply(tool_calls=[("apply_patch", {"input": PATCH})]),
+            Reply(text="All done."),
+        ],
+    )
     workspace = tmp_path / "workspace"
-    returncode, transcript = await codex_exec(codex_cli, codex_home(tmp_path, stack.base_url), workspace,
-                                              "make a greeting file")
+    returncode, transcript = await codex_exec(
+        codex_cli, codex_home(tmp_path, stack.base_url), workspace, "make a greeting file"
+    )
     assert returncode == 0, transcript
     assert transcript.rstrip().endswith("All done."), transcript
     assert (workspace / "greeting.txt").read_text() == "hello from apply_patch\n"
@@ -116,16 +133,24 @@ async def test_codex_with_a_small_context_window_compacts_and_carries_on(
     provider of its own naming it asks the model for a summary in an ordinary request; named
     "OpenAI", it calls `POST /v1/responses/compact`. Either way it carries on from the summary."""
     earlier = len(backend.requests(CODEX_MODEL))
-    backend.script(CODEX_MODEL, [
-        Reply(tool_calls=[("exec_command", {"cmd": "echo step-one"})], usage=(3_000, 20)),
-        Reply(text="SUMMARY: the user wanted a greeting; `echo step-one` ran.", usage=(500, 20)),
-        Reply(text="Carried on after compacting.", usage=(400, 10)),
-    ])
+    backend.script(
+        CODEX_MODEL,
+        [
+            Reply(tool_calls=[("exec_command", {"cmd": "echo step-one"})], usage=(3_000, 20)),
+            Reply(text="SUMMARY: the user wanted a greeting; `echo step-one` ran.", usage=(500, 20)),
+            Reply(text="Carried on after compacting.", usage=(400, 10)),
+        ],
+    )
     home = codex_home(tmp_path, stack.base_url)
     config = home / "config.toml"
-    config.write_text(config.read_text().replace('name = "durable-responses"', f'name = "{provider_name}"')
-                      .replace('approval_policy = "never"\n', 'approval_policy = "never"\nmodel_context_window = 4000\n'
-                               'model_auto_compact_token_limit = 2000\n'))
+    config.write_text(
+        config.read_text()
+        .replace('name = "durable-responses"', f'name = "{provider_name}"')
+        .replace(
+            'approval_policy = "never"\n',
+            'approval_policy = "never"\nmodel_context_window = 4000\nmodel_auto_compact_token_limit = 2000\n',
+        )
+    )
     returncode, transcript = await codex_exec(codex_cli, home, tmp_path / "workspace", "run step one, then tell me")
     requests = backend.requests(CODEX_MODEL)[earlier:]
     assert returncode == 0, transcript

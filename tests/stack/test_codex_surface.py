@@ -17,26 +17,57 @@ from tests.support.stack import EmptyStore, Stack, running_stack
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
 
 TOOLS = [
-    {"type": "function", "name": "exec_command", "description": "Run a shell command.", "strict": False,
-     "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}},
-    {"type": "custom", "name": "apply_patch", "description": "Edit files; the input is a patch, not JSON.",
-     "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "*** Begin Patch" LF'}},
-    {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
-        {"type": "function", "name": "spawn_agent", "description": "Start a sub-agent.", "strict": False,
-         "parameters": {"type": "object", "properties": {"task": {"type": "string"}}}},
-        {"type": "function", "name": "close_agent", "strict": False, "parameters": {"type": "object"}},
-    ]},
-    {"type": "tool_search", "execution": "client", "description": "Find deferred tools.",
-     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}},
+    {
+        "type": "function",
+        "name": "exec_command",
+        "description": "Run a shell command.",
+        "strict": False,
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]},
+    },
+    {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "Edit files; the input is a patch, not JSON.",
+        "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "*** Begin Patch" LF'},
+    },
+    {
+        "type": "namespace",
+        "name": "multi_agent_v1",
+        "description": "Sub-agents.",
+        "tools": [
+            {
+                "type": "function",
+                "name": "spawn_agent",
+                "description": "Start a sub-agent.",
+                "strict": False,
+                "parameters": {"type": "object", "properties": {"task": {"type": "string"}}},
+            },
+            {"type": "function", "name": "close_agent", "strict": False, "parameters": {"type": "object"}},
+        ],
+    },
+    {
+        "type": "tool_search",
+        "execution": "client",
+        "description": "Find deferred tools.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
     {"type": "web_search", "external_web_access": False, "search_content_types": ["text", "image"]},
 ]
 
 
 def codex_request(model: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "model": model, "stream": True, "store": False, "input": items, "tools": TOOLS, "tool_choice": "auto",
-        "parallel_tool_calls": True, "reasoning": {"effort": "medium", "summary": "auto"},
-        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "session-1", "text": {"verbosity": "low"},
+        "model": model,
+        "stream": True,
+        "store": False,
+        "input": items,
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "session-1",
+        "text": {"verbosity": "low"},
         "client_metadata": {"session_id": "session-1", "x-codex-turn-metadata": "{}"},
     }
 
@@ -51,10 +82,20 @@ async def test_codex_request_is_accepted_and_the_model_sees_its_tools_as_functio
     stack: Stack, backend: ScriptedBackend, model: str
 ):
     async with stack.http() as http:
-        events = await events_of(http, codex_request(model, [
-            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be careful."}]},
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "say hi"}]},
-        ]))
+        events = await events_of(
+            http,
+            codex_request(
+                model,
+                [
+                    {
+                        "type": "message",
+                        "role": "developer",
+                        "content": [{"type": "input_text", "text": "Be careful."}],
+                    },
+                    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "say hi"}]},
+                ],
+            ),
+        )
     final = events[-1]
     assert final["type"] == "response.completed", final
     validate_response(final["response"])
@@ -68,18 +109,24 @@ async def test_codex_request_is_accepted_and_the_model_sees_its_tools_as_functio
 async def test_a_custom_tool_call_streams_and_round_trips_statelessly(
     stack: Stack, backend: ScriptedBackend, model: str
 ):
-    backend.script(model, [
-        Reply(tool_calls=[("apply_patch", {"input": PATCH})], reasoning="A file is needed."),
-        Reply(text="Done."),
-    ])
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("apply_patch", {"input": PATCH})], reasoning="A file is needed."),
+            Reply(text="Done."),
+        ],
+    )
     history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "add hello.txt"}]}]
     async with stack.http() as http:
         events = await events_of(http, codex_request(model, history))
         types = [event["type"] for event in events]
         for expected in ("response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"):
             assert expected in types
-        added = next(event["item"] for event in events if event["type"] == "response.output_item.added"
-                     and event["item"]["type"] == "custom_tool_call")
+        added = next(
+            event["item"]
+            for event in events
+            if event["type"] == "response.output_item.added" and event["item"]["type"] == "custom_tool_call"
+        )
         assert added["input"] == ""
         output = events[-1]["response"]["output"]
         reasoning, call = output
@@ -87,8 +134,15 @@ async def test_a_custom_tool_call_streams_and_round_trips_statelessly(
         assert reasoning["encrypted_content"] and "A file is needed" not in reasoning["encrypted_content"]
 
         # Codex keeps no state on the server: the next turn sends everything back.
-        history += [reasoning, call, {"type": "custom_tool_call_output", "call_id": call["call_id"],
-                                      "output": "Success. Updated the following files:\nA hello.txt"}]
+        history += [
+            reasoning,
+            call,
+            {
+                "type": "custom_tool_call_output",
+                "call_id": call["call_id"],
+                "output": "Success. Updated the following files:\nA hello.txt",
+            },
+        ]
         events = await events_of(http, codex_request(model, history))
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "Done."
     messages = backend.requests(model)[-1]["messages"]
@@ -101,17 +155,29 @@ async def test_a_custom_tool_call_streams_and_round_trips_statelessly(
 async def test_namespaced_calls_carry_their_namespace(stack: Stack, backend: ScriptedBackend, model: str):
     backend.script(model, [Reply(tool_calls=[("multi_agent_v1__spawn_agent", {"task": "look"})])])
     async with stack.http() as http:
-        answer = await http.post("/v1/responses", json=codex_request(model, [
-            {"type": "message", "role": "user", "content": "spawn one"}]) | {"stream": False})
+        answer = await http.post(
+            "/v1/responses",
+            json=codex_request(model, [{"type": "message", "role": "user", "content": "spawn one"}])
+            | {"stream": False},
+        )
     call = answer.json()["output"][0]
     assert (call["type"], call["name"], call["namespace"]) == ("function_call", "spawn_agent", "multi_agent_v1")
     async with stack.sdk() as sdk:
-        follow_up = await sdk.responses.create(model=model, input=[
-            {"type": "message", "role": "user", "content": "spawn one"},
-            {"type": "function_call", "call_id": call["call_id"], "name": "spawn_agent",
-             "namespace": "multi_agent_v1", "arguments": call["arguments"]},
-            {"type": "function_call_output", "call_id": call["call_id"], "output": "agent-7"},
-        ], tools=TOOLS)
+        follow_up = await sdk.responses.create(
+            model=model,
+            input=[
+                {"type": "message", "role": "user", "content": "spawn one"},
+                {
+                    "type": "function_call",
+                    "call_id": call["call_id"],
+                    "name": "spawn_agent",
+                    "namespace": "multi_agent_v1",
+                    "arguments": call["arguments"],
+                },
+                {"type": "function_call_output", "call_id": call["call_id"], "output": "agent-7"},
+            ],
+            tools=TOOLS,
+        )
     assert follow_up.status == "completed"
     sent = backend.requests(model)[-1]["messages"]
     assert sent[1]["tool_calls"][0]["function"]["name"] == "multi_agent_v1__spawn_agent"
@@ -121,15 +187,29 @@ async def test_sealed_reasoning_goes_back_upstream_when_the_backend_takes_it(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     backend.script(model, [Reply(text="4", reasoning="two plus two"), Reply(text="8")])
-    async with running_stack(temporal_address, backend, store, send_reasoning=True) as stack, \
-            stack.http() as http:
-        first = (await http.post("/v1/responses", json={
-            "model": model, "input": "2+2?", "store": False, "include": ["reasoning.encrypted_content"]})).json()
+    async with running_stack(temporal_address, backend, store, send_reasoning=True) as stack, stack.http() as http:
+        first = (
+            await http.post(
+                "/v1/responses",
+                json={"model": model, "input": "2+2?", "store": False, "include": ["reasoning.encrypted_content"]},
+            )
+        ).json()
         reasoning = first["output"][0]
         assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
         stateless = {key: value for key, value in reasoning.items() if key != "content"}
-        second = (await http.post("/v1/responses", json={"model": model, "store": False, "input": [
-            {"role": "user", "content": "2+2?"}, stateless, first["output"][1], {"role": "user", "content": "x2?"}]}))
+        second = await http.post(
+            "/v1/responses",
+            json={
+                "model": model,
+                "store": False,
+                "input": [
+                    {"role": "user", "content": "2+2?"},
+                    stateless,
+                    first["output"][1],
+                    {"role": "user", "content": "x2?"},
+                ],
+            },
+        )
     assert second.status_code == 200, second.text
     assistant = backend.requests(model)[-1]["messages"][1]
     assert assistant == {"role": "assistant", "content": "4", "reasoning_content": "two plus two"}

@@ -27,16 +27,30 @@ SMALL = "window-300"
 
 
 @pytest.fixture(scope="module")
-async def window_stack(temporal_address: str, backend: ScriptedBackend, store_kind: str,
-                       tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-                       ) -> AsyncIterator[Stack]:
+async def window_stack(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[Stack]:
     directory = tmp_path_factory.mktemp(f"window-{store_kind}")
     models = directory / "models.yaml"
-    models.write_text(yaml.safe_dump({"model_list": [
-        {"model_name": SMALL, "litellm_params": {"model": f"openai/{SMALL}", "api_base": backend.base_url},
-         "model_info": {"max_input_tokens": WINDOW}},
-        {"model_name": "*", "litellm_params": {"model": "openai/*", "api_base": backend.base_url}},
-    ]}), encoding="utf-8")
+    models.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {
+                        "model_name": SMALL,
+                        "litellm_params": {"model": f"openai/{SMALL}", "api_base": backend.base_url},
+                        "model_info": {"max_input_tokens": WINDOW},
+                    },
+                    {"model_name": "*", "litellm_params": {"model": "openai/*", "api_base": backend.base_url}},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     backend.limit_context(SMALL, WINDOW)
     store = empty_store(store_kind, directory, request)
     async with running_stack(temporal_address, backend, store, models_file=str(models)) as stack:
@@ -93,8 +107,9 @@ async def test_a_growing_chain_is_refused_once_it_cannot_fit_and_not_long_before
     refused = None
     for turn in range(20):
         try:
-            response = await sdk.responses.create(model=SMALL, input=words(25, tag(turn)),
-                                                  previous_response_id=previous)
+            response = await sdk.responses.create(
+                model=SMALL, input=words(25, tag(turn)), previous_response_id=previous
+            )
         except openai.BadRequestError as error:
             refused = error
             break
@@ -123,10 +138,10 @@ async def test_the_backends_refusal_fails_the_response_with_context_length_excee
     assert len(backend.requests(model)) == 1  # never retried: retrying cannot mend it
 
 
-async def test_a_llama_cpp_refusal_is_context_length_exceeded_too(stack: Stack, backend: ScriptedBackend,
-                                                                  model: str):
-    backend.script(model, [Reply(status=400, error_message="the request exceeds the available context size, "
-                                                            "try increasing it")])
+async def test_a_llama_cpp_refusal_is_context_length_exceeded_too(stack: Stack, backend: ScriptedBackend, model: str):
+    backend.script(
+        model, [Reply(status=400, error_message="the request exceeds the available context size, try increasing it")]
+    )
     async with stack.http() as http:
         failed = (await http.post("/v1/responses", json={"model": model, "input": "hello"})).json()
     assert failed["status"] == "failed" and failed["error"]["code"] == "context_length_exceeded", failed
@@ -140,8 +155,9 @@ async def test_with_truncation_auto_a_refusal_teaches_the_window_and_the_retry_f
     async with stack.sdk(timeout=60) as sdk:
         previous = None
         for turn in range(6):
-            response = await sdk.responses.create(model=model, input=words(20, tag(turn)), truncation="auto",
-                                                  previous_response_id=previous)
+            response = await sdk.responses.create(
+                model=model, input=words(20, tag(turn)), truncation="auto", previous_response_id=previous
+            )
             assert response.status == "completed", response.error
             previous = response.id
     sent = backend.requests(model)
@@ -159,8 +175,13 @@ async def test_truncation_auto_keeps_a_long_chain_going_within_the_window(
     earlier = len(backend.requests(SMALL))
     previous = None
     for turn in range(15):
-        response = await sdk.responses.create(model=SMALL, input=words(25, tag(turn)), truncation="auto",
-                                              instructions="Answer briefly.", previous_response_id=previous)
+        response = await sdk.responses.create(
+            model=SMALL,
+            input=words(25, tag(turn)),
+            truncation="auto",
+            instructions="Answer briefly.",
+            previous_response_id=previous,
+        )
         assert response.status == "completed", response.error
         assert response.truncation == "auto"
         previous = response.id
@@ -184,12 +205,17 @@ async def test_truncation_never_separates_a_tool_call_from_its_output(
     previous = None
     for turn in range(8):
         backend.script(SMALL, [Reply(tool_calls=[("lookup", {})])])
-        called = await sdk.responses.create(model=SMALL, input=words(15, tag(turn)), tools=tools,
-                                            truncation="auto", previous_response_id=previous)
+        called = await sdk.responses.create(
+            model=SMALL, input=words(15, tag(turn)), tools=tools, truncation="auto", previous_response_id=previous
+        )
         call = next(item for item in called.output if item.type == "function_call")
-        answered = await sdk.responses.create(model=SMALL, tools=tools, truncation="auto", previous_response_id=called.id,
-                                              input=[{"type": "function_call_output", "call_id": call.call_id,
-                                                      "output": words(10, "output")}])
+        answered = await sdk.responses.create(
+            model=SMALL,
+            tools=tools,
+            truncation="auto",
+            previous_response_id=called.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": words(10, "output")}],
+        )
         assert answered.status == "completed", answered.error
         previous = answered.id
     for body in sent_since(backend, earlier):
@@ -210,8 +236,11 @@ async def test_compaction_carries_a_100_turn_chain_within_the_window(
     compactions = 0
     for turn in range(100):
         response = await sdk.responses.create(
-            model=SMALL, input=words(12, tag(turn)), previous_response_id=previous,
-            context_management=[{"type": "compaction", "compact_threshold": 200}])
+            model=SMALL,
+            input=words(12, tag(turn)),
+            previous_response_id=previous,
+            context_management=[{"type": "compaction", "compact_threshold": 200}],
+        )
         assert response.status == "completed", (turn, response.error)
         kinds = [item.type for item in response.output]
         assert kinds[-1] == "message"
@@ -237,28 +266,36 @@ async def test_a_streamed_compaction_shows_its_item(sdk: openai.AsyncOpenAI, bac
         done = await sdk.responses.create(model=SMALL, input=words(40, tag(turn)), previous_response_id=previous)
         previous = done.id
     events = []
-    async with sdk.responses.stream(model=SMALL, input="and now?", previous_response_id=previous,
-                                    context_management=[{"type": "compaction", "compact_threshold": 100}]) as stream:
+    async with sdk.responses.stream(
+        model=SMALL,
+        input="and now?",
+        previous_response_id=previous,
+        context_management=[{"type": "compaction", "compact_threshold": 100}],
+    ) as stream:
         async for event in stream:
             events.append(event)
         final = await stream.get_final_response()
     types = [event.type for event in events]
     assert "response.compaction.compacting" in types
-    added = [event for event in events if event.type == "response.output_item.added" and event.item.type == "compaction"]
+    added = [
+        event for event in events if event.type == "response.output_item.added" and event.item.type == "compaction"
+    ]
     done = [event for event in events if event.type == "response.output_item.done" and event.item.type == "compaction"]
     assert len(added) == len(done) == 1 and done[0].item.encrypted_content
     assert [item.type for item in final.output] == ["compaction", "message"]
     assert final.output[0].encrypted_content == done[0].item.encrypted_content
 
 
-async def test_a_conversation_compacts_and_goes_on_from_its_summary(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
-):
+async def test_a_conversation_compacts_and_goes_on_from_its_summary(sdk: openai.AsyncOpenAI, backend: ScriptedBackend):
     conversation = await sdk.conversations.create()
     earlier = len(backend.requests(SMALL))
     for turn in range(12):
-        response = await sdk.responses.create(model=SMALL, input=words(20, tag(turn)), conversation=conversation.id,
-                                              context_management=[{"type": "compaction", "compact_threshold": 200}])
+        response = await sdk.responses.create(
+            model=SMALL,
+            input=words(20, tag(turn)),
+            conversation=conversation.id,
+            context_management=[{"type": "compaction", "compact_threshold": 200}],
+        )
         assert response.status == "completed", (turn, response.error)
     sent = sent_since(backend, earlier)
     assert all(reference_tokens(body) <= WINDOW for body in sent)
@@ -271,16 +308,23 @@ async def test_a_conversation_compacts_and_goes_on_from_its_summary(
 
 
 async def test_compact_through_the_sdk_and_go_on_from_its_item(sdk: openai.AsyncOpenAI, backend: ScriptedBackend):
-    history = [{"role": "user", "content": words(30, "early")}, {"role": "assistant", "content": "noted"},
-               {"role": "user", "content": "remember the number 42"}]
+    history = [
+        {"role": "user", "content": words(30, "early")},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": "remember the number 42"},
+    ]
     compacted = await sdk.responses.compact(model=SMALL, input=history)
     assert compacted.object == "response.compaction"
     assert [item.type for item in compacted.output] == ["compaction"]
     assert compacted.usage.total_tokens > 0
     earlier = len(backend.requests(SMALL))
     follow = await sdk.responses.create(
-        model=SMALL, input=[*[item.model_dump(exclude_none=True) for item in compacted.output],
-                            {"role": "user", "content": "what was the number?"}])
+        model=SMALL,
+        input=[
+            *[item.model_dump(exclude_none=True) for item in compacted.output],
+            {"role": "user", "content": "what was the number?"},
+        ],
+    )
     assert follow.status == "completed", follow.error
     messages = sent_since(backend, earlier)[0]["messages"]
     assert messages[0]["content"].startswith("Summary of the conversation so far")
@@ -291,8 +335,10 @@ async def test_compact_through_the_sdk_and_go_on_from_its_item(sdk: openai.Async
 
 async def test_a_compaction_item_not_made_here_is_refused(sdk: openai.AsyncOpenAI):
     with pytest.raises(openai.BadRequestError) as refused:
-        await sdk.responses.create(model=SMALL, input=[{"type": "compaction", "encrypted_content": "dr1.k.forged"},
-                                                       {"role": "user", "content": "hi"}])
+        await sdk.responses.create(
+            model=SMALL,
+            input=[{"type": "compaction", "encrypted_content": "dr1.k.forged"}, {"role": "user", "content": "hi"}],
+        )
     assert isinstance(refused.value.body, dict)
     assert refused.value.body["code"] == "invalid_encrypted_content"
     assert refused.value.body["param"] == "input[0].encrypted_content"
@@ -305,15 +351,15 @@ async def test_input_tokens_counts_what_the_first_turn_would_send(sdk: openai.As
     first = await sdk.responses.create(model=SMALL, input=words(30))
     chained = await sdk.responses.input_tokens.count(model=SMALL, input="hello there", previous_response_id=first.id)
     assert chained.input_tokens > short.input_tokens + 30
-    instructed = await sdk.responses.input_tokens.count(model=SMALL, input="hello there",
-                                                        instructions=words(20))
+    instructed = await sdk.responses.input_tokens.count(model=SMALL, input="hello there", instructions=words(20))
     assert instructed.input_tokens > short.input_tokens
     with pytest.raises(openai.NotFoundError):
         await sdk.responses.input_tokens.count(model=SMALL, input="x", previous_response_id="resp_nope")
     conversation = await sdk.conversations.create()
     with pytest.raises(openai.BadRequestError) as both:
-        await sdk.responses.input_tokens.count(model=SMALL, input="x", previous_response_id=first.id,
-                                               conversation=conversation.id)
+        await sdk.responses.input_tokens.count(
+            model=SMALL, input="x", previous_response_id=first.id, conversation=conversation.id
+        )
     assert isinstance(both.value.body, dict) and both.value.body["code"] == "mutually_exclusive_parameters"
 
 
@@ -334,41 +380,49 @@ async def test_a_window_is_read_from_the_backends_model_list_as_vllm_gives_it(ba
 
 
 async def test_a_compaction_trigger_last_in_input_compacts_and_answers_nothing_else(sdk: openai.AsyncOpenAI):
-    compacted = await sdk.responses.create(model=SMALL, input=[{"role": "user", "content": words(20)},
-                                                               {"type": "compaction_trigger"}])
+    compacted = await sdk.responses.create(
+        model=SMALL, input=[{"role": "user", "content": words(20)}, {"type": "compaction_trigger"}]
+    )
     assert compacted.status == "completed", compacted.error
     assert [item.type for item in compacted.output] == ["compaction"]
     with pytest.raises(openai.BadRequestError) as refused:
-        await sdk.responses.create(model=SMALL, input=[{"type": "compaction_trigger"},
-                                                       {"role": "user", "content": "hi"}])
+        await sdk.responses.create(
+            model=SMALL, input=[{"type": "compaction_trigger"}, {"role": "user", "content": "hi"}]
+        )
     assert isinstance(refused.value.body, dict) and refused.value.body["param"] == "input[0]"
 
 
 @pytest.mark.one_store
-async def test_the_demo_model_compacts_as_the_docs_show(temporal_address: str, backend: ScriptedBackend,
-                                                         store: EmptyStore):
+async def test_the_demo_model_compacts_as_the_docs_show(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore
+):
     """`docs/context-windows.md`'s snippet, against the demo model a newcomer starts with."""
     async with running_stack(temporal_address, backend, store, inference_base_url=DEMO_BASE_URL) as demo:
         async with demo.sdk(timeout=60) as sdk:
             previous, shown = None, []
             for text in ["my name is Ada", "I like tea", "what do you know about me?"]:
                 response = await sdk.responses.create(
-                    model="demo/echo", input=text, previous_response_id=previous,
-                    context_management=[{"type": "compaction", "compact_threshold": 40}])
+                    model="demo/echo",
+                    input=text,
+                    previous_response_id=previous,
+                    context_management=[{"type": "compaction", "compact_threshold": 40}],
+                )
                 shown.append(([item.type for item in response.output], response.output_text))
                 previous = response.id
     assert any("compaction" in types for types, _ in shown), shown
     assert "my name is Ada" in shown[-1][1], shown
 
 
-async def test_a_large_compaction_item_travels_parked_and_comes_back_whole(stack: Stack, backend: ScriptedBackend,
-                                                                            model: str):
+async def test_a_large_compaction_item_travels_parked_and_comes_back_whole(
+    stack: Stack, backend: ScriptedBackend, model: str
+):
     """A kept message of 3,800 words makes an item past what history carries whole: it is
     parked in the store on the way, and the client gets it whole."""
     long_message = words(3800, "kept")
     async with stack.sdk(timeout=60) as sdk:
-        compacted = await sdk.responses.create(model=model, input=[{"role": "user", "content": long_message},
-                                                                   {"type": "compaction_trigger"}])
+        compacted = await sdk.responses.create(
+            model=model, input=[{"role": "user", "content": long_message}, {"type": "compaction_trigger"}]
+        )
         item = compacted.output[0]
         assert item.type == "compaction" and len(item.encrypted_content) > 16 * 1024
         handle = stack.client.get_workflow_handle(compacted.id)
@@ -376,7 +430,8 @@ async def test_a_large_compaction_item_travels_parked_and_comes_back_whole(stack
         history = await handle.fetch_history()
         assert max(event.ByteSize() for event in history.events) < 16 * 1024  # it did not pass through whole
         assert (await sdk.responses.retrieve(compacted.id)).output[0].encrypted_content == item.encrypted_content
-        follow = await sdk.responses.create(model=model, input=[item.model_dump(exclude_none=True),
-                                                                {"role": "user", "content": "and?"}])
+        follow = await sdk.responses.create(
+            model=model, input=[item.model_dump(exclude_none=True), {"role": "user", "content": "and?"}]
+        )
     assert follow.status == "completed"
     assert [m["content"] for m in backend.requests(model)[-1]["messages"]][1:] == [long_message, "and?"]

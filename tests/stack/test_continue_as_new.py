@@ -27,12 +27,17 @@ async def _runs(client, workflow_id: str) -> list:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["wait", "stream"])
 async def test_a_long_history_continues_as_new_and_the_response_goes_on_where_it_was(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    model: str,
+    mcp_server: McpTestServer,
     stream: bool,
 ):
     execution = TEST_EXECUTION.model_copy(update={"continue_as_new_bytes": SMALL_HISTORY})
-    backend.script(model, [Reply(tool_calls=[("add", {"a": turn, "b": 1})]) for turn in range(TURNS)]
-                   + [Reply(text="all added")])
+    backend.script(
+        model, [Reply(tool_calls=[("add", {"a": turn, "b": 1})]) for turn in range(TURNS)] + [Reply(text="all added")]
+    )
     tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}
     body = {"model": model, "input": "add, again and again", "tools": [tool], "stream": stream}
     async with running_stack(temporal_address, backend, store, execution=execution) as stack:
@@ -68,14 +73,18 @@ async def test_a_long_history_continues_as_new_and_the_response_goes_on_where_it
     assert stored["usage"]["total_tokens"] > 0
     assert len(backend.requests(model)) == TURNS + 1, "an inference ran again after continuing as new"
     last = backend.requests(model)[-1]["messages"]
-    assert [message["content"] for message in last if message["role"] == "tool"] == \
-        [str(turn + 1) for turn in range(TURNS)], "the model lost tool results on the way"
+    assert [message["content"] for message in last if message["role"] == "tool"] == [
+        str(turn + 1) for turn in range(TURNS)
+    ], "the model lost tool results on the way"
     assert len(runs) >= 2, "the workflow never continued as new"
     assert ended == ResponseEnded(id=response_id, status="completed")
 
 
 async def test_a_response_with_a_short_history_is_one_run(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    model: str,
 ):
     backend.script(model, [Reply(text="short")])
     async with running_stack(temporal_address, backend, store) as stack:

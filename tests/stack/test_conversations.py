@@ -18,16 +18,17 @@ from tests.support.waiting import until_requested, until_terminal
 async def test_conversation_crud_and_items(sdk: openai.AsyncOpenAI):
     conversation = await sdk.conversations.create(
         metadata={"topic": "tests"},
-        items=[{"type": "message", "role": "user", "content": "first"},
-               {"role": "assistant", "content": "second"}],
+        items=[{"type": "message", "role": "user", "content": "first"}, {"role": "assistant", "content": "second"}],
     )
     assert conversation.id.startswith("conv_") and conversation.metadata == {"topic": "tests"}
     assert (await sdk.conversations.retrieve(conversation.id)).created_at == conversation.created_at
     updated = await sdk.conversations.update(conversation.id, metadata={"topic": "renamed"})
     assert updated.metadata == {"topic": "renamed"}
 
-    added = await sdk.conversations.items.create(conversation.id, items=[
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "third"}]}])
+    added = await sdk.conversations.items.create(
+        conversation.id,
+        items=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "third"}]}],
+    )
     assert [item.type for item in added.data] == ["message"]
     everything = await sdk.conversations.items.list(conversation.id, order="asc")
     texts = [item.content[0].text for item in everything.data]
@@ -57,20 +58,29 @@ async def test_responses_on_a_conversation_read_it_and_add_their_turns(
     assert first.conversation.id == conversation.id
     second = await sdk.responses.create(model=model, input="Again?", conversation={"id": conversation.id})
     sent = [(message["role"], message["content"]) for message in backend.requests(model)[-1]["messages"]]
-    assert sent == [("user", "My name is Ada."), ("user", "What is my name?"),
-                    ("assistant", "echo: What is my name?"), ("user", "Again?")]
+    assert sent == [
+        ("user", "My name is Ada."),
+        ("user", "What is my name?"),
+        ("assistant", "echo: What is my name?"),
+        ("user", "Again?"),
+    ]
     items = (await sdk.conversations.items.list(conversation.id, order="asc")).data
     assert (items[2].id, items[4].id) == (first.output[0].id, second.output[0].id), "items keep their ids"
     assert [(item.role, item.content[0].text) for item in items] == [
-        ("user", "My name is Ada."), ("user", "What is my name?"), ("assistant", "echo: What is my name?"),
-        ("user", "Again?"), ("assistant", "echo: Again?")]
+        ("user", "My name is Ada."),
+        ("user", "What is my name?"),
+        ("assistant", "echo: What is my name?"),
+        ("user", "Again?"),
+        ("assistant", "echo: Again?"),
+    ]
 
 
 async def test_one_response_at_a_time_on_a_conversation(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
     backend.script(model, [Reply(text="slow", delay=1.0)])
     conversation = await sdk.conversations.create()
-    running = await sdk.responses.create(model=model, input="take your time", conversation=conversation.id,
-                                         background=True)
+    running = await sdk.responses.create(
+        model=model, input="take your time", conversation=conversation.id, background=True
+    )
     await until_requested(backend, model)
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk.responses.create(model=model, input="me too", conversation=conversation.id)
@@ -98,17 +108,22 @@ async def test_a_failed_or_cancelled_response_adds_nothing_and_frees_the_convers
     assert (await sdk.responses.create(model=model, input="fine", conversation=conversation.id)).status == "completed"
 
 
-async def test_a_conversations_history_is_not_copied_per_response(
-    stack: Stack, sdk: openai.AsyncOpenAI, model: str
-):
+async def test_a_conversations_history_is_not_copied_per_response(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     conversation = await sdk.conversations.create(items=[{"role": "user", "content": "x" * 5000}])
-    ids = [(await sdk.responses.create(model=model, input=f"turn {turn}", conversation=conversation.id)).id
-           for turn in range(3)]
+    ids = [
+        (await sdk.responses.create(model=model, input=f"turn {turn}", conversation=conversation.id)).id
+        for turn in range(3)
+    ]
     url = stack.settings.database_url
-    sizes = [await store_probe.value(url, "SELECT length(CAST(messages AS TEXT)) FROM chat_contexts "
-                                          "WHERE response_id = :id", id=response_id) for response_id in ids]
-    kept = await store_probe.value(url, "SELECT count(*) FROM conversation_items WHERE conversation_id = :id",
-                                   id=conversation.id)
+    sizes = [
+        await store_probe.value(
+            url, "SELECT length(CAST(messages AS TEXT)) FROM chat_contexts WHERE response_id = :id", id=response_id
+        )
+        for response_id in ids
+    ]
+    kept = await store_probe.value(
+        url, "SELECT count(*) FROM conversation_items WHERE conversation_id = :id", id=conversation.id
+    )
     assert max(sizes) < 500, f"a response's own context holds the conversation: {sizes}"
     assert kept == 1 + 2 * 3
 
@@ -120,16 +135,23 @@ async def test_item_references_resolve_to_items_of_responses_and_conversations(
     conversation = await sdk.conversations.create(items=[{"role": "user", "content": "from a conversation"}])
     conversation_item = (await sdk.conversations.items.list(conversation.id)).data[0]
     input_item = (await sdk.responses.input_items.list(earlier.id)).data[0]
-    later = await sdk.responses.create(model=model, input=[
-        {"type": "item_reference", "id": input_item.id},
-        {"type": "item_reference", "id": earlier.output[0].id},
-        {"type": "item_reference", "id": conversation_item.id},
-        {"role": "user", "content": "now"},
-    ])
+    later = await sdk.responses.create(
+        model=model,
+        input=[
+            {"type": "item_reference", "id": input_item.id},
+            {"type": "item_reference", "id": earlier.output[0].id},
+            {"type": "item_reference", "id": conversation_item.id},
+            {"role": "user", "content": "now"},
+        ],
+    )
     assert later.status == "completed"
     sent = [(message["role"], message["content"]) for message in backend.requests(model)[-1]["messages"]]
-    assert sent == [("user", "remember me"), ("assistant", "echo: remember me"), ("user", "from a conversation"),
-                    ("user", "now")]
+    assert sent == [
+        ("user", "remember me"),
+        ("assistant", "echo: remember me"),
+        ("user", "from a conversation"),
+        ("user", "now"),
+    ]
     with pytest.raises(openai.NotFoundError) as missing:
         await sdk.responses.create(model=model, input=[{"type": "item_reference", "id": "msg_nowhere"}])
     assert missing.value.body["param"] == "input[0].id"
@@ -138,8 +160,9 @@ async def test_item_references_resolve_to_items_of_responses_and_conversations(
 async def test_the_agents_sdk_runs_on_a_conversation(stack: Stack, backend: ScriptedBackend, model: str):
     client = stack.sdk()
     conversation = await client.conversations.create()
-    agent = agents.Agent(name="echo", instructions="Be brief.",
-                         model=agents.OpenAIResponsesModel(model=model, openai_client=client))
+    agent = agents.Agent(
+        name="echo", instructions="Be brief.", model=agents.OpenAIResponsesModel(model=model, openai_client=client)
+    )
     first = await agents.Runner.run(agent, "one", conversation_id=conversation.id)
     second = await agents.Runner.run(agent, "two", conversation_id=conversation.id)
     assert (first.final_output, second.final_output) == ("echo: one", "echo: two")

@@ -48,7 +48,10 @@ def test_dev_serves_stops_cleanly_and_keeps_responses_across_restarts(dev: DevSt
     follow_up = client.responses.create(model="echo", input="and now?", previous_response_id=first.id)
     assert follow_up.status == "completed"
     sent = dev.backend.requests("echo")[-1]["messages"]
-    assert sent[:2] == [{"role": "user", "content": "remember me"}, {"role": "assistant", "content": "echo: remember me"}]
+    assert sent[:2] == [
+        {"role": "user", "content": "remember me"},
+        {"role": "assistant", "content": "echo: remember me"},
+    ]
 
     assert dev.stop(signal.SIGINT) == 0
     assert not port_open(dev.port) and not port_open(dev.temporal_port)
@@ -62,9 +65,21 @@ def test_health_is_503_until_every_part_is_up(tmp_path: Path, backend: ScriptedB
         serve_port = free_port()
         env = os.environ | {"INFERENCE_BASE_URL": backend.base_url}
         serve = subprocess.Popen(
-            [CLI, "serve", "--port", str(serve_port), "--temporal-address", f"127.0.0.1:{dev.temporal_port}",
-             "--task-queue", "nobody-polls-this", "--database-url", f"sqlite:///{tmp_path / 'serve.db'}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            [
+                CLI,
+                "serve",
+                "--port",
+                str(serve_port),
+                "--temporal-address",
+                f"127.0.0.1:{dev.temporal_port}",
+                "--task-queue",
+                "nobody-polls-this",
+                "--database-url",
+                f"sqlite:///{tmp_path / 'serve.db'}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         try:
             deadline = time.monotonic() + 30
@@ -117,13 +132,12 @@ def test_whole_stack_killed_mid_response_every_response_ends_after_restart(dev: 
 
     dev.start()
     client = dev.sdk()
-    for model, response in zip(background, created):
+    for model, response in zip(background, created, strict=True):
         final = _until_terminal(client, response.id)
         assert final.status == "completed" and final.output_text == f"{model} done"
         assert len(dev.backend.requests(model)) == 2, "the call lost in the crash was made again"
     streamed_id = before_crash[0].response.id
-    rest = list(client.responses.retrieve(streamed_id, stream=True,
-                                          starting_after=before_crash[-1].sequence_number))
+    rest = list(client.responses.retrieve(streamed_id, stream=True, starting_after=before_crash[-1].sequence_number))
     everything = before_crash + rest
     assert [event.sequence_number for event in everything] == list(range(len(everything)))
     assert "".join(e.delta for e in everything if e.type == "response.output_text.delta") == text
@@ -143,14 +157,21 @@ def test_dev_stops_in_bounded_time_with_work_in_flight_and_logs_no_request_urls(
         tag = uuid.uuid4().hex[:8]
         backend.script(f"add-{tag}", [Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3")])
         secret = f"sk-{tag}-never-logged"
-        tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never",
-                "headers": {"X-Api-Key": secret}}
+        tool = {
+            "type": "mcp",
+            "server_label": "tools",
+            "server_url": mcp_server.url,
+            "require_approval": "never",
+            "headers": {"X-Api-Key": secret},
+        }
         added = dev.sdk().responses.create(model=f"add-{tag}", input="add", tools=[tool])
         assert added.output_text == "3"
 
         backend.script(f"slow-{tag}", [Reply(text="too late", delay=120)])
-        waiting = threading.Thread(target=lambda: _ignore_errors(
-            lambda: dev.sdk().responses.create(model=f"slow-{tag}", input="wait")), daemon=True)
+        waiting = threading.Thread(
+            target=lambda: _ignore_errors(lambda: dev.sdk().responses.create(model=f"slow-{tag}", input="wait")),
+            daemon=True,
+        )
         waiting.start()
         deadline = time.monotonic() + 10
         while not backend.requests(f"slow-{tag}") and time.monotonic() < deadline:

@@ -18,12 +18,26 @@ from tests.support.mcp_servers import McpTestServer
 from tests.support.stack import EmptyStore, Stack
 
 REFUSED_URLS = [
-    "http://127.0.0.1:{port}/mcp", "http://127.1:{port}/mcp", "http://2130706433:{port}/mcp",
-    "http://0x7f.1:{port}/mcp", "http://0177.0.0.1:{port}/mcp", "http://localhost:{port}/mcp",
-    "http://[::1]:{port}/mcp", "http://[::ffff:127.0.0.1]:{port}/mcp", "http://[::ffff:7f00:1]:{port}/mcp",
-    "http://0.0.0.0:{port}/mcp", "http://10.1.2.3/mcp", "http://172.16.0.1/mcp", "http://192.168.1.1/mcp",
-    "http://169.254.169.254/latest/meta-data", "http://100.64.0.1/mcp", "http://[fe80::1]/mcp",
-    "http://[fc00::1]/mcp", "http://224.0.0.1/mcp", "http://255.255.255.255/mcp", "http://[2002:7f00:1::1]/mcp",
+    "http://127.0.0.1:{port}/mcp",
+    "http://127.1:{port}/mcp",
+    "http://2130706433:{port}/mcp",
+    "http://0x7f.1:{port}/mcp",
+    "http://0177.0.0.1:{port}/mcp",
+    "http://localhost:{port}/mcp",
+    "http://[::1]:{port}/mcp",
+    "http://[::ffff:127.0.0.1]:{port}/mcp",
+    "http://[::ffff:7f00:1]:{port}/mcp",
+    "http://0.0.0.0:{port}/mcp",
+    "http://10.1.2.3/mcp",
+    "http://172.16.0.1/mcp",
+    "http://192.168.1.1/mcp",
+    "http://169.254.169.254/latest/meta-data",
+    "http://100.64.0.1/mcp",
+    "http://[fe80::1]/mcp",
+    "http://[fc00::1]/mcp",
+    "http://224.0.0.1/mcp",
+    "http://255.255.255.255/mcp",
+    "http://[2002:7f00:1::1]/mcp",
     "http://no-such-host.invalid/mcp",
 ]
 
@@ -45,13 +59,23 @@ async def test_the_request_is_refused_with_one_message(temporal_address, backend
         async with stack.http() as http:
             # The test stack allows 127.0.0.1 (its MCP servers are there); everything else is refused.
             for url in [url for url in REFUSED_URLS if not any(part in url for part in loopback)]:
-                answer = await http.post("/v1/responses", json={"model": "m", "input": "hi", "tools": [
-                    {"type": "function", "name": "f"},
-                    {"type": "mcp", "server_label": "x", "server_url": url.format(port=80)}]})
+                answer = await http.post(
+                    "/v1/responses",
+                    json={
+                        "model": "m",
+                        "input": "hi",
+                        "tools": [
+                            {"type": "function", "name": "f"},
+                            {"type": "mcp", "server_label": "x", "server_url": url.format(port=80)},
+                        ],
+                    },
+                )
                 assert answer.status_code == 400, (url, answer.text)
                 answers.add(answer.text)
-    assert answers == {'{"error":{"message":"Invalid \'tools[1].server_url\': this server may not connect to that '
-                       'URL.","type":"invalid_request_error","param":"tools[1].server_url","code":"invalid_value"}}'}
+    assert answers == {
+        '{"error":{"message":"Invalid \'tools[1].server_url\': this server may not connect to that '
+        'URL.","type":"invalid_request_error","param":"tools[1].server_url","code":"invalid_value"}}'
+    }
 
 
 async def test_the_allowlist_opens_exactly_what_it_names(mcp_server: McpTestServer):
@@ -92,17 +116,34 @@ async def test_a_call_to_a_refused_server_fails_without_saying_why_on_the_networ
     assert str(raised.value) == "MCP server 'tools' may not be reached from this server (egress policy)"
 
 
-_private_v4 = st.sampled_from(["127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-                               "100.64.0.0/10", "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4"]).flatmap(
-    lambda network: st.integers(int(ipaddress.ip_network(network)[0]), int(ipaddress.ip_network(network)[-1])))
+_private_v4 = st.sampled_from(
+    [
+        "127.0.0.0/8",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "169.254.0.0/16",
+        "100.64.0.0/10",
+        "0.0.0.0/8",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    ]
+).flatmap(lambda network: st.integers(int(ipaddress.ip_network(network)[0]), int(ipaddress.ip_network(network)[-1])))
 
 
 def _spellings(number: int) -> list[str]:
     """One IPv4 address as people and parsers write it: dotted, decimal, hex, octal, short,
     and inside IPv6 (mapped, 6to4)."""
     a, b, c, d = ipaddress.IPv4Address(number).packed
-    return [f"{a}.{b}.{c}.{d}", str(number), hex(number), f"0{a:o}.{b}.{c}.{d}", f"{a}.{(b << 16) | (c << 8) | d}",
-            f"[::ffff:{a}.{b}.{c}.{d}]", f"[2002:{a:02x}{b:02x}:{c:02x}{d:02x}::1]"]
+    return [
+        f"{a}.{b}.{c}.{d}",
+        str(number),
+        hex(number),
+        f"0{a:o}.{b}.{c}.{d}",
+        f"{a}.{(b << 16) | (c << 8) | d}",
+        f"[::ffff:{a}.{b}.{c}.{d}]",
+        f"[2002:{a:02x}{b:02x}:{c:02x}{d:02x}::1]",
+    ]
 
 
 @settings(max_examples=200, deadline=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import openai
 import pytest
@@ -23,25 +23,49 @@ BAD_REQUESTS = [
     ({"model": "m"}, 400, "input", "Missing required parameter"),
     ({"model": "m", "input": "hi", "bogus": 1}, 400, "bogus", "Unknown parameter"),
     ({"model": "m", "input": [{"type": "teleport", "x": 1}]}, 400, "input[0].type", "teleport"),
-    ({"model": "m", "input": "hi", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]}, 400,
-     "tools[0].type", "code_interpreter"),
-    ({"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}, 404,
-     "tools[0].vector_store_ids[0]", "not found"),
-    ({"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": []}]}, 400,
-     "tools[0].vector_store_ids", "at least 1"),
+    (
+        {"model": "m", "input": "hi", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
+        400,
+        "tools[0].type",
+        "code_interpreter",
+    ),
+    (
+        {"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]},
+        404,
+        "tools[0].vector_store_ids[0]",
+        "not found",
+    ),
+    (
+        {"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": []}]},
+        400,
+        "tools[0].vector_store_ids",
+        "at least 1",
+    ),
     ({"model": "m", "input": "hi", "temperature": 7}, 400, "temperature", "less than or equal to 2"),
     ({"model": "m", "input": "hi", "prompt": {"id": "pmpt_1"}}, 400, "prompt", "prompt templates"),
     ({"model": "m", "input": "hi", "conversation": "conv_1"}, 404, "conversation", "not found"),
-    ({"model": "m", "input": "hi", "conversation": "conv_1", "previous_response_id": "resp_1"}, 400, None,
-     "mutually exclusive"),
+    (
+        {"model": "m", "input": "hi", "conversation": "conv_1", "previous_response_id": "resp_1"},
+        400,
+        None,
+        "mutually exclusive",
+    ),
     ({"model": "m", "input": "hi", "tool_choice": {"type": "function", "name": "nope"}}, 400, "tool_choice", "nope"),
     ({"model": "m", "input": "hi", "background": True, "store": False}, 400, "background", "store"),
     ({"model": "m", "input": [{"type": "item_reference", "id": "msg_1"}]}, 404, "input[0].id", "not found"),
     ({"model": "m", "input": "hi", "include": ["everything"]}, 400, "include[0]", "include"),
-    ({"model": "m", "input": [{"type": "function_call_output", "call_id": "call_zzz", "output": "x"}]},
-     400, "input[0]", "call_zzz"),
-    ({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]},
-     400, "input[0].content[0]", "image_url"),
+    (
+        {"model": "m", "input": [{"type": "function_call_output", "call_id": "call_zzz", "output": "x"}]},
+        400,
+        "input[0]",
+        "call_zzz",
+    ),
+    (
+        {"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]},
+        400,
+        "input[0].content[0]",
+        "image_url",
+    ),
     ({"model": "m", "input": "hi", "metadata": {f"k{i}": "v" for i in range(17)}}, 400, "metadata", "16"),
     ({"model": "m", "input": "hi", "previous_response_id": "resp_missing"}, 404, "previous_response_id", "not found"),
 ]
@@ -57,7 +81,7 @@ async def _workflow_count(stack: Stack, since: str) -> int:
 async def test_bad_requests_are_refused_before_temporal(stack: Stack, sdk: openai.AsyncOpenAI):
     await sdk.responses.create(model="warm-up", input="hi")
     await asyncio.sleep(1.5)  # visibility is eventually consistent
-    since = datetime.now(timezone.utc).isoformat()
+    since = datetime.now(UTC).isoformat()
     before = await _workflow_count(stack, since)
     async with stack.http() as http:
         for body, status, param, words in BAD_REQUESTS:
@@ -148,27 +172,39 @@ async def test_unreachable_backend_is_retried_then_fails_naming_it(
     async with running_stack(temporal_address, closed, store) as stack, stack.sdk() as client:
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
-    assert response.error.message == f"inference backend {closed.base_url} is unreachable: connection refused " \
-                                     "(is it running?)"
+    assert (
+        response.error.message == f"inference backend {closed.base_url} is unreachable: connection refused "
+        "(is it running?)"
+    )
 
 
 # A retry would come 20 s after the first attempt: a response that ends sooner was not retried.
-NO_RETRY_WITHIN = TEST_EXECUTION.model_copy(update={"inference": RetryBudget(
-    start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=20, maximum_interval_seconds=20)})
+NO_RETRY_WITHIN = TEST_EXECUTION.model_copy(
+    update={
+        "inference": RetryBudget(
+            start_to_close_seconds=30, maximum_attempts=3, initial_interval_seconds=20, maximum_interval_seconds=20
+        )
+    }
+)
 
 
-@pytest.mark.parametrize(("base_url", "words"), [
-    ("http://no-such-host.invalid/v1", "name resolution failed for 'no-such-host.invalid'"),
-    ("https://127.0.0.1:{port}/v1", "TLS handshake failed"),
-])
+@pytest.mark.parametrize(
+    ("base_url", "words"),
+    [
+        ("http://no-such-host.invalid/v1", "name resolution failed for 'no-such-host.invalid'"),
+        ("https://127.0.0.1:{port}/v1", "TLS handshake failed"),
+    ],
+)
 async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
     temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str, base_url: str, words: str
 ):
     """A host that does not resolve, TLS to a plain-HTTP server: settings to fix, which no
     retry mends, so the response fails at once with the URL and the cause."""
     url = base_url.format(port=backend.port)
-    async with running_stack(temporal_address, backend, store, inference_base_url=url,
-                             execution=NO_RETRY_WITHIN) as stack, stack.sdk() as client:
+    async with (
+        running_stack(temporal_address, backend, store, inference_base_url=url, execution=NO_RETRY_WITHIN) as stack,
+        stack.sdk() as client,
+    ):
         started = time.monotonic()
         response = await client.responses.create(model=model, input="hi")
         took = time.monotonic() - started
@@ -178,21 +214,32 @@ async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
     assert took < 15, "failed only after a retry"
 
 
-@pytest.mark.parametrize(("status", "api_key", "words"), [
-    (401, "", "it wants an API key and none is set: set INFERENCE_API_KEY"),
-    (401, "sk-wrong", "the API key was refused: set INFERENCE_API_KEY"),
-    (404, "", "is model '{model}' served there, and does INFERENCE_BASE_URL end in /v1?"),
-])
+@pytest.mark.parametrize(
+    ("status", "api_key", "words"),
+    [
+        (401, "", "it wants an API key and none is set: set INFERENCE_API_KEY"),
+        (401, "sk-wrong", "the API key was refused: set INFERENCE_API_KEY"),
+        (404, "", "is model '{model}' served there, and does INFERENCE_BASE_URL end in /v1?"),
+    ],
+)
 async def test_a_refused_key_or_an_unknown_model_fails_at_once_saying_what_to_check(
-    temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str, status: int, api_key: str,
+    temporal_address: str,
+    store: EmptyStore,
+    backend: ScriptedBackend,
+    model: str,
+    status: int,
+    api_key: str,
     words: str,
 ):
     backend.script(model, [Reply(status=status, error_message="nope")])
-    async with running_stack(temporal_address, backend, store, inference_api_key=api_key) as stack, \
-            stack.sdk() as client:
+    async with (
+        running_stack(temporal_address, backend, store, inference_api_key=api_key) as stack,
+        stack.sdk() as client,
+    ):
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
-    assert response.error.message == (f"inference backend {backend.base_url} answered {status}: nope "
-                                      f"({words.format(model=model)})")
+    assert response.error.message == (
+        f"inference backend {backend.base_url} answered {status}: nope ({words.format(model=model)})"
+    )
     assert api_key == "" or api_key not in response.error.message
     assert len(backend.requests(model)) == 1, "retrying cannot mend a refused key or an unknown model"

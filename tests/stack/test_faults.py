@@ -50,8 +50,9 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
         events = []
         broken = None
         try:
-            async with openai.AsyncOpenAI(base_url=url_a, api_key="test", max_retries=0,
-                                          _strict_response_validation=True) as client_a:
+            async with openai.AsyncOpenAI(
+                base_url=url_a, api_key="test", max_retries=0, _strict_response_validation=True
+            ) as client_a:
                 try:
                     async for event in await client_a.responses.create(model=model, input="long", stream=True):
                         events.append(event)
@@ -65,7 +66,8 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
         assert events[-1].type != "response.completed"
         async with stack.sdk(timeout=30) as client_b:
             rest = [
-                event async for event in await client_b.responses.retrieve(
+                event
+                async for event in await client_b.responses.retrieve(
                     events[0].response.id, stream=True, starting_after=events[-1].sequence_number
                 )
             ]
@@ -77,9 +79,7 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-async def test_upstream_connection_reset_then_recovery(
-    stack, backend: ScriptedBackend, model: str, stream: bool
-):
+async def test_upstream_connection_reset_then_recovery(stack, backend: ScriptedBackend, model: str, stream: bool):
     backend.script(model, [Reply(text=TEXT, cut_after_chunks=3), Reply(status=500), Reply(text=TEXT)])
     async with stack.sdk(timeout=30) as client:
         if stream:

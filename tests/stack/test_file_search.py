@@ -22,8 +22,11 @@ ANSWER = "Water tomatoes deeply twice a week [1]."
 
 
 async def upload_three(sdk: openai.AsyncOpenAI) -> list[str]:
-    files = [("tomatoes.md", GARDENING.encode()), ("bread.html", BAKING.encode()),
-             ("andromeda.pdf", pdf_with_text(ASTRONOMY_LINES))]
+    files = [
+        ("tomatoes.md", GARDENING.encode()),
+        ("bread.html", BAKING.encode()),
+        ("andromeda.pdf", pdf_with_text(ASTRONOMY_LINES)),
+    ]
     return [(await sdk.files.create(file=(name, content), purpose="assistants")).id for name, content in files]
 
 
@@ -47,9 +50,11 @@ async def test_files_go_into_a_vector_store_and_a_search_ranks_the_right_chunk_f
     assert (await sdk.files.content(file_ids[0])).content == GARDENING.encode()
     store_id = await completed_store(sdk, file_ids)
 
-    for query, expected in (("how often should I water tomatoes", file_ids[0]),
-                            ("feeding a sourdough starter", file_ids[1]),
-                            ("how far away is the Andromeda galaxy", file_ids[2])):
+    for query, expected in (
+        ("how often should I water tomatoes", file_ids[0]),
+        ("feeding a sourdough starter", file_ids[1]),
+        ("how far away is the Andromeda galaxy", file_ids[2]),
+    ):
         page = await sdk.vector_stores.search(store_id, query=query)
         assert page.data[0].file_id == expected, (query, [(hit.filename, hit.score) for hit in page.data])
         assert 0 < page.data[0].score <= 1
@@ -70,23 +75,33 @@ async def test_files_go_into_a_vector_store_and_a_search_ranks_the_right_chunk_f
 async def test_upload_and_poll_attributes_and_filters(stack: Stack, sdk):
     store = await sdk.vector_stores.create(name="filtered")
     garden = await sdk.files.create(file=("garden.md", GARDENING.encode()), purpose="user_data")
-    entry = await sdk.vector_stores.files.create_and_poll(vector_store_id=store.id, file_id=garden.id,
-                                                          attributes={"topic": "garden", "year": 2024})
+    entry = await sdk.vector_stores.files.create_and_poll(
+        vector_store_id=store.id, file_id=garden.id, attributes={"topic": "garden", "year": 2024}
+    )
     assert entry.status == "completed" and entry.attributes == {"topic": "garden", "year": 2024}
-    uploaded = await sdk.vector_stores.files.upload_and_poll(vector_store_id=store.id,
-                                                             file=("bread.html", BAKING.encode()))
+    uploaded = await sdk.vector_stores.files.upload_and_poll(
+        vector_store_id=store.id, file=("bread.html", BAKING.encode())
+    )
     assert uploaded.status == "completed"
     await sdk.vector_stores.files.update(uploaded.id, vector_store_id=store.id, attributes={"topic": "kitchen"})
 
-    only_kitchen = await sdk.vector_stores.search(store.id, query="water the plants",
-                                                  filters={"type": "eq", "key": "topic", "value": "kitchen"})
+    only_kitchen = await sdk.vector_stores.search(
+        store.id, query="water the plants", filters={"type": "eq", "key": "topic", "value": "kitchen"}
+    )
     assert {hit.file_id for hit in only_kitchen.data} == {uploaded.id}
     recent = await sdk.vector_stores.search(
-        store.id, query="tomatoes", filters={"type": "and", "filters": [
-            {"type": "gte", "key": "year", "value": 2020}, {"type": "ne", "key": "topic", "value": "kitchen"}]})
+        store.id,
+        query="tomatoes",
+        filters={
+            "type": "and",
+            "filters": [
+                {"type": "gte", "key": "year", "value": 2020},
+                {"type": "ne", "key": "topic", "value": "kitchen"},
+            ],
+        },
+    )
     assert [hit.file_id for hit in recent.data] == [garden.id]
-    strict = await sdk.vector_stores.search(store.id, query="tomatoes",
-                                            ranking_options={"score_threshold": 0.99})
+    strict = await sdk.vector_stores.search(store.id, query="tomatoes", ranking_options={"score_threshold": 0.99})
     assert strict.data == []
 
     await sdk.vector_stores.files.delete(garden.id, vector_store_id=store.id)
@@ -99,13 +114,15 @@ async def test_upload_and_poll_attributes_and_filters(stack: Stack, sdk):
         await sdk.vector_stores.retrieve(store.id)
 
 
-async def test_a_response_searches_the_files_and_cites_them(stack: Stack, sdk, backend: ScriptedBackend,
-                                                           model: str):
+async def test_a_response_searches_the_files_and_cites_them(stack: Stack, sdk, backend: ScriptedBackend, model: str):
     store_id = await completed_store(sdk, await upload_three(sdk))
     backend.script(model, [Reply(tool_calls=[("file_search", {"query": "watering tomatoes"})]), Reply(text=ANSWER)])
-    response = await sdk.responses.create(model=model, input="How often do I water tomatoes?",
-                                          tools=[{"type": "file_search", "vector_store_ids": [store_id]}],
-                                          include=["file_search_call.results"])
+    response = await sdk.responses.create(
+        model=model,
+        input="How often do I water tomatoes?",
+        tools=[{"type": "file_search", "vector_store_ids": [store_id]}],
+        include=["file_search_call.results"],
+    )
     assert response.status == "completed"
     async with stack.http() as http:  # the OpenResponses schema has no file_search_call: the rest must pass
         shown = (await http.get(f"/v1/responses/{response.id}")).json()
@@ -129,28 +146,37 @@ async def test_a_response_searches_the_files_and_cites_them(stack: Stack, sdk, b
     await keep_recording("file_search", stack.client, response.id)
 
     backend.script(model, [Reply(tool_calls=[("file_search", {"query": "sourdough"})]), Reply(text="Bake it.")])
-    plain = await sdk.responses.create(model=model, input="Bread?",
-                                       tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    plain = await sdk.responses.create(
+        model=model, input="Bread?", tools=[{"type": "file_search", "vector_store_ids": [store_id]}]
+    )
     assert plain.output[0].type == "file_search_call" and plain.output[0].results is None  # not included
 
 
 async def test_a_streamed_file_search_sends_its_events(stack: Stack, sdk, backend: ScriptedBackend, model: str):
     store_id = await completed_store(sdk, await upload_three(sdk))
-    backend.script(model, [Reply(tool_calls=[("file_search", {"query": "Andromeda"})]),
-                           Reply(text="About 2.5 million light years [1].")])
+    backend.script(
+        model,
+        [Reply(tool_calls=[("file_search", {"query": "Andromeda"})]), Reply(text="About 2.5 million light years [1].")],
+    )
     events = []
-    async with sdk.responses.stream(model=model, input="How far is Andromeda?",
-                                    tools=[{"type": "file_search", "vector_store_ids": [store_id]}]) as stream:
+    async with sdk.responses.stream(
+        model=model, input="How far is Andromeda?", tools=[{"type": "file_search", "vector_store_ids": [store_id]}]
+    ) as stream:
         async for event in stream:
-            if "file_search" not in event.type and getattr(getattr(event, "item", None), "type", "") \
-                    != "file_search_call" and event.type not in ("response.completed", "response.in_progress",
-                                                                  "response.created"):
+            if (
+                "file_search" not in event.type
+                and getattr(getattr(event, "item", None), "type", "") != "file_search_call"
+                and event.type not in ("response.completed", "response.in_progress", "response.created")
+            ):
                 validate_event(event.model_dump(mode="json"))
             events.append(event)
     kinds = [event.type for event in events]
     searching = [kind for kind in kinds if kind.startswith("response.file_search_call.")]
-    assert searching == ["response.file_search_call.in_progress", "response.file_search_call.searching",
-                         "response.file_search_call.completed"]
+    assert searching == [
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+    ]
     final = events[-1].response
     assert final.output[0].type == "file_search_call" and final.output[0].status == "completed"
     assert final.output[1].content[0].annotations[0].filename == "andromeda.pdf"
@@ -174,12 +200,19 @@ async def test_a_file_that_cannot_be_read_fails_with_its_reason(stack: Stack, sd
 
 async def test_a_batch_adds_files_and_can_be_cancelled(stack: Stack, sdk, backend: ScriptedBackend):
     store = await sdk.vector_stores.create(name="batches")
-    ids = [(await sdk.files.create(file=(f"note{n}.txt", f"note number {n} about comets".encode()),
-                                   purpose="assistants")).id for n in range(3)]
-    batch = await sdk.vector_stores.file_batches.create_and_poll(vector_store_id=store.id, file_ids=ids,
-                                                                 chunking_strategy={"type": "static", "static": {
-                                                                     "max_chunk_size_tokens": 200,
-                                                                     "chunk_overlap_tokens": 50}})
+    ids = [
+        (
+            await sdk.files.create(
+                file=(f"note{n}.txt", f"note number {n} about comets".encode()), purpose="assistants"
+            )
+        ).id
+        for n in range(3)
+    ]
+    batch = await sdk.vector_stores.file_batches.create_and_poll(
+        vector_store_id=store.id,
+        file_ids=ids,
+        chunking_strategy={"type": "static", "static": {"max_chunk_size_tokens": 200, "chunk_overlap_tokens": 50}},
+    )
     assert batch.status == "completed" and batch.file_counts.completed == 3
     listed = await sdk.vector_stores.file_batches.list_files(batch.id, vector_store_id=store.id)
     assert {entry.id for entry in listed.data} == set(ids)
@@ -193,11 +226,26 @@ async def test_bad_requests_name_their_parameter_and_leave_nothing(stack: Stack)
     async with stack.http() as http:
         checks = [
             ("POST", "/v1/vector_stores", {"file_ids": ["file_missing"]}, 404, "file_ids[0]"),
-            ("POST", "/v1/vector_stores", {"chunking_strategy": {"type": "static", "static": {
-                "max_chunk_size_tokens": 100, "chunk_overlap_tokens": 80}}}, 400, "chunking_strategy.static"),
+            (
+                "POST",
+                "/v1/vector_stores",
+                {
+                    "chunking_strategy": {
+                        "type": "static",
+                        "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 80},
+                    }
+                },
+                400,
+                "chunking_strategy.static",
+            ),
             ("POST", "/v1/vector_stores", {"name": "x" * 300}, 400, "name"),
-            ("POST", "/v1/vector_stores", {"expires_after": {"anchor": "created_at", "days": 1}}, 400,
-             "expires_after.anchor"),
+            (
+                "POST",
+                "/v1/vector_stores",
+                {"expires_after": {"anchor": "created_at", "days": 1}},
+                400,
+                "expires_after.anchor",
+            ),
             ("GET", "/v1/vector_stores/vs_missing", None, 404, "vector_store_id"),
             ("GET", "/v1/files/file_missing", None, 404, "file_id"),
             ("GET", "/v1/files?limit=0", None, 400, "limit"),
@@ -220,8 +268,9 @@ async def test_bad_requests_name_their_parameter_and_leave_nothing(stack: Stack)
         store = (await http.post("/v1/vector_stores", json={})).json()
         search = await http.post(f"/v1/vector_stores/{store['id']}/search", json={"query": "x", "max_num_results": 99})
         assert search.status_code == 400 and search.json()["error"]["param"] == "max_num_results"
-        search = await http.post(f"/v1/vector_stores/{store['id']}/search",
-                                 json={"query": "x", "filters": {"type": "eq", "key": "k"}})
+        search = await http.post(
+            f"/v1/vector_stores/{store['id']}/search", json={"query": "x", "filters": {"type": "eq", "key": "k"}}
+        )
         assert search.status_code == 400 and search.json()["error"]["param"].startswith("filters")
 
 
@@ -229,12 +278,18 @@ async def test_a_file_too_large_is_refused_before_it_is_read(stack: Stack):
     """A body that says it is 64 MiB is refused at once, before any of it is read."""
     host, port = stack.base_url.removeprefix("http://").removesuffix("/v1").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(b"POST /v1/files HTTP/1.1\r\nhost: %s\r\ncontent-type: multipart/form-data; boundary=b\r\n"
-                 b"content-length: %d\r\n\r\n--b\r\n" % (host.encode(), 64 * 1024 * 1024))
+    writer.write(
+        b"POST /v1/files HTTP/1.1\r\nhost: %s\r\ncontent-type: multipart/form-data; boundary=b\r\n"
+        b"content-length: %d\r\n\r\n--b\r\n" % (host.encode(), 64 * 1024 * 1024)
+    )
     await writer.drain()
     status = await asyncio.wait_for(reader.readline(), 10)
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    length = int(
+        next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    )
     body = json.loads(await asyncio.wait_for(reader.readexactly(length), 10))
     writer.close()
-    assert status.split()[1] == b"413" and body["error"]["param"] == "file" and body["error"]["code"] == "file_too_large"
+    assert (
+        status.split()[1] == b"413" and body["error"]["param"] == "file" and body["error"]["code"] == "file_too_large"
+    )

@@ -17,29 +17,54 @@ from tests.support import store_probe
 from tests.support.stack import Stack
 from tests.support.strategies import ATTRIBUTE_VALUES, FILTERS, TEXT
 
-_CHUNKING = st.one_of(ATTRIBUTE_VALUES, st.fixed_dictionaries({"type": st.sampled_from(["auto", "static", "other"])}),
-                      st.fixed_dictionaries({"type": st.just("static"), "static": st.fixed_dictionaries({
-                          "max_chunk_size_tokens": st.integers(0, 5000),
-                          "chunk_overlap_tokens": st.integers(-1, 3000)})}))
-_STORE_BODIES = st.fixed_dictionaries({}, optional={
-    "name": st.one_of(TEXT, st.text(min_size=250, max_size=300), st.integers()),
-    "file_ids": st.one_of(ATTRIBUTE_VALUES, st.lists(st.sampled_from(["file_missing", "", "x" * 90]), max_size=3)),
-    "chunking_strategy": _CHUNKING,
-    "expires_after": st.one_of(ATTRIBUTE_VALUES, st.fixed_dictionaries({"anchor": st.sampled_from(["last_active_at", "x"]),
-                                                               "days": st.integers(-1, 400)})),
-    "metadata": st.one_of(ATTRIBUTE_VALUES, st.dictionaries(TEXT, TEXT, max_size=3)),
-    "bogus": st.integers(),
-})
-_SEARCH_BODIES = st.fixed_dictionaries({}, optional={
-    "query": st.one_of(ATTRIBUTE_VALUES, st.lists(TEXT, max_size=12), st.text(min_size=1, max_size=50)),
-    "max_num_results": st.one_of(st.integers(-1, 60), ATTRIBUTE_VALUES),
-    "filters": st.one_of(FILTERS, ATTRIBUTE_VALUES),
-    "ranking_options": st.one_of(ATTRIBUTE_VALUES, st.fixed_dictionaries({}, optional={
-        "ranker": st.sampled_from(["auto", "none", "best"]), "score_threshold": st.floats(-1, 2, allow_nan=False),
-        "hybrid_search": st.fixed_dictionaries({"embedding_weight": st.floats(-1, 2),
-                                                "text_weight": st.floats(-1, 2)})})),
-    "rewrite_query": ATTRIBUTE_VALUES,
-})
+_CHUNKING = st.one_of(
+    ATTRIBUTE_VALUES,
+    st.fixed_dictionaries({"type": st.sampled_from(["auto", "static", "other"])}),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("static"),
+            "static": st.fixed_dictionaries(
+                {"max_chunk_size_tokens": st.integers(0, 5000), "chunk_overlap_tokens": st.integers(-1, 3000)}
+            ),
+        }
+    ),
+)
+_STORE_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.one_of(TEXT, st.text(min_size=250, max_size=300), st.integers()),
+        "file_ids": st.one_of(ATTRIBUTE_VALUES, st.lists(st.sampled_from(["file_missing", "", "x" * 90]), max_size=3)),
+        "chunking_strategy": _CHUNKING,
+        "expires_after": st.one_of(
+            ATTRIBUTE_VALUES,
+            st.fixed_dictionaries({"anchor": st.sampled_from(["last_active_at", "x"]), "days": st.integers(-1, 400)}),
+        ),
+        "metadata": st.one_of(ATTRIBUTE_VALUES, st.dictionaries(TEXT, TEXT, max_size=3)),
+        "bogus": st.integers(),
+    },
+)
+_SEARCH_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "query": st.one_of(ATTRIBUTE_VALUES, st.lists(TEXT, max_size=12), st.text(min_size=1, max_size=50)),
+        "max_num_results": st.one_of(st.integers(-1, 60), ATTRIBUTE_VALUES),
+        "filters": st.one_of(FILTERS, ATTRIBUTE_VALUES),
+        "ranking_options": st.one_of(
+            ATTRIBUTE_VALUES,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "ranker": st.sampled_from(["auto", "none", "best"]),
+                    "score_threshold": st.floats(-1, 2, allow_nan=False),
+                    "hybrid_search": st.fixed_dictionaries(
+                        {"embedding_weight": st.floats(-1, 2), "text_weight": st.floats(-1, 2)}
+                    ),
+                },
+            ),
+        ),
+        "rewrite_query": ATTRIBUTE_VALUES,
+    },
+)
 STORE_PARAMS = ("name", "file_ids", "chunking_strategy", "expires_after", "metadata", "bogus")
 SEARCH_PARAMS = ("query", "max_num_results", "filters", "ranking_options", "rewrite_query", None)
 
@@ -47,7 +72,8 @@ SEARCH_PARAMS = ("query", "max_num_results", "filters", "ranking_options", "rewr
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=_STORE_BODIES)
 async def test_any_vector_store_body_makes_one_or_is_a_4xx_naming_its_parameter_that_leaves_nothing(
-        stack: Stack, body: dict[str, Any]):
+    stack: Stack, body: dict[str, Any]
+):
     before = await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM vector_stores")
     async with stack.http() as http:
         answer = await http.post("/v1/vector_stores", json=body)
@@ -62,8 +88,9 @@ async def test_any_vector_store_body_makes_one_or_is_a_4xx_naming_its_parameter_
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=_SEARCH_BODIES)
-async def test_any_search_body_searches_or_is_a_400_naming_its_parameter(stack: Stack, searched_store: str,
-                                                                        body: dict[str, Any]):
+async def test_any_search_body_searches_or_is_a_400_naming_its_parameter(
+    stack: Stack, searched_store: str, body: dict[str, Any]
+):
     async with stack.http() as http:
         answer = await http.post(f"/v1/vector_stores/{searched_store}/search", json=body)
     if answer.status_code == 200:
@@ -75,17 +102,21 @@ async def test_any_search_body_searches_or_is_a_400_naming_its_parameter(stack: 
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.one_of(st.binary(max_size=3000), st.text(max_size=3000).map(str.encode)),
-       suffix=st.sampled_from([".txt", ".md", ".html", ".json", ".pdf", ".png", "", ".csv"]))
+@given(
+    content=st.one_of(st.binary(max_size=3000), st.text(max_size=3000).map(str.encode)),
+    suffix=st.sampled_from([".txt", ".md", ".html", ".json", ".pdf", ".png", "", ".csv"]),
+)
 async def test_any_file_ends_completed_or_failed_with_a_reason(stack: Stack, content: bytes, suffix: str):
     async with stack.http() as http:
-        uploaded = await http.post("/v1/files", files={"file": (f"upload{suffix}", content),
-                                                       "purpose": (None, "assistants")})
+        uploaded = await http.post(
+            "/v1/files", files={"file": (f"upload{suffix}", content), "purpose": (None, "assistants")}
+        )
         assert uploaded.status_code == 200, uploaded.text
         store = (await http.post("/v1/vector_stores", json={"file_ids": [uploaded.json()["id"]]})).json()
         deadline = time.monotonic() + 30
-        while (entry := (await http.get(f"/v1/vector_stores/{store['id']}/files/{uploaded.json()['id']}")).json()
-               )["status"] == "in_progress":
+        while (entry := (await http.get(f"/v1/vector_stores/{store['id']}/files/{uploaded.json()['id']}")).json())[
+            "status"
+        ] == "in_progress":
             assert time.monotonic() < deadline, "ingestion did not end"
             await asyncio.sleep(0.1)
         await http.delete(f"/v1/vector_stores/{store['id']}")
@@ -95,14 +126,11 @@ async def test_any_file_ends_completed_or_failed_with_a_reason(stack: Stack, con
         assert entry["last_error"]["code"] in ("unsupported_file", "invalid_file"), entry
 
 
-
-
-
-
 @pytest.fixture(scope="module")
 async def searched_store(stack: Stack) -> str:
     async with stack.http() as http:
-        uploaded = await http.post("/v1/files", files={"file": ("notes.md", b"alpha beta gamma"),
-                                                       "purpose": (None, "assistants")})
+        uploaded = await http.post(
+            "/v1/files", files={"file": ("notes.md", b"alpha beta gamma"), "purpose": (None, "assistants")}
+        )
         store = (await http.post("/v1/vector_stores", json={"file_ids": [uploaded.json()["id"]]})).json()
     return store["id"]

@@ -44,11 +44,20 @@ hostile_text = st.one_of(
     st.integers(10_000, 3_000_000).map(lambda size: "x" * size),
 )
 huge_numbers = st.one_of(
-    st.integers(-(2**80), 2**80), st.floats(allow_nan=True, allow_infinity=True), st.just(10**23),
-    st.just(-1), st.just(0),
+    st.integers(-(2**80), 2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(10**23),
+    st.just(-1),
+    st.just(0),
 )
-wrong_types = st.one_of(st.none(), st.booleans(), huge_numbers, hostile_text, st.lists(st.integers(), max_size=2),
-                        st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+wrong_types = st.one_of(
+    st.none(),
+    st.booleans(),
+    huge_numbers,
+    hostile_text,
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
 
 
 def nested(depth: int) -> Any:
@@ -71,20 +80,33 @@ content_parts = st.one_of(
     st.fixed_dictionaries({"type": hostile_text, "text": hostile_text}),
 )
 input_items = st.one_of(
-    st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "developer", "assistant", "x"]),
-                           "content": st.one_of(hostile_text, st.lists(content_parts, max_size=3))}),
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "system", "developer", "assistant", "x"]),
+            "content": st.one_of(hostile_text, st.lists(content_parts, max_size=3)),
+        }
+    ),
     st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": hostile_text, "output": hostile_text}),
     st.fixed_dictionaries({"type": st.just("item_reference"), "id": hostile_text}),
-    st.fixed_dictionaries({"type": st.just("mcp_approval_response"), "approval_request_id": hostile_text,
-                           "approve": wrong_types}),
-    st.fixed_dictionaries({"type": st.just("compaction"), "encrypted_content": st.one_of(
-        hostile_text, st.just("plain.eyJzdW1tYXJ5IjogMX0"), st.just("dr1.k.forged"))}),
+    st.fixed_dictionaries(
+        {"type": st.just("mcp_approval_response"), "approval_request_id": hostile_text, "approve": wrong_types}
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("compaction"),
+            "encrypted_content": st.one_of(hostile_text, st.just("plain.eyJzdW1tYXJ5IjogMX0"), st.just("dr1.k.forged")),
+        }
+    ),
     st.fixed_dictionaries({"type": st.just("compaction_trigger")}, optional={"id": hostile_text}),
     json_values,
 )
 context_management = st.one_of(
-    st.lists(st.fixed_dictionaries({"type": st.one_of(st.just("compaction"), hostile_text)},
-                                   optional={"compact_threshold": huge_numbers}), max_size=2),
+    st.lists(
+        st.fixed_dictionaries(
+            {"type": st.one_of(st.just("compaction"), hostile_text)}, optional={"compact_threshold": huge_numbers}
+        ),
+        max_size=2,
+    ),
     json_values,
 )
 function_tools = st.fixed_dictionaries(
@@ -92,64 +114,119 @@ function_tools = st.fixed_dictionaries(
     optional={"parameters": schemas, "description": hostile_text, "strict": wrong_types},
 )
 mcp_tools = st.fixed_dictionaries(
-    {"type": st.just("mcp"), "server_label": st.one_of(st.just("s"), hostile_text),
-     "server_url": st.one_of(st.just("http://127.0.0.1:1/mcp"), st.just("http://user:pw@127.0.0.1:1/mcp"),
-                             st.just("file:///etc/passwd"), hostile_text)},
-    optional={"headers": st.dictionaries(hostile_text, hostile_text, max_size=2), "authorization": hostile_text,
-              "require_approval": st.one_of(st.sampled_from(["always", "never"]), wrong_types)},
+    {
+        "type": st.just("mcp"),
+        "server_label": st.one_of(st.just("s"), hostile_text),
+        "server_url": st.one_of(
+            st.just("http://127.0.0.1:1/mcp"),
+            st.just("http://user:pw@127.0.0.1:1/mcp"),
+            st.just("file:///etc/passwd"),
+            hostile_text,
+        ),
+    },
+    optional={
+        "headers": st.dictionaries(hostile_text, hostile_text, max_size=2),
+        "authorization": hostile_text,
+        "require_approval": st.one_of(st.sampled_from(["always", "never"]), wrong_types),
+    },
 )
 web_search_tools = st.fixed_dictionaries(
     {"type": st.sampled_from(["web_search", "web_search_preview"])},
-    optional={"filters": st.one_of(st.fixed_dictionaries({"allowed_domains": st.lists(hostile_text, max_size=3)}),
-                                   json_values),
-              "search_context_size": st.one_of(st.sampled_from(["low", "medium", "high"]), wrong_types),
-              "user_location": st.one_of(st.fixed_dictionaries({"type": st.just("approximate"),
-                                                                "country": hostile_text}), json_values)},
+    optional={
+        "filters": st.one_of(
+            st.fixed_dictionaries({"allowed_domains": st.lists(hostile_text, max_size=3)}), json_values
+        ),
+        "search_context_size": st.one_of(st.sampled_from(["low", "medium", "high"]), wrong_types),
+        "user_location": st.one_of(
+            st.fixed_dictionaries({"type": st.just("approximate"), "country": hostile_text}), json_values
+        ),
+    },
 )
 hostile_bodies = st.fixed_dictionaries(
-    {"model": st.one_of(st.just("echo"), hostile_text),
-     "input": st.one_of(hostile_text, st.lists(input_items, max_size=3))},
+    {
+        "model": st.one_of(st.just("echo"), hostile_text),
+        "input": st.one_of(hostile_text, st.lists(input_items, max_size=3)),
+    },
     optional={
         "instructions": st.one_of(hostile_text, wrong_types),
         "metadata": st.one_of(st.dictionaries(hostile_text, hostile_text, max_size=4), wrong_types),
         "user": hostile_text,
-        "temperature": huge_numbers, "top_p": huge_numbers, "max_output_tokens": huge_numbers,
-        "top_logprobs": huge_numbers, "max_tool_calls": huge_numbers,
-        "stream": wrong_types, "background": wrong_types, "store": wrong_types,
+        "temperature": huge_numbers,
+        "top_p": huge_numbers,
+        "max_output_tokens": huge_numbers,
+        "top_logprobs": huge_numbers,
+        "max_tool_calls": huge_numbers,
+        "stream": wrong_types,
+        "background": wrong_types,
+        "store": wrong_types,
         "parallel_tool_calls": wrong_types,
         "tools": st.lists(st.one_of(function_tools, mcp_tools, web_search_tools, json_values), max_size=2),
         "tool_choice": st.one_of(st.sampled_from(["auto", "none", "required"]), json_values),
-        "text": json_values, "reasoning": json_values, "include": st.lists(hostile_text, max_size=2),
-        "previous_response_id": hostile_text, "conversation": st.one_of(hostile_text, json_values),
+        "text": json_values,
+        "reasoning": json_values,
+        "include": st.lists(hostile_text, max_size=2),
+        "previous_response_id": hostile_text,
+        "conversation": st.one_of(hostile_text, json_values),
         "truncation": st.one_of(st.sampled_from(["auto", "disabled"]), wrong_types),
         "context_management": context_management,
-        "service_tier": wrong_types, "prompt_cache_key": hostile_text,
+        "service_tier": wrong_types,
+        "prompt_cache_key": hostile_text,
     },
 )
 
 # Bodies a server must accept, with values at the edges of legal: any text but NUL and lone
 # surrogates, big strings, all the flags, function tools with deep (allowed) schemas.
-legal_text = st.one_of(st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=60),
-                       st.integers(10_000, 1_000_000).map(lambda size: "é" * size))
+legal_text = st.one_of(
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=60),
+    st.integers(10_000, 1_000_000).map(lambda size: "é" * size),
+)
 legal_bodies = st.fixed_dictionaries(
-    {"model": st.just("echo"),
-     "input": st.one_of(legal_text.filter(bool), st.lists(
-         st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "developer"]),
-                                "content": legal_text.filter(bool)}), min_size=1, max_size=3))},
+    {
+        "model": st.just("echo"),
+        "input": st.one_of(
+            legal_text.filter(bool),
+            st.lists(
+                st.fixed_dictionaries(
+                    {"role": st.sampled_from(["user", "system", "developer"]), "content": legal_text.filter(bool)}
+                ),
+                min_size=1,
+                max_size=3,
+            ),
+        ),
+    },
     optional={
         "instructions": legal_text,
-        "metadata": st.dictionaries(st.text(st.characters(codec="ascii", exclude_characters="\x00"), min_size=1,
-                                            max_size=64), legal_text.map(lambda text: text[:512]), max_size=16),
-        "temperature": st.floats(0, 2), "top_p": st.floats(0, 1), "max_output_tokens": st.integers(16, 1_000_000),
-        "stream": st.booleans(), "background": st.booleans(), "parallel_tool_calls": st.booleans(),
-        "tools": st.lists(st.fixed_dictionaries({"type": st.just("function"), "name": st.sampled_from(["f", "g"]),
-                                                 "parameters": st.integers(1, 30).map(nested),
-                                                 "description": legal_text}), max_size=2, unique_by=lambda t: t["name"]),
+        "metadata": st.dictionaries(
+            st.text(st.characters(codec="ascii", exclude_characters="\x00"), min_size=1, max_size=64),
+            legal_text.map(lambda text: text[:512]),
+            max_size=16,
+        ),
+        "temperature": st.floats(0, 2),
+        "top_p": st.floats(0, 1),
+        "max_output_tokens": st.integers(16, 1_000_000),
+        "stream": st.booleans(),
+        "background": st.booleans(),
+        "parallel_tool_calls": st.booleans(),
+        "tools": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.just("function"),
+                    "name": st.sampled_from(["f", "g"]),
+                    "parameters": st.integers(1, 30).map(nested),
+                    "description": legal_text,
+                }
+            ),
+            max_size=2,
+            unique_by=lambda t: t["name"],
+        ),
         "user": legal_text.map(lambda text: text[:64]),
         "truncation": st.sampled_from(["auto", "disabled"]),
-        "context_management": st.lists(st.fixed_dictionaries(
-            {"type": st.just("compaction")}, optional={"compact_threshold": st.integers(1, 2**31 - 1)}),
-            max_size=1),
+        "context_management": st.lists(
+            st.fixed_dictionaries(
+                {"type": st.just("compaction")}, optional={"compact_threshold": st.integers(1, 2**31 - 1)}
+            ),
+            max_size=1,
+        ),
     },
 ).map(lambda body: body if not body.get("background") else body | {"store": True})
 request_bodies = st.one_of(hostile_bodies, legal_bodies)
@@ -165,8 +242,11 @@ def as_json(body: dict[str, Any]) -> bytes:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend):
-    stack = DevStack(tmp_path_factory.mktemp("fuzz") / "data", backend,
-                     env={"MCP_MAX_ATTEMPTS": "1", "MCP_LIST_TIMEOUT_SECONDS": "5"})
+    stack = DevStack(
+        tmp_path_factory.mktemp("fuzz") / "data",
+        backend,
+        env={"MCP_MAX_ATTEMPTS": "1", "MCP_LIST_TIMEOUT_SECONDS": "5"},
+    )
     stack.start()
     yield stack
     assert stack.stop() == 0, "dev did not stop cleanly after the fuzzing"
@@ -210,14 +290,20 @@ def test_no_request_breaks_the_server(dev: DevStack):
     outcomes: Counter[str] = Counter()
     accepted: list[str] = []
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=os.environ.get("CI") is not None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=os.environ.get("CI") is not None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(body=request_bodies)
     def one_request(body: dict[str, Any]) -> None:
         rows_before = stored_rows(dev)
         with httpx.Client(base_url=dev.url, timeout=ACCEPTED_WITHIN_SECONDS) as http:
-            with http.stream("POST", "/v1/responses", content=as_json(body),
-                             headers={"content-type": "application/json"}) as answer:
+            with http.stream(
+                "POST", "/v1/responses", content=as_json(body), headers={"content-type": "application/json"}
+            ) as answer:
                 assert answer.status_code < 500, (answer.status_code, answer.read()[:500], body)
                 kind = answer.headers.get("content-type", "")
                 if answer.status_code != 200:
@@ -259,9 +345,13 @@ def test_no_compact_or_count_request_breaks_the_server(dev: DevStack):
     500, a refusal in OpenAI's shape that leaves no row, an answer of the documented object."""
     outcomes: Counter[str] = Counter()
 
-    @settings(max_examples=max(EXAMPLES // 3, 20), deadline=None, database=None,
-              derandomize=os.environ.get("CI") is not None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=max(EXAMPLES // 3, 20),
+        deadline=None,
+        database=None,
+        derandomize=os.environ.get("CI") is not None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(body=request_bodies, path=st.sampled_from(CONTEXT_PATHS))
     def one_request(body: dict[str, Any], path: str) -> None:
         rows_before = stored_rows(dev)

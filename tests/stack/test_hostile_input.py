@@ -35,9 +35,11 @@ async def rows_left(stack: Stack, response_id: str) -> dict[str, int]:
         columns = {column.name for column in table.columns}
         for column in ("response_id", "id", "active_response_id"):
             if column in columns and (table.name == "responses" or column != "id"):
-                count = await store_probe.value(stack.settings.database_url,
-                                                f"SELECT COUNT(*) FROM {table.name} WHERE {column} = :id",
-                                                id=response_id)
+                count = await store_probe.value(
+                    stack.settings.database_url,
+                    f"SELECT COUNT(*) FROM {table.name} WHERE {column} = :id",
+                    id=response_id,
+                )
                 if count:
                     found[f"{table.name}.{column}"] = count
     return found
@@ -45,8 +47,6 @@ async def rows_left(stack: Stack, response_id: str) -> dict[str, int]:
 
 async def response_rows(stack: Stack) -> int:
     return await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM responses")
-
-
 
 
 async def largest_history_event(stack: Stack, response_id: str) -> tuple[int, int]:
@@ -72,14 +72,19 @@ def refused(answer: httpx.Response, status: int, param: str | None) -> dict[str,
 # ---- 1. lone surrogates -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    (b'{"model": "m", "input": "hi", "metadata": {"k": "\\udfff"}}', "metadata.k"),
-    (b'{"model": "m", "input": "hi", "instructions": "a\\udfffb"}', "instructions"),
-    (b'{"model": "m", "input": "hi", "user": "\\ud800"}', "user"),
-    (b'{"model": "m", "input": "\\udfff"}', "input"),
-    (b'{"model": "m", "input": [{"role": "user", "content": [{"type": "input_text", "text": "\\udc00"}]}]}',
-     "input[0].content[0].text"),
-])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b'{"model": "m", "input": "hi", "metadata": {"k": "\\udfff"}}', "metadata.k"),
+        (b'{"model": "m", "input": "hi", "instructions": "a\\udfffb"}', "instructions"),
+        (b'{"model": "m", "input": "hi", "user": "\\ud800"}', "user"),
+        (b'{"model": "m", "input": "\\udfff"}', "input"),
+        (
+            b'{"model": "m", "input": [{"role": "user", "content": [{"type": "input_text", "text": "\\udc00"}]}]}',
+            "input[0].content[0].text",
+        ),
+    ],
+)
 async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_nothing(stack: Stack, body: bytes, param: str):
     before = await response_rows(stack)
     error = refused(await post_raw(stack, body), 400, param)
@@ -91,8 +96,11 @@ async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_nothing(stack
 
 async def test_a_surrogate_in_an_approval_reason_is_refused(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     response = await sdk.responses.create(model=model, input="hi")
-    answer = await post_raw(stack, b'{"approval_request_id": "mcpr_1", "approve": false, "reason": "\\udfff"}',
-                            f"/v1/responses/{response.id}/approvals")
+    answer = await post_raw(
+        stack,
+        b'{"approval_request_id": "mcpr_1", "approve": false, "reason": "\\udfff"}',
+        f"/v1/responses/{response.id}/approvals",
+    )
     assert "surrogate" in refused(answer, 400, "reason")["message"]
 
 
@@ -102,8 +110,9 @@ async def test_a_surrogate_in_an_approval_reason_is_refused(stack: Stack, sdk: o
 @pytest.mark.parametrize("depth", [70, 220, 260, 100_000])
 async def test_deep_nesting_is_refused_at_the_door(stack: Stack, depth: int):
     deep = '{"a":' * depth + "1" + "}" * depth
-    body = ('{"model": "m", "input": "hi", "tools": [{"type": "function", "name": "f", "parameters": '
-            + deep + "}]}").encode()
+    body = (
+        '{"model": "m", "input": "hi", "tools": [{"type": "function", "name": "f", "parameters": ' + deep + "}]}"
+    ).encode()
     before = await response_rows(stack)
     answer = await post_raw(stack, body)
     assert answer.status_code == 400, answer.text[:300]
@@ -198,7 +207,9 @@ async def test_an_approved_call_with_large_arguments_runs_whole_in_a_follow_up(
     request = next(item for item in asked.output if item.type == "mcp_approval_request")
     assert json.loads(request.arguments) == {"text": text}
     follow_up = await sdk.responses.create(
-        model=model, previous_response_id=asked.id, tools=[_mcp(mcp_server, "always")],
+        model=model,
+        previous_response_id=asked.id,
+        tools=[_mcp(mcp_server, "always")],
         input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
     )
     call = next(item for item in follow_up.output if item.type == "mcp_call")
@@ -213,13 +224,15 @@ async def test_an_approved_large_call_runs_whole_in_a_background_response(
 ):
     text = "w" * FIVE_MB
     backend.script(model, [Reply(tool_calls=[("measure", {"text": text})]), Reply(text="done")])
-    started = await sdk.responses.create(model=model, input="measure", tools=[_mcp(mcp_server, "always")],
-                                         background=True)
+    started = await sdk.responses.create(
+        model=model, input="measure", tools=[_mcp(mcp_server, "always")], background=True
+    )
     waiting = await until_awaiting_approval(sdk, started.id)
     request = next(item for item in waiting.output if item.type == "mcp_approval_request")
     async with httpx.AsyncClient(base_url=str(sdk.base_url), timeout=60) as http:
-        answer = await http.post(f"/responses/{started.id}/approvals",
-                                 json={"approval_request_id": request.id, "approve": True})
+        answer = await http.post(
+            f"/responses/{started.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+        )
         assert answer.status_code == 200, answer.text
     ended = await until_terminal(sdk, started.id)
     assert ended.status == "completed"
@@ -245,12 +258,20 @@ async def test_a_large_tool_listing_travels_as_a_stub_and_the_model_still_sees_i
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
     server = McpTestServer("streamable", tool_count=150, description_size=600).start()  # ~100 KiB listed
-    backend.script(model, [Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply(text="3"),
-                           Reply(tool_calls=[("add", {"a": 2, "b": 2})]), Reply(text="4")])
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("add", {"a": 1, "b": 2})]),
+            Reply(text="3"),
+            Reply(tool_calls=[("add", {"a": 2, "b": 2})]),
+            Reply(text="4"),
+        ],
+    )
     try:
         first = await sdk.responses.create(model=model, input="add", tools=[_mcp(server)])
-        second = await sdk.responses.create(model=model, input="again", tools=[_mcp(server)],
-                                            previous_response_id=first.id)
+        second = await sdk.responses.create(
+            model=model, input="again", tools=[_mcp(server)], previous_response_id=first.id
+        )
     finally:
         server.stop()
     assert first.status == second.status == "completed", (first.error, second.error)
@@ -304,12 +325,15 @@ async def test_a_large_input_is_kept_in_the_store_not_in_history(
 # ---- 4. secrets ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("tool", "param", "secret"), [
-    ({"headers": {"X-Key": "sk-secret-value\r\nevil: 1"}}, "tools[0].headers", "sk-secret-value"),
-    ({"headers": {"X-Key": "sk-secret-value\n"}}, "tools[0].headers", "sk-secret-value"),
-    ({"authorization": "Bearer sk-secret-value\u0000"}, "tools[0].authorization", "sk-secret-value"),
-    ({"server_url": "http://user:sk-secret-value@127.0.0.1:1/mcp"}, "tools[0].server_url", "sk-secret-value"),
-])
+@pytest.mark.parametrize(
+    ("tool", "param", "secret"),
+    [
+        ({"headers": {"X-Key": "sk-secret-value\r\nevil: 1"}}, "tools[0].headers", "sk-secret-value"),
+        ({"headers": {"X-Key": "sk-secret-value\n"}}, "tools[0].headers", "sk-secret-value"),
+        ({"authorization": "Bearer sk-secret-value\u0000"}, "tools[0].authorization", "sk-secret-value"),
+        ({"server_url": "http://user:sk-secret-value@127.0.0.1:1/mcp"}, "tools[0].server_url", "sk-secret-value"),
+    ],
+)
 async def test_a_bad_secret_is_refused_without_quoting_it(stack: Stack, tool: dict, param: str, secret: str):
     mcp = {"type": "mcp", "server_label": "s", "server_url": "http://127.0.0.1:1/mcp", "require_approval": "never"}
     before = await response_rows(stack)
@@ -329,8 +353,9 @@ async def test_deleted_secrets_leave_the_sqlite_files(
     async with running_stack(temporal_address, backend, sqlite_store) as stack, stack.sdk() as sdk:
         started = await sdk.responses.create(model=model, input="go", tools=[tool], background=True)
         await until_awaiting_approval(sdk, started.id)
-        sealed = await store_probe.value(sqlite_store.url, "SELECT sealed FROM mcp_secrets WHERE response_id = :id",
-                                         id=started.id)
+        sealed = await store_probe.value(
+            sqlite_store.url, "SELECT sealed FROM mcp_secrets WHERE response_id = :id", id=started.id
+        )
         await sdk.responses.cancel(started.id)
 
         def on_disk() -> bool:
@@ -343,16 +368,19 @@ async def test_deleted_secrets_leave_the_sqlite_files(
 # ---- 5. strict types and bounded numbers ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    ({"model": "m", "input": "a\u0000b"}, "input"),
-    ({"model": "m\u0000", "input": "hi"}, "model"),
-    ({"model": "m", "input": "hi", "stream": "yes"}, "stream"),
-    ({"model": "m", "input": "hi", "background": 1}, "background"),
-    ({"model": "m", "input": "hi", "max_output_tokens": 2**70}, "max_output_tokens"),
-    ({"model": "m", "input": "hi", "max_output_tokens": 10**7}, "max_output_tokens"),
-    ({"model": "m", "input": "hi", "temperature": "1"}, "temperature"),
-    ({"model": "m", "input": "hi", "top_logprobs": 1e300}, "top_logprobs"),
-])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"model": "m", "input": "a\u0000b"}, "input"),
+        ({"model": "m\u0000", "input": "hi"}, "model"),
+        ({"model": "m", "input": "hi", "stream": "yes"}, "stream"),
+        ({"model": "m", "input": "hi", "background": 1}, "background"),
+        ({"model": "m", "input": "hi", "max_output_tokens": 2**70}, "max_output_tokens"),
+        ({"model": "m", "input": "hi", "max_output_tokens": 10**7}, "max_output_tokens"),
+        ({"model": "m", "input": "hi", "temperature": "1"}, "temperature"),
+        ({"model": "m", "input": "hi", "top_logprobs": 1e300}, "top_logprobs"),
+    ],
+)
 async def test_wrong_types_and_huge_numbers_are_refused(stack: Stack, body: dict, param: str):
     before = await response_rows(stack)
     refused(await post_raw(stack, json.dumps(body).encode()), 400, param)
@@ -361,8 +389,9 @@ async def test_wrong_types_and_huge_numbers_are_refused(stack: Stack, body: dict
 
 async def test_approve_must_be_a_boolean(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     response = await sdk.responses.create(model=model, input="hi")
-    answer = await post_raw(stack, b'{"approval_request_id": "mcpr_1", "approve": "yes"}',
-                            f"/v1/responses/{response.id}/approvals")
+    answer = await post_raw(
+        stack, b'{"approval_request_id": "mcpr_1", "approve": "yes"}', f"/v1/responses/{response.id}/approvals"
+    )
     refused(answer, 400, "approve")
 
 
@@ -383,12 +412,14 @@ async def test_a_cancel_is_final_even_when_it_races_an_approval(
         for attempt in range(5):
             name = f"{model}-{attempt}"
             backend.script(name, [Reply(tool_calls=[("slow", {"seconds": 0.3})]), Reply(text="ok")])
-            started = await sdk.responses.create(model=name, input="go", tools=[_mcp(mcp_server, "always")],
-                                                 background=True)
+            started = await sdk.responses.create(
+                model=name, input="go", tools=[_mcp(mcp_server, "always")], background=True
+            )
             waiting = await until_awaiting_approval(sdk, started.id)
             request = next(item for item in waiting.output if item.type == "mcp_approval_request")
-            approving = http.post(f"/responses/{started.id}/approvals",
-                                  json={"approval_request_id": request.id, "approve": True})
+            approving = http.post(
+                f"/responses/{started.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+            )
             cancelling = http.post(f"/responses/{started.id}/cancel")
             _, cancelled = await asyncio.gather(approving, cancelling)
             calls_when_answered = len(mcp_server.calls_of("slow"))
@@ -396,8 +427,9 @@ async def test_a_cancel_is_final_even_when_it_races_an_approval(
             if cancelled.status_code == 200:
                 assert cancelled.json()["status"] == "cancelled"
                 assert final.status == "cancelled"
-                assert all(getattr(item, "status", None) not in ("in_progress", "calling") for item in final.output), \
+                assert all(getattr(item, "status", None) not in ("in_progress", "calling") for item in final.output), (
                     final.output
+                )
             await asyncio.sleep(0.5)
             assert len(mcp_server.calls_of("slow")) == calls_when_answered, "a tool call started after the cancel"
 
@@ -422,16 +454,20 @@ async def test_an_abandoned_unstored_stream_is_swept(
 
     backend.script(model, [Reply(text="a long answer that nobody reads", chunk_delay=0.05)])
     async with stack.http() as http:
-        async with http.stream("POST", "/v1/responses", json={"model": model, "input": "hi", "stream": True,
-                                                               "store": False}) as events:
+        async with http.stream(
+            "POST", "/v1/responses", json={"model": model, "input": "hi", "stream": True, "store": False}
+        ) as events:
             async for line in events.aiter_lines():
                 if line.startswith("data:"):
                     response_id = json.loads(line[5:])["response"]["id"]
                     break
+
     # The client is gone; the response ends all the same, its log waits for no one.
     async def ended_with_its_log() -> bool:
-        return ("events.response_id" in await rows_left(stack, response_id)
-                and await _status(stack, response_id) == "completed")
+        return (
+            "events.response_id" in await rows_left(stack, response_id)
+            and await _status(stack, response_id) == "completed"
+        )
 
     await eventually(ended_with_its_log, "the abandoned response to end")
     async with opened_store(stack.settings) as repository:
@@ -450,16 +486,22 @@ async def test_an_event_log_whose_response_is_gone_is_swept_in_its_turn(stack: S
     from worker.roles import opened_store
 
     ghost = "resp_gone0000000000000000000000000000000000000000"
-    await store_probe.execute(stack.settings.database_url,
-                              "INSERT INTO events (response_id, sequence_number, type, data) "
-                              f"VALUES ('{ghost}', 0, 'response.created', '{{}}')")
+    await store_probe.execute(
+        stack.settings.database_url,
+        "INSERT INTO events (response_id, sequence_number, type, data) "
+        f"VALUES ('{ghost}', 0, 'response.created', '{{}}')",
+    )
     logs = await store_probe.value(stack.settings.database_url, "SELECT COUNT(DISTINCT response_id) FROM events")
     async with opened_store(stack.settings) as repository:
         retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=0)
         for _ in range(logs // 200 + 2):
             await retention.sweep()
-    assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM events WHERE response_id = :id",
-                                   id=ghost) == 0
+    assert (
+        await store_probe.value(
+            stack.settings.database_url, "SELECT COUNT(*) FROM events WHERE response_id = :id", id=ghost
+        )
+        == 0
+    )
 
 
 async def _gone(stack: Stack, response_id: str) -> bool:
@@ -467,8 +509,9 @@ async def _gone(stack: Stack, response_id: str) -> bool:
 
 
 async def _status(stack: Stack, response_id: str) -> str | None:
-    return await store_probe.value(stack.settings.database_url, "SELECT status FROM responses WHERE id = :id",
-                                   id=response_id)
+    return await store_probe.value(
+        stack.settings.database_url, "SELECT status FROM responses WHERE id = :id", id=response_id
+    )
 
 
 async def _no_rows_left(stack: Stack, response_id: str) -> bool:
@@ -483,15 +526,23 @@ async def test_delete_removes_everything_the_response_left(
     asked = await sdk.responses.create(model=model, input="go", tools=tools)
     request = next(item for item in asked.output if item.type == "mcp_approval_request")
     answered = await sdk.responses.create(
-        model=model, previous_response_id=asked.id, tools=tools,
+        model=model,
+        previous_response_id=asked.id,
+        tools=tools,
         input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
     )
     for response_id in (answered.id, asked.id):
         assert await rows_left(stack, response_id)
         await sdk.responses.delete(response_id)
         assert await rows_left(stack, response_id) == {}
-    assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM approval_decisions "
-                                   "WHERE approval_request_id = :id", id=request.id) == 0
+    assert (
+        await store_probe.value(
+            stack.settings.database_url,
+            "SELECT COUNT(*) FROM approval_decisions WHERE approval_request_id = :id",
+            id=request.id,
+        )
+        == 0
+    )
 
 
 async def test_retention_deletes_old_responses_and_their_histories(
@@ -526,13 +577,20 @@ async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
     from worker.roles import opened_store
 
     now_us = time.time_ns() // 1000 - 60_000_000
-    await store_probe.execute(stack.settings.database_url,
-                              "INSERT INTO responses (id, created_at, sort_key, status, stored, data) VALUES "
-                              f"('resp_unreadable', 0, {now_us}, 'in_progress', TRUE, '{{\"not\": \"a response\"}}')")
+    await store_probe.execute(
+        stack.settings.database_url,
+        "INSERT INTO responses (id, created_at, sort_key, status, stored, data) VALUES "
+        f"('resp_unreadable', 0, {now_us}, 'in_progress', TRUE, '{{\"not\": \"a response\"}}')",
+    )
     try:
         async with opened_store(stack.settings) as repository:
-            runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution,
-                                    repository=repository, local_worker=False)
+            runner = ResponseRunner(
+                stack.client,
+                stack.settings.task_queue,
+                stack.settings.execution,
+                repository=repository,
+                local_worker=False,
+            )
             assert "resp_unreadable" not in await OrphanSweeper(repository, runner, grace_seconds=0).sweep()
     finally:
         await store_probe.execute(stack.settings.database_url, "DELETE FROM responses WHERE id = 'resp_unreadable'")

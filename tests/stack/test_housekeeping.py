@@ -19,14 +19,16 @@ async def test_one_worker_of_two_runs_each_chore_and_the_other_takes_over_when_i
     def chores(who: str) -> dict:
         async def sweep() -> None:
             runs[who] += 1
+
         return {"orphan sweep": sweep}
 
     stops = {"first": asyncio.Event(), "second": asyncio.Event()}
     try:
         first = asyncio.create_task(keep_house(chores("first"), 0.1, stops["first"], leases=Leases(db), holder="first"))
         await asyncio.sleep(0.05)
-        second = asyncio.create_task(keep_house(chores("second"), 0.1, stops["second"], leases=Leases(db),
-                                                holder="second"))
+        second = asyncio.create_task(
+            keep_house(chores("second"), 0.1, stops["second"], leases=Leases(db), holder="second")
+        )
         await asyncio.sleep(1.0)
         assert runs["first"] >= 5 and runs["second"] == 0, runs
         stops["first"].set()

@@ -47,13 +47,15 @@ def _card_text(driver: Any, request_id: str) -> str | None:
 
 
 async def shown(driver: Any, request_id: str, what: str, seconds: float = 10) -> str:
-    return await eventually(lambda: asyncio.to_thread(_card_text, driver, request_id), what, seconds=seconds,
-                            poll_seconds=0.02)
+    return await eventually(
+        lambda: asyncio.to_thread(_card_text, driver, request_id), what, seconds=seconds, poll_seconds=0.02
+    )
 
 
 async def gone(driver: Any, request_id: str, what: str) -> None:
     async def absent() -> bool:
         return await asyncio.to_thread(_card_text, driver, request_id) is None
+
     await eventually(absent, what)
 
 
@@ -64,8 +66,15 @@ def _click(driver: Any, request_id: str, button: str, reason: str = "") -> None:
     card.find_element(By.CSS_SELECTOR, f"button.{button}").click()
 
 
-async def _waiting(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
-                   ask: str, arguments: dict[str, Any], answer: str) -> tuple[str, str]:
+async def _waiting(
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
+    ask: str,
+    arguments: dict[str, Any],
+    answer: str,
+) -> tuple[str, str]:
     backend.script(model, [Reply(tool_calls=[("delete_file", arguments)]), Reply(text=answer)])
     response = await sdk.responses.create(model=model, input=ask, tools=_tools(mcp_server), background=True)
     request = (await until_awaiting_approval(sdk, response.id)).output[-1]
@@ -74,7 +83,11 @@ async def _waiting(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server
 
 @pytest.mark.one_store
 async def test_the_inbox_shows_invisible_and_direction_changing_characters_escaped(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
 ):
     """A right-to-left override can make `/etc/passwd` read as something harmless, and a
     zero-width space hides in plain sight: the card shows each as an escape, and says so."""
@@ -90,13 +103,25 @@ async def test_the_inbox_shows_invisible_and_direction_changing_characters_escap
 
 @pytest.mark.one_store
 async def test_the_inbox_lists_what_waits_approves_and_denies_with_a_reason(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
     tmp_path: Path,
 ):
-    approved_response, approved = await _waiting(sdk, backend, mcp_server, f"{model}-a", "please delete the report",
-                                                 {"path": f"/tmp/{model}-report.txt"}, "deleted")
-    denied_response, denied = await _waiting(sdk, backend, mcp_server, f"{model}-b", "clean up <b>everything</b>",
-                                             {"path": "/etc/passwd"}, "I will not")
+    approved_response, approved = await _waiting(
+        sdk,
+        backend,
+        mcp_server,
+        f"{model}-a",
+        "please delete the report",
+        {"path": f"/tmp/{model}-report.txt"},
+        "deleted",
+    )
+    denied_response, denied = await _waiting(
+        sdk, backend, mcp_server, f"{model}-b", "clean up <b>everything</b>", {"path": "/etc/passwd"}, "I will not"
+    )
     with browser() as driver:
         await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
         card = await shown(driver, approved, "the first request's card")
@@ -123,21 +148,27 @@ async def test_the_inbox_lists_what_waits_approves_and_denies_with_a_reason(
 
 @pytest.mark.one_store
 async def test_the_inbox_shows_new_requests_and_decisions_made_elsewhere_live(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
 ):
     with browser() as driver:
         await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
         await eventually(lambda: asyncio.to_thread(lambda: driver.find_element(By.ID, "requests")), "the page")
-        response_id, request_id = await _waiting(sdk, backend, mcp_server, model, "tidy up",
-                                                 {"path": f"/tmp/{model}"}, "done")
+        response_id, request_id = await _waiting(
+            sdk, backend, mcp_server, model, "tidy up", {"path": f"/tmp/{model}"}, "done"
+        )
         asked = time.monotonic()
         await shown(driver, request_id, "the new request's card", seconds=5)
         appeared = time.monotonic() - asked
         # The page looks every 0.5 s: a new request is there within a second of being asked.
         assert appeared < 1.5, f"the card appeared after {appeared:.2f} s"
         async with stack.http() as http:  # decided elsewhere (another browser, the CLI, a script)
-            decided = await http.post(f"/v1/responses/{response_id}/approvals",
-                                      json={"approval_request_id": request_id, "approve": True})
+            decided = await http.post(
+                f"/v1/responses/{response_id}/approvals", json={"approval_request_id": request_id, "approve": True}
+            )
             assert decided.status_code == 200
         await gone(driver, request_id, "the card of the request decided elsewhere to go")
         assert (await until_terminal(sdk, response_id)).status == "completed"
@@ -145,7 +176,11 @@ async def test_the_inbox_shows_new_requests_and_decisions_made_elsewhere_live(
 
 @pytest.mark.one_store
 async def test_the_inbox_keeps_a_decision_on_a_request_left_open_for_the_follow_up(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
     tmp_path: Path,
 ):
     """A response that did not run in the background ends with its request (as OpenAI's do):
@@ -159,19 +194,22 @@ async def test_the_inbox_keeps_a_decision_on_a_request_left_open_for_the_follow_
         await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
         card = await shown(driver, request_id, "the open request's card")
         assert "response completed" in card and "Applies when the client continues this response" in card
-        placed = await asyncio.to_thread(lambda: driver.find_element(
-            By.CSS_SELECTOR, f'#open-requests li.request[data-id="{request_id}"]').is_displayed())
+        placed = await asyncio.to_thread(
+            lambda: driver.find_element(
+                By.CSS_SELECTOR, f'#open-requests li.request[data-id="{request_id}"]'
+            ).is_displayed()
+        )
         help_text = await asyncio.to_thread(lambda: driver.find_element(By.ID, "open-help").text)
         assert placed and "kept for that request" in help_text
         await asyncio.to_thread(driver.save_screenshot, str(tmp_path / "inbox-open.png"))
         await asyncio.to_thread(_click, driver, request_id, "approve")
         await gone(driver, request_id, "the decided card")
         status = await asyncio.to_thread(lambda: driver.find_element(By.ID, "announcer").text)
-        assert status == ("Approved delete_file on tools; the client's next request continuing the response "
-                          "runs it.")
+        assert status == ("Approved delete_file on tools; the client's next request continuing the response runs it.")
     assert {"path": path} not in mcp_server.calls_of("delete_file")
-    follow_up = await sdk.responses.create(model=model, previous_response_id=ended.id, input="thanks",
-                                           tools=_tools(mcp_server))
+    follow_up = await sdk.responses.create(
+        model=model, previous_response_id=ended.id, input="thanks", tools=_tools(mcp_server)
+    )
     assert follow_up.output[0].type == "mcp_call" and follow_up.output_text == "deleted, as approved"
     assert {"path": path} in mcp_server.calls_of("delete_file")
 
@@ -186,21 +224,29 @@ def _tab_to(driver: Any, target: Any, presses: int = 60) -> bool:
 
 @pytest.mark.one_store
 async def test_the_inbox_works_on_a_phone_from_the_keyboard(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
     tmp_path: Path,
 ):
-    response_id, request_id = await _waiting(sdk, backend, mcp_server, model, "archive the logs",
-                                             {"path": "/var/log/" + "x" * 300}, "archived")
+    response_id, request_id = await _waiting(
+        sdk, backend, mcp_server, model, "archive the logs", {"path": "/var/log/" + "x" * 300}, "archived"
+    )
     with browser(phone=True) as driver:
         await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
         await shown(driver, request_id, "the card on a phone")
-        page = await asyncio.to_thread(driver.execute_script, """
+        page = await asyncio.to_thread(
+            driver.execute_script,
+            """
             return {width: window.innerWidth, scroll: document.documentElement.scrollWidth,
                     unlabelled: [...document.querySelectorAll('input')].filter(
                         (input) => !document.querySelector(`label[for="${input.id}"]`)).length,
                     small: [...document.querySelectorAll('button')].filter((button) => button.offsetParent
                         && button.getBoundingClientRect().height < 44).length,
-                    lang: document.documentElement.lang};""")
+                    lang: document.documentElement.lang};""",
+        )
         assert page["width"] <= 400 and page["scroll"] <= page["width"], page  # no sideways scrolling
         assert page["unlabelled"] == 0 and page["small"] == 0 and page["lang"] == "en", page
         await asyncio.to_thread(driver.save_screenshot, str(tmp_path / "inbox-phone.png"))
@@ -218,28 +264,38 @@ async def test_the_inbox_works_on_a_phone_from_the_keyboard(
 
 
 async def test_the_inbox_asks_for_a_key_where_keys_are_needed(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, mcp_server: McpTestServer, model: str,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    mcp_server: McpTestServer,
+    model: str,
 ):
     async with running_stack(temporal_address, backend, store) as stack:
         key, _ = make_key(stack, "alpha")
         approver, _ = make_key(stack, "alpha", approver=True)
         other, _ = make_key(stack, "beta")
-        async with openai.AsyncOpenAI(base_url=stack.base_url, api_key=key, max_retries=0,
-                                      _strict_response_validation=True) as sdk:
+        async with openai.AsyncOpenAI(
+            base_url=stack.base_url, api_key=key, max_retries=0, _strict_response_validation=True
+        ) as sdk:
             _, request_id = await _waiting(sdk, backend, mcp_server, model, "go", {"path": "/tmp/k"}, "done")
         async with httpx.AsyncClient(base_url=stack.base_url, headers={"authorization": f"Bearer {other}"}) as beta:
             assert (await beta.get("/approvals")).json()["data"] == []  # another project sees none of alpha's
         with browser() as driver:
             await asyncio.to_thread(driver.get, stack.base_url.removesuffix("/v1") + "/inbox")
-            await eventually(lambda: asyncio.to_thread(lambda: driver.find_element(By.ID, "key").is_displayed()),
-                             "the key form")
+            await eventually(
+                lambda: asyncio.to_thread(lambda: driver.find_element(By.ID, "key").is_displayed()), "the key form"
+            )
             await asyncio.to_thread(lambda: driver.find_element(By.ID, "key").send_keys(approver, Keys.ENTER))
             await shown(driver, request_id, "the card once an approver key is given")
 
 
 @pytest.mark.one_store
 async def test_an_approval_from_request_to_answer_through_every_process(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, mcp_server: McpTestServer, model: str,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    mcp_server: McpTestServer,
+    model: str,
 ):
     """`serve` and `worker` as processes of their own (this process only holds Temporal's
     and the store's test fixtures): a background response waits for an approval and says so
@@ -251,20 +307,28 @@ async def test_an_approval_from_request_to_answer_through_every_process(
         await _through_every_process(stack, backend, mcp_server, model, receiver, env)
 
 
-async def _through_every_process(stack: Stack, backend: ScriptedBackend, mcp_server: McpTestServer, model: str,
-                                 receiver: Receiver, env: dict[str, str]) -> None:
+async def _through_every_process(
+    stack: Stack,
+    backend: ScriptedBackend,
+    mcp_server: McpTestServer,
+    model: str,
+    receiver: Receiver,
+    env: dict[str, str],
+) -> None:
     api, worker = spawn_api(stack, env=env), None
     try:
         process, base_url = api
         worker = spawn_worker(stack, env=env)
         webhooks = openai.OpenAI(api_key="unused", webhook_secret=SECRET).webhooks
         async with httpx.AsyncClient() as http:
-            sdk = openai.AsyncOpenAI(base_url=base_url, api_key="x", http_client=http, max_retries=0,
-                                     _strict_response_validation=True)
+            sdk = openai.AsyncOpenAI(
+                base_url=base_url, api_key="x", http_client=http, max_retries=0, _strict_response_validation=True
+            )
             with browser() as driver:
                 await asyncio.to_thread(driver.get, base_url.removesuffix("/v1") + "/inbox")
-                response_id, request_id = await _waiting(sdk, backend, mcp_server, model, "remove the draft",
-                                                         {"path": f"/tmp/{model}-draft"}, "removed")
+                response_id, request_id = await _waiting(
+                    sdk, backend, mcp_server, model, "remove the draft", {"path": f"/tmp/{model}-draft"}, "removed"
+                )
                 asked = time.monotonic()
                 await shown(driver, request_id, "the request in the inbox", seconds=5)
                 assert time.monotonic() - asked < 1.5
@@ -286,9 +350,7 @@ async def _through_every_process(stack: Stack, backend: ScriptedBackend, mcp_ser
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(["status", "limit", "after"]), value=st.text(max_size=40))
-async def test_the_approvals_list_answers_any_query_with_a_list_or_a_400_naming_it(
-    stack: Stack, name: str, value: str
-):
+async def test_the_approvals_list_answers_any_query_with_a_list_or_a_400_naming_it(stack: Stack, name: str, value: str):
     async with stack.http() as http:
         answer = await http.get("/v1/approvals", params={name: value})
     if answer.status_code == 200:

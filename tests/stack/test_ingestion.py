@@ -30,21 +30,22 @@ CONCURRENT = 8
 
 @pytest.fixture
 async def api_only(temporal_address: str, backend: ScriptedBackend, store: EmptyStore) -> AsyncIterator[Stack]:
-    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2,
-                             embedding_model=EMBEDDINGS) as stack:
+    async with running_stack(
+        temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, embedding_model=EMBEDDINGS
+    ) as stack:
         yield stack
 
 
 def worker(stack: Stack):  # noqa: ANN201
-    return spawn_worker(stack, env={"EMBEDDING_MODEL": EMBEDDINGS,
-                                    "INGESTION_CONCURRENT_ACTIVITIES": str(CONCURRENT)})
+    return spawn_worker(stack, env={"EMBEDDING_MODEL": EMBEDDINGS, "INGESTION_CONCURRENT_ACTIVITIES": str(CONCURRENT)})
 
 
 async def notes(sdk: openai.AsyncOpenAI, count: int, tag: str) -> tuple[list[str], list[str]]:
     """`count` one-chunk files, each text its own; their ids and texts."""
     texts = [f"Note {n} of {tag}: the comet returns every {n + 3} years." for n in range(count)]
-    ids = await asyncio.gather(*(sdk.files.create(file=(f"note{n}.txt", text.encode()), purpose="assistants")
-                                 for n, text in enumerate(texts)))
+    ids = await asyncio.gather(
+        *(sdk.files.create(file=(f"note{n}.txt", text.encode()), purpose="assistants") for n, text in enumerate(texts))
+    )
     return [file.id for file in ids], texts
 
 
@@ -57,7 +58,8 @@ async def settled(sdk: openai.AsyncOpenAI, store_id: str, seconds: float):  # no
 
 
 async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_twice(
-        api_only: Stack, backend: ScriptedBackend, model: str):
+    api_only: Stack, backend: ScriptedBackend, model: str
+):
     sdk = api_only.sdk(timeout=60)
     tag = uuid.uuid4().hex
     file_ids, texts = await notes(sdk, 200, tag)
@@ -76,11 +78,16 @@ async def test_a_worker_killed_mid_ingestion_loses_no_file_and_embeds_no_chunk_t
         second = worker(api_only)
         store = await settled(sdk, batch.id, 120)
         # The tool's query is embedded by the same model, through the worker's upstream gate.
-        backend.script(model, [Reply(tool_calls=[("file_search", {"query": f"Note 42 of {tag}"})]),
-                               Reply(text="Every 45 years [1].")])
-        answered = await sdk.responses.create(model=model, input="When does comet 42 return?",
-                                              tools=[{"type": "file_search", "vector_store_ids": [batch.id]}],
-                                              include=["file_search_call.results"])
+        backend.script(
+            model,
+            [Reply(tool_calls=[("file_search", {"query": f"Note 42 of {tag}"})]), Reply(text="Every 45 years [1].")],
+        )
+        answered = await sdk.responses.create(
+            model=model,
+            input="When does comet 42 return?",
+            tools=[{"type": "file_search", "vector_store_ids": [batch.id]}],
+            include=["file_search_call.results"],
+        )
     finally:
         backend.embedding_delay = 0.0
         kill(first)

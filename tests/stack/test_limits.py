@@ -24,15 +24,25 @@ from tests.support.dev_stack import DevStack
 from tests.support.processes import CLI, free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 
-LIMITS = {"HEADER_TIMEOUT_SECONDS": "1", "BODY_TIMEOUT_SECONDS": "1", "MAX_INFLIGHT_PER_KEY": "2",
-          "MAX_STREAMS_PER_KEY": "1", "RATE_LIMIT_PER_MINUTE": "30"}
+LIMITS = {
+    "HEADER_TIMEOUT_SECONDS": "1",
+    "BODY_TIMEOUT_SECONDS": "1",
+    "MAX_INFLIGHT_PER_KEY": "2",
+    "MAX_STREAMS_PER_KEY": "1",
+    "RATE_LIMIT_PER_MINUTE": "30",
+}
 
 
 def _keys(data_dir: Path, *projects: str) -> list[str]:
     made = []
     for project in projects:
-        done = subprocess.run([CLI, "keys", "create", "--project", project, "--data-dir", str(data_dir)],
-                              capture_output=True, text=True, timeout=60, check=True)
+        done = subprocess.run(
+            [CLI, "keys", "create", "--project", project, "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         made.append(done.stdout.strip())
     return made
 
@@ -62,7 +72,9 @@ def _read_all(connection: socket.socket) -> bytes:
     while chunk := connection.recv(65536):
         received += chunk
         head, separator, body = received.partition(b"\r\n\r\n")
-        lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+        lengths = [
+            line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        ]
         if separator and lengths and len(body) >= int(lengths[0]):
             break
     return received
@@ -74,17 +86,23 @@ def test_a_foreign_host_header_is_refused(limited):
     for host in ("evil.example", "127.0.0.1.nip.io", "attacker.test:8000"):
         answer = httpx.get(f"{stack.url}/v1/responses", headers=headers | {"host": host})
         assert answer.status_code == 400, host
-        assert answer.json()["error"] == {"message": "Invalid Host header: this server does not answer to that name.",
-                                          "type": "invalid_request_error", "param": "Host", "code": "invalid_host"}
+        assert answer.json()["error"] == {
+            "message": "Invalid Host header: this server does not answer to that name.",
+            "type": "invalid_request_error",
+            "param": "Host",
+            "code": "invalid_host",
+        }
     for host in (f"127.0.0.1:{stack.port}", f"localhost:{stack.port}", "localhost"):
         assert httpx.get(f"{stack.url}/v1/responses", headers=headers | {"host": host}).status_code == 200, host
 
 
 def test_a_cross_site_form_post_is_refused(limited):
     stack, keys = limited
-    answer = httpx.post(f"{stack.url}/v1/responses", content=b'{"model":"m","input":"hi"}',
-                        headers={"content-type": "text/plain", "authorization": f"Bearer {keys[0]}",
-                                 "origin": "https://evil.example"})
+    answer = httpx.post(
+        f"{stack.url}/v1/responses",
+        content=b'{"model":"m","input":"hi"}',
+        headers={"content-type": "text/plain", "authorization": f"Bearer {keys[0]}", "origin": "https://evil.example"},
+    )
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_content_type"
     assert "access-control-allow-origin" not in answer.headers
 
@@ -101,9 +119,14 @@ def test_headers_that_never_finish_are_cut_off(limited):
 
 def test_a_body_that_never_finishes_gets_a_408(limited):
     stack, keys = limited
-    connection = _raw(stack.port, (f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                                   f"\r\nAuthorization: Bearer {keys[0]}\r\nContent-Length: 100\r\n\r\n").encode()
-                      + b'{"model": ')
+    connection = _raw(
+        stack.port,
+        (
+            f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+            f"\r\nAuthorization: Bearer {keys[0]}\r\nContent-Length: 100\r\n\r\n"
+        ).encode()
+        + b'{"model": ',
+    )
     answer = _read_all(connection).decode()
     assert answer.startswith("HTTP/1.1 408 ")
     assert '"code":"request_timeout"' in answer and "did not arrive within 1 s" in answer
@@ -114,18 +137,33 @@ def test_a_key_with_too_many_requests_open_gets_a_429(limited, backend: Scripted
     model = f"slow-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(text="late", delay=3)] * 2)
     key = keys[1]
-    held = [threading.Thread(target=httpx.post, args=(f"{stack.url}/v1/responses",),
-                             kwargs={"json": {"model": model, "input": "wait"}, "timeout": 30,
-                                     "headers": {"authorization": f"Bearer {key}"}}) for _ in range(2)]
+    held = [
+        threading.Thread(
+            target=httpx.post,
+            args=(f"{stack.url}/v1/responses",),
+            kwargs={
+                "json": {"model": model, "input": "wait"},
+                "timeout": 30,
+                "headers": {"authorization": f"Bearer {key}"},
+            },
+        )
+        for _ in range(2)
+    ]
     for thread in held:
         thread.start()
     deadline = time.monotonic() + 10
     while len(backend.requests(model)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    refused = httpx.post(f"{stack.url}/v1/responses", json={"model": "m", "input": "one more"},
-                         headers={"authorization": f"Bearer {key}"})
-    other_key = httpx.post(f"{stack.url}/v1/responses", json={"model": "m", "input": "another key"},
-                           headers={"authorization": f"Bearer {keys[2]}"})
+    refused = httpx.post(
+        f"{stack.url}/v1/responses",
+        json={"model": "m", "input": "one more"},
+        headers={"authorization": f"Bearer {key}"},
+    )
+    other_key = httpx.post(
+        f"{stack.url}/v1/responses",
+        json={"model": "m", "input": "another key"},
+        headers={"authorization": f"Bearer {keys[2]}"},
+    )
     for thread in held:
         thread.join(30)
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
@@ -138,17 +176,24 @@ def test_a_key_with_too_many_streams_open_gets_a_429(limited, backend: ScriptedB
     model = f"stream-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(text="slowly", delay=2)])
     headers = {"authorization": f"Bearer {keys[2]}"}
-    with httpx.stream("POST", f"{stack.url}/v1/responses", headers=headers, timeout=30,
-                      json={"model": model, "input": "stream", "stream": True}) as first:
+    with httpx.stream(
+        "POST",
+        f"{stack.url}/v1/responses",
+        headers=headers,
+        timeout=30,
+        json={"model": model, "input": "stream", "stream": True},
+    ) as first:
         assert first.status_code == 200
-        second = httpx.post(f"{stack.url}/v1/responses", headers=headers,
-                            json={"model": "m", "input": "stream", "stream": True})
+        second = httpx.post(
+            f"{stack.url}/v1/responses", headers=headers, json={"model": "m", "input": "stream", "stream": True}
+        )
         assert second.status_code == 429 and "MAX_STREAMS_PER_KEY" in second.text
         first.read()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:  # the slot frees when the first stream ends
-        again = httpx.post(f"{stack.url}/v1/responses", headers=headers, json={"model": "m", "input": "s",
-                                                                               "stream": True})
+        again = httpx.post(
+            f"{stack.url}/v1/responses", headers=headers, json={"model": "m", "input": "s", "stream": True}
+        )
         if again.status_code == 200:
             break
         time.sleep(0.1)
@@ -213,14 +258,28 @@ def test_health_stays_fast_with_200_streams_open(tmp_path: Path, backend: Script
 
 def test_serve_on_a_public_address_needs_keys_or_open(tmp_path: Path):
     env = os.environ | {"STARTUP_WAIT_SECONDS": "1", "DATABASE_URL": f"sqlite:///{tmp_path / 'store.db'}"}
-    refused = subprocess.run([CLI, "serve", "--host", "0.0.0.0", "--port", str(free_port()),
-                              "--temporal-address", f"127.0.0.1:{free_port()}"], capture_output=True, text=True,
-                             timeout=60, env=env)
+    refused = subprocess.run(
+        [
+            CLI,
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+            "--temporal-address",
+            f"127.0.0.1:{free_port()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == (
         "durable-responses serve: no API keys exist, and 0.0.0.0 is not a loopback address: create a key with "
         "`durable-responses keys create --project NAME --database-url ...`, or run open on purpose with --open "
-        "(ALLOW_OPEN=true)")
+        "(ALLOW_OPEN=true)"
+    )
 
 
 def test_a_stream_its_client_left_at_once_gives_its_slot_back(limited, backend: ScriptedBackend):
@@ -230,14 +289,23 @@ def test_a_stream_its_client_left_at_once_gives_its_slot_back(limited, backend: 
     backend.script(model, [Reply(text="nobody reads this", delay=1)] * 3)
     body = f'{{"model": "{model}", "input": "x", "stream": true}}'.encode()
     for _ in range(3):
-        connection = _raw(stack.port, (f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                       f"application/json\r\nAuthorization: Bearer {keys[2]}\r\nContent-Length: "
-                                       f"{len(body)}\r\n\r\n").encode() + body)
+        connection = _raw(
+            stack.port,
+            (
+                f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                f"application/json\r\nAuthorization: Bearer {keys[2]}\r\nContent-Length: "
+                f"{len(body)}\r\n\r\n"
+            ).encode()
+            + body,
+        )
         connection.close()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        again = httpx.post(f"{stack.url}/v1/responses", headers={"authorization": f"Bearer {keys[2]}"},
-                           json={"model": "m", "input": "s", "stream": True})
+        again = httpx.post(
+            f"{stack.url}/v1/responses",
+            headers={"authorization": f"Bearer {keys[2]}"},
+            json={"model": "m", "input": "s", "stream": True},
+        )
         if again.status_code == 200:
             break
         time.sleep(0.2)

@@ -23,8 +23,12 @@ def mcp_tool(server: McpTestServer, label: str = "tools", **options: object) -> 
 
 @pytest.mark.parametrize("transport", ["streamable", "sse"])
 async def test_list_call_and_answer(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, transport: str,
-    mcp_server: McpTestServer, mcp_sse_server: McpTestServer,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    transport: str,
+    mcp_server: McpTestServer,
+    mcp_sse_server: McpTestServer,
 ):
     server = mcp_server if transport == "streamable" else mcp_sse_server
     backend.script(model, [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(text="2 + 3 = 5")])
@@ -58,8 +62,12 @@ async def test_list_call_and_answer(
     ids=["list", "filter-names", "filter-read-only"],
 )
 async def test_allowed_tools_limit_the_listing_and_what_the_model_sees(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer,
-    allowed_tools: object, offered: set[str],
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    mcp_server: McpTestServer,
+    allowed_tools: object,
+    offered: set[str],
 ):
     backend.script(model, [Reply(text="ok")])
     response = await sdk.responses.create(
@@ -83,8 +91,12 @@ async def test_allowed_tools_limit_the_listing_and_what_the_model_sees(
     ids=["absent", "always", "never", "never-names", "always-names", "never-read-only", "both"],
 )
 async def test_require_approval_forms(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer,
-    require_approval: object, gated: set[str],
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    mcp_server: McpTestServer,
+    require_approval: object,
+    gated: set[str],
 ):
     options = {} if require_approval is None else {"require_approval": require_approval}
     for tool_name, arguments in (("add", {"a": 1, "b": 1}), ("delete_file", {"path": f"/tmp/{model}"})):
@@ -107,19 +119,34 @@ async def test_require_approval_forms(
 
 
 async def test_several_servers_in_one_request(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
-    mcp_server: McpTestServer, mcp_sse_server: McpTestServer,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    mcp_server: McpTestServer,
+    mcp_sse_server: McpTestServer,
 ):
-    backend.script(model, [
-        Reply(tool_calls=[("first__add", {"a": 1, "b": 2}), ("second__add", {"a": 3, "b": 4})]),
-        Reply(text="3 and 7"),
-    ])
-    response = await sdk.responses.create(model=model, input="add", tools=[
-        mcp_tool(mcp_server, "first", require_approval="never"),
-        mcp_tool(mcp_sse_server, "second", require_approval="never", server_description="the same tools, over SSE"),
-    ])
-    assert [item.type for item in response.output] == ["mcp_list_tools", "mcp_list_tools", "mcp_call", "mcp_call",
-                                                      "message"]
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("first__add", {"a": 1, "b": 2}), ("second__add", {"a": 3, "b": 4})]),
+            Reply(text="3 and 7"),
+        ],
+    )
+    response = await sdk.responses.create(
+        model=model,
+        input="add",
+        tools=[
+            mcp_tool(mcp_server, "first", require_approval="never"),
+            mcp_tool(mcp_sse_server, "second", require_approval="never", server_description="the same tools, over SSE"),
+        ],
+    )
+    assert [item.type for item in response.output] == [
+        "mcp_list_tools",
+        "mcp_list_tools",
+        "mcp_call",
+        "mcp_call",
+        "message",
+    ]
     calls = {item.server_label: item.output for item in response.output if item.type == "mcp_call"}
     assert calls == {"first": "3", "second": "7"}
     # Tools of the same name on two servers are told apart by their server label.
@@ -129,15 +156,23 @@ async def test_several_servers_in_one_request(
 
 @pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
 async def test_calls_of_one_turn_run_in_parallel_when_allowed(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, parallel: bool,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    parallel: bool,
 ):
     server = McpTestServer().start()
     try:
-        backend.script(model, [
-            Reply(tool_calls=[("slow", {"seconds": 1}), ("slow", {"seconds": 1})]), Reply(text="both done"),
-        ])
-        response = await sdk.responses.create(model=model, input="go", parallel_tool_calls=parallel,
-                                              tools=[mcp_tool(server, require_approval="never")])
+        backend.script(
+            model,
+            [
+                Reply(tool_calls=[("slow", {"seconds": 1}), ("slow", {"seconds": 1})]),
+                Reply(text="both done"),
+            ],
+        )
+        response = await sdk.responses.create(
+            model=model, input="go", parallel_tool_calls=parallel, tools=[mcp_tool(server, require_approval="never")]
+        )
     finally:
         server.stop()
     assert response.output_text == "both done"
@@ -151,8 +186,9 @@ async def test_a_failing_tool_is_an_error_the_model_sees(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
     backend.script(model, [Reply(tool_calls=[("explode", {})]), Reply(text="the tool failed, sorry")])
-    response = await sdk.responses.create(model=model, input="go",
-                                          tools=[mcp_tool(mcp_server, require_approval="never")])
+    response = await sdk.responses.create(
+        model=model, input="go", tools=[mcp_tool(mcp_server, require_approval="never")]
+    )
     call = response.output[1]
     assert call.type == "mcp_call" and call.status == "failed" and call.output is None
     assert call.error.type == "mcp_tool_execution_error"
@@ -181,9 +217,18 @@ async def test_headers_and_authorization_reach_the_server(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
     backend.script(model, [Reply(tool_calls=[("whoami", {})]), Reply(text="ok")])
-    response = await sdk.responses.create(model=model, input="who?", tools=[mcp_tool(
-        mcp_server, require_approval="never", headers={"X-Api-Key": "key-123"}, authorization="token-456",
-    )])
+    response = await sdk.responses.create(
+        model=model,
+        input="who?",
+        tools=[
+            mcp_tool(
+                mcp_server,
+                require_approval="never",
+                headers={"X-Api-Key": "key-123"},
+                authorization="token-456",
+            )
+        ],
+    )
     assert response.output[1].output == "authorization=yes x-api-key=yes"
     seen = [headers for headers in mcp_server.headers_seen if headers.get("x-api-key") == "key-123"]
     assert seen and all(headers["authorization"] == "Bearer token-456" for headers in seen)
@@ -211,16 +256,21 @@ async def test_streamed_mcp_events_in_order(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
     backend.script(model, [Reply(tool_calls=[("weather", {"city": "Oslo"})]), Reply(text="sunny, go out")])
-    stream = await sdk.responses.create(model=model, input="weather?", stream=True,
-                                        tools=[mcp_tool(mcp_server, require_approval="never")])
+    stream = await sdk.responses.create(
+        model=model, input="weather?", stream=True, tools=[mcp_tool(mcp_server, require_approval="never")]
+    )
     events = [event async for event in stream]
     kinds = [event.type for event in events]
     listing = [kind for kind in kinds if "mcp_list_tools" in kind]
     assert listing == ["response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed"]
     call_events = [event for event in events if getattr(event, "output_index", None) == 1]
     assert [event.type for event in call_events] == [
-        "response.output_item.added", "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
-        "response.mcp_call.in_progress", "response.mcp_call.completed", "response.output_item.done",
+        "response.output_item.added",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.output_item.done",
     ]
     assert json.loads(call_events[2].arguments) == {"city": "Oslo"}
     assert call_events[-1].item.output == "sunny in Oslo" and call_events[-1].item.status == "completed"
@@ -230,14 +280,13 @@ async def test_streamed_mcp_events_in_order(
     assert [event.sequence_number for event in events] == list(range(len(events)))
 
 
-async def test_an_unreachable_server_streams_a_failed_listing(
-    sdk: openai.AsyncOpenAI, model: str
-):
+async def test_an_unreachable_server_streams_a_failed_listing(sdk: openai.AsyncOpenAI, model: str):
     from tests.support.processes import free_port
 
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    stream = await sdk.responses.create(model=model, input="hi", stream=True,
-                                        tools=[{"type": "mcp", "server_label": "gone", "server_url": url}])
+    stream = await sdk.responses.create(
+        model=model, input="hi", stream=True, tools=[{"type": "mcp", "server_label": "gone", "server_url": url}]
+    )
     events = [event async for event in stream]
     kinds = [event.type for event in events]
     assert "response.mcp_list_tools.failed" in kinds and kinds[-1] == "response.failed"
@@ -245,13 +294,18 @@ async def test_an_unreachable_server_streams_a_failed_listing(
 
 
 async def test_secrets_never_reach_the_store_or_temporal_history_in_clear(
-    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str,
-    mcp_server: McpTestServer, temporal_db: Path,
+    stack: Stack,
+    sdk: openai.AsyncOpenAI,
+    backend: ScriptedBackend,
+    model: str,
+    mcp_server: McpTestServer,
+    temporal_db: Path,
 ):
     header_secret, token_secret = f"hdr-{uuid.uuid4().hex}", f"tok-{uuid.uuid4().hex}"
     backend.script(model, [Reply(tool_calls=[("whoami", {})]), Reply(text="ok")])
-    tool = mcp_tool(mcp_server, require_approval="never", headers={"X-Api-Key": header_secret},
-                    authorization=token_secret)
+    tool = mcp_tool(
+        mcp_server, require_approval="never", headers={"X-Api-Key": header_secret}, authorization=token_secret
+    )
     response = await sdk.responses.create(model=model, input="who?", tools=[tool], background=True, stream=True)
     events = [event async for event in response]
     assert events[-1].response.output[1].output == "authorization=yes x-api-key=yes"  # they were used
@@ -269,13 +323,17 @@ async def test_secrets_never_reach_the_store_or_temporal_history_in_clear(
 async def test_calls_beyond_max_tool_calls_are_not_run(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
-    backend.script(model, [
-        Reply(tool_calls=[("weather", {"city": f"{model}-a"}), ("weather", {"city": f"{model}-b"})]),
-        Reply(tool_calls=[("weather", {"city": f"{model}-c"})]),
-        Reply(text="that is all I may do"),
-    ])
-    response = await sdk.responses.create(model=model, input="go", max_tool_calls=2,
-                                          tools=[mcp_tool(mcp_server, require_approval="never")])
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("weather", {"city": f"{model}-a"}), ("weather", {"city": f"{model}-b"})]),
+            Reply(tool_calls=[("weather", {"city": f"{model}-c"})]),
+            Reply(text="that is all I may do"),
+        ],
+    )
+    response = await sdk.responses.create(
+        model=model, input="go", max_tool_calls=2, tools=[mcp_tool(mcp_server, require_approval="never")]
+    )
     calls = [item for item in response.output if item.type == "mcp_call"]
     assert [call.status for call in calls] == ["completed", "completed", "incomplete"]
     cities = {arguments["city"] for arguments in mcp_server.calls_of("weather")}

@@ -29,8 +29,9 @@ async def test_approved_in_a_follow_up_the_call_runs_without_asking_the_model_ag
     assert first.status == "completed" and request.type == "mcp_approval_request" and request.name == "delete_file"
     assert mcp_server.calls_of("delete_file").count({"path": path}) == 0
 
-    second = await sdk.responses.create(model=model, previous_response_id=first.id, tools=gated(mcp_server),
-                                        input=[answer(request.id, True)])
+    second = await sdk.responses.create(
+        model=model, previous_response_id=first.id, tools=gated(mcp_server), input=[answer(request.id, True)]
+    )
     call, message = second.output
     assert call.type == "mcp_call" and call.approval_request_id == request.id and call.output == f"deleted {path}"
     assert json.loads(call.arguments) == {"path": path} and message.content[0].text == "deleted it"
@@ -47,8 +48,12 @@ async def test_denied_in_a_follow_up_the_model_is_told_and_answers(
     path = f"/tmp/{model}-denied"
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": path})]), Reply(text="ok, I left it")])
     first = await sdk.responses.create(model=model, input="delete it", tools=gated(mcp_server))
-    second = await sdk.responses.create(model=model, previous_response_id=first.id, tools=gated(mcp_server),
-                                        input=[answer(first.output[-1].id, False, "it is my thesis")])
+    second = await sdk.responses.create(
+        model=model,
+        previous_response_id=first.id,
+        tools=gated(mcp_server),
+        input=[answer(first.output[-1].id, False, "it is my thesis")],
+    )
     assert [item.type for item in second.output] == ["message"] and second.output_text == "ok, I left it"
     assert {"path": path} not in mcp_server.calls_of("delete_file")
     told = backend.requests(model)[1]["messages"][-1]
@@ -61,14 +66,23 @@ async def test_unknown_or_already_used_approval_ids_are_refused(
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/x"})]), Reply(text="done")])
     first = await sdk.responses.create(model=model, input="delete", tools=gated(mcp_server))
     with pytest.raises(openai.BadRequestError) as unknown:
-        await sdk.responses.create(model=model, previous_response_id=first.id, tools=gated(mcp_server),
-                                   input=[answer("mcpr_nonexistent", True)])
+        await sdk.responses.create(
+            model=model,
+            previous_response_id=first.id,
+            tools=gated(mcp_server),
+            input=[answer("mcpr_nonexistent", True)],
+        )
     assert "mcpr_nonexistent" in unknown.value.message and unknown.value.body["param"].endswith("approval_request_id")
-    await sdk.responses.create(model=model, previous_response_id=first.id, tools=gated(mcp_server),
-                               input=[answer(first.output[-1].id, True)])
+    await sdk.responses.create(
+        model=model, previous_response_id=first.id, tools=gated(mcp_server), input=[answer(first.output[-1].id, True)]
+    )
     with pytest.raises(openai.BadRequestError) as used:
-        await sdk.responses.create(model=model, previous_response_id=first.id, tools=gated(mcp_server),
-                                   input=[answer(first.output[-1].id, True)])
+        await sdk.responses.create(
+            model=model,
+            previous_response_id=first.id,
+            tools=gated(mcp_server),
+            input=[answer(first.output[-1].id, True)],
+        )
     assert "already been answered" in used.value.message
     assert len(backend.requests(model)) == 2  # neither refused request started a response
 
@@ -94,15 +108,18 @@ async def test_background_waits_for_approval_then_continues_in_place(
     request = waiting.output[-1]
     assert waiting.status == "in_progress" and request.name == "delete_file"
     async with stack.http() as http:
-        refused = await http.post(f"/v1/responses/{created.id}/approvals",
-                                  json={"approval_request_id": "mcpr_unknown", "approve": True})
+        refused = await http.post(
+            f"/v1/responses/{created.id}/approvals", json={"approval_request_id": "mcpr_unknown", "approve": True}
+        )
         assert refused.status_code == 400 and "mcpr_unknown" in refused.json()["error"]["message"]
-        decided = await http.post(f"/v1/responses/{created.id}/approvals",
-                                  json={"approval_request_id": request.id, "approve": True})
+        decided = await http.post(
+            f"/v1/responses/{created.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+        )
         assert decided.status_code == 200, decided.text
         assert decided.json()["id"] == created.id
-        again = await http.post(f"/v1/responses/{created.id}/approvals",
-                                json={"approval_request_id": request.id, "approve": False})
+        again = await http.post(
+            f"/v1/responses/{created.id}/approvals", json={"approval_request_id": request.id, "approve": False}
+        )
         assert again.status_code == 400 and "already been answered" in again.json()["error"]["message"]
     final = await until_terminal(sdk, created.id)
     assert final.status == "completed" and final.output_text == "deleted in place"
@@ -113,8 +130,12 @@ async def test_background_waits_for_approval_then_continues_in_place(
     events = [event async for event in await sdk.responses.retrieve(created.id, stream=True)]
     kinds = [event.type for event in events]
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
-    for expected in ("response.mcp_list_tools.completed", "response.mcp_call.in_progress",
-                     "response.mcp_call.completed", "response.mcp_call_arguments.done"):
+    for expected in (
+        "response.mcp_list_tools.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call_arguments.done",
+    ):
         assert expected in kinds
     added = [event.item.type for event in events if event.type == "response.output_item.added"]
     assert added == types
@@ -128,16 +149,35 @@ async def test_background_denied_with_the_cli(
     created = await sdk.responses.create(model=model, input="delete", tools=gated(mcp_server), background=True)
     request = (await until_awaiting_approval(sdk, created.id)).output[-1]
     api_url = stack.base_url.removesuffix("/v1")
-    denied = await asyncio.to_thread(subprocess.run, [
-        CLI, "approve", created.id, request.id, "--deny", "--reason", "not today", "--api-url", api_url,
-    ], capture_output=True, text=True, timeout=60)
+    denied = await asyncio.to_thread(
+        subprocess.run,
+        [
+            CLI,
+            "approve",
+            created.id,
+            request.id,
+            "--deny",
+            "--reason",
+            "not today",
+            "--api-url",
+            api_url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert denied.returncode == 0, denied.stderr
     assert f"denied {request.id}" in denied.stdout
     final = await until_terminal(sdk, created.id)
     assert final.output_text == "kept it" and not any(item.type == "mcp_call" for item in final.output)
     assert "not today" in backend.requests(model)[1]["messages"][-1]["content"]
-    again = await asyncio.to_thread(subprocess.run, [CLI, "approve", created.id, request.id, "--api-url", api_url],
-                                    capture_output=True, text=True, timeout=60)
+    again = await asyncio.to_thread(
+        subprocess.run,
+        [CLI, "approve", created.id, request.id, "--api-url", api_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 1 and "waits for no approval" in again.stderr
 
 
@@ -166,17 +206,21 @@ async def test_an_approval_wait_times_out_into_an_open_request(
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/t"})]), Reply(text="deleted later")])
     async with running_stack(temporal_address, backend, store, execution=execution) as stack:
         async with stack.sdk(timeout=30) as client:
-            created = await client.responses.create(model=model, input="delete", tools=gated(mcp_server),
-                                                    background=True)
+            created = await client.responses.create(
+                model=model, input="delete", tools=gated(mcp_server), background=True
+            )
             timed_out = await until_terminal(client, created.id)
             assert timed_out.status == "completed" and timed_out.output[-1].type == "mcp_approval_request"
             # The inbox lists it among requests of ended responses, asked when the wait began.
             async with stack.http() as http:
                 listed = (await http.get("/v1/approvals")).json()["data"]
-            entry, = [entry for entry in listed if entry["id"] == timed_out.output[-1].id]
+            (entry,) = [entry for entry in listed if entry["id"] == timed_out.output[-1].id]
             assert entry["decision_applies"] == "on_follow_up" and entry["created_at"] <= timed_out.created_at + 1
             # The request stays open: a follow-up response can still answer it.
-            later = await client.responses.create(model=model, previous_response_id=created.id,
-                                                  tools=gated(mcp_server),
-                                                  input=[answer(timed_out.output[-1].id, True)])
+            later = await client.responses.create(
+                model=model,
+                previous_response_id=created.id,
+                tools=gated(mcp_server),
+                input=[answer(timed_out.output[-1].id, True)],
+            )
     assert later.output[0].type == "mcp_call" and later.output_text == "deleted later"

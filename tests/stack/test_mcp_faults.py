@@ -45,8 +45,13 @@ async def test_a_destructive_call_cut_off_by_a_killed_worker_is_not_run_again(
 ):
     server = McpTestServer().start()
     path = f"/tmp/{model}"
-    backend.script(model, [Reply(tool_calls=[("slow_delete", {"path": path, "seconds": 4})]),
-                           Reply(text="I will check whether it was deleted")])
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("slow_delete", {"path": path, "seconds": 4})]),
+            Reply(text="I will check whether it was deleted"),
+        ],
+    )
     try:
         final = await _kill_the_worker_mid_call(temporal_address, backend, store, model, server, "slow_delete")
         await asyncio.sleep(1)  # time enough for a repeat to show
@@ -63,7 +68,11 @@ async def test_a_destructive_call_cut_off_by_a_killed_worker_is_not_run_again(
 
 
 async def _kill_the_worker_mid_call(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, server: McpTestServer,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    model: str,
+    server: McpTestServer,
     tool_name: str,
 ) -> Any:
     """Start a background response whose tool call takes 4 s, kill -9 its worker once the call
@@ -72,8 +81,9 @@ async def _kill_the_worker_mid_call(
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client:
-                created = await client.responses.create(model=model, input="run it", tools=tools(server),
-                                                        background=True)
+                created = await client.responses.create(
+                    model=model, input="run it", tools=tools(server), background=True
+                )
                 await eventually(lambda: len(server.calls_of(tool_name)) == 1, f"'{tool_name}' to be called")
                 kill(first)
                 second = spawn_worker(stack)
@@ -84,10 +94,13 @@ async def _kill_the_worker_mid_call(
 
 
 @pytest.mark.one_store  # the retry rule's, not the store's (the kill proofs run on both)
-@pytest.mark.parametrize(("tool_name", "arguments", "runs"), [
-    ("delete_file", {"path": "/tmp/once"}, 1),  # unannotated: may change the world
-    ("add", {"a": 1, "b": 2}, 2),  # read-only: retried while attempts last (2 in these tests)
-])
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "runs"),
+    [
+        ("delete_file", {"path": "/tmp/once"}, 1),  # unannotated: may change the world
+        ("add", {"a": 1, "b": 2}, 2),  # read-only: retried while attempts last (2 in these tests)
+    ],
+)
 async def test_a_failure_after_the_tool_ran_repeats_only_a_repeatable_tool(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, tool_name: str, arguments: dict, runs: int
 ):
@@ -107,7 +120,11 @@ async def test_a_failure_after_the_tool_ran_repeats_only_a_repeatable_tool(
 
 @pytest.mark.parametrize("decided", ["once the next worker runs", "while no worker runs"])
 async def test_a_background_response_waiting_for_approval_outlives_a_killed_worker(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, mcp_server: McpTestServer,
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    model: str,
+    mcp_server: McpTestServer,
     decided: str,
 ):
     """`while no worker runs`: the decision reaches Temporal while the response's worker is
@@ -119,14 +136,19 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
         first, second = spawn_worker(stack), None
         try:
             async with stack.sdk(timeout=60) as client, stack.http() as http:
-                created = await client.responses.create(model=model, input="delete", background=True,
-                                                        tools=tools(mcp_server, "always"))
+                created = await client.responses.create(
+                    model=model, input="delete", background=True, tools=tools(mcp_server, "always")
+                )
                 request = (await until_awaiting_approval(client, created.id)).output[-1]
                 kill(first)
 
                 def decide() -> asyncio.Task:
-                    return asyncio.create_task(http.post(f"/v1/responses/{created.id}/approvals",
-                                                         json={"approval_request_id": request.id, "approve": True}))
+                    return asyncio.create_task(
+                        http.post(
+                            f"/v1/responses/{created.id}/approvals",
+                            json={"approval_request_id": request.id, "approve": True},
+                        )
+                    )
 
                 if decided == "while no worker runs":
                     deciding = decide()
@@ -176,8 +198,9 @@ async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
     assert (await sdk.responses.retrieve(calling.id)).status == "cancelled"
 
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/never"})])])
-    waiting = await sdk.responses.create(model=model, input="delete", tools=tools(mcp_server, "always"),
-                                         background=True)
+    waiting = await sdk.responses.create(
+        model=model, input="delete", tools=tools(mcp_server, "always"), background=True
+    )
     await until_awaiting_approval(sdk, waiting.id)
     assert (await sdk.responses.cancel(waiting.id)).status == "cancelled"
     assert {"path": "/tmp/never"} not in mcp_server.calls_of("delete_file")

@@ -27,21 +27,23 @@ def _write(tmp_path: Path, document: Any) -> Path:
     return path
 
 
-
-
-
-
-
-
-
-
-
-
 def test_the_cli_stops_at_start_on_a_malformed_file(tmp_path: Path):
     path = _write(tmp_path, {"model_list": [{"model_name": "a", "litellm_params": {"model": "vllm/a"}}]})
-    started = subprocess.run([CLI, "worker", "--models-file", str(path), "--temporal-address", "127.0.0.1:1",
-                              "--database-url", f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True,
-                             timeout=60)
+    started = subprocess.run(
+        [
+            CLI,
+            "worker",
+            "--models-file",
+            str(path),
+            "--temporal-address",
+            "127.0.0.1:1",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'r.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert started.returncode == 1
     lines = [line for line in started.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "model_list[0] (a)" in lines[0], started.stderr
@@ -59,21 +61,35 @@ async def two_backends():
 
 
 @pytest.fixture
-async def registry_stack(temporal_address: str, store: EmptyStore, two_backends, tmp_path: Path,
-                         monkeypatch: pytest.MonkeyPatch):
+async def registry_stack(
+    temporal_address: str, store: EmptyStore, two_backends, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     first, second = two_backends
     monkeypatch.setenv("FIRST_BACKEND_KEY", "sk-first-backend-secret")
-    path = _write(tmp_path, {
-        "model_list": [
-            {"model_name": "alpha", "litellm_params": {"model": "openai/alpha-upstream", "api_base": first.base_url,
-                                                       "api_key": "os.environ/FIRST_BACKEND_KEY"}},
-            {"model_name": "beta", "litellm_params": {"model": "hosted_vllm/beta-upstream",
-                                                      "api_base": second.base_url}},
-            {"model_name": "broken", "litellm_params": {"model": "openai/broken-upstream",
-                                                        "api_base": first.base_url}},
-        ],
-        "router_settings": {"fallbacks": [{"broken": ["beta"]}]},
-    })
+    path = _write(
+        tmp_path,
+        {
+            "model_list": [
+                {
+                    "model_name": "alpha",
+                    "litellm_params": {
+                        "model": "openai/alpha-upstream",
+                        "api_base": first.base_url,
+                        "api_key": "os.environ/FIRST_BACKEND_KEY",
+                    },
+                },
+                {
+                    "model_name": "beta",
+                    "litellm_params": {"model": "hosted_vllm/beta-upstream", "api_base": second.base_url},
+                },
+                {
+                    "model_name": "broken",
+                    "litellm_params": {"model": "openai/broken-upstream", "api_base": first.base_url},
+                },
+            ],
+            "router_settings": {"fallbacks": [{"broken": ["beta"]}]},
+        },
+    )
     async with running_stack(temporal_address, first, store, models_file=str(path)) as stack:
         yield stack
 
@@ -141,8 +157,10 @@ async def test_without_a_file_models_are_the_backends_own(temporal_address: str,
     await asyncio.sleep(0)
 
 
-names = st.one_of(st.sampled_from(["alpha", "beta", "broken", "gamma", "ALPHA", "alpha ", "*", "", "a/b", "%2F"]),
-                  st.text(st.characters(blacklist_categories=("Cs",)), max_size=60))
+names = st.one_of(
+    st.sampled_from(["alpha", "beta", "broken", "gamma", "ALPHA", "alpha ", "*", "", "a/b", "%2F"]),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=60),
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

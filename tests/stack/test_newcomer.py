@@ -50,8 +50,13 @@ def test_the_readmes_first_snippet_streams_a_demo_answer(demo_dev: DevStack):
     snippet = quick_start.split("```python\n", 1)[1].split("```", 1)[0]
     assert "http://127.0.0.1:8000/v1" in snippet
     snippet = snippet.replace("http://127.0.0.1:8000/v1", f"{demo_dev.url}/v1")
-    ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60,
-                         env={name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")})
+    ran = subprocess.run(
+        [sys.executable, "-c", snippet],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")},
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "You said: Hello, durable world!\ndemo/echo You said: Another one?\n"
 
@@ -71,22 +76,30 @@ def test_the_demo_streams_word_by_word(demo_dev: DevStack):
 
 def test_the_demo_calls_a_function_tool_it_is_asked_for(demo_dev: DevStack):
     client = demo_dev.sdk()
-    weather = {"type": "function", "name": "weather", "description": "Weather in a city.",
-               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    weather = {
+        "type": "function",
+        "name": "weather",
+        "description": "Weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
     asked = client.responses.create(model="demo/echo", input="What is the weather in 'Paris'?", tools=[weather])
     call = asked.output[0]
     assert call.type == "function_call" and call.name == "weather" and call.arguments == '{"city":"Paris"}'
-    answered = client.responses.create(model="demo/echo", previous_response_id=asked.id, tools=[weather], input=[
-        {"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21 C"}])
+    answered = client.responses.create(
+        model="demo/echo",
+        previous_response_id=asked.id,
+        tools=[weather],
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21 C"}],
+    )
     assert answered.output_text == "The tool weather answered: sunny, 21 C."
 
 
 def test_an_approval_through_the_demo_tools_waits_for_the_cli(demo_dev: DevStack):
     client = demo_dev.sdk()
-    tools = [{"type": "mcp", "server_label": "demo", "server_url": f"{demo_dev.url}/demo/mcp",
-              "require_approval": "always"}]
-    waiting = client.responses.create(model="demo/echo", input="roll dice with 20 sides", tools=tools,
-                                      background=True)
+    tools = [
+        {"type": "mcp", "server_label": "demo", "server_url": f"{demo_dev.url}/demo/mcp", "require_approval": "always"}
+    ]
+    waiting = client.responses.create(model="demo/echo", input="roll dice with 20 sides", tools=tools, background=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         waiting = client.responses.retrieve(waiting.id)
@@ -96,8 +109,9 @@ def test_an_approval_through_the_demo_tools_waits_for_the_cli(demo_dev: DevStack
     request = waiting.output[-1]
     assert request.type == "mcp_approval_request" and request.name == "roll_dice"
     assert request.arguments == '{"sides":20}'
-    approved = subprocess.run([CLI, "approve", waiting.id, request.id, "--api-url", demo_dev.url],
-                              capture_output=True, text=True, timeout=60)
+    approved = subprocess.run(
+        [CLI, "approve", waiting.id, request.id, "--api-url", demo_dev.url], capture_output=True, text=True, timeout=60
+    )
     assert approved.returncode == 0, approved.stderr
     deadline = time.monotonic() + 30
     while client.responses.retrieve(waiting.id).status == "in_progress" and time.monotonic() < deadline:
@@ -114,8 +128,13 @@ def test_the_readmes_file_search_snippet_runs_as_written(demo_dev: DevStack):
     first = readme.split("## Quick start", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     second = readme.split("### Search your own documents", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     snippet = (first + second).replace("http://127.0.0.1:8000/v1", f"{demo_dev.url}/v1")
-    ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120,
-                         env={name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")})
+    ran = subprocess.run(
+        [sys.executable, "-c", snippet],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")},
+    )
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()
     assert lines[-2] == "tomatoes.md"
@@ -126,8 +145,11 @@ def test_the_readmes_file_search_example_runs_against_dev(demo_dev: DevStack):
     """The README's worked example: three documents into a vector store, a search that ranks
     the right one first, and a response whose (demo) model calls `file_search` and cites it."""
     client = demo_dev.sdk()
-    documents = [("tomatoes.md", GARDENING.encode()), ("bread.html", BAKING.encode()),
-                 ("andromeda.pdf", pdf_with_text(ASTRONOMY_LINES))]
+    documents = [
+        ("tomatoes.md", GARDENING.encode()),
+        ("bread.html", BAKING.encode()),
+        ("andromeda.pdf", pdf_with_text(ASTRONOMY_LINES)),
+    ]
     file_ids = [client.files.create(file=document, purpose="assistants").id for document in documents]
     store = client.vector_stores.create(name="notes", file_ids=file_ids)
     deadline = time.monotonic() + 60
@@ -137,9 +159,12 @@ def test_the_readmes_file_search_example_runs_against_dev(demo_dev: DevStack):
     assert store.status == "completed" and store.file_counts.completed == 3
     found = client.vector_stores.search(store.id, query="How far away is Andromeda?")
     assert found.data[0].filename == "andromeda.pdf"
-    response = client.responses.create(model="demo/echo", input="Use file search: watering tomatoes",
-                                       tools=[{"type": "file_search", "vector_store_ids": [store.id]}],
-                                       include=["file_search_call.results"])
+    response = client.responses.create(
+        model="demo/echo",
+        input="Use file search: watering tomatoes",
+        tools=[{"type": "file_search", "vector_store_ids": [store.id]}],
+        include=["file_search_call.results"],
+    )
     call, message = response.output
     assert call.type == "file_search_call" and call.status == "completed"
     assert call.results[0].filename == "tomatoes.md" and "twice a week" in call.results[0].text
@@ -175,8 +200,11 @@ def test_a_slow_demo_answer_survives_ctrl_c_and_a_restart(tmp_path: Path):
     try:
         running = dev.sdk().responses.create(model="demo/slow", input="one two three", background=True)
         answers: list[httpx.Response] = []
-        waiting = threading.Thread(target=lambda: answers.append(httpx.post(
-            f"{dev.url}/v1/responses", json={"model": "demo/slow", "input": "four five"}, timeout=60)))
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(f"{dev.url}/v1/responses", json={"model": "demo/slow", "input": "four five"}, timeout=60)
+            )
+        )
         waiting.start()
         time.sleep(1.5)
         assert dev.stop(signal.SIGINT) == 0
@@ -196,8 +224,10 @@ def test_a_slow_demo_answer_survives_ctrl_c_and_a_restart(tmp_path: Path):
         client = dev.sdk()
         for response_id, text in ((running.id, "You said: one two three"), (cut_short, "You said: four five")):
             deadline = time.monotonic() + 60
-            while client.responses.retrieve(response_id).status in ("queued", "in_progress") \
-                    and time.monotonic() < deadline:
+            while (
+                client.responses.retrieve(response_id).status in ("queued", "in_progress")
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.2)
             ended = client.responses.retrieve(response_id)
             assert ended.status == "completed" and ended.output_text == text

@@ -25,8 +25,12 @@ COUNT = 200
 ATTEMPTS = 5
 SPARE = 10
 EXECUTION = ExecutionSettings(
-    inference=RetryBudget(start_to_close_seconds=30, maximum_attempts=ATTEMPTS, initial_interval_seconds=0.05,
-                          maximum_interval_seconds=0.2),
+    inference=RetryBudget(
+        start_to_close_seconds=30,
+        maximum_attempts=ATTEMPTS,
+        initial_interval_seconds=0.05,
+        maximum_interval_seconds=0.2,
+    ),
     store=RetryBudget(start_to_close_seconds=10, maximum_attempts=10, initial_interval_seconds=0.05),
 )
 MODES = ("synchronous", "stream", "background", "background_stream")
@@ -80,8 +84,12 @@ async def _run(client: openai.AsyncOpenAI, backend: ScriptedBackend, case: Case)
         await until_requested(backend, case.model, seconds=120)
         case.seen = await client.responses.cancel(created.id)
     elif streaming:
-        events = [event async for event in await client.responses.create(
-            model=case.model, input="hi", stream=True, background=background)]
+        events = [
+            event
+            async for event in await client.responses.create(
+                model=case.model, input="hi", stream=True, background=background
+            )
+        ]
         case.response_id, case.seen = events[-1].response.id, events[-1].response
     elif background:
         created = await client.responses.create(model=case.model, input="hi", background=True)
@@ -105,8 +113,9 @@ async def _check(client: openai.AsyncOpenAI, case: Case) -> None:
         return  # no event log is kept for these
     events = [event async for event in await client.responses.retrieve(case.response_id, stream=True)]
     assert [event.sequence_number for event in events] == list(range(len(events))), label
-    terminal = [event for event in events if event.type in ("response.completed", "response.failed",
-                                                               "response.incomplete")]
+    terminal = [
+        event for event in events if event.type in ("response.completed", "response.failed", "response.incomplete")
+    ]
     assert terminal == [events[-1]], f"{label}: the log must end with exactly one terminal event"
     assert events[-1].response.model_dump() == stored.model_dump(), label
     if stored.status == "completed":
@@ -129,15 +138,25 @@ async def test_many_concurrent_responses_with_random_faults_all_end_and_match_th
         backend.script(case.model, replies)
         cases.append(case)
 
-    async with running_stack(temporal_address, backend, store, with_worker=False, task_timeout_seconds=2,
-                             execution=EXECUTION,  # every case at once, more streams than one key may hold
-                             quotas=QuotaSettings(max_in_flight_per_key=COUNT, max_streams_per_key=COUNT)) as stack:
+    async with running_stack(
+        temporal_address,
+        backend,
+        store,
+        with_worker=False,
+        task_timeout_seconds=2,
+        execution=EXECUTION,  # every case at once, more streams than one key may hold
+        quotas=QuotaSettings(max_in_flight_per_key=COUNT, max_streams_per_key=COUNT),
+    ) as stack:
         workers = [spawn_worker(stack), spawn_worker(stack)]
         try:
             async with stack.sdk(timeout=120) as client:
+
                 async def crash_a_worker_half_way() -> None:
-                    await eventually(lambda: sum(len(backend.requests(case.model)) for case in cases) >= COUNT // 2,
-                                     f"{COUNT // 2} upstream calls", seconds=120)
+                    await eventually(
+                        lambda: sum(len(backend.requests(case.model)) for case in cases) >= COUNT // 2,
+                        f"{COUNT // 2} upstream calls",
+                        seconds=120,
+                    )
                     kill(workers[0])
                     workers[0] = spawn_worker(stack)
 

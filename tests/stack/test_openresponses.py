@@ -23,7 +23,9 @@ from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
 
 WEATHER = {
-    "type": "function", "name": "get_weather", "description": "Get the current weather for a location",
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a location",
     "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
 }
 # A 1x1 PNG, and a few bytes standing for a PDF.
@@ -67,8 +69,13 @@ async def http(stack: Stack):
 async def test_basic_response(http: httpx.AsyncClient, sdk: openai.AsyncOpenAI, model: str):
     data = await create(http, {"model": model, "input": [message("user", "Say hello in exactly 3 words.")]})
     assert data["status"] == "completed" and data["output"]
-    assert (data["temperature"], data["top_p"], data["presence_penalty"], data["frequency_penalty"],
-            data["top_logprobs"]) == (1.0, 1.0, 0.0, 0.0, 0), "the effective sampling values, defaults included"
+    assert (
+        data["temperature"],
+        data["top_p"],
+        data["presence_penalty"],
+        data["frequency_penalty"],
+        data["top_logprobs"],
+    ) == (1.0, 1.0, 0.0, 0.0, 0), "the effective sampling values, defaults included"
     assert (await sdk.responses.retrieve(data["id"])).output_text == "echo: Say hello in exactly 3 words."
 
 
@@ -81,23 +88,35 @@ async def test_streaming_response(http: httpx.AsyncClient, model: str):
 
 
 async def test_system_prompt(http: httpx.AsyncClient, backend: ScriptedBackend, model: str):
-    data = await create(http, {"model": model, "input": [
-        message("system", "You are a pirate. Always respond in pirate speak."), message("user", "Say hello.")]})
+    data = await create(
+        http,
+        {
+            "model": model,
+            "input": [
+                message("system", "You are a pirate. Always respond in pirate speak."),
+                message("user", "Say hello."),
+            ],
+        },
+    )
     assert data["status"] == "completed"
     assert backend.requests(model)[-1]["messages"][0]["role"] == "system"
 
 
 async def test_tool_calling(http: httpx.AsyncClient, backend: ScriptedBackend, model: str):
     backend.script(model, [Reply(tool_calls=[("get_weather", {"location": "San Francisco, CA"})])])
-    data = await create(http, {"model": model, "tools": [WEATHER],
-                               "input": [message("user", "What's the weather like in San Francisco?")]})
+    data = await create(
+        http,
+        {"model": model, "tools": [WEATHER], "input": [message("user", "What's the weather like in San Francisco?")]},
+    )
     assert [item["type"] for item in data["output"]] == ["function_call"]
 
 
 async def test_tool_calling_streamed(http: httpx.AsyncClient, backend: ScriptedBackend, model: str):
     backend.script(model, [Reply(tool_calls=[("get_weather", {"location": "San Francisco, CA"})])])
-    events, _final = await stream(http, {"model": model, "tools": [WEATHER],
-                                         "input": [message("user", "What's the weather like in San Francisco?")]})
+    events, _final = await stream(
+        http,
+        {"model": model, "tools": [WEATHER], "input": [message("user", "What's the weather like in San Francisco?")]},
+    )
     kinds = [(event["type"], (event.get("item") or {}).get("type")) for event in events]
     assert ("response.output_item.added", "function_call") in kinds
     assert ("response.output_item.done", "function_call") in kinds
@@ -109,34 +128,61 @@ async def test_function_call_round_trip(http: httpx.AsyncClient, backend: Script
     backend.script(model, [Reply(tool_calls=[("get_weather", {"location": "Oslo"})]), Reply(text="Cold.")])
     first = await create(http, {"model": model, "tools": [WEATHER], "input": "Weather in Oslo?"})
     call = first["output"][0]
-    second = await create(http, {"model": model, "tools": [WEATHER], "previous_response_id": first["id"],
-                                 "input": [{"type": "function_call_output", "call_id": call["call_id"],
-                                            "output": "-5 C"}]})
+    second = await create(
+        http,
+        {
+            "model": model,
+            "tools": [WEATHER],
+            "previous_response_id": first["id"],
+            "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": "-5 C"}],
+        },
+    )
     assert second["status"] == "completed" and second["output"][0]["content"][0]["text"] == "Cold."
 
 
 async def test_image_and_file_input(http: httpx.AsyncClient, backend: ScriptedBackend, model: str):
-    data = await create(http, {"model": model, "input": [message("user", [
-        {"type": "input_text", "text": "What do you see in this image?"},
-        {"type": "input_image", "image_url": PNG},
-        {"type": "input_file", "filename": "doc.pdf", "file_data": PDF},
-    ])]})
+    data = await create(
+        http,
+        {
+            "model": model,
+            "input": [
+                message(
+                    "user",
+                    [
+                        {"type": "input_text", "text": "What do you see in this image?"},
+                        {"type": "input_image", "image_url": PNG},
+                        {"type": "input_file", "filename": "doc.pdf", "file_data": PDF},
+                    ],
+                )
+            ],
+        },
+    )
     assert data["status"] == "completed"
     sent = backend.requests(model)[-1]["messages"][0]["content"]
     assert [part["type"] for part in sent] == ["text", "image_url", "file"]
 
 
 async def test_multi_turn_and_previous_response_id(http: httpx.AsyncClient, backend: ScriptedBackend, model: str):
-    data = await create(http, {"model": model, "input": [
-        message("user", "My name is Alice."), message("assistant", "Hello Alice!"), message("user", "My name?")]})
+    data = await create(
+        http,
+        {
+            "model": model,
+            "input": [
+                message("user", "My name is Alice."),
+                message("assistant", "Hello Alice!"),
+                message("user", "My name?"),
+            ],
+        },
+    )
     follow_up = await create(http, {"model": model, "previous_response_id": data["id"], "input": "And again?"})
     assert follow_up["previous_response_id"] == data["id"] and follow_up["status"] == "completed"
     roles = [sent["role"] for sent in backend.requests(model)[-1]["messages"]]
     assert roles == ["user", "assistant", "user", "assistant", "user"]
 
 
-async def test_reasoning_streams_as_its_own_item(http: httpx.AsyncClient, backend: ScriptedBackend, model: str,
-                                                sdk: openai.AsyncOpenAI):
+async def test_reasoning_streams_as_its_own_item(
+    http: httpx.AsyncClient, backend: ScriptedBackend, model: str, sdk: openai.AsyncOpenAI
+):
     backend.script(model, [Reply(text="4", reasoning="Two and two make four.", reasoning_tokens=6)] * 2)
     events, final = await stream(http, {"model": model, "input": "2+2?"})
     assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
@@ -151,8 +197,9 @@ async def test_reasoning_streams_as_its_own_item(http: httpx.AsyncClient, backen
 
 
 async def test_logprobs_when_asked(http: httpx.AsyncClient, model: str):
-    events, final = await stream(http, {"model": model, "input": "abcdefgh", "top_logprobs": 1,
-                                        "include": ["message.output_text.logprobs"]})
+    events, final = await stream(
+        http, {"model": model, "input": "abcdefgh", "top_logprobs": 1, "include": ["message.output_text.logprobs"]}
+    )
     assert final["top_logprobs"] == 1
     logprobs = final["output"][0]["content"][0]["logprobs"]
     assert "".join(entry["token"] for entry in logprobs) == "echo: abcdefgh"

@@ -27,20 +27,27 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
             # What the API writes before it starts the workflow; then it "dies".
             # Its project's webhook endpoint still hears of it.
             async with stack.sdk() as sdk:
-                endpoint = await sdk.webhooks.create(name="orphans", url=receiver.url,
-                                                     event_types=["response.completed"])
+                endpoint = await sdk.webhooks.create(
+                    name="orphans", url=receiver.url, event_types=["response.completed"]
+                )
             prepared = await prepare({"model": model, "input": "orphan", "background": True}, repository, Limits())
             orphan = prepared.response
             await repository.create_response(orphan, prepared.items, opening_events(orphan))
 
-            runner = ResponseRunner(stack.client, stack.settings.task_queue, stack.settings.execution,
-                                    repository=repository, local_worker=False)
+            runner = ResponseRunner(
+                stack.client,
+                stack.settings.task_queue,
+                stack.settings.execution,
+                repository=repository,
+                local_worker=False,
+            )
             sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
             waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)
             assert await sweeper.sweep() == [orphan.id]
             # Both are marked now: the sweep never looks at them again (it costs what it finds).
-            assert {response.id for response in await repository.starts.unconfirmed_created_between(0, time.time())} \
-                .isdisjoint({orphan.id, waiting.id})
+            assert {
+                response.id for response in await repository.starts.unconfirmed_created_between(0, time.time())
+            }.isdisjoint({orphan.id, waiting.id})
             final = await until_terminal(client, orphan.id)
             assert await sweeper.sweep() == [], "a response must never be started twice"
             await client.responses.cancel(waiting.id)

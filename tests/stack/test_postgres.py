@@ -143,11 +143,17 @@ async def test_keys_and_projects_on_postgresql(postgres: PostgresServer):
         await database.close()
 
 
-def _role(command: list[str], url: str, temporal_address: str, backend: ScriptedBackend, queue: str,
-          log: Path) -> subprocess.Popen:
-    environment = os.environ | {"DATABASE_URL": url, "TEMPORAL_ADDRESS": temporal_address, "TEMPORAL_TASK_QUEUE": queue,
-                                "INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "test",
-                                "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"}
+def _role(
+    command: list[str], url: str, temporal_address: str, backend: ScriptedBackend, queue: str, log: Path
+) -> subprocess.Popen:
+    environment = os.environ | {
+        "DATABASE_URL": url,
+        "TEMPORAL_ADDRESS": temporal_address,
+        "TEMPORAL_TASK_QUEUE": queue,
+        "INFERENCE_BASE_URL": backend.base_url,
+        "INFERENCE_API_KEY": "test",
+        "WORKFLOW_TASK_TIMEOUT_SECONDS": "2",
+    }
     return subprocess.Popen([CLI, *command], env=environment, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
 
@@ -167,18 +173,21 @@ async def test_four_processes_start_together_on_an_empty_database_and_survive_it
     url = postgres.create_database()
     queue = f"pg-{uuid.uuid4().hex[:8]}"
     ports = [free_port(), free_port()]
-    processes = [_role(["serve", "--port", str(port)], url, temporal_address, backend, queue, tmp_path / f"serve{i}.log")
-                 for i, port in enumerate(ports)]
-    processes += [_role(["worker"], url, temporal_address, backend, queue, tmp_path / f"worker{i}.log")
-                  for i in range(2)]
+    processes = [
+        _role(["serve", "--port", str(port)], url, temporal_address, backend, queue, tmp_path / f"serve{i}.log")
+        for i, port in enumerate(ports)
+    ]
+    processes += [
+        _role(["worker"], url, temporal_address, backend, queue, tmp_path / f"worker{i}.log") for i in range(2)
+    ]
     try:
         for port in ports:
             await eventually(lambda port=port: _ready(port), f"serve on {port} to be ready", seconds=60)
-        assert all(process.poll() is None for process in processes), [
-            log.read_text() for log in tmp_path.glob("*.log")]
+        assert all(process.poll() is None for process in processes), [log.read_text() for log in tmp_path.glob("*.log")]
         # As users run them: the SDK retries a 503 (the store unavailable for a moment) by itself.
-        clients = [openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=2)
-                   for port in ports]
+        clients = [
+            openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=2) for port in ports
+        ]
         outcomes: list[str] = []
 
         async def load(stop: asyncio.Event) -> None:

@@ -52,9 +52,14 @@ async def _scenarios(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: s
         # (an unstored one's history is erased once it ends: `tests/stack/test_at_rest.py`)
     }
     first = await sdk.responses.create(model=model, input="hello " * 20)
-    ids["compacted"] = (await sdk.responses.create(
-        model=model, input="go on", previous_response_id=first.id,
-        context_management=[{"type": "compaction", "compact_threshold": 10}])).id
+    ids["compacted"] = (
+        await sdk.responses.create(
+            model=model,
+            input="go on",
+            previous_response_id=first.id,
+            context_management=[{"type": "compaction", "compact_threshold": 10}],
+        )
+    ).id
     backend.limit_context(f"{model}-small", 5)
     overflowing = await sdk.responses.with_raw_response.create(model=f"{model}-small", input="hello " * 20)
     ids["context_overflow"] = overflowing.http_response.json()["id"]  # (its error code is not in the SDK's list)
@@ -74,23 +79,35 @@ async def _mcp_scenarios(
 ) -> dict[str, str]:
     never = [{"type": "mcp", "server_label": "tools", "server_url": server.url, "require_approval": "never"}]
     gated = [{"type": "mcp", "server_label": "tools", "server_url": server.url}]
-    backend.script(f"{model}-mcp", [
-        Reply(tool_calls=[("add", {"a": 1, "b": 2}), ("weather", {"city": "Rome"})]), Reply(text="3, sunny"),
-        Reply(tool_calls=[("delete_file", {"path": "/tmp/r"})]), Reply(text="deleted"),
-        Reply(tool_calls=[("delete_file", {"path": "/tmp/b"})]), Reply(text="deleted in place"),
-    ])
+    backend.script(
+        f"{model}-mcp",
+        [
+            Reply(tool_calls=[("add", {"a": 1, "b": 2}), ("weather", {"city": "Rome"})]),
+            Reply(text="3, sunny"),
+            Reply(tool_calls=[("delete_file", {"path": "/tmp/r"})]),
+            Reply(text="deleted"),
+            Reply(tool_calls=[("delete_file", {"path": "/tmp/b"})]),
+            Reply(text="deleted in place"),
+        ],
+    )
     ids = {"mcp_calls": (await sdk.responses.create(model=f"{model}-mcp", input="go", tools=never)).id}
     asking = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated)
     ids["mcp_approval_requested"] = asking.id
-    ids["mcp_approved_follow_up"] = (await sdk.responses.create(
-        model=f"{model}-mcp", previous_response_id=asking.id, tools=gated,
-        input=[{"type": "mcp_approval_response", "approval_request_id": asking.output[-1].id, "approve": True}],
-    )).id
+    ids["mcp_approved_follow_up"] = (
+        await sdk.responses.create(
+            model=f"{model}-mcp",
+            previous_response_id=asking.id,
+            tools=gated,
+            input=[{"type": "mcp_approval_response", "approval_request_id": asking.output[-1].id, "approve": True}],
+        )
+    ).id
     waiting = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated, background=True)
     current = await until_awaiting_approval(sdk, waiting.id)
     async with stack.http() as http:
-        decided = await http.post(f"/v1/responses/{waiting.id}/approvals",
-                                  json={"approval_request_id": current.output[-1].id, "approve": True})
+        decided = await http.post(
+            f"/v1/responses/{waiting.id}/approvals",
+            json={"approval_request_id": current.output[-1].id, "approve": True},
+        )
         assert decided.status_code == 200
     ids["mcp_background_approval"] = waiting.id
     unreachable = [{"type": "mcp", "server_label": "gone", "server_url": f"http://127.0.0.1:{free_port()}/mcp"}]
@@ -107,12 +124,18 @@ async def _mcp_scenarios(
     # A call that may have run and is not repeated: its outcome is unknown.
     failing = McpTestServer(fail_after_running={"delete_file"}).start()
     try:
-        backend.script(f"{model}-unknown", [Reply(tool_calls=[("delete_file", {"path": "/tmp/u"})]),
-                                            Reply(text="I will check")])
-        ids["mcp_call_outcome_unknown"] = (await sdk.responses.create(
-            model=f"{model}-unknown", input="delete", tools=[{"type": "mcp", "server_label": "tools",
-                                                              "server_url": failing.url, "require_approval": "never"}],
-        )).id
+        backend.script(
+            f"{model}-unknown", [Reply(tool_calls=[("delete_file", {"path": "/tmp/u"})]), Reply(text="I will check")]
+        )
+        ids["mcp_call_outcome_unknown"] = (
+            await sdk.responses.create(
+                model=f"{model}-unknown",
+                input="delete",
+                tools=[
+                    {"type": "mcp", "server_label": "tools", "server_url": failing.url, "require_approval": "never"}
+                ],
+            )
+        ).id
     finally:
         failing.stop()
     return ids
@@ -132,12 +155,15 @@ async def test_fresh_histories_replay(
         status = (await handle.describe()).status
         ended = await handle.query("state")  # unstored ones are not retrievable; queries replay
         # Temporal's status tells the response's end.
-        assert status == {"failed": WorkflowExecutionStatus.FAILED,
-                          "cancelled": WorkflowExecutionStatus.CANCELED}.get(ended, WorkflowExecutionStatus.COMPLETED), (
-            name, ended, status)
+        assert status == {"failed": WorkflowExecutionStatus.FAILED, "cancelled": WorkflowExecutionStatus.CANCELED}.get(
+            ended, WorkflowExecutionStatus.COMPLETED
+        ), (name, ended, status)
         history = await handle.fetch_history()
-        failed_tasks = [event.workflow_task_failed_event_attributes.cause for event in history.events
-                        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
+        failed_tasks = [
+            event.workflow_task_failed_event_attributes.cause
+            for event in history.events
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        ]
         # No workflow task fails (red in the UI), a cancel's end included.
         assert failed_tasks == [], (name, failed_tasks)
         result = await replayer().replay_workflow(history)

@@ -18,7 +18,9 @@ WEATHER_TOOL = {
 }
 
 
-async def test_string_input_completes_with_text_and_usage(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_string_input_completes_with_text_and_usage(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     backend.script(model, [Reply(text="Hello from upstream", usage=(12, 4))])
     response = await sdk.responses.create(model=model, input="Hi")
     assert response.status == "completed"
@@ -33,7 +35,9 @@ async def test_string_input_completes_with_text_and_usage(sdk: openai.AsyncOpenA
     assert sent["messages"] == [{"role": "user", "content": "Hi"}]
 
 
-async def test_message_input_of_every_role_and_image_part(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_message_input_of_every_role_and_image_part(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     image = "data:image/png;base64,iVBORw0KGgo="
     response = await sdk.responses.create(
         model=model,
@@ -41,10 +45,14 @@ async def test_message_input_of_every_role_and_image_part(sdk: openai.AsyncOpenA
             {"role": "system", "content": "sys"},
             {"role": "developer", "content": "dev"},
             {"role": "assistant", "content": "earlier answer"},
-            {"type": "message", "role": "user", "content": [
-                {"type": "input_text", "text": "what is this?"},
-                {"type": "input_image", "image_url": image, "detail": "low"},
-            ]},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "what is this?"},
+                    {"type": "input_image", "image_url": image, "detail": "low"},
+                ],
+            },
         ],
     )
     assert response.status == "completed"
@@ -58,7 +66,9 @@ async def test_message_input_of_every_role_and_image_part(sdk: openai.AsyncOpenA
     ]
 
 
-async def test_instructions_are_not_carried_across_a_chain(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_instructions_are_not_carried_across_a_chain(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     first = await sdk.responses.create(model=model, input="one", instructions="Talk like a pirate")
     assert first.instructions == "Talk like a pirate"
     second = await sdk.responses.create(model=model, input="two", previous_response_id=first.id)
@@ -96,10 +106,13 @@ async def test_long_chain_resumes_from_stored_messages_and_history_stays_flat(
 
 
 async def test_function_tools_round_trip(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
-    backend.script(model, [
-        Reply(tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})]),
-        Reply(text="Paris is sunny, Oslo is cold."),
-    ])
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})]),
+            Reply(text="Paris is sunny, Oslo is cold."),
+        ],
+    )
     first = await sdk.responses.create(model=model, input="Weather in Paris and Oslo?", tools=[WEATHER_TOOL])
     assert first.status == "completed"
     calls = [item for item in first.output if item.type == "function_call"]
@@ -144,7 +157,9 @@ async def test_function_call_history_sent_by_the_client(sdk: openai.AsyncOpenAI,
     assert messages[2] == {"role": "tool", "tool_call_id": "call_a", "content": "warm"}
 
 
-async def test_sampling_and_tool_parameters_reach_the_backend(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_sampling_and_tool_parameters_reach_the_backend(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     response = await sdk.responses.create(
         model=model,
         input="hi",
@@ -177,8 +192,20 @@ async def test_length_stop_gives_incomplete(sdk: openai.AsyncOpenAI, backend: Sc
     ("text_format", "expected"),
     [
         (
-            {"type": "json_schema", "name": "person", "schema": {"type": "object", "properties": {"name": {"type": "string"}}}, "strict": True},
-            {"type": "json_schema", "json_schema": {"name": "person", "schema": {"type": "object", "properties": {"name": {"type": "string"}}}, "strict": True}},
+            {
+                "type": "json_schema",
+                "name": "person",
+                "schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "strict": True,
+            },
+            {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "person",
+                    "schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    "strict": True,
+                },
+            },
         ),
         ({"type": "json_object"}, {"type": "json_object"}),
     ],

@@ -29,8 +29,9 @@ async def _status(url: str) -> int:
             return 0
 
 
-async def test_readiness_follows_the_workers_within_seconds(temporal_address: str, backend: ScriptedBackend,
-                                                           store: EmptyStore):
+async def test_readiness_follows_the_workers_within_seconds(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore
+):
     async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
         root = stack.base_url.removesuffix("/v1")
         assert await _status(f"{root}/livez") == 200
@@ -42,10 +43,11 @@ async def test_readiness_follows_the_workers_within_seconds(temporal_address: st
             became_ready = time.monotonic() - started
             worker.send_signal(signal.SIGTERM)
             stopping = time.monotonic()
-            await eventually(lambda: _unready(f"{root}/health"), "unreadiness once the last worker stops",
-                             seconds=20)
-            print(f"ready {became_ready:.1f} s after the worker started; unready {time.monotonic() - stopping:.1f} s "
-                  "after it was told to stop")
+            await eventually(lambda: _unready(f"{root}/health"), "unreadiness once the last worker stops", seconds=20)
+            print(
+                f"ready {became_ready:.1f} s after the worker started; unready {time.monotonic() - stopping:.1f} s "
+                "after it was told to stop"
+            )
             assert await _status(f"{root}/livez") == 200
             assert worker.wait(30) == 0
         finally:
@@ -87,8 +89,7 @@ async def test_a_stopping_worker_lets_calls_finish_within_its_grace(
     way the response completes and the worker exits within its grace and a few seconds."""
     model = f"grace-{uuid.uuid4().hex[:6]}"
     backend.script(model, [Reply(text="first", delay=reply_seconds), Reply(text="again")])
-    async with running_stack(temporal_address, backend, store, with_worker=False) as stack, \
-            stack.sdk() as client:
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack, stack.sdk() as client:
         log = store.data_dir / "worker.log"
         first = spawn_worker(stack, log=log, env={"SHUTDOWN_GRACE_SECONDS": "5"})
         second = None
@@ -123,8 +124,9 @@ async def _ended(client, response_id: str):  # noqa: ANN001, ANN202
 def test_serve_takes_host_and_port_from_the_environment(stack, tmp_path: Path):
     port = free_port()
     environment = _environment(stack, 2) | {"PORT": str(port), "HOST": "127.0.0.1"}
-    serve = subprocess.Popen([CLI, "serve", *_cluster_options(stack)], env=environment,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(
+        [CLI, "serve", *_cluster_options(stack)], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

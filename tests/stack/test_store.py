@@ -68,10 +68,13 @@ async def test_a_list_parameter_stands_for_its_values(tmp_path: Path):
     try:
         async with db.write() as transaction:
             for name in ("a", "b", "c"):
-                await transaction.run("INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, 1)", id=name)
+                await transaction.run(
+                    "INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, 1)", id=name
+                )
         async with db.read() as transaction:
-            some = await transaction.all("SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)",
-                                         ids=["a", "c", "z"])
+            some = await transaction.all(
+                "SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)", ids=["a", "c", "z"]
+            )
             none = await transaction.all("SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)", ids=[])
         assert sorted(row["response_id"] for row in some) == ["a", "c"] and none == []
     finally:
@@ -85,8 +88,11 @@ async def test_the_wal_is_emptied_once_it_grows_past_its_bound(tmp_path: Path):
         payload = "x" * (1024 * 1024)
         for index in range(WAL_TRUNCATE_BYTES // len(payload) + 8):
             async with db.write() as transaction:
-                await transaction.run("INSERT INTO chat_contexts (response_id, messages) VALUES (:id, :data)",
-                                      id=f"r{index}", data=payload)
+                await transaction.run(
+                    "INSERT INTO chat_contexts (response_id, messages) VALUES (:id, :data)",
+                    id=f"r{index}",
+                    data=payload,
+                )
         wal = path.with_name("responses.db-wal")
         assert wal.stat().st_size > WAL_TRUNCATE_BYTES
         await asyncio.to_thread(_checkpoint, path)

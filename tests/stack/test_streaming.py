@@ -17,7 +17,9 @@ STRICT_EVENT = TypeAdapter(ResponseStreamEvent)
 TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
 
 
-async def raw_events(stack: Stack, path: str, *, method: str = "GET", body: dict | None = None, limit: int | None = None):
+async def raw_events(
+    stack: Stack, path: str, *, method: str = "GET", body: dict | None = None, limit: int | None = None
+):
     """SSE frames as (event name, data) pairs, read with plain httpx."""
     frames = []
     async with stack.http() as http, http.stream(method, path, json=body) as answer:
@@ -45,14 +47,25 @@ async def test_text_stream_has_openai_event_order_and_matches_the_stored_respons
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
     backend.script(model, [Reply(text="The quick brown fox jumps over the lazy dog.")])
-    frames = await raw_events(stack, "/v1/responses", method="POST",
-                              body={"model": model, "input": "tell me", "stream": True})
+    frames = await raw_events(
+        stack, "/v1/responses", method="POST", body={"model": model, "input": "tell me", "stream": True}
+    )
     assert_strict_and_ordered(frames)
     types = [name for name, _ in frames]
-    assert types[:5] == ["response.created", "response.in_progress", "response.output_item.added",
-                         "response.content_part.added", "response.output_text.delta"]
-    assert types[-5:] == ["response.output_text.delta", "response.output_text.done", "response.content_part.done",
-                          "response.output_item.done", "response.completed"]
+    assert types[:5] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+    ]
+    assert types[-5:] == [
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     assert frames[0][1]["sequence_number"] == 0
     deltas = "".join(data["delta"] for name, data in frames if name == "response.output_text.delta")
     assert deltas == "The quick brown fox jumps over the lazy dog."
@@ -60,10 +73,14 @@ async def test_text_stream_has_openai_event_order_and_matches_the_stored_respons
     assert item_ids == {frames[2][1]["item"]["id"]}, "an item keeps its id from its first event on"
     final = frames[-1][1]["response"]
     stored = await sdk.responses.retrieve(final["id"])
-    assert stored.model_dump(mode="json") == openai.types.responses.Response.model_validate(final).model_dump(mode="json")
+    assert stored.model_dump(mode="json") == openai.types.responses.Response.model_validate(final).model_dump(
+        mode="json"
+    )
 
 
-async def test_sdk_stream_helper_accumulates_the_stored_text(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_sdk_stream_helper_accumulates_the_stored_text(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     backend.script(model, [Reply(text="streamed through the SDK helper")])
     async with sdk.responses.stream(model=model, input="hi") as stream:
         texts = [event.delta async for event in stream if event.type == "response.output_text.delta"]
@@ -72,7 +89,9 @@ async def test_sdk_stream_helper_accumulates_the_stored_text(sdk: openai.AsyncOp
     assert (await sdk.responses.retrieve(final.id)).output_text == final.output_text
 
 
-async def test_function_call_arguments_stream(stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+async def test_function_call_arguments_stream(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
     backend.script(model, [Reply(text="Looking it up.", tool_calls=[("lookup", {"q": "temporal durable execution"})])])
     async with sdk.responses.stream(model=model, input="search", tools=[TOOL]) as stream:
         events = [event async for event in stream]
@@ -93,8 +112,9 @@ async def test_resume_from_the_middle_of_a_finished_and_a_running_stream(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
     backend.script(model, [Reply(text="one two three four five six seven eight", chunk_delay=0.05)])
-    head = await raw_events(stack, "/v1/responses", method="POST",
-                            body={"model": model, "input": "count", "stream": True}, limit=5)
+    head = await raw_events(
+        stack, "/v1/responses", method="POST", body={"model": model, "input": "count", "stream": True}, limit=5
+    )
     response_id = head[0][1]["response"]["id"]
     # The client went away after 5 events; the response goes on. Resume while it still runs:
     rest = [event async for event in await sdk.responses.retrieve(response_id, stream=True, starting_after=4)]

@@ -59,20 +59,29 @@ async def test_metrics_move_when_responses_run(
     base = stack.base_url.removesuffix("/v1")
     before = await scrape(base)
     # A stream, and a background response that lists tools, waits for approval and calls one.
-    backend.script(model, [Reply(text="streamed", usage=(7, 3)),
-                           Reply(tool_calls=[("delete_file", {"path": f"/tmp/{model}"})]), Reply(text="done")])
+    backend.script(
+        model,
+        [
+            Reply(text="streamed", usage=(7, 3)),
+            Reply(tool_calls=[("delete_file", {"path": f"/tmp/{model}"})]),
+            Reply(text="done"),
+        ],
+    )
     stream = await sdk.responses.create(model=model, input="hi", stream=True)
     assert [event async for event in stream][-1].type == "response.completed"
     tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}
     waiting = await sdk.responses.create(model=model, input="go", tools=[tool], background=True)
     request = (await until_awaiting_approval(sdk, waiting.id)).output[-1]
     url = stack.settings.database_url
-    await eventually(lambda: store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id",
-                                               id=waiting.id), "the wait to be recorded")
+    await eventually(
+        lambda: store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id", id=waiting.id),
+        "the wait to be recorded",
+    )
     assert total(await scrape(base), "durable_responses_approvals_waiting") >= 1
     async with stack.http() as http:
-        decided = await http.post(f"/v1/responses/{waiting.id}/approvals",
-                                  json={"approval_request_id": request.id, "approve": True})
+        decided = await http.post(
+            f"/v1/responses/{waiting.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+        )
         assert decided.status_code == 200, decided.text
         refused = await http.post("/v1/responses", json={"model": model, "input": "x", "temperature": 9})
         assert refused.status_code == 400
@@ -98,8 +107,10 @@ async def test_metrics_move_when_responses_run(
     assert moved(before, after, prefix + "mcp_call_duration_seconds_count", operation="call", outcome="ok") == 1
     assert moved(before, after, prefix + "approval_decisions_total", decision="approve") == 1
     assert moved(before, after, prefix + "approval_wait_seconds_count") == 1
-    assert await store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id",
-                                   id=waiting.id) == 0
+    assert (
+        await store_probe.value(url, "SELECT COUNT(*) FROM approval_waits WHERE response_id = :id", id=waiting.id) == 0
+    )
+
     # Temporal's SDK metrics in the same scrape (Core records a completion just after it).
     async def both_completed() -> bool:
         return moved(before, await scrape(base), "temporal_workflow_completed_total") >= 2
@@ -130,8 +141,9 @@ SECRET = "zebra-quartz-7781-secret"
 async def _exercise(dev: DevStack, backend: ScriptedBackend, mcp_server: McpTestServer) -> None:
     client = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="x", max_retries=0)
     backend.script("m-plain", [Reply(text=f"plain {SECRET}")])
-    await client.responses.create(model="m-plain", input=f"say {SECRET}", instructions=f"be {SECRET}",
-                                  metadata={"note": SECRET})
+    await client.responses.create(
+        model="m-plain", input=f"say {SECRET}", instructions=f"be {SECRET}", metadata={"note": SECRET}
+    )
     backend.script("m-retry", [Reply(status=503), Reply(text=f"after a retry {SECRET}")])
     await client.responses.create(model="m-retry", input=f"retry {SECRET}")
     backend.script("m-long", [Reply(text=f"long {SECRET}", delay=6)])  # a workflow task past 5 s
@@ -144,23 +156,36 @@ async def _exercise(dev: DevStack, backend: ScriptedBackend, mcp_server: McpTest
     await asyncio.sleep(1)
     await client.responses.cancel(slow.id)
     backend.script("m-tool", [Reply(tool_calls=[("weather", {"city": SECRET})]), Reply(text=f"weather {SECRET}")])
-    await client.responses.create(model="m-tool", input=f"weather {SECRET}", tools=[
-        {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never",
-         "headers": {"X-Api-Key": SECRET}}])
+    await client.responses.create(
+        model="m-tool",
+        input=f"weather {SECRET}",
+        tools=[
+            {
+                "type": "mcp",
+                "server_label": "tools",
+                "server_url": mcp_server.url,
+                "require_approval": "never",
+                "headers": {"X-Api-Key": SECRET},
+            }
+        ],
+    )
     async with httpx.AsyncClient(base_url=dev.url, timeout=10) as http:
-        assert (await http.post("/v1/responses", json={"model": "m", "input": SECRET, "temperature": 9})).status_code == 400
+        assert (
+            await http.post("/v1/responses", json={"model": "m", "input": SECRET, "temperature": 9})
+        ).status_code == 400
         assert (await http.post("/v1/responses", json={"model": "m", "input": SECRET, SECRET: 1})).status_code == 400
         assert (await http.get(f"/v1/responses/resp_{'0' * 48}")).status_code == 404
     await client.close()
 
 
-async def test_logs_are_calm_and_hold_no_user_text(
-    tmp_path: Path, backend: ScriptedBackend, mcp_server: McpTestServer
-):
+async def test_logs_are_calm_and_hold_no_user_text(tmp_path: Path, backend: ScriptedBackend, mcp_server: McpTestServer):
     # The default workflow task timeout (10 s): a workflow task is heartbeated at 8 s, so a
     # long model call makes one past 5 s, which Core warns of.
-    dev = DevStack(tmp_path / "dev", backend, env={"LOG_LEVEL": "INFO", "EGRESS_ALLOWLIST": "127.0.0.1",
-                                                   "WORKFLOW_TASK_TIMEOUT_SECONDS": "10"})
+    dev = DevStack(
+        tmp_path / "dev",
+        backend,
+        env={"LOG_LEVEL": "INFO", "EGRESS_ALLOWLIST": "127.0.0.1", "WORKFLOW_TASK_TIMEOUT_SECONDS": "10"},
+    )
     dev.start()
     try:
         await _exercise(dev, backend, mcp_server)
@@ -172,8 +197,9 @@ async def test_logs_are_calm_and_hold_no_user_text(
     assert "Traceback" not in log, log
     lines = log.splitlines()
     access = [line for line in lines if "durable_responses.access" in line]
-    assert any("POST /v1/responses 400" in line and "error=invalid_value param=temperature" in line
-               for line in access), access
+    assert any(
+        "POST /v1/responses 400" in line and "error=invalid_value param=temperature" in line for line in access
+    ), access
     assert any("POST /v1/responses 400" in line and "error=unknown_parameter" in line for line in access), access
     assert any("GET /v1/responses/{response_id} 404" in line for line in access), access
     assert any("POST /v1/responses/{response_id}/cancel 200" in line for line in access), access
@@ -228,17 +254,25 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
         return [execution.id async for execution in stack.client.list_workflows(query)]
 
     by_model = f'ResponseModel = "{model}"'
-    await eventually(lambda: _contains(listed(f'ResponseState = "awaiting_approval" AND {by_model}'), waiting.id),
-                     "the waiting response to be listed as awaiting approval", seconds=20)
+    await eventually(
+        lambda: _contains(listed(f'ResponseState = "awaiting_approval" AND {by_model}'), waiting.id),
+        "the waiting response to be listed as awaiting approval",
+        seconds=20,
+    )
     description = await stack.client.get_workflow_handle(waiting.id).describe()
     assert await description.static_summary() == model  # no user text unless WORKFLOW_SUMMARY_INPUT is on
     details = await description.static_details()
     assert "background" in details and "mcp:tools" in details and mcp_server.url not in details
     async with stack.http() as http:
-        await http.post(f"/v1/responses/{waiting.id}/approvals", json={"approval_request_id": request.id, "approve": True})
+        await http.post(
+            f"/v1/responses/{waiting.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+        )
     await until_terminal(sdk, waiting.id)
-    await eventually(lambda: _contains(listed(f'ResponseState = "completed" AND {by_model}'), waiting.id),
-                     "the response to be listed as completed", seconds=20)
+    await eventually(
+        lambda: _contains(listed(f'ResponseState = "completed" AND {by_model}'), waiting.id),
+        "the response to be listed as completed",
+        seconds=20,
+    )
     assert waiting.id not in await listed(f'ResponseState = "awaiting_approval" AND {by_model}')
 
 
@@ -247,9 +281,14 @@ async def test_each_upstream_attempt_is_shown_in_temporal(
 ):
     """Each failed model call is its own marker in history, with its error, and while the
     workflow waits to try again its current details say which attempt failed and why."""
-    backend.script(model, [Reply(status=503, error_message="overloaded-one"),
-                           Reply(status=503, error_message="overloaded-two", headers={"retry-after": "3"}),
-                           Reply(text="fine")])
+    backend.script(
+        model,
+        [
+            Reply(status=503, error_message="overloaded-one"),
+            Reply(status=503, error_message="overloaded-two", headers={"retry-after": "3"}),
+            Reply(text="fine"),
+        ],
+    )
     response = await sdk.responses.create(model=model, input="hi", background=True)
     handle = stack.client.get_workflow_handle(response.id)
 
@@ -261,18 +300,27 @@ async def test_each_upstream_attempt_is_shown_in_temporal(
     assert "upstream attempt 2 of 3 failed" in details and "503" in details and "next attempt in 3 s" in details
     assert (await until_terminal(sdk, response.id)).status == "completed"
     assert "completed" in await shown()
-    markers = [event.marker_recorded_event_attributes for event in (await handle.fetch_history()).events
-               if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-               and event.marker_recorded_event_attributes.marker_name == "core_local_activity"]
+    markers = [
+        event.marker_recorded_event_attributes
+        for event in (await handle.fetch_history()).events
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and event.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    ]
     # Failure messages are encrypted in history (they can quote user content); the data
     # converter, with the key, reads them as the UI does through the codec endpoint.
     assert {marker.failure.message for marker in markers if marker.HasField("failure")} == {"Encoded failure"}
-    failures = [str(await stack.client.data_converter.decode_failure(marker.failure))
-                for marker in markers if marker.HasField("failure")]
+    failures = [
+        str(await stack.client.data_converter.decode_failure(marker.failure))
+        for marker in markers
+        if marker.HasField("failure")
+    ]
     assert len([f for f in failures if "overloaded" in f]) == 2, failures
     assert "overloaded-one" in failures[0] and "overloaded-two" in failures[1]
-    timers = [event for event in (await handle.fetch_history()).events
-              if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
+    timers = [
+        event
+        for event in (await handle.fetch_history()).events
+        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+    ]
     assert len(timers) == 2
 
 

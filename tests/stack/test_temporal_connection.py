@@ -39,25 +39,32 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tls_variables(proxy: TlsProxy, credentials: Credentials) -> dict[str, str]:
-    return {"TEMPORAL_ADDRESS": f"127.0.0.1:{proxy.port}", "TEMPORAL_NAMESPACE": "default",
-            "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(credentials.ca_cert), "TEMPORAL_TLS_SERVER_NAME": "temporal.test",
-            "TEMPORAL_TLS_CLIENT_CERT_PATH": str(credentials.client_cert),
-            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(credentials.client_key)}
+    return {
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{proxy.port}",
+        "TEMPORAL_NAMESPACE": "default",
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH": str(credentials.ca_cert),
+        "TEMPORAL_TLS_SERVER_NAME": "temporal.test",
+        "TEMPORAL_TLS_CLIENT_CERT_PATH": str(credentials.client_cert),
+        "TEMPORAL_TLS_CLIENT_KEY_PATH": str(credentials.client_key),
+    }
 
 
-async def test_mutual_tls_from_temporal_variables(mutual_tls: TlsProxy, credentials: Credentials,
-                                                  monkeypatch: pytest.MonkeyPatch):
+async def test_mutual_tls_from_temporal_variables(
+    mutual_tls: TlsProxy, credentials: Credentials, monkeypatch: pytest.MonkeyPatch
+):
     for name, value in _tls_variables(mutual_tls, credentials).items():
         monkeypatch.setenv(name, value)
     client = await connect(Settings())
-    info = await client.workflow_service.get_system_info(__import__(
-        "temporalio.api.workflowservice.v1", fromlist=["GetSystemInfoRequest"]).GetSystemInfoRequest())
+    info = await client.workflow_service.get_system_info(
+        __import__("temporalio.api.workflowservice.v1", fromlist=["GetSystemInfoRequest"]).GetSystemInfoRequest()
+    )
     assert info.server_version and mutual_tls.handshakes >= 1
     assert temporal_connection(Settings()).describe() == f"127.0.0.1:{mutual_tls.port} (namespace default, TLS)"
 
 
-async def test_a_profile_in_a_config_file(mutual_tls: TlsProxy, credentials: Credentials, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch):
+async def test_a_profile_in_a_config_file(
+    mutual_tls: TlsProxy, credentials: Credentials, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     config = tmp_path / "temporal.toml"
     config.write_text(f"""
 [profile.prod]
@@ -75,8 +82,9 @@ client_key_path = "{credentials.client_key}"
     assert (await client.count_workflows("WorkflowType = 'nothing'")).count == 0
 
 
-async def test_without_the_client_certificate_the_server_refuses(mutual_tls: TlsProxy, credentials: Credentials,
-                                                                 monkeypatch: pytest.MonkeyPatch):
+async def test_without_the_client_certificate_the_server_refuses(
+    mutual_tls: TlsProxy, credentials: Credentials, monkeypatch: pytest.MonkeyPatch
+):
     for name, value in _tls_variables(mutual_tls, credentials).items():
         if "CLIENT" not in name:
             monkeypatch.setenv(name, value)
@@ -85,8 +93,9 @@ async def test_without_the_client_certificate_the_server_refuses(mutual_tls: Tls
         await client.count_workflows()
 
 
-async def test_an_api_key_turns_tls_on_and_reaches_the_client(temporal_address: str, credentials: Credentials,
-                                                              monkeypatch: pytest.MonkeyPatch):
+async def test_an_api_key_turns_tls_on_and_reaches_the_client(
+    temporal_address: str, credentials: Credentials, monkeypatch: pytest.MonkeyPatch
+):
     proxy = TlsProxy(int(temporal_address.rsplit(":", 1)[1]), credentials, require_client_cert=False).start()
     try:
         monkeypatch.setenv("TEMPORAL_ADDRESS", f"127.0.0.1:{proxy.port}")
@@ -118,8 +127,16 @@ def test_a_configuration_that_cannot_be_read_is_one_line(tmp_path: Path, monkeyp
     monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(broken))
     with pytest.raises(StartupError, match="cannot read the Temporal client configuration"):
         temporal_connection(Settings())
-    done = subprocess.run([CLI, "worker", "--database-url", f"sqlite:///{tmp_path / 'store.db'}"], capture_output=True,
-                          text=True, timeout=60, env=os.environ | {"TEMPORAL_CONFIG_FILE": str(broken)})
+    done = subprocess.run(
+        [CLI, "worker", "--database-url", f"sqlite:///{tmp_path / 'store.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ | {"TEMPORAL_CONFIG_FILE": str(broken)},
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith(
-        "durable-responses worker: cannot read the Temporal client configuration")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("durable-responses worker: cannot read the Temporal client configuration")
+    )

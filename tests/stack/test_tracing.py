@@ -52,8 +52,15 @@ class Collector:
                     for scope in resource.scope_spans:
                         for span in scope.spans:
                             attributes = {kv.key: str(kv.value) for kv in span.attributes}
-                            collector.spans.append((span.trace_id.hex(), span.span_id.hex(),
-                                                    span.parent_span_id.hex(), span.name, attributes))
+                            collector.spans.append(
+                                (
+                                    span.trace_id.hex(),
+                                    span.span_id.hex(),
+                                    span.parent_span_id.hex(),
+                                    span.name,
+                                    attributes,
+                                )
+                            )
                 self.send_response(200)
                 self.send_header("content-type", "application/x-protobuf")
                 self.end_headers()
@@ -76,16 +83,27 @@ async def test_one_response_is_one_connected_trace_across_the_api_and_a_worker(
     exporter.clear()
     collector = Collector()
     backend.script(model, [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(text=f"5 {SECRET}")])
-    tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never",
-            "headers": {"X-Api-Key": SECRET}}
+    tool = {
+        "type": "mcp",
+        "server_label": "tools",
+        "server_url": mcp_server.url,
+        "require_approval": "never",
+        "headers": {"X-Api-Key": SECRET},
+    }
     async with running_stack(temporal_address, backend, store, with_worker=False, tracing=True) as stack:
-        worker = spawn_worker(stack, env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
-                                          "OTEL_SERVICE_NAME": "durable-responses-worker",
-                                          "OTEL_BSP_SCHEDULE_DELAY": "100"})
+        worker = spawn_worker(
+            stack,
+            env={
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+                "OTEL_SERVICE_NAME": "durable-responses-worker",
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+            },
+        )
         try:
             async with stack.sdk(timeout=60) as sdk:
-                response = await sdk.responses.create(model=model, input=f"add {SECRET}", tools=[tool],
-                                                      instructions=f"be {SECRET}")
+                response = await sdk.responses.create(
+                    model=model, input=f"add {SECRET}", tools=[tool], instructions=f"be {SECRET}"
+                )
             assert response.status == "completed"
             root = next(span for span in exporter.get_finished_spans() if span.name == "POST /v1/responses")
             trace_id = format(root.context.trace_id, "032x")
@@ -97,24 +115,38 @@ async def test_one_response_is_one_connected_trace_across_the_api_and_a_worker(
                 """The spans asked for, and their parents: a parent ends (and is exported) after
                 its children, in a later batch, and killing the worker first loses it."""
                 spans = worker_spans()
-                ids = {span[1] for span in spans} | {format(span.context.span_id, "016x")
-                                                     for span in exporter.get_finished_spans()}
-                return {f"chat {model}", "tools/call add"} <= {span[3] for span in spans} \
-                    and all(span[2] in ids for span in spans if span[2])
+                ids = {span[1] for span in spans} | {
+                    format(span.context.span_id, "016x") for span in exporter.get_finished_spans()
+                }
+                return {f"chat {model}", "tools/call add"} <= {span[3] for span in spans} and all(
+                    span[2] in ids for span in spans if span[2]
+                )
 
             await eventually(arrived, "the worker's spans of the response's trace, with their parents", seconds=30)
         finally:
             kill(worker)
             collector.server.shutdown()
 
-    api = [(format(span.context.trace_id, "032x"), format(span.context.span_id, "016x"),
-            format(span.parent.span_id, "016x") if span.parent else "", span.name,
-            {key: str(value) for key, value in (span.attributes or {}).items()})
-           for span in exporter.get_finished_spans()]
+    api = [
+        (
+            format(span.context.trace_id, "032x"),
+            format(span.context.span_id, "016x"),
+            format(span.parent.span_id, "016x") if span.parent else "",
+            span.name,
+            {key: str(value) for key, value in (span.attributes or {}).items()},
+        )
+        for span in exporter.get_finished_spans()
+    ]
     spans = [span for span in api if span[0] == trace_id] + worker_spans()
     names = {span[3] for span in spans}
-    assert {"POST /v1/responses", "StartWorkflow:ResponseWorkflow", "RunWorkflow:ResponseWorkflow",
-            f"chat {model}", "tools/list", "tools/call add"} <= names, names
+    assert {
+        "POST /v1/responses",
+        "StartWorkflow:ResponseWorkflow",
+        "RunWorkflow:ResponseWorkflow",
+        f"chat {model}",
+        "tools/list",
+        "tools/call add",
+    } <= names, names
     # Connected: every span but the root has its parent in the trace.
     ids = {span[1] for span in spans}
     assert [span[3] for span in spans if span[2] and span[2] not in ids] == []

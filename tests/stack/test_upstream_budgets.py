@@ -23,19 +23,6 @@ from tests.support.waiting import eventually
 # ---- the rules, pure ------------------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
 async def _containing(text, part: str) -> str | None:  # noqa: ANN001 - an awaitable of str
     said = await text
     return said if part in said else None
@@ -46,8 +33,16 @@ async def _containing(text, part: str) -> str | None:  # noqa: ANN001 - an await
 
 def _models_file(tmp_path: Path, backend: ScriptedBackend, **params: object) -> str:
     path = tmp_path / "models.yaml"
-    path.write_text(yaml.safe_dump({"model_list": [{"model_name": "*", "litellm_params": {
-        "model": "openai/*", "api_base": backend.base_url, **params}}]}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {"model_name": "*", "litellm_params": {"model": "openai/*", "api_base": backend.base_url, **params}}
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -63,13 +58,18 @@ async def _all_foreground(stack: Stack, count: int, concurrency: int) -> list[st
         return list(await asyncio.gather(*(one(sdk, index) for index in range(count))))
 
 
-async def _all_background(stack: Stack, count: int, sdk: openai.AsyncOpenAI | None = None,
-                          seconds: float = 120) -> list[str]:
+async def _all_background(
+    stack: Stack, count: int, sdk: openai.AsyncOpenAI | None = None, seconds: float = 120
+) -> list[str]:
     own = sdk is None
     sdk = sdk or stack.sdk(timeout=120)
     try:
-        created = await asyncio.gather(*(sdk.responses.create(model="limited", input=f"background {index}",
-                                                              background=True) for index in range(count)))
+        created = await asyncio.gather(
+            *(
+                sdk.responses.create(model="limited", input=f"background {index}", background=True)
+                for index in range(count)
+            )
+        )
         pending = {response.id for response in created}
         statuses: dict[str, str] = {}
         deadline = time.monotonic() + seconds
@@ -109,8 +109,9 @@ async def test_a_rate_limited_backend_loses_no_response(temporal_address: str, s
         limited.stop()
 
 
-async def test_with_rpm_in_the_registry_calls_are_paced_before_any_429(temporal_address: str, store: EmptyStore,
-                                                                        tmp_path: Path):
+async def test_with_rpm_in_the_registry_calls_are_paced_before_any_429(
+    temporal_address: str, store: EmptyStore, tmp_path: Path
+):
     limited = ScriptedBackend(rate_limit=40).start()
     try:
         models_file = _models_file(tmp_path, limited, rpm=2400)
@@ -124,7 +125,8 @@ async def test_with_rpm_in_the_registry_calls_are_paced_before_any_429(temporal_
 
 
 async def test_one_projects_flood_does_not_starve_anothers_interactive_requests(
-        temporal_address: str, store: EmptyStore):
+    temporal_address: str, store: EmptyStore
+):
     """A backend admitting 20 requests a second; project A floods it with background work,
     then project B asks, one request at a time, and is answered within seconds."""
     limited = ScriptedBackend(rate_limit=20).start()
@@ -150,7 +152,8 @@ async def test_one_projects_flood_does_not_starve_anothers_interactive_requests(
 
 
 async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_door_when_far(
-        temporal_address: str, store: EmptyStore):
+    temporal_address: str, store: EmptyStore
+):
     """A backend that answers 429 to everything: a background response waits for capacity
     (no attempt spent) until its queue time runs out, then fails `rate_limit_exceeded`; once
     the deployment is known limited, an interactive request that would wait past its budget
@@ -158,16 +161,24 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
     refusing = ScriptedBackend(rate_limit=1e-9).start()
     execution = TEST_EXECUTION.model_copy(update={"inference_queue_seconds": 5.0})
     try:
-        async with running_stack(temporal_address, refusing, store, execution=execution,
-                                 interactive_wait_seconds=0.5) as stack, stack.sdk() as sdk, stack.http() as http:
+        async with (
+            running_stack(
+                temporal_address, refusing, store, execution=execution, interactive_wait_seconds=0.5
+            ) as stack,
+            stack.sdk() as sdk,
+            stack.http() as http,
+        ):
             waiting = await sdk.responses.create(model="limited", input="wait for me", background=True)
             handle = stack.client.get_workflow_handle(waiting.id)
 
             async def details() -> str:
                 return (await handle.query("__temporal_workflow_metadata")).current_details
 
-            shown = await eventually(lambda: _containing(details(), "waiting for capacity on default:limited"),
-                                     "the wait to be shown in Temporal", seconds=5)
+            shown = await eventually(
+                lambda: _containing(details(), "waiting for capacity on default:limited"),
+                "the wait to be shown in Temporal",
+                seconds=5,
+            )
             assert "next try in" in shown
             ended = None
             for _ in range(200):
@@ -191,20 +202,22 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
         refusing.stop()
 
 
-async def test_the_responses_waiting_for_capacity_are_counted_per_deployment(temporal_address: str,
-                                                                              store: EmptyStore):
+async def test_the_responses_waiting_for_capacity_are_counted_per_deployment(temporal_address: str, store: EmptyStore):
     """The metrics a deployment's operator watches: 429s, and how many responses wait for it."""
     limited = ScriptedBackend(rate_limit=2).start()
     try:
-        async with running_stack(temporal_address, limited, store) as stack, stack.sdk() as sdk, \
-                stack.http() as http:
-            created = await asyncio.gather(*(sdk.responses.create(model="limited", input=f"wait {index}",
-                                                                  background=True) for index in range(12)))
+        async with running_stack(temporal_address, limited, store) as stack, stack.sdk() as sdk, stack.http() as http:
+            created = await asyncio.gather(
+                *(sdk.responses.create(model="limited", input=f"wait {index}", background=True) for index in range(12))
+            )
 
             async def waiting() -> float:
                 scraped = (await http.get("/metrics")).text
-                counts = [float(line.rsplit(" ", 1)[1]) for line in scraped.splitlines()
-                          if line.startswith('durable_responses_upstream_waiting_responses{deployment="default"}')]
+                counts = [
+                    float(line.rsplit(" ", 1)[1])
+                    for line in scraped.splitlines()
+                    if line.startswith('durable_responses_upstream_waiting_responses{deployment="default"}')
+                ]
                 return counts[0] if counts and counts[0] >= 5 else 0.0
 
             assert await eventually(waiting, "responses counted as waiting", seconds=10) >= 5
@@ -218,19 +231,22 @@ async def test_the_responses_waiting_for_capacity_are_counted_per_deployment(tem
         limited.stop()
 
 
-
-
-
-
-async def test_a_provider_that_says_none_is_left_is_waited_for_without_a_429(temporal_address: str,
-                                                                               store: EmptyStore, model: str):
+async def test_a_provider_that_says_none_is_left_is_waited_for_without_a_429(
+    temporal_address: str, store: EmptyStore, model: str
+):
     """A successful answer whose `x-ratelimit-remaining-requests` is 0: the next call waits for
     the reset the provider named, instead of learning it from a 429."""
     backend = ScriptedBackend().start()
     try:
-        backend.script(model, [Reply(text="first", headers={"x-ratelimit-remaining-requests": "0",
-                                                            "x-ratelimit-reset-requests": "1.5s"}),
-                               Reply(text="second")])
+        backend.script(
+            model,
+            [
+                Reply(
+                    text="first", headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1.5s"}
+                ),
+                Reply(text="second"),
+            ],
+        )
         async with running_stack(temporal_address, backend, store) as stack, stack.sdk() as sdk:
             first = await sdk.responses.create(model=model, input="one")
             started = time.perf_counter()

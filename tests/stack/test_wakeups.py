@@ -25,8 +25,10 @@ async def _two_processes(store: EmptyStore) -> tuple[ResponseRepository, Respons
     """Two repositories on two connections to one store, as two processes have."""
     writer_db, reader_db = open_database(store.url), open_database(store.url)
     await writer_db.migrate()
-    return (ResponseRepository(writer_db, stream_poll_seconds=NEVER, cancel_poll_seconds=NEVER),
-            ResponseRepository(reader_db, stream_poll_seconds=NEVER, cancel_poll_seconds=NEVER))
+    return (
+        ResponseRepository(writer_db, stream_poll_seconds=NEVER, cancel_poll_seconds=NEVER),
+        ResponseRepository(reader_db, stream_poll_seconds=NEVER, cancel_poll_seconds=NEVER),
+    )
 
 
 async def _woken(waiter: asyncio.Event) -> None:
@@ -104,8 +106,9 @@ async def test_the_sockets_directory_is_private_and_a_deep_data_directory_still_
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(junk=st.binary(max_size=400))
-async def test_whatever_arrives_on_the_socket_wakes_at_most_a_key_and_never_breaks_listening(tmp_path: Path,
-                                                                                             junk: bytes):
+async def test_whatever_arrives_on_the_socket_wakes_at_most_a_key_and_never_breaks_listening(
+    tmp_path: Path, junk: bytes
+):
     directory = tmp_path / "junk"
     heard: list[str] = []
     listener = LocalSocketWakeups(directory)

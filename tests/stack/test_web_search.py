@@ -42,12 +42,18 @@ def searxng() -> Iterator[SearchServer]:
 
 
 @pytest.fixture(scope="module")
-async def search_stack(temporal_address: str, backend: ScriptedBackend, store_kind: str, searxng: SearchServer,
-                       tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-                       ) -> AsyncIterator[Stack]:
+async def search_stack(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    searxng: SearchServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[Stack]:
     store = empty_store(store_kind, tmp_path_factory.mktemp(f"search-{store_kind}"), request)
-    async with running_stack(temporal_address, backend, store, web_search_provider="searxng",
-                             web_search_url=searxng.url) as stack:
+    async with running_stack(
+        temporal_address, backend, store, web_search_provider="searxng", web_search_url=searxng.url
+    ) as stack:
         yield stack
 
 
@@ -66,8 +72,9 @@ async def test_a_search_runs_and_the_answer_cites_the_providers_urls(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str, search_stack: Stack
 ):
     searching(model, backend)
-    response = await sdk.responses.create(model=model, input="What is durable execution?", tools=SEARCH,
-                                          include=["web_search_call.action.sources"])
+    response = await sdk.responses.create(
+        model=model, input="What is durable execution?", tools=SEARCH, include=["web_search_call.action.sources"]
+    )
     assert response.status == "completed"
     call, message = response.output
     assert call.type == "web_search_call" and call.status == "completed"
@@ -80,8 +87,11 @@ async def test_a_search_runs_and_the_answer_cites_the_providers_urls(
     assert "[1] What is durable execution?" in shown and "https://docs.temporal.io/workflows" in shown
     text = message.content[0]
     assert text.text == ANSWER
-    cited = [(a.url, ANSWER[a.start_index:a.end_index]) for a in text.annotations]
-    assert cited == [("https://temporal.io/blog/durable-execution", "[1]"), ("https://docs.temporal.io/workflows", "[2]")]
+    cited = [(a.url, ANSWER[a.start_index : a.end_index]) for a in text.annotations]
+    assert cited == [
+        ("https://temporal.io/blog/durable-execution", "[1]"),
+        ("https://docs.temporal.io/workflows", "[2]"),
+    ]
     assert text.annotations[0].title == "What is durable execution?"
     await search_stack.client.get_workflow_handle(response.id).result()
     await keep_recording("web_search", search_stack.client, response.id)
@@ -104,10 +114,16 @@ async def test_a_streamed_search_sends_openais_events_in_order(
     async with sdk.responses.stream(model=model, input="What is durable execution?", tools=SEARCH) as stream:
         events = [event async for event in stream]
     kinds = [event.type for event in events]
-    search_events = [kind for event, kind in zip(events, kinds) if getattr(event, "output_index", None) == 0]
-    assert search_events == ["response.output_item.added", "response.web_search_call.in_progress",
-                             "response.web_search_call.searching", "response.web_search_call.completed",
-                             "response.output_item.done"]
+    search_events = [
+        kind for event, kind in zip(events, kinds, strict=True) if getattr(event, "output_index", None) == 0
+    ]
+    assert search_events == [
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+    ]
     assert kinds[-1] == "response.completed"
     done = events[-1].response
     assert [item.type for item in done.output] == ["web_search_call", "message"]
@@ -135,13 +151,14 @@ async def test_a_provider_down_twice_is_retried_into_one_call(
     assert 'durable_responses_web_search_seconds_count{outcome="unavailable",provider="searxng"}' in shown
 
 
-async def test_allowed_domains_keep_only_their_results(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
-):
+async def test_allowed_domains_keep_only_their_results(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
     searching(model, backend)
     response = await sdk.responses.create(
-        model=model, input="What is durable execution?", include=["web_search_call.action.sources"],
-        tools=[{"type": "web_search", "filters": {"allowed_domains": ["temporal.io"]}, "search_context_size": "low"}])
+        model=model,
+        input="What is durable execution?",
+        include=["web_search_call.action.sources"],
+        tools=[{"type": "web_search", "filters": {"allowed_domains": ["temporal.io"]}, "search_context_size": "low"}],
+    )
     urls = [source.url for source in response.output[0].action.sources]
     assert urls == ["https://temporal.io/blog/durable-execution", "https://docs.temporal.io/workflows"]
 
@@ -164,12 +181,16 @@ async def test_a_refused_search_tells_the_model_and_the_response_completes(
 
 @pytest.mark.one_store
 async def test_an_unreachable_provider_fails_the_call_not_the_response(
-    temporal_address: str, backend: ScriptedBackend, store, model: str  # noqa: ANN001 - the store fixture
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store,
+    model: str,  # noqa: ANN001 - the store fixture
 ):
     searching(model, backend, answer="No search today.")
     nowhere = f"http://127.0.0.1:{free_port()}"
-    async with running_stack(temporal_address, backend, store, web_search_provider="searxng",
-                             web_search_url=nowhere) as stack:
+    async with running_stack(
+        temporal_address, backend, store, web_search_provider="searxng", web_search_url=nowhere
+    ) as stack:
         async with stack.sdk(timeout=60) as sdk:
             response = await sdk.responses.create(model=model, input="search", tools=SEARCH)
     assert response.status == "completed" and response.output[0].status == "failed"
@@ -191,8 +212,12 @@ async def test_the_agents_sdk_web_search_tool_works_unchanged(
     search_stack: Stack, backend: ScriptedBackend, model: str, searxng: SearchServer
 ):
     searching(model, backend, query="agents sdk search")
-    agent = agents.Agent(name="searcher", instructions="Search, then answer.", tools=[agents.WebSearchTool()],
-                         model=agents.OpenAIResponsesModel(model=model, openai_client=search_stack.sdk()))
+    agent = agents.Agent(
+        name="searcher",
+        instructions="Search, then answer.",
+        tools=[agents.WebSearchTool()],
+        model=agents.OpenAIResponsesModel(model=model, openai_client=search_stack.sdk()),
+    )
     result = await agents.Runner.run(agent, "What is durable execution?")
     assert result.final_output == ANSWER
     assert searxng.queries()[-1] == "agents sdk search"
@@ -212,7 +237,8 @@ def keyed() -> Iterator[SearchServer]:
 
 async def test_the_tavily_adapter_reads_tavilys_answer_and_sends_its_filters(keyed: SearchServer):
     found = await TavilyProvider(keyed.url, "tvly-secret", LOCAL).search(
-        SearchQuery("durable", allowed_domains=("docs.temporal.io",), country="US"))
+        SearchQuery("durable", allowed_domains=("docs.temporal.io",), country="US")
+    )
     assert [result.url for result in found] == ["https://docs.temporal.io/workflows"]
     assert keyed.requests[-1]["key"] == "tvly-secret"
     with pytest.raises(SearchRefusedError, match="refused the key"):
@@ -243,15 +269,15 @@ async def test_a_provider_answering_html_is_refused_with_a_hint(searxng: SearchS
 
 
 @pytest.mark.one_store
-async def test_the_demo_model_searches_the_docs_and_cites_them(temporal_address: str, backend: ScriptedBackend,
-                                                               store):  # noqa: ANN001 - the store fixture
+async def test_the_demo_model_searches_the_docs_and_cites_them(temporal_address: str, backend: ScriptedBackend, store):  # noqa: ANN001 - the store fixture
     """What a newcomer sees with `durable-responses dev` and nothing set up."""
     from demo.backend import DEMO_BASE_URL
 
     async with running_stack(temporal_address, backend, store, inference_base_url=DEMO_BASE_URL) as demo:
         async with demo.sdk(timeout=60) as sdk:
-            response = await sdk.responses.create(model="demo/echo", tools=SEARCH,
-                                                  input='web search "compaction context window"')
+            response = await sdk.responses.create(
+                model="demo/echo", tools=SEARCH, input='web search "compaction context window"'
+            )
     assert [item.type for item in response.output] == ["web_search_call", "message"]
     assert response.output[0].action.query == "compaction context window"
     text = response.output[1].content[0]
@@ -259,22 +285,18 @@ async def test_the_demo_model_searches_the_docs_and_cites_them(temporal_address:
     assert text.annotations and all(a.url.startswith("file://") for a in text.annotations)
 
 
-
-
-
-
-
-
 async def test_long_results_travel_parked_and_reach_the_model_whole(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, searxng: SearchServer, model: str, search_stack: Stack
 ):
     long_results = [{"url": f"https://example.com/{'q' * 2000}", "title": "too long a URL"}] + [
         {"url": f"https://example.com/{index}/{'p' * 900}", "title": "t" * 900, "content": "é" * 1000}
-        for index in range(8)]
+        for index in range(8)
+    ]
     searxng.answer_next(json.dumps({"results": long_results}).encode())
     searching(model, backend, query="long")
-    response = await sdk.responses.create(model=model, input="search", tools=[{"type": "web_search",
-                                                                             "search_context_size": "high"}])
+    response = await sdk.responses.create(
+        model=model, input="search", tools=[{"type": "web_search", "search_context_size": "high"}]
+    )
     assert response.status == "completed" and response.output[0].status == "completed"
     told = [m for m in backend.requests(model)[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert told.count("https://example.com/") == 8 and len(told.encode()) > 16 * 1024
@@ -285,20 +307,31 @@ async def test_long_results_travel_parked_and_reach_the_model_whole(
     assert max(event.ByteSize() for event in history.events) < 16 * 1024
 
 
-any_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
-                        lambda children: st.lists(children, max_size=3) | st.dictionaries(
-                            st.sampled_from(["results", "web", "url", "title", "content", "description", "x"]),
-                            children, max_size=4), max_leaves=15)
+any_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["results", "web", "url", "title", "content", "description", "x"]), children, max_size=4
+        )
+    ),
+    max_leaves=15,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.one_of(any_json.map(lambda value: json.dumps(value).encode()), st.binary(max_size=64)),
-       adapter=st.sampled_from(["searxng", "tavily", "brave"]))
+@given(
+    body=st.one_of(any_json.map(lambda value: json.dumps(value).encode()), st.binary(max_size=64)),
+    adapter=st.sampled_from(["searxng", "tavily", "brave"]),
+)
 def test_whatever_a_provider_answers_an_adapter_gives_results_or_a_refusal(
     searxng: SearchServer, body: bytes, adapter: str
 ):
-    provider = {"searxng": SearxngProvider(searxng.url, LOCAL), "tavily": TavilyProvider(searxng.url, "", LOCAL),
-                "brave": BraveProvider(searxng.url, "", LOCAL)}[adapter]
+    provider = {
+        "searxng": SearxngProvider(searxng.url, LOCAL),
+        "tavily": TavilyProvider(searxng.url, "", LOCAL),
+        "brave": BraveProvider(searxng.url, "", LOCAL),
+    }[adapter]
     searxng.answer_next(body)
     try:
         found = asyncio.run(provider.search(SearchQuery("anything")))

@@ -26,16 +26,23 @@ from tests.support.webhook_receiver import FAST, Receiver, attempts
 
 
 @pytest.fixture(scope="module")
-async def hooked(temporal_address: str, backend: ScriptedBackend, store_kind: str,
-                 tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-                 ) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
+async def hooked(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[tuple[Stack, dict[str, str]]]:
     """A stack of its own (keys close a server for everyone; deliveries retry quickly) with
     keys of two projects and an approver of the first."""
     store = empty_store(store_kind, tmp_path_factory.mktemp("hooked"), request)
     execution = TEST_EXECUTION.model_copy(update={"webhooks": FAST})
     async with running_stack(temporal_address, backend, store, execution=execution) as stack:
-        keys = {"alpha": make_key(stack, "alpha")[0], "beta": make_key(stack, "beta")[0],
-                "approver": make_key(stack, "alpha", approver=True)[0]}
+        keys = {
+            "alpha": make_key(stack, "alpha")[0],
+            "beta": make_key(stack, "beta")[0],
+            "approver": make_key(stack, "alpha", approver=True)[0],
+        }
         yield stack, keys
 
 
@@ -64,10 +71,13 @@ async def test_the_openai_sdk_manages_an_endpoint_and_its_secret_is_shown_once(
 
             unchanged = await sdk.webhooks.update(created.id, name="pager")
             assert unchanged.updated_at == created.updated_at
-            renamed = await sdk.webhooks.update(created.id, name="on call",
-                                                event_types=["response.completed", "response.action_required"])
-            assert renamed.name == "on call" and renamed.event_types == ["response.completed",
-                                                                         "response.action_required"]
+            renamed = await sdk.webhooks.update(
+                created.id, name="on call", event_types=["response.completed", "response.action_required"]
+            )
+            assert renamed.name == "on call" and renamed.event_types == [
+                "response.completed",
+                "response.action_required",
+            ]
 
             tested = await sdk.webhooks.test(created.id, event_type="response.completed")
             assert tested.status_code == 200 and tested.webhook_endpoint_id == created.id
@@ -87,9 +97,11 @@ async def test_the_openai_sdk_manages_an_endpoint_and_its_secret_is_shown_once(
             await sdk.webhooks.test(created.id, event_type="response.completed")
             with pytest.raises(openai.InvalidWebhookSignatureError):  # not kept: the old one stops at once
                 openai.OpenAI(api_key="unused").webhooks.verify_signature(
-                    receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=rotated.signing_secret)
+                    receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=rotated.signing_secret
+                )
             openai.OpenAI(api_key="unused").webhooks.verify_signature(
-                receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=cut_over.signing_secret)
+                receiver.deliveries[-1].body, receiver.deliveries[-1].headers, secret=cut_over.signing_secret
+            )
         finally:
             deleted = await sdk.webhooks.delete(created.id)
         assert deleted.deleted and deleted.id == created.id
@@ -113,12 +125,15 @@ async def test_a_projects_responses_reach_its_endpoints_with_the_events_they_nam
             failed = await alpha.responses.create(model=f"{model}-bad", input="two", background=True)
             others = await beta.responses.create(model=f"{model}-beta", input="three", background=True)
             ordinary = await alpha.responses.create(model=f"{model}-plain", input="four")  # not background: no events
-            ended = [(await until_terminal(sdk, response.id)).status
-                     for response, sdk in ((completed, alpha), (failed, alpha), (others, beta))]
+            ended = [
+                (await until_terminal(sdk, response.id)).status
+                for response, sdk in ((completed, alpha), (failed, alpha), (others, beta))
+            ]
             assert ended == ["completed", "failed", "completed"]
             [delivery] = await eventually(lambda: receiver.of(completed.id), "the completed event")
-            event = openai.OpenAI(api_key="unused").webhooks.unwrap(delivery.body, delivery.headers,
-                                                                    secret=endpoint.signing_secret)
+            event = openai.OpenAI(api_key="unused").webhooks.unwrap(
+                delivery.body, delivery.headers, secret=endpoint.signing_secret
+            )
             assert event.type == "response.completed" and event.data.id == completed.id
             # Its workflow, which sent to the project's endpoint, replays as it ran.
             history = await stack.client.get_workflow_handle(completed.id).fetch_history()
@@ -145,12 +160,14 @@ async def test_an_endpoint_deleted_before_the_event_gets_nothing_and_is_not_retr
         await alpha.webhooks.delete(endpoint.id)
         await until_terminal(alpha, response.id)
 
-    await eventually(lambda: attempts("response.completed", "gone") > gone_before,
-                     "the attempt to the deleted endpoint", seconds=20)
+    await eventually(
+        lambda: attempts("response.completed", "gone") > gone_before, "the attempt to the deleted endpoint", seconds=20
+    )
     await asyncio.sleep(2.5)  # rounds later: never tried again
     assert attempts("response.completed", "gone") == gone_before + 1
-    assert not await store_probe.rows(stack.settings.database_url,
-                                      "SELECT * FROM webhook_outbox WHERE endpoint = :endpoint", endpoint=endpoint.id)
+    assert not await store_probe.rows(
+        stack.settings.database_url, "SELECT * FROM webhook_outbox WHERE endpoint = :endpoint", endpoint=endpoint.id
+    )
     assert receiver.of(response.id) == []
 
 
@@ -158,22 +175,43 @@ async def test_an_approver_key_manages_no_endpoints(hooked: tuple[Stack, dict[st
     stack, keys = hooked
     async with http_as(stack, keys["approver"]) as approver:
         listed = await approver.get("/v1/webhook_endpoints")
-        made = await approver.post("/v1/webhook_endpoints", json={
-            "name": "x", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]})
+        made = await approver.post(
+            "/v1/webhook_endpoints",
+            json={"name": "x", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]},
+        )
     assert listed.status_code == made.status_code == 403
 
 
-_EVENT_TYPES = ["response.completed", "response.failed", "response.cancelled", "response.incomplete",
-                "response.action_required"]
-_URLS = ["http://127.0.0.1:9/hooks", "https://127.0.0.1/x?token=abc", "http://10.255.255.1/hooks",
-         "ftp://127.0.0.1/x", "http://", "not a url", "http://127.0.0.1:9/\x00", ""]
-_BODIES = st.fixed_dictionaries({}, optional={
-    "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
-    "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.integers()),
-    "event_types": st.one_of(st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7),
-                             st.text(max_size=10), st.none()),
-    "extra": st.integers(),
-})
+_EVENT_TYPES = [
+    "response.completed",
+    "response.failed",
+    "response.cancelled",
+    "response.incomplete",
+    "response.action_required",
+]
+_URLS = [
+    "http://127.0.0.1:9/hooks",
+    "https://127.0.0.1/x?token=abc",
+    "http://10.255.255.1/hooks",
+    "ftp://127.0.0.1/x",
+    "http://",
+    "not a url",
+    "http://127.0.0.1:9/\x00",
+    "",
+]
+_BODIES = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
+        "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.integers()),
+        "event_types": st.one_of(
+            st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7),
+            st.text(max_size=10),
+            st.none(),
+        ),
+        "extra": st.integers(),
+    },
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -190,16 +228,21 @@ async def test_any_body_is_an_endpoint_or_a_400_naming_the_parameter_that_leaves
             assert body["url"] in _URLS[:2] and 1 <= len(body["name"]) <= 256
             return
     assert answer.status_code == 400, answer.text
-    assert answer.json()["error"]["param"] in ("name", "url", "event_types", "extra") or \
-        answer.json()["error"]["param"].startswith("event_types["), answer.text
+    assert answer.json()["error"]["param"] in ("name", "url", "event_types", "extra") or answer.json()["error"][
+        "param"
+    ].startswith("event_types["), answer.text
     assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM webhook_endpoints") == before
 
 
 async def test_the_list_pages_and_bad_paging_is_a_400(hooked: tuple[Stack, dict[str, str]]):
     stack, keys = hooked
     async with as_key(stack, keys["beta"]) as beta:
-        made = [await beta.webhooks.create(name=f"n{index}", url="http://127.0.0.1:9/hooks",
-                                           event_types=["response.failed"]) for index in range(3)]
+        made = [
+            await beta.webhooks.create(
+                name=f"n{index}", url="http://127.0.0.1:9/hooks", event_types=["response.failed"]
+            )
+            for index in range(3)
+        ]
         try:
             first = await beta.webhooks.list(limit=2)
             assert [endpoint.id for endpoint in first.data] == [made[2].id, made[1].id] and first.has_more
@@ -216,15 +259,19 @@ async def test_the_list_pages_and_bad_paging_is_a_400(hooked: tuple[Stack, dict[
         assert unknown.status_code == 404
 
 
-_CHANGES = st.fixed_dictionaries({}, optional={
-    "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
-    "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.none()),
-    "event_types": st.one_of(st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7),
-                             st.none()),
-    "event_type": st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)),
-    "keep_old_secret_active_for_24_hours": st.one_of(st.booleans(), st.text(max_size=3), st.integers()),
-    "extra": st.integers(),
-})
+_CHANGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.one_of(st.text(max_size=300), st.integers(), st.none()),
+        "url": st.one_of(st.sampled_from(_URLS), st.text(max_size=40), st.none()),
+        "event_types": st.one_of(
+            st.lists(st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)), max_size=7), st.none()
+        ),
+        "event_type": st.one_of(st.sampled_from(_EVENT_TYPES), st.text(max_size=20)),
+        "keep_old_secret_active_for_24_hours": st.one_of(st.booleans(), st.text(max_size=3), st.integers()),
+        "extra": st.integers(),
+    },
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -234,8 +281,12 @@ async def test_any_change_to_an_endpoint_is_made_or_a_400_naming_the_parameter(
 ):
     stack, keys = hooked
     async with http_as(stack, keys["beta"]) as beta:
-        made = (await beta.post("/v1/webhook_endpoints", json={
-            "name": "changes", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]})).json()
+        made = (
+            await beta.post(
+                "/v1/webhook_endpoints",
+                json={"name": "changes", "url": "http://127.0.0.1:9/hooks", "event_types": ["response.completed"]},
+            )
+        ).json()
         try:
             answer = await beta.post(f"/v1/webhook_endpoints/{made['id']}{route}", json=body)
             after = (await beta.get(f"/v1/webhook_endpoints/{made['id']}")).json()
@@ -247,11 +298,21 @@ async def test_any_change_to_an_endpoint_is_made_or_a_400_naming_the_parameter(
         return
     assert answer.status_code == 400, answer.text
     param = answer.json()["error"]["param"]
-    assert param in ("name", "url", "event_types", "event_type", "keep_old_secret_active_for_24_hours", "extra",
-                     "webhook_endpoint_id") or param.startswith("event_types["), answer.text
+    assert param in (
+        "name",
+        "url",
+        "event_types",
+        "event_type",
+        "keep_old_secret_active_for_24_hours",
+        "extra",
+        "webhook_endpoint_id",
+    ) or param.startswith("event_types["), answer.text
     if route == "":  # a refused update changed nothing
         assert (after["name"], after["url"], after["event_types"]) == (
-            "changes", "http://127.0.0.1:9/hooks", ["response.completed"])
+            "changes",
+            "http://127.0.0.1:9/hooks",
+            ["response.completed"],
+        )
 
 
 async def test_a_project_has_at_most_twenty_endpoints(hooked: tuple[Stack, dict[str, str]]):
@@ -280,8 +341,9 @@ async def test_twenty_endpoints_at_most_even_when_created_all_at_once(hooked: tu
         made = [answer.json()["id"] for answer in answers if answer.status_code == 200]
         try:
             assert len(made) == 20, [answer.status_code for answer in answers]
-            assert {answer.json()["error"]["code"] for answer in answers if answer.status_code != 200} == \
-                {"limit_exceeded"}
+            assert {answer.json()["error"]["code"] for answer in answers if answer.status_code != 200} == {
+                "limit_exceeded"
+            }
         finally:
             for endpoint_id in made:
                 await beta.delete(f"/v1/webhook_endpoints/{endpoint_id}")

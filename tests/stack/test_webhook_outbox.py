@@ -18,8 +18,9 @@ from webhooks.delivery import WebhookActivities
 from webhooks.dispatcher import CIRCUIT_THRESHOLD, WebhookDispatcher
 from webhooks.signing import new_secret, secret_bytes
 
-POLICY = WebhookPolicy(initial_interval_seconds=0.01, maximum_interval_seconds=0.02, give_up_after_seconds=3600,
-                       attempt_timeout_seconds=2)
+POLICY = WebhookPolicy(
+    initial_interval_seconds=0.01, maximum_interval_seconds=0.02, give_up_after_seconds=3600, attempt_timeout_seconds=2
+)
 EVENTS = 30
 
 
@@ -46,13 +47,18 @@ async def test_a_receiver_that_is_down_waits_in_the_outbox_behind_its_open_circu
     await db.migrate()
     outbox, clock = WebhookOutbox(db), Clock()
     secret = new_secret()
-    deliverer = WebhookActivities({"down": down_url, "up": working.url}, secret_bytes(secret),
-                                  EgressPolicy.parse(TEST_EGRESS))
+    deliverer = WebhookActivities(
+        {"down": down_url, "up": working.url}, secret_bytes(secret), EgressPolicy.parse(TEST_EGRESS)
+    )
     dispatcher = WebhookDispatcher(outbox, deliverer.deliver_webhook, clock=clock)
     back = Receiver(port=port)
     try:
-        events = [WebhookEvent(id=f"evt_{number:03d}", created_at=1, type="response.completed",
-                               data={"id": f"resp_{number:03d}"}) for number in range(EVENTS)]
+        events = [
+            WebhookEvent(
+                id=f"evt_{number:03d}", created_at=1, type="response.completed", data={"id": f"resp_{number:03d}"}
+            )
+            for number in range(EVENTS)
+        ]
         for event in events:
             await outbox.put(["down"], event, POLICY, int(clock() * 1000))
         await outbox.put(["up"], events[0], POLICY, int(clock() * 1000))
@@ -61,10 +67,12 @@ async def test_a_receiver_that_is_down_waits_in_the_outbox_behind_its_open_circu
         for _ in range(CIRCUIT_THRESHOLD + 5):
             await dispatcher.round()
             clock.now += 0.05  # past each backoff, far from the cooldown
-        assert attempts("response.completed", "unreachable") - unreachable == CIRCUIT_THRESHOLD, \
+        assert attempts("response.completed", "unreachable") - unreachable == CIRCUIT_THRESHOLD, (
             "an open circuit was still sent events"
-        assert [delivery.event["id"] for delivery in working.deliveries] == ["evt_000"], \
+        )
+        assert [delivery.event["id"] for delivery in working.deliveries] == ["evt_000"], (
             "the working endpoint waited for the one that is down"
+        )
         assert await outbox.backlog() == {"down": EVENTS}
         assert await outbox.open_circuits(int(clock() * 1000)) == {"down"}
         clock.now += 11  # the metrics' next count, the circuit still open
@@ -85,8 +93,9 @@ async def test_a_receiver_that_is_down_waits_in_the_outbox_behind_its_open_circu
             clock.now += 0.05
         assert await outbox.backlog() == {}
         assert await outbox.open_circuits(int(clock() * 1000)) == set()
-        assert [delivery.event["id"] for delivery in back.deliveries] == [event.id for event in events], \
+        assert [delivery.event["id"] for delivery in back.deliveries] == [event.id for event in events], (
             "not every event, once each, in the order they were put"
+        )
         assert _gauge("durable_responses_webhook_backlog", "down") is None
     finally:
         working.stop()
@@ -100,9 +109,11 @@ async def test_an_event_put_twice_is_delivered_once(store: EmptyStore):
     await db.migrate()
     outbox, clock = WebhookOutbox(db), Clock()
     secret = new_secret()
-    dispatcher = WebhookDispatcher(outbox, WebhookActivities({"up": receiver.url}, secret_bytes(secret),
-                                                             EgressPolicy.parse(TEST_EGRESS)).deliver_webhook,
-                                   clock=clock)
+    dispatcher = WebhookDispatcher(
+        outbox,
+        WebhookActivities({"up": receiver.url}, secret_bytes(secret), EgressPolicy.parse(TEST_EGRESS)).deliver_webhook,
+        clock=clock,
+    )
     try:
         event = WebhookEvent(id="evt_once", created_at=1, type="response.completed", data={"id": "resp_once"})
         for _ in range(2):  # a workflow task that ran again puts the same rows

@@ -34,11 +34,19 @@ async def outbox_rows(stack: Stack) -> list:
 
 
 @contextlib.asynccontextmanager
-async def webhook_stack(temporal_address: str, backend: ScriptedBackend, store: EmptyStore, urls: list[str],
-                        **options: object) -> AsyncIterator[Stack]:
+async def webhook_stack(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, urls: list[str], **options: object
+) -> AsyncIterator[Stack]:
     policy = FAST.model_copy(update={"endpoints": [endpoint_id(url) for url in urls]})
-    async with running_stack(temporal_address, backend, store, webhook_urls=urls, webhook_secret=SECRET,
-                             execution=TEST_EXECUTION.model_copy(update={"webhooks": policy}), **options) as stack:
+    async with running_stack(
+        temporal_address,
+        backend,
+        store,
+        webhook_urls=urls,
+        webhook_secret=SECRET,
+        execution=TEST_EXECUTION.model_copy(update={"webhooks": policy}),
+        **options,
+    ) as stack:
         yield stack
 
 
@@ -63,8 +71,12 @@ async def test_a_background_responses_end_is_an_event_the_openai_sdk_unwraps(
             await eventually(lambda response_id=response_id: receiver.of(response_id), f"the event of {response_id}")
         await asyncio.sleep(0.5)
     client = openai.OpenAI(api_key="unused", webhook_secret=SECRET)
-    expected = {"completed": ResponseCompletedWebhookEvent, "failed": ResponseFailedWebhookEvent,
-                "incomplete": ResponseIncompleteWebhookEvent, "cancelled": ResponseCancelledWebhookEvent}
+    expected = {
+        "completed": ResponseCompletedWebhookEvent,
+        "failed": ResponseFailedWebhookEvent,
+        "incomplete": ResponseIncompleteWebhookEvent,
+        "cancelled": ResponseCancelledWebhookEvent,
+    }
     for status, response_id in ended.items():
         [delivery] = receiver.of(response_id)
         event = client.webhooks.unwrap(delivery.body, delivery.headers)
@@ -79,8 +91,12 @@ async def test_a_background_responses_end_is_an_event_the_openai_sdk_unwraps(
 
 
 async def test_a_response_waiting_for_approval_sends_action_required(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, receiver: Receiver,
-    mcp_server: McpTestServer, model: str
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    receiver: Receiver,
+    mcp_server: McpTestServer,
+    model: str,
 ):
     backend.script(model, [Reply(tool_calls=[("delete_file", {"path": "/tmp/x"})]), Reply(text="done")])
     tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "always"}
@@ -91,11 +107,14 @@ async def test_a_response_waiting_for_approval_sends_action_required(
         [delivery] = receiver.of(response.id)
         openai.OpenAI(api_key="unused").webhooks.verify_signature(delivery.body, delivery.headers, secret=SECRET)
         assert delivery.event["type"] == "response.action_required"
-        assert delivery.event["data"] == {"id": response.id, "required_action": {
-            "type": "mcp_approval_request", "approval_request_id": request.id}}
+        assert delivery.event["data"] == {
+            "id": response.id,
+            "required_action": {"type": "mcp_approval_request", "approval_request_id": request.id},
+        }
         async with stack.http() as http:
-            decided = await http.post(f"/v1/responses/{response.id}/approvals",
-                                      json={"approval_request_id": request.id, "approve": True})
+            decided = await http.post(
+                f"/v1/responses/{response.id}/approvals", json={"approval_request_id": request.id, "approve": True}
+            )
             assert decided.status_code == 200
         assert (await until_terminal(sdk, response.id)).status == "completed"
         await eventually(lambda: len(receiver.of(response.id)) == 2, "the completed event")
@@ -103,12 +122,17 @@ async def test_a_response_waiting_for_approval_sends_action_required(
         history = await stack.client.get_workflow_handle(response.id).fetch_history()
         assert (await replayer().replay_workflow(history)).replay_failure is None
         await keep_recording("webhooks_queued", stack.client, response.id)
-        started = [event for event in history.events
-                   if event.HasField("start_child_workflow_execution_initiated_event_attributes")]
+        started = [
+            event
+            for event in history.events
+            if event.HasField("start_child_workflow_execution_initiated_event_attributes")
+        ]
         assert started == [], "a workflow an event: the outbox holds them"
         await eventually(lambda: _empty(outbox_rows(stack)), "the outbox to be empty once delivered")
     assert [delivery.event["type"] for delivery in receiver.of(response.id)] == [
-        "response.action_required", "response.completed"]
+        "response.action_required",
+        "response.completed",
+    ]
 
 
 @pytest.mark.one_store
@@ -119,16 +143,17 @@ async def test_a_delivery_is_tried_again_with_the_same_id_and_never_holds_up_the
     working = Receiver().start()  # a second endpoint gets its own delivery, at once
     try:
         backend.script(model, [Reply(text="done")])
-        async with webhook_stack(temporal_address, backend, store, [failing.url, working.url]) as stack, \
-                stack.sdk() as sdk:
+        async with (
+            webhook_stack(temporal_address, backend, store, [failing.url, working.url]) as stack,
+            stack.sdk() as sdk,
+        ):
             response = await sdk.responses.create(model=model, input="hi", background=True)
             waiting = await eventually(lambda: outbox_rows(stack), "the events in the outbox")
             assert (await until_terminal(sdk, response.id)).status == "completed"
             await eventually(lambda: working.of(response.id), "the working endpoint's delivery")
             await eventually(lambda: len(failing.of(response.id)) == 4, "the fourth attempt", seconds=20)
             # Decoded, as the codec endpoint shows them: not just ciphertext.
-            history = [event.SerializeToString() for event in
-                       (await decoded_history(stack.client, response.id)).events]
+            history = [event.SerializeToString() for event in (await decoded_history(stack.client, response.id)).events]
             await eventually(lambda: _empty(outbox_rows(stack)), "the outbox to be empty once delivered")
     finally:
         failing.stop()
@@ -157,8 +182,7 @@ async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
     env = {"WEBHOOK_URLS": url, "WEBHOOK_SECRET": SECRET}
     backend.script(model, [Reply(text="done")] * 3)
     receiver = Receiver(port=port)
-    async with webhook_stack(temporal_address, backend, store, [url], with_worker=False) as stack, \
-            stack.sdk() as sdk:
+    async with webhook_stack(temporal_address, backend, store, [url], with_worker=False) as stack, stack.sdk() as sdk:
         worker = spawn_worker(stack, env=env)
         try:
             ids = [(await sdk.responses.create(model=model, input="hi", background=True)).id for _ in range(3)]
@@ -170,15 +194,17 @@ async def test_every_event_arrives_though_the_receiver_and_the_worker_die(
             receiver.start()
             worker = spawn_worker(stack, env=env)
             for response_id in ids:
-                await eventually(lambda response_id=response_id: receiver.of(response_id),
-                                 f"the event of {response_id}", seconds=30)
+                await eventually(
+                    lambda response_id=response_id: receiver.of(response_id), f"the event of {response_id}", seconds=30
+                )
         finally:
             kill(worker)
             receiver.stop()
     assert sorted({delivery.event["data"]["id"] for delivery in receiver.deliveries}) == sorted(ids)
     # The events in flight when everything died came again with their ids: receivers de-duplicate by id.
-    assert {delivery.headers["webhook-id"] for delivery in hanging.deliveries} <= \
-        {delivery.headers["webhook-id"] for delivery in receiver.deliveries}
+    assert {delivery.headers["webhook-id"] for delivery in hanging.deliveries} <= {
+        delivery.headers["webhook-id"] for delivery in receiver.deliveries
+    }
 
 
 async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_nothing(
@@ -191,8 +217,9 @@ async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_no
         response = await sdk.responses.create(model=model, input="hi", background=True)
         assert (await until_terminal(sdk, response.id)).status == "completed"
 
-        await eventually(lambda: attempts("response.completed", "refused") > refused_before,
-                         "the refused attempt", seconds=20)
+        await eventually(
+            lambda: attempts("response.completed", "refused") > refused_before, "the refused attempt", seconds=20
+        )
         await eventually(lambda: _empty(outbox_rows(stack)), "the refused event to leave the outbox")
         await asyncio.sleep(2.5)  # rounds later: never tried again
         assert attempts("response.completed", "refused") == refused_before + 1

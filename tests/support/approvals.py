@@ -6,8 +6,14 @@ from tests.support.mcp_servers import McpTestServer
 
 
 def gated(server: McpTestServer) -> list[dict]:
-    return [{"type": "mcp", "server_label": "files", "server_url": server.url,
-             "require_approval": {"never": {"read_only": True}}}]
+    return [
+        {
+            "type": "mcp",
+            "server_label": "files",
+            "server_url": server.url,
+            "require_approval": {"never": {"read_only": True}},
+        }
+    ]
 
 
 def answer(request_id: str, approve: bool, reason: str | None = None) -> dict:

@@ -31,8 +31,13 @@ def browser(*, phone: bool = False) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1100,900"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,900",
+    ):
         options.add_argument(argument)
     if phone:
         options.add_experimental_option("mobileEmulation", {"deviceMetrics": PHONE})

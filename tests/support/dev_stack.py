@@ -29,8 +29,14 @@ BACKEND_VARIABLES = ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY"
 class DevStack:
     """`backend=None` starts `dev` as a newcomer would: no backend configured at all."""
 
-    def __init__(self, data_dir: Path, backend: ScriptedBackend | None, env: dict[str, str] | None = None,
-                 *, stderr_apart: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        backend: ScriptedBackend | None,
+        env: dict[str, str] | None = None,
+        *,
+        stderr_apart: bool = False,
+    ) -> None:
         """`stderr_apart`: the logs (stderr) go to `errors`, the banner (stdout) to `log`."""
         self.data_dir = data_dir
         self.env = env or {}
@@ -51,12 +57,28 @@ class DevStack:
             inherited = {name: value for name, value in os.environ.items() if name not in BACKEND_VARIABLES}
             env = inherited | {"WORKFLOW_TASK_TIMEOUT_SECONDS": "2"} | self.env
         else:
-            env = os.environ | {"INFERENCE_BASE_URL": self.backend.base_url, "INFERENCE_API_KEY": "test",
-                                "WORKFLOW_TASK_TIMEOUT_SECONDS": "2"} | self.env
+            env = (
+                os.environ
+                | {
+                    "INFERENCE_BASE_URL": self.backend.base_url,
+                    "INFERENCE_API_KEY": "test",
+                    "WORKFLOW_TASK_TIMEOUT_SECONDS": "2",
+                }
+                | self.env
+            )
         self.process = subprocess.Popen(
-            [CLI, "dev", "--data-dir", str(self.data_dir), "--port", str(self.port),
-             "--temporal-port", str(self.temporal_port)],
-            stdout=self.log.open("ab"), stderr=self.errors.open("ab") if self.errors != self.log else subprocess.STDOUT,
+            [
+                CLI,
+                "dev",
+                "--data-dir",
+                str(self.data_dir),
+                "--port",
+                str(self.port),
+                "--temporal-port",
+                str(self.temporal_port),
+            ],
+            stdout=self.log.open("ab"),
+            stderr=self.errors.open("ab") if self.errors != self.log else subprocess.STDOUT,
             env=env,
             start_new_session=True,  # its own process group, so a test can kill the whole tree
         )
@@ -86,8 +108,9 @@ class DevStack:
         assert not port_open(self.port) and not port_open(self.temporal_port)
 
     def sdk(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="x", _strict_response_validation=True,
-                             max_retries=0, timeout=30)
+        return openai.OpenAI(
+            base_url=f"{self.url}/v1", api_key="x", _strict_response_validation=True, max_retries=0, timeout=30
+        )
 
     def stop(self, signum: int = signal.SIGTERM) -> int:
         assert self.process is not None

@@ -39,5 +39,7 @@ BAKING = """<html><head><title>Bread</title><style>p {color: red}</style></head>
 Feed the starter daily; bake when it doubles within six hours.</p><script>var x = 1;</script></body></html>
 """
 
-ASTRONOMY_LINES = ["The Andromeda galaxy is the nearest large galaxy to the Milky Way.",
-                   "It lies about two and a half million light years away from Earth."]
+ASTRONOMY_LINES = [
+    "The Andromeda galaxy is the nearest large galaxy to the Milky Way.",
+    "It lies about two and a half million light years away from Earth.",
+]

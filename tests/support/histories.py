@@ -21,7 +21,9 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 def replayer() -> Replayer:
     """Reads histories the payload codec encrypted with the tests' key, and older ones in clear."""
-    return Replayer(workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY)))
+    return Replayer(
+        workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY))
+    )
 
 
 async def keep_recording(name: str, client: Client, workflow_id: str, run_id: str | None = None) -> None:
@@ -71,6 +73,6 @@ async def decoded_history(client: Client, workflow_id: str, run_id: str | None =
     for event in history.events:
         walk(event)
     if codec is not None and found:
-        for payload, opened in zip(found, await codec.decode(found)):
+        for payload, opened in zip(found, await codec.decode(found), strict=True):
             payload.CopyFrom(opened)
     return history

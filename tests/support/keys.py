@@ -13,14 +13,26 @@ from tests.support.stack import Stack
 
 def make_key(stack: Stack, project: str, *, approver: bool = False) -> tuple[str, str]:
     """`durable-responses keys create`, as an operator runs it: (the key, its id)."""
-    made = subprocess.run([CLI, "keys", "create", "--project", project, "--database-url", stack.settings.database_url,
-                           *(["--approver"] if approver else [])], capture_output=True, text=True, timeout=60)
+    made = subprocess.run(
+        [
+            CLI,
+            "keys",
+            "create",
+            "--project",
+            project,
+            "--database-url",
+            stack.settings.database_url,
+            *(["--approver"] if approver else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
     assert key.startswith("sk-dr-") and len(made.stdout.splitlines()) == 1
     key_id = made.stderr.split(": ", 1)[1].split(" ", 1)[0]
     return key, key_id
-
 
 
 def as_key(stack: Stack, key: str) -> openai.AsyncOpenAI:

@@ -133,10 +133,16 @@ class McpTestServer:
             if called and called[0] in self.endless_reply:
                 if message["type"] == "http.response.start" and not replaced:
                     replaced = True
-                    await send({"type": "http.response.start", "status": 200,
-                                "headers": [(b"content-type", b"application/json")]})
-                    piece = b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "' + \
-                        b"x" * 65536
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", b"application/json")],
+                        }
+                    )
+                    piece = (
+                        b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "' + b"x" * 65536
+                    )
                     for _ in range(16384):  # 1 GiB, or until the client goes away
                         try:
                             await send({"type": "http.response.body", "body": piece, "more_body": True})
@@ -149,8 +155,9 @@ class McpTestServer:
             if not (called and called[0] in self.fail_after_running):
                 return await send(message)
             if message["type"] == "http.response.start":
-                await send({"type": "http.response.start", "status": 502,
-                            "headers": [(b"content-type", b"text/plain")]})
+                await send(
+                    {"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/plain")]}
+                )
             elif message["type"] == "http.response.body" and not replaced:
                 replaced = True
                 await send({"type": "http.response.body", "body": b"bad gateway", "more_body": False})
@@ -179,7 +186,7 @@ class McpTestServer:
 
         return receiving
 
-    def start(self) -> "McpTestServer":
+    def start(self) -> McpTestServer:
         server = self.build()
         # Large enough for the tests' 5 MB arguments (the SDK's default is 4 MiB).
         limit = {"max_request_body_size": 64 * 1024 * 1024}

@@ -7,7 +7,7 @@ allow them too). `validate_response` and `validate_event` raise on the first mis
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -54,8 +54,9 @@ class InputTextContent(Spec):
     text: str
 
 
-ContentPart = Annotated[Union[OutputTextContent, RefusalContent, ReasoningTextContent, InputTextContent],
-                        Field(discriminator="type")]
+ContentPart = Annotated[
+    OutputTextContent | RefusalContent | ReasoningTextContent | InputTextContent, Field(discriminator="type")
+]
 
 
 # ---- items -----------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ class Reasoning(Spec):
     encrypted_content: str | None = None
 
 
-ItemField = Annotated[Union[Message, FunctionCall, FunctionCallOutput, Reasoning], Field(discriminator="type")]
+ItemField = Annotated[Message | FunctionCall | FunctionCallOutput | Reasoning, Field(discriminator="type")]
 
 
 # ---- the response ----------------------------------------------------------------------------
@@ -173,8 +174,14 @@ class Event(Spec):
 
 
 class LifecycleEvent(Event):
-    type: Literal["response.created", "response.queued", "response.in_progress", "response.completed",
-                  "response.failed", "response.incomplete"]
+    type: Literal[
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+    ]
     response: ResponseResource
 
 
@@ -269,9 +276,18 @@ class ErrorEvent(Event):
 
 
 StreamingEvent = Annotated[
-    Union[LifecycleEvent, OutputItemEvent, ContentPartEvent, TextDeltaEvent, TextDoneEvent, RefusalDeltaEvent,
-          RefusalDoneEvent, ArgumentsDeltaEvent, ArgumentsDoneEvent, ReasoningDeltaEvent, ReasoningDoneEvent,
-          ErrorEvent],
+    LifecycleEvent
+    | OutputItemEvent
+    | ContentPartEvent
+    | TextDeltaEvent
+    | TextDoneEvent
+    | RefusalDeltaEvent
+    | RefusalDoneEvent
+    | ArgumentsDeltaEvent
+    | ArgumentsDoneEvent
+    | ReasoningDeltaEvent
+    | ReasoningDoneEvent
+    | ErrorEvent,
     Field(discriminator="type"),
 ]
 

@@ -52,19 +52,35 @@ class PostgresServer:
     def _as_owner(self, *command: str) -> list[str]:
         return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else list(command)
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         assert self.binaries is not None
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres")
-        subprocess.run(self._as_owner(str(self.binaries / "initdb"), "-D", str(self.data), "-A", "trust",
-                                      "-U", "postgres", "--no-sync"), check=True, capture_output=True, timeout=120)
-        self._pg_ctl("start", "-w", "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                                          "-c fsync=off -c max_connections=200")
+        subprocess.run(
+            self._as_owner(
+                str(self.binaries / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync"
+            ),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        self._pg_ctl(
+            "start",
+            "-w",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+        )
         return self
 
     def restart(self) -> None:
-        self._pg_ctl("restart", "-w", "-m", "fast", "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-                                                          "-c fsync=off -c max_connections=200")
+        self._pg_ctl(
+            "restart",
+            "-w",
+            "-m",
+            "fast",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+        )
 
     def stop(self) -> None:
         self._pg_ctl("stop", "-m", "immediate")
@@ -72,13 +88,24 @@ class PostgresServer:
 
     def _pg_ctl(self, *arguments: str) -> None:
         assert self.binaries is not None
-        subprocess.run(self._as_owner(str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l",
-                                      str(self.root / "server.log"), *arguments),
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            self._as_owner(
+                str(self.binaries / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"), *arguments
+            ),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
     def create_database(self) -> str:
         """A fresh, empty database; its URL."""
         name = f"test_{int(time.time() * 1e6)}"
-        subprocess.run(self._as_owner(str(self.binaries / "createdb"), "-h", str(self.root), "-p", str(self.port),
-                                      "-U", "postgres", name), check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            self._as_owner(
+                str(self.binaries / "createdb"), "-h", str(self.root), "-p", str(self.port), "-U", "postgres", name
+            ),
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"

@@ -40,8 +40,14 @@ def free_port() -> int:
 
 
 def _cluster_options(stack: Stack) -> list[str]:
-    return ["--temporal-address", stack.settings.temporal_address, "--task-queue", stack.settings.task_queue,
-            "--database-url", stack.settings.database_url]
+    return [
+        "--temporal-address",
+        stack.settings.temporal_address,
+        "--task-queue",
+        stack.settings.task_queue,
+        "--database-url",
+        stack.settings.database_url,
+    ]
 
 
 def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
@@ -54,20 +60,29 @@ def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
     }
 
 
-def spawn_worker(stack: Stack, *, log: Path | None = None, env: dict[str, str] | None = None,
-                 arguments: tuple[str, ...] = ()) -> subprocess.Popen:
+def spawn_worker(
+    stack: Stack, *, log: Path | None = None, env: dict[str, str] | None = None, arguments: tuple[str, ...] = ()
+) -> subprocess.Popen:
     output = log.open("ab") if log else subprocess.DEVNULL
-    return subprocess.Popen([CLI, "worker", *_cluster_options(stack), *arguments],
-                            env=_environment(stack, 2) | (env or {}), stdout=output, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [CLI, "worker", *_cluster_options(stack), *arguments],
+        env=_environment(stack, 2) | (env or {}),
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
 
 
-def spawn_api(stack: Stack, *, task_timeout_seconds: float = 2,
-              env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+def spawn_api(
+    stack: Stack, *, task_timeout_seconds: float = 2, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
     """`serve` on a port of its own; returns the process and its `/v1` URL once it answers."""
     port = free_port()
-    process = subprocess.Popen([CLI, "serve", "--port", str(port), *_cluster_options(stack)],
-                               env=_environment(stack, task_timeout_seconds) | (env or {}),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [CLI, "serve", "--port", str(port), *_cluster_options(stack)],
+        env=_environment(stack, task_timeout_seconds) | (env or {}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         assert process.poll() is None, "serve exited"

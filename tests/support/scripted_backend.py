@@ -81,8 +81,9 @@ class TokenBucket:
 
 
 class ScriptedBackend:
-    def __init__(self, latency: float = 0.0, *, rate_limit: float | None = None,
-                 rate_limit_headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, latency: float = 0.0, *, rate_limit: float | None = None, rate_limit_headers: dict[str, str] | None = None
+    ) -> None:
         """`rate_limit`: admit that many requests a second (a token bucket), and answer the rest
         429 with `retry-after: 1`, as providers do."""
         self.latency = latency
@@ -134,15 +135,17 @@ class ScriptedBackend:
 
     # ---- serving -----------------------------------------------------------------------
 
-    def start(self, port: int = 0) -> "ScriptedBackend":
-        app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
-            Route("/v1/models", self._models, methods=["GET"]),
-            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
-            Route("/v1/_script", self._script_over_http, methods=["POST"]),
-            Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
-            Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
-        ])
+    def start(self, port: int = 0) -> ScriptedBackend:
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/_script", self._script_over_http, methods=["POST"]),
+                Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
+                Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
+            ]
+        )
         self._server = ThreadedServer(app, "scripted-backend", port, lifespan="off").start()
         self.port = self._server.port
         return self
@@ -159,26 +162,55 @@ class ScriptedBackend:
         with self._lock:
             self.embedding_calls += 1
             if time.monotonic() < self._embeddings_refused_until:
-                return JSONResponse({"error": {"message": "Rate limit reached for embeddings", "type": "requests",
-                                               "code": "rate_limit_exceeded"}}, status_code=429,
-                                    headers={"retry-after": "1"})
+                return JSONResponse(
+                    {
+                        "error": {
+                            "message": "Rate limit reached for embeddings",
+                            "type": "requests",
+                            "code": "rate_limit_exceeded",
+                        }
+                    },
+                    status_code=429,
+                    headers={"retry-after": "1"},
+                )
             self.embedded.update(texts)  # seen, whether or not its caller lives to read the answer
         if self.embedding_delay:
             await asyncio.sleep(self.embedding_delay)
-        return JSONResponse({"object": "list", "model": body.get("model"),
-                             "data": [{"object": "embedding", "index": index, "embedding": lexical_vector(text)}
-                                      for index, text in enumerate(texts)],
-                             "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+        return JSONResponse(
+            {
+                "object": "list",
+                "model": body.get("model"),
+                "data": [
+                    {"object": "embedding", "index": index, "embedding": lexical_vector(text)}
+                    for index, text in enumerate(texts)
+                ],
+                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+            }
+        )
 
     async def _models(self, _request: Request) -> Response:
         """The backend's own model list (`GET /v1/models`), as OpenAI-compatible servers answer it."""
         with self._lock:
             windows = dict(self._listed_windows)
-        return JSONResponse({"object": "list", "data": [
-            {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted"}
-            for name in ("scripted-a", "scripted-b")] + [
-            {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted", "max_model_len": window}
-            for name, window in windows.items()]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": name, "object": "model", "created": 1700000000, "owned_by": "scripted"}
+                    for name in ("scripted-a", "scripted-b")
+                ]
+                + [
+                    {
+                        "id": name,
+                        "object": "model",
+                        "created": 1700000000,
+                        "owned_by": "scripted",
+                        "max_model_len": window,
+                    }
+                    for name, window in windows.items()
+                ],
+            }
+        )
 
     # ---- control over HTTP, for a backend in another process (the benchmark's) ----------
 
@@ -226,20 +258,35 @@ class ScriptedBackend:
                 self.rate_limited += 1
         if not admitted:
             return JSONResponse(
-                {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None,
-                           "code": "rate_limit_exceeded"}},
-                status_code=429, headers={"retry-after": "1", **self.rate_limit_headers})
+                {
+                    "error": {
+                        "message": "Rate limit reached for requests",
+                        "type": "requests",
+                        "param": None,
+                        "code": "rate_limit_exceeded",
+                    }
+                },
+                status_code=429,
+                headers={"retry-after": "1", **self.rate_limit_headers},
+            )
         with self._lock:
             window = self._windows.get(body.get("model", ""))
         if window is not None and reference_tokens(body) > window:
             with self._lock:
                 self._requests[body.get("model", "")].append(body)
             tokens = reference_tokens(body)
-            return JSONResponse({"object": "error", "type": "BadRequestError", "param": None, "code": 400,
-                                 "message": f"This model's maximum context length is {window} tokens. However, you "
-                                            f"requested {tokens} tokens ({tokens} in the messages, 0 in the "
-                                            "completion). Please reduce the length of the messages or completion."},
-                                status_code=400)
+            return JSONResponse(
+                {
+                    "object": "error",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                    "message": f"This model's maximum context length is {window} tokens. However, you "
+                    f"requested {tokens} tokens ({tokens} in the messages, 0 in the "
+                    "completion). Please reduce the length of the messages or completion.",
+                },
+                status_code=400,
+            )
         reply = self._next_reply(body)
         await asyncio.sleep(self.latency + reply.delay)
         if reply.status != 200:
@@ -253,31 +300,40 @@ class ScriptedBackend:
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": f"call_{index}_{int(time.time() * 1e6)}", "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                {
+                    "id": f"call_{index}_{int(time.time() * 1e6)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
                 for index, (name, arguments) in enumerate(reply.tool_calls)
             ]
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         prompt_tokens, completion_tokens = reply.usage
-        logprobs = {"content": _logprobs(reply.text or "", body.get("top_logprobs") or 0)} \
-            if body.get("logprobs") else None
+        logprobs = (
+            {"content": _logprobs(reply.text or "", body.get("top_logprobs") or 0)} if body.get("logprobs") else None
+        )
         completion = {
             "id": f"chatcmpl-{int(time.time() * 1e6)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens}},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+            },
         }
         if body.get("stream"):
-            return StreamingResponse(_as_chunks(completion, reply), media_type="text/event-stream",
-                                     headers=reply.headers)
+            return StreamingResponse(
+                _as_chunks(completion, reply), media_type="text/event-stream", headers=reply.headers
+            )
         if reply.cut_after_chunks is not None:
             whole = json.dumps(completion).encode()
-            return StreamingResponse(_half_then_reset(whole), media_type="application/json",
-                                     headers={"content-length": str(len(whole))})
+            return StreamingResponse(
+                _half_then_reset(whole), media_type="application/json", headers={"content-length": str(len(whole))}
+            )
         return JSONResponse(completion, headers=reply.headers)
 
 
@@ -333,24 +389,34 @@ def _chunks(completion: dict[str, Any], chunk_chars: int | None = None):  # noqa
     yield chunk({"role": "assistant", "content": ""})
     reasoning = message.get("reasoning_content") or ""
     for start in range(0, len(reasoning), 4):
-        yield chunk({"reasoning_content": reasoning[start:start + 4]})
+        yield chunk({"reasoning_content": reasoning[start : start + 4]})
     text = message.get("content") or ""
     logprobs = (completion["choices"][0]["logprobs"] or {}).get("content")
     step = chunk_chars or _step(text, 4)
     for start in range(0, len(text), step):
-        piece = chunk({"content": text[start:start + step]})
+        piece = chunk({"content": text[start : start + step]})
         if logprobs:
-            payload = json.loads(piece[len("data: "):])
-            payload["choices"][0]["logprobs"] = {"content": logprobs[start // 4:start // 4 + 1]}
+            payload = json.loads(piece[len("data: ") :])
+            payload["choices"][0]["logprobs"] = {"content": logprobs[start // 4 : start // 4 + 1]}
             piece = f"data: {json.dumps(payload)}\n\n"
         yield piece
     for index, call in enumerate(message.get("tool_calls") or []):
-        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                     "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
         arguments = call["function"]["arguments"]
         step = _step(arguments, 8)
         for start in range(0, len(arguments), step):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + step]}}]})
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + step]}}]})
     yield chunk({}, completion["choices"][0]["finish_reason"])
     yield chunk({}, usage=completion["usage"])
     yield "data: [DONE]\n\n"
@@ -358,10 +424,16 @@ def _chunks(completion: dict[str, Any], chunk_chars: int | None = None):  # noqa
 
 def _logprobs(text: str, top: int) -> list[dict[str, Any]]:
     """One made-up token per four characters, as a backend reports them when asked."""
-    tokens = [text[start:start + 4] for start in range(0, len(text), 4)]
-    return [{"token": token, "logprob": -0.25, "bytes": list(token.encode()),
-             "top_logprobs": [{"token": token, "logprob": -0.25, "bytes": list(token.encode())}][:top]}
-            for token in tokens]
+    tokens = [text[start : start + 4] for start in range(0, len(text), 4)]
+    return [
+        {
+            "token": token,
+            "logprob": -0.25,
+            "bytes": list(token.encode()),
+            "top_logprobs": [{"token": token, "logprob": -0.25, "bytes": list(token.encode())}][:top],
+        }
+        for token in tokens
+    ]
 
 
 if __name__ == "__main__":
@@ -370,7 +442,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="serve the scripted backend (echo replies)")
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--rate-limit", type=float, default=None, help="admit this many requests a second (429 past it)")
+    parser.add_argument(
+        "--rate-limit", type=float, default=None, help="admit this many requests a second (429 past it)"
+    )
     arguments = parser.parse_args()
     backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit).start(arguments.port)
     print(f"scripted backend at {backend.base_url}", flush=True)

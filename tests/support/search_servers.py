@@ -16,10 +16,16 @@ from starlette.routing import Route
 from tests.support.threaded_server import ThreadedServer
 
 RESULTS = [
-    {"url": "https://temporal.io/blog/durable-execution", "title": "What is durable execution?",
-     "content": "Durable execution means a program's progress survives crashes of the processes running it."},
-    {"url": "https://docs.temporal.io/workflows", "title": "Temporal Workflows",
-     "content": "A Workflow Execution is durable, reliable and scalable."},
+    {
+        "url": "https://temporal.io/blog/durable-execution",
+        "title": "What is durable execution?",
+        "content": "Durable execution means a program's progress survives crashes of the processes running it.",
+    },
+    {
+        "url": "https://docs.temporal.io/workflows",
+        "title": "Temporal Workflows",
+        "content": "A Workflow Execution is durable, reliable and scalable.",
+    },
     {"url": "https://example.org/elsewhere", "title": "Somewhere else", "content": "An unrelated page."},
 ]
 
@@ -52,10 +58,14 @@ class SearchServer:
         with self._lock:
             return [request["query"] for request in self.requests]
 
-    def start(self) -> "SearchServer":
-        app = Starlette(routes=[Route("/search", self._searxng, methods=["GET"]),
-                                Route("/search", self._tavily, methods=["POST"]),
-                                Route("/web/search", self._brave, methods=["GET"])])
+    def start(self) -> SearchServer:
+        app = Starlette(
+            routes=[
+                Route("/search", self._searxng, methods=["GET"]),
+                Route("/search", self._tavily, methods=["POST"]),
+                Route("/web/search", self._brave, methods=["GET"]),
+            ]
+        )
         self._server = ThreadedServer(app, "search-server", lifespan="off").start()
         return self
 
@@ -81,25 +91,74 @@ class SearchServer:
         if request.query_params.get("format") != "json":
             return Response("<html>only html</html>", status_code=403)
         refused = self._refusal(query, "", "searxng")
-        return refused or JSONResponse({"query": query, "number_of_results": len(self.results), "results": [
-            {**result, "engine": "duckduckgo", "parsed_url": ["https", result["url"].split("/")[2]], "score": 1.0}
-            for result in self.results], "answers": [], "suggestions": [], "unresponsive_engines": []})
+        return refused or JSONResponse(
+            {
+                "query": query,
+                "number_of_results": len(self.results),
+                "results": [
+                    {
+                        **result,
+                        "engine": "duckduckgo",
+                        "parsed_url": ["https", result["url"].split("/")[2]],
+                        "score": 1.0,
+                    }
+                    for result in self.results
+                ],
+                "answers": [],
+                "suggestions": [],
+                "unresponsive_engines": [],
+            }
+        )
 
     async def _tavily(self, request: Request) -> Response:
         body = await request.json()
-        refused = self._refusal(body.get("query", ""), request.headers.get("authorization", "").removeprefix("Bearer "),
-                                "tavily")
+        refused = self._refusal(
+            body.get("query", ""), request.headers.get("authorization", "").removeprefix("Bearer "), "tavily"
+        )
         domains = body.get("include_domains") or []
         results = [result for result in self.results if not domains or any(d in result["url"] for d in domains)]
-        return refused or JSONResponse({"query": body.get("query"), "follow_up_questions": None, "answer": None,
-                                        "images": [], "response_time": 0.42, "results": [
-            {"title": result["title"], "url": result["url"], "content": result["content"], "score": 0.9,
-             "raw_content": None} for result in results[:body.get("max_results", 5)]]})
+        return refused or JSONResponse(
+            {
+                "query": body.get("query"),
+                "follow_up_questions": None,
+                "answer": None,
+                "images": [],
+                "response_time": 0.42,
+                "results": [
+                    {
+                        "title": result["title"],
+                        "url": result["url"],
+                        "content": result["content"],
+                        "score": 0.9,
+                        "raw_content": None,
+                    }
+                    for result in results[: body.get("max_results", 5)]
+                ],
+            }
+        )
 
     async def _brave(self, request: Request) -> Response:
-        refused = self._refusal(request.query_params.get("q", ""), request.headers.get("x-subscription-token", ""),
-                                "brave")
-        return refused or JSONResponse({"type": "search", "query": {"original": request.query_params.get("q")},
-                                        "mixed": {"type": "mixed", "main": []}, "web": {"type": "search", "results": [
-            {"title": result["title"], "url": result["url"], "description": result["content"],
-             "type": "search_result", "is_source_local": False, "language": "en"} for result in self.results]}})
+        refused = self._refusal(
+            request.query_params.get("q", ""), request.headers.get("x-subscription-token", ""), "brave"
+        )
+        return refused or JSONResponse(
+            {
+                "type": "search",
+                "query": {"original": request.query_params.get("q")},
+                "mixed": {"type": "mixed", "main": []},
+                "web": {
+                    "type": "search",
+                    "results": [
+                        {
+                            "title": result["title"],
+                            "url": result["url"],
+                            "description": result["content"],
+                            "type": "search_result",
+                            "is_source_local": False,
+                            "language": "en",
+                        }
+                        for result in self.results
+                    ],
+                },
+            }
+        )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
 
 import httpx
 import openai
@@ -85,18 +85,34 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, *, with_worker: bool = True,
-    task_timeout_seconds: float = 10.0, execution: ExecutionSettings = TEST_EXECUTION, max_in_flight: int = 1000,
-    send_reasoning: bool = False, inference_base_url: str | None = None, inference_api_key: str = "",
-    quotas: QuotaSettings | None = None, tracing: bool = False, webhook_urls: list[str] | None = None,
-    webhook_secret: str = "", models_file: str | None = None, interactive_wait_seconds: float = 60.0,
-    codec_allowed_origins: list[str] | None = None, web_search_provider: str | None = None,
-    web_search_url: str | None = None, web_search_api_key: str = "", embedding_model: str = "lexical",
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    *,
+    with_worker: bool = True,
+    task_timeout_seconds: float = 10.0,
+    execution: ExecutionSettings = TEST_EXECUTION,
+    max_in_flight: int = 1000,
+    send_reasoning: bool = False,
+    inference_base_url: str | None = None,
+    inference_api_key: str = "",
+    quotas: QuotaSettings | None = None,
+    tracing: bool = False,
+    webhook_urls: list[str] | None = None,
+    webhook_secret: str = "",
+    models_file: str | None = None,
+    interactive_wait_seconds: float = 60.0,
+    codec_allowed_origins: list[str] | None = None,
+    web_search_provider: str | None = None,
+    web_search_url: str | None = None,
+    web_search_api_key: str = "",
+    embedding_model: str = "lexical",
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
     settings = Settings(
-        temporal_address=temporal_address, temporal_environment=False,
+        temporal_address=temporal_address,
+        temporal_environment=False,
         task_queue=f"tests-{uuid.uuid4().hex[:8]}",
         database_url=store.url,
         inference_base_url=inference_base_url or backend.base_url,
@@ -110,21 +126,39 @@ async def running_stack(
         webhook_secret=webhook_secret,
         models_file=models_file,
         codec_allowed_origins=codec_allowed_origins or [],
-        web_search_provider=web_search_provider, web_search_url=web_search_url,
-        web_search_api_key=web_search_api_key, embedding_model=embedding_model,
+        web_search_provider=web_search_provider,
+        web_search_url=web_search_url,
+        web_search_api_key=web_search_api_key,
+        embedding_model=embedding_model,
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
     async with opened_store(settings) as repository:
         runner = ResponseRunner(
-            client, settings.task_queue, settings.execution, task_timeout_seconds=task_timeout_seconds,
-            repository=repository, local_worker=with_worker, registry=settings.registry(),
+            client,
+            settings.task_queue,
+            settings.execution,
+            task_timeout_seconds=task_timeout_seconds,
+            repository=repository,
+            local_worker=with_worker,
+            registry=settings.registry(),
         )
-        app = create_app(repository, runner, max_in_flight=max_in_flight, egress=settings.egress(), quotas=quotas,
-                         tracing=tracing, interactive_wait_seconds=interactive_wait_seconds,
-                         codec_access=codec_access(settings), embedding_model=settings.embedding_model)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
-                                               timeout_graceful_shutdown=5))
+        app = create_app(
+            repository,
+            runner,
+            max_in_flight=max_in_flight,
+            egress=settings.egress(),
+            quotas=quotas,
+            tracing=tracing,
+            interactive_wait_seconds=interactive_wait_seconds,
+            codec_access=codec_access(settings),
+            embedding_model=settings.embedding_model,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
+            )
+        )
         async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
             while not server.started:

@@ -28,8 +28,10 @@ async def rows(url: str, query: str, **params: Any) -> list[tuple]:
 
     connection = await asyncpg.connect(url)
     try:
-        return [tuple(row) for row in await connection.fetch(_PARAMETER.sub(numbered, query),
-                                                             *(params[name] for name in names))]
+        return [
+            tuple(row)
+            for row in await connection.fetch(_PARAMETER.sub(numbered, query), *(params[name] for name in names))
+        ]
     finally:
         await connection.close()
 

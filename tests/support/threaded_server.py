@@ -15,7 +15,7 @@ class ThreadedServer:
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self.port = 0
 
-    def start(self) -> "ThreadedServer":
+    def start(self) -> ThreadedServer:
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:

@@ -31,35 +31,48 @@ def _name(common_name: str) -> x509.Name:
 
 
 def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
 
 
 def make_credentials(directory: Path, server_name: str = "temporal.test") -> Credentials:
     """A CA, a server certificate for `server_name` and a client certificate, all signed by it."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name("test CA")).issuer_name(_name("test CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("test CA"))
+        .issuer_name(_name("test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
 
     def leaf(common_name: str, usage, alt_names):  # noqa: ANN001, ANN202
         key = ec.generate_private_key(ec.SECP256R1())
-        builder = (x509.CertificateBuilder().subject_name(_name(common_name)).issuer_name(ca.subject)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(common_name))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )
         if alt_names:
             builder = builder.add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         return builder.sign(ca_key, hashes.SHA256()), key
 
     server, server_key = leaf(server_name, ExtendedKeyUsageOID.SERVER_AUTH, [x509.DNSName(server_name)])
     client, client_key = leaf("durable-responses", ExtendedKeyUsageOID.CLIENT_AUTH, None)
-    paths = Credentials(*(directory / name for name in ("ca.pem", "server.pem", "server.key", "client.pem",
-                                                        "client.key")))
+    paths = Credentials(
+        *(directory / name for name in ("ca.pem", "server.pem", "server.key", "client.pem", "client.key"))
+    )
     paths.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths.server_cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
     paths.client_cert.write_bytes(client.public_bytes(serialization.Encoding.PEM))
@@ -85,7 +98,7 @@ class TlsProxy:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tls-proxy", daemon=True)
 
-    def start(self) -> "TlsProxy":
+    def start(self) -> TlsProxy:
         self._thread.start()
         self._ready.wait(10)
         return self
@@ -107,7 +120,8 @@ class TlsProxy:
     def _run(self) -> None:
         self._loop = asyncio.new_event_loop()
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context))
+            asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.context)
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()

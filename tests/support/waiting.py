@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import openai
 import pytest
@@ -31,9 +32,11 @@ async def eventually(check: Callable[[], Any], what: str, *, seconds: float = 30
 
 async def until_requested(backend: ScriptedBackend, model: str, count: int = 1, *, seconds: float = 30) -> None:
     """Until the backend has received `count` requests for this model."""
-    await eventually(lambda: len(backend.requests(model)) >= count,
-                     f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})",
-                     seconds=seconds)
+    await eventually(
+        lambda: len(backend.requests(model)) >= count,
+        f"{count} upstream request(s) for model {model} (got {len(backend.requests(model))})",
+        seconds=seconds,
+    )
 
 
 async def until_terminal(client: openai.AsyncOpenAI, response_id: str, poll_seconds: float = 0.05, seconds: float = 60):
@@ -60,5 +63,3 @@ async def until_awaiting_approval(client: openai.AsyncOpenAI, response_id: str, 
         return response if response.output and response.output[-1].type == "mcp_approval_request" else None
 
     return await eventually(asking, f"response {response_id} to ask for approval", seconds=seconds)
-
-

@@ -46,7 +46,7 @@ class Receiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hooks"
 
-    def start(self) -> "Receiver":
+    def start(self) -> Receiver:
         async def receive(request: Request) -> Response:
             delivery = Delivery(dict(request.headers), (await request.body()).decode())
             with self._lock:

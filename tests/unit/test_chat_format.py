@@ -10,16 +10,20 @@ NO_TOOLS = ToolTable([])
 
 
 def response(**fields) -> Response:
-    return Response.from_request("resp_1", 0, CreateResponseRequest.model_validate({"model": "m", "input": "x", **fields}))
+    return Response.from_request(
+        "resp_1", 0, CreateResponseRequest.model_validate({"model": "m", "input": "x", **fields})
+    )
 
 
 def test_assistant_text_and_calls_share_one_message():
-    items = chat_format.parse_items([
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
-        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
-        {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{\"a\":1}"},
-        {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": "one"}]},
-    ])
+    items = chat_format.parse_items(
+        [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "g", "arguments": '{"a":1}'},
+            {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": "one"}]},
+        ]
+    )
     messages = chat_format.items_to_messages(items, NO_TOOLS)
     assert messages[0]["content"] == "Let me check."
     assert [call["id"] for call in messages[0]["tool_calls"]] == ["c1", "c2"]
@@ -27,8 +31,9 @@ def test_assistant_text_and_calls_share_one_message():
 
 
 def test_reasoning_items_passed_back_are_dropped():
-    items = chat_format.parse_items([{"type": "reasoning", "id": "rs_1", "summary": []},
-                                     {"type": "message", "role": "user", "content": "hi"}])
+    items = chat_format.parse_items(
+        [{"type": "reasoning", "id": "rs_1", "summary": []}, {"type": "message", "role": "user", "content": "hi"}]
+    )
     assert chat_format.items_to_messages(items, NO_TOOLS) == [{"role": "user", "content": "hi"}]
 
 
@@ -46,27 +51,45 @@ def test_reasoning_effort_and_no_tools_means_no_tool_fields():
 
 
 def test_assistant_reply_becomes_output_items():
-    output = chat_format.assistant_to_output({
-        "role": "assistant", "content": "text", "refusal": None,
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
-    }, NO_TOOLS)
+    output = chat_format.assistant_to_output(
+        {
+            "role": "assistant",
+            "content": "text",
+            "refusal": None,
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        NO_TOOLS,
+    )
     assert isinstance(output[0], OutputMessage) and output[0].content == [OutputText(type="output_text", text="text")]
     assert isinstance(output[1], OutputFunctionCall) and output[1].call_id == "call_1"
     # Passed back as input items (as clients replay output), the reply is the same message again.
     passed_back = chat_format.parse_items([item.model_dump(mode="json") for item in output])
-    assert chat_format.items_to_messages(passed_back, NO_TOOLS) == [{
-        "role": "assistant", "content": "text",
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
-    }]
+    assert chat_format.items_to_messages(passed_back, NO_TOOLS) == [
+        {
+            "role": "assistant",
+            "content": "text",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        }
+    ]
 
 
 CODEX_TOOLS = [
     {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
-    {"type": "custom", "name": "apply_patch", "description": "Edit files.",
-     "format": {"type": "grammar", "syntax": "lark", "definition": "start: \"*** Begin Patch\""}},
-    {"type": "namespace", "name": "agents", "description": "Sub-agents.",
-     "tools": [{"type": "function", "name": "spawn", "parameters": {"type": "object"}},
-               {"type": "custom", "name": "note"}]},
+    {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "Edit files.",
+        "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "*** Begin Patch"'},
+    },
+    {
+        "type": "namespace",
+        "name": "agents",
+        "description": "Sub-agents.",
+        "tools": [
+            {"type": "function", "name": "spawn", "parameters": {"type": "object"}},
+            {"type": "custom", "name": "note"},
+        ],
+    },
     {"type": "web_search", "external_web_access": False},
     {"type": "tool_search", "execution": "client", "parameters": {"type": "object"}},
 ]
@@ -82,17 +105,33 @@ def test_the_model_sees_custom_and_namespaced_tools_as_functions_and_no_search_t
 
 def test_calls_map_back_to_custom_and_namespaced_items_and_round_trip():
     table = ToolTable(response(tools=CODEX_TOOLS).tools)
-    output = chat_format.assistant_to_output({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "apply_patch",
-                                                      "arguments": '{"input": "*** Begin Patch\\n"}'}},
-        {"id": "c2", "type": "function", "function": {"name": "agents__spawn", "arguments": "{}"}},
-    ]}, table)
+    output = chat_format.assistant_to_output(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "apply_patch", "arguments": '{"input": "*** Begin Patch\\n"}'},
+                },
+                {"id": "c2", "type": "function", "function": {"name": "agents__spawn", "arguments": "{}"}},
+            ],
+        },
+        table,
+    )
     patch, spawn = output
-    assert (patch.type, patch.name, patch.input, patch.call_id) == ("custom_tool_call", "apply_patch",
-                                                                    "*** Begin Patch\n", "c1")
+    assert (patch.type, patch.name, patch.input, patch.call_id) == (
+        "custom_tool_call",
+        "apply_patch",
+        "*** Begin Patch\n",
+        "c1",
+    )
     assert (spawn.type, spawn.name, spawn.namespace) == ("function_call", "spawn", "agents")
-    passed_back = chat_format.parse_items([item.model_dump(mode="json") for item in output] + [
-        {"type": "custom_tool_call_output", "call_id": "c1", "output": "Done!"}])
+    passed_back = chat_format.parse_items(
+        [item.model_dump(mode="json") for item in output]
+        + [{"type": "custom_tool_call_output", "call_id": "c1", "output": "Done!"}]
+    )
     messages = chat_format.items_to_messages(passed_back, table)
     assert [call["function"]["name"] for call in messages[0]["tool_calls"]] == ["apply_patch", "agents__spawn"]
     assert messages[0]["tool_calls"][0]["function"]["arguments"] == '{"input": "*** Begin Patch\\n"}'
@@ -100,8 +139,9 @@ def test_calls_map_back_to_custom_and_namespaced_items_and_round_trip():
 
 
 def test_reasoning_becomes_an_item_and_is_sent_back_only_when_asked():
-    output = chat_format.assistant_to_output({"role": "assistant", "content": "4", "reasoning_content": "2+2"},
-                                             NO_TOOLS)
+    output = chat_format.assistant_to_output(
+        {"role": "assistant", "content": "4", "reasoning_content": "2+2"}, NO_TOOLS
+    )
     assert [item.type for item in output] == ["reasoning", "message"] and output[0].text() == "2+2"
     kept = chat_format.assistant_message({"role": "assistant", "content": "4", "reasoning_content": "2+2"})
     assert kept["reasoning_content"] == "2+2"

@@ -16,9 +16,13 @@ from tests.support.strategies import ATTRIBUTE_VALUES, FILTERS, TEXT
 
 
 @settings(max_examples=200, deadline=None)
-@given(words=st.lists(st.text(min_size=1, max_size=30).filter(lambda word: not any(c.isspace() for c in word)),
-                      max_size=400),
-       size=st.integers(100, 400), overlap_share=st.floats(0, 0.5))
+@given(
+    words=st.lists(
+        st.text(min_size=1, max_size=30).filter(lambda word: not any(c.isspace() for c in word)), max_size=400
+    ),
+    size=st.integers(100, 400),
+    overlap_share=st.floats(0, 0.5),
+)
 def test_chunks_stay_within_their_size_and_lose_no_word(words: list[str], size: int, overlap_share: float):
     overlap = int(size * overlap_share) if int(size * overlap_share) <= size // 2 else size // 2
     text = " ".join(words)

@@ -42,6 +42,7 @@ def test_digits_and_other_scripts_count_high() -> None:
 
 # ---- fitting -----------------------------------------------------------------------------------
 
+
 def _messages() -> st.SearchStrategy[list[dict]]:
     text = st.text(alphabet="abc de", min_size=1, max_size=60)
     user = st.builds(lambda t: {"role": "user", "content": t}, text)
@@ -51,12 +52,23 @@ def _messages() -> st.SearchStrategy[list[dict]]:
     def calls(pair: tuple[str, int]) -> list[dict]:
         text, count = pair
         ids = [f"call_{text[:3]}_{index}" for index in range(count)]
-        return [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": each, "type": "function", "function": {"name": "f", "arguments": "{}"}} for each in ids]},
-                *[{"role": "tool", "tool_call_id": each, "content": text} for each in ids]]
+        return [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": each, "type": "function", "function": {"name": "f", "arguments": "{}"}} for each in ids
+                ],
+            },
+            *[{"role": "tool", "tool_call_id": each, "content": text} for each in ids],
+        ]
 
-    step = st.one_of(user.map(lambda m: [m]), system.map(lambda m: [m]), answer.map(lambda m: [m]),
-                     st.tuples(text, st.integers(1, 3)).map(calls))
+    step = st.one_of(
+        user.map(lambda m: [m]),
+        system.map(lambda m: [m]),
+        answer.map(lambda m: [m]),
+        st.tuples(text, st.integers(1, 3)).map(calls),
+    )
     return st.lists(step, min_size=1, max_size=20).map(lambda steps: [m for s in steps for m in s])
 
 
@@ -82,34 +94,46 @@ def test_truncation_fits_or_says_it_cannot_and_never_splits_a_call_from_its_outp
 
 
 def test_truncation_drops_the_oldest_first() -> None:
-    messages = [{"role": "system", "content": "be brief"}] + [
-        {"role": role, "content": f"turn {index} " + "word " * 20}
-        for index in range(6) for role in ("user", "assistant")] + [{"role": "user", "content": "now?"}]
+    messages = (
+        [{"role": "system", "content": "be brief"}]
+        + [
+            {"role": role, "content": f"turn {index} " + "word " * 20}
+            for index in range(6)
+            for role in ("user", "assistant")
+        ]
+        + [{"role": "user", "content": "now?"}]
+    )
     fitted = fit(messages, 120)
     assert fitted is not None
     assert fitted.messages[0]["content"] == "be brief" and fitted.messages[-1]["content"] == "now?"
-    assert "turn 5" in fitted.messages[-2]["content"] and not any("turn 0" in str(m["content"]) for m in fitted.messages)
+    assert "turn 5" in fitted.messages[-2]["content"] and not any(
+        "turn 0" in str(m["content"]) for m in fitted.messages
+    )
 
 
 # ---- the plan of a turn ------------------------------------------------------------------------
+
 
 def _body(words: int) -> dict:
     return {"model": "m", "messages": [{"role": "user", "content": "word " * words}]}
 
 
 def test_a_turn_within_the_window_is_sent_whole_and_one_past_it_fails_unless_it_may_shrink() -> None:
-    assert isinstance(plan(_body(10), 300, truncation="disabled", compaction=False, threshold=None,
-                           may_compact=True), Send)
+    assert isinstance(
+        plan(_body(10), 300, truncation="disabled", compaction=False, threshold=None, may_compact=True), Send
+    )
     try:
         plan(_body(400), 300, truncation="disabled", compaction=False, threshold=None, may_compact=True)
     except ContextWindowExceededError as error:
         assert error.window == 300 and error.tokens is not None and error.tokens > 300
     else:
         raise AssertionError("a request past the window was planned to be sent")
-    assert isinstance(plan(_body(400), 300, truncation="disabled", compaction=True, threshold=200,
-                           may_compact=True), Compact)
-    assert isinstance(plan(_body(400), None, truncation="disabled", compaction=False, threshold=None,
-                           may_compact=True), Send)  # unknown window: the backend decides
+    assert isinstance(
+        plan(_body(400), 300, truncation="disabled", compaction=True, threshold=200, may_compact=True), Compact
+    )
+    assert isinstance(
+        plan(_body(400), None, truncation="disabled", compaction=False, threshold=None, may_compact=True), Send
+    )  # unknown window: the backend decides
 
 
 def test_the_threshold_defaults_to_most_of_the_window_and_never_passes_it() -> None:
@@ -127,10 +151,14 @@ def test_request_tokens_count_the_tools_too() -> None:
 
 # ---- compaction content ------------------------------------------------------------------------
 
+
 def test_a_context_starts_from_its_latest_summary() -> None:
     content = compaction.CompactionContent(summary="all so far", kept=[{"role": "user", "content": "go on"}])
-    messages = [{"role": "user", "content": "old"}, *compaction.rendered("cmp_1", content),
-                {"role": "assistant", "content": "ok"}]
+    messages = [
+        {"role": "user", "content": "old"},
+        *compaction.rendered("cmp_1", content),
+        {"role": "assistant", "content": "ok"},
+    ]
     assert compaction.from_latest(messages)[0]["content"].endswith("all so far")
     assert [m["content"] for m in compaction.from_latest(messages)][1:] == ["go on", "ok"]
     assert compaction.MARKER not in compaction.sendable(compaction.from_latest(messages)[0])
@@ -145,9 +173,11 @@ def test_without_a_key_the_content_is_only_encoded_and_a_forged_blob_opens_to_no
 
 
 def test_the_summariser_sees_no_reasoning_and_long_tool_outputs_cut() -> None:
-    messages = [{"role": "user", "content": "hi"},
-                {"role": "assistant", "content": "thinking done", "reasoning_content": "SECRET THOUGHT"},
-                {"role": "tool", "tool_call_id": "c", "content": "x" * 10_000}]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "thinking done", "reasoning_content": "SECRET THOUGHT"},
+        {"role": "tool", "tool_call_id": "c", "content": "x" * 10_000},
+    ]
     sent = compaction.summariser_messages(messages)
     assert compaction.is_summariser_request(sent)
     transcript = sent[1]["content"]
@@ -157,17 +187,32 @@ def test_the_summariser_sees_no_reasoning_and_long_tool_outputs_cut() -> None:
 
 # ---- a backend's refusal -----------------------------------------------------------------------
 
+
 def test_overflow_is_read_from_openai_vllm_llama_cpp_and_sglang_refusals() -> None:
-    openai = {"error": {"message": "This model's maximum context length is 128000 tokens. However, your "
-                                   "messages resulted in 130017 tokens.", "code": "context_length_exceeded"}}
+    openai = {
+        "error": {
+            "message": "This model's maximum context length is 128000 tokens. However, your "
+            "messages resulted in 130017 tokens.",
+            "code": "context_length_exceeded",
+        }
+    }
     found = overflow_in(400, openai, openai["error"]["message"])
     assert found is not None and found.window == 128000 and found.tokens == 130017
-    vllm = ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the "
-            "messages, 1000 in the completion). Please reduce the length of the messages or completion.")
+    vllm = (
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the "
+        "messages, 1000 in the completion). Please reduce the length of the messages or completion."
+    )
     found = overflow_in(400, {"object": "error", "message": vllm}, vllm)
     assert found is not None and found.window == 4096 and found.tokens == 4000
-    llama = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
-                       "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}}
+    llama = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        }
+    }
     found = overflow_in(400, llama, llama["error"]["message"])
     assert found is not None and found.window == 4096 and found.tokens == 5000
     sglang = "Input length (5000 tokens) exceeds the maximum allowed length (4096 tokens)."

@@ -29,8 +29,11 @@ def test_the_image_installs_every_package_and_runs_the_cli():
 def test_the_compose_file_runs_the_whole_deployment_with_commands_the_cli_accepts():
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
-    ours = {name: service for name, service in services.items() if service.get("image") == "durable-responses:latest"
-            and "entrypoint" not in service}
+    ours = {
+        name: service
+        for name, service in services.items()
+        if service.get("image") == "durable-responses:latest" and "entrypoint" not in service
+    }
     roles = {name: service["command"][0] for name, service in ours.items()}
     assert sorted(roles.values()) == ["keys", "serve", "serve", "worker", "worker"]
     for name, service in ours.items():
@@ -58,5 +61,8 @@ def test_the_dashboard_and_alerts_use_only_metrics_the_server_exports():
     expressions += [rule["expr"] for rule in rules]
     used = {name for expression in expressions for name in re.findall(r"durable_responses_\w+", expression)}
     assert used and used <= exported, used - exported
-    assert {rule["alert"] for rule in rules} >= {"DurableResponsesApprovalsStuck", "DurableResponsesUpstreamErrors",
-                                                 "DurableResponsesSlowFirstDelta"}
+    assert {rule["alert"] for rule in rules} >= {
+        "DurableResponsesApprovalsStuck",
+        "DurableResponsesUpstreamErrors",
+        "DurableResponsesSlowFirstDelta",
+    }

@@ -13,8 +13,24 @@ import models.errors
 from models.errors import DurableResponsesError
 
 ROOT = Path(__file__).parent.parent.parent
-PACKAGES = ["models", "context", "search", "retrieval", "workflows", "activities", "worker", "api", "store", "demo",
-            "access", "telemetry", "webhooks", "inbox", "upstream", "sealing"]
+PACKAGES = [
+    "models",
+    "context",
+    "search",
+    "retrieval",
+    "workflows",
+    "activities",
+    "worker",
+    "api",
+    "store",
+    "demo",
+    "access",
+    "telemetry",
+    "webhooks",
+    "inbox",
+    "upstream",
+    "sealing",
+]
 LINE = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z][A-Za-z]+(?:Error|Transition))\b")
 
 

@@ -38,8 +38,14 @@ def test_initial_state_is_queued():
 
 @pytest.mark.parametrize(
     "triggers",
-    [("complete",), ("start", "tools_done"), ("start", "complete", "fail"), ("start", "complete", "cancel"),
-     ("start", "approval_decided"), ("start", "start")],
+    [
+        ("complete",),
+        ("start", "tools_done"),
+        ("start", "complete", "fail"),
+        ("start", "complete", "cancel"),
+        ("start", "approval_decided"),
+        ("start", "start"),
+    ],
 )
 def test_illegal_triggers_raise_a_domain_error_and_leave_the_state(triggers):
     machine = fire_all(*triggers[:-1])

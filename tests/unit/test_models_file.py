@@ -12,10 +12,32 @@ from upstream.registry import ANY_MODEL, parse_registry
 
 documents = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["model_list", "model_name", "litellm_params", "model", "api_base", "api_key", "rpm", "tpm",
-                         "timeout", "model_info", "max_input_tokens", "router_settings", "fallbacks", "id", "x"]),
-        inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "model_list",
+                    "model_name",
+                    "litellm_params",
+                    "model",
+                    "api_base",
+                    "api_key",
+                    "rpm",
+                    "tpm",
+                    "timeout",
+                    "model_info",
+                    "max_input_tokens",
+                    "router_settings",
+                    "fallbacks",
+                    "id",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=6,
+        )
+    ),
     max_leaves=30,
 )
 
@@ -23,13 +45,25 @@ documents = st.recursive(
 def test_a_litellm_config_is_read_as_it_is():
     document = {
         "model_list": [
-            {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o", "api_key": "os.environ/OPENAI_KEY",
-                                                        "rpm": 600, "tpm": 90000, "timeout": 30},
-             "model_info": {"max_input_tokens": 128000}},
-            {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o-mini",
-                                                        "api_base": "http://10.0.0.5:8000/v1"}},
-            {"model_name": "llama", "litellm_params": {"model": "hosted_vllm/meta/llama-3",
-                                                       "api_base": "http://vllm:8000/v1/"}},
+            {
+                "model_name": "gpt-4o",
+                "litellm_params": {
+                    "model": "openai/gpt-4o",
+                    "api_key": "os.environ/OPENAI_KEY",
+                    "rpm": 600,
+                    "tpm": 90000,
+                    "timeout": 30,
+                },
+                "model_info": {"max_input_tokens": 128000},
+            },
+            {
+                "model_name": "gpt-4o",
+                "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": "http://10.0.0.5:8000/v1"},
+            },
+            {
+                "model_name": "llama",
+                "litellm_params": {"model": "hosted_vllm/meta/llama-3", "api_base": "http://vllm:8000/v1/"},
+            },
             {"model_name": "*", "litellm_params": {"model": "openai/*", "api_base": "http://ollama:11434/v1"}},
         ],
         "router_settings": {"fallbacks": [{"gpt-4o": ["llama"]}]},
@@ -38,25 +72,47 @@ def test_a_litellm_config_is_read_as_it_is():
     assert warnings == []
     assert registry.names() == ["gpt-4o", "llama"] and registry.serves_any
     first, second = registry.serving("gpt-4o")
-    assert (first.id, first.api_base, first.api_key, first.rpm, first.tpm, first.timeout_seconds) == \
-        ("gpt-4o/0", "https://api.openai.com/v1", "sk-secret", 600, 90000, 30)
+    assert (first.id, first.api_base, first.api_key, first.rpm, first.tpm, first.timeout_seconds) == (
+        "gpt-4o/0",
+        "https://api.openai.com/v1",
+        "sk-secret",
+        600,
+        90000,
+        30,
+    )
     assert first.configured_rate == 10 and first.max_input_tokens == 128000
     assert "sk-secret" not in repr(first)
     assert (second.id, second.upstream_name("gpt-4o")) == ("gpt-4o/1", "gpt-4o-mini")
-    llama, = registry.serving("llama")
-    assert (llama.upstream_name("llama"), llama.api_base, llama.provider) == ("meta/llama-3", "http://vllm:8000/v1",
-                                                                               "hosted_vllm")
-    anything, = registry.serving("qwen2.5")
+    (llama,) = registry.serving("llama")
+    assert (llama.upstream_name("llama"), llama.api_base, llama.provider) == (
+        "meta/llama-3",
+        "http://vllm:8000/v1",
+        "hosted_vllm",
+    )
+    (anything,) = registry.serving("qwen2.5")
     assert anything.model_name == ANY_MODEL and anything.upstream_name("qwen2.5") == "qwen2.5"
     assert registry.fallbacks_of("gpt-4o") == ["llama"] and registry.fallbacks_of("llama") == []
     assert registry.context_window("gpt-4o") == 128000
 
 
 def test_unknown_keys_are_named_and_ignored():
-    document = {"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "api_base": "http://x/v1",
-                                                                     "stream_timeout": 5, "max_retries": 2},
-                                "model_info": {"mode": "chat"}, "tpm_limit": 1}],
-                "litellm_settings": {"drop_params": True}, "router_settings": {"routing_strategy": "simple-shuffle"}}
+    document = {
+        "model_list": [
+            {
+                "model_name": "a",
+                "litellm_params": {
+                    "model": "openai/a",
+                    "api_base": "http://x/v1",
+                    "stream_timeout": 5,
+                    "max_retries": 2,
+                },
+                "model_info": {"mode": "chat"},
+                "tpm_limit": 1,
+            }
+        ],
+        "litellm_settings": {"drop_params": True},
+        "router_settings": {"routing_strategy": "simple-shuffle"},
+    }
     registry, warnings = parse_registry(document, "m.yaml", {})
     assert registry.names() == ["a"]
     said = " ".join(warnings)
@@ -64,18 +120,42 @@ def test_unknown_keys_are_named_and_ignored():
         assert key in said
 
 
-@pytest.mark.parametrize(("document", "named"), [
-    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "vllm/a"}}]}, "model_list[0] (a)"),
-    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "rpm": -1}}]}, "rpm"),
-    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "api_key": "os.environ/NOPE_X"}}]},
-     "NOPE_X"),
-    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a"}}],
-      "router_settings": {"fallbacks": [{"a": ["b"]}]}}, "'b'"),
-    ({"model_list": []}, "model_list"),
-    ({"model_list": [{"model_name": "", "litellm_params": {"model": "openai/a"}}]}, "model_name"),
-    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a"},
-                      "model_info": {"max_input_tokens": "lots"}}]}, "max_input_tokens"),
-])
+@pytest.mark.parametrize(
+    ("document", "named"),
+    [
+        ({"model_list": [{"model_name": "a", "litellm_params": {"model": "vllm/a"}}]}, "model_list[0] (a)"),
+        ({"model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a", "rpm": -1}}]}, "rpm"),
+        (
+            {
+                "model_list": [
+                    {"model_name": "a", "litellm_params": {"model": "openai/a", "api_key": "os.environ/NOPE_X"}}
+                ]
+            },
+            "NOPE_X",
+        ),
+        (
+            {
+                "model_list": [{"model_name": "a", "litellm_params": {"model": "openai/a"}}],
+                "router_settings": {"fallbacks": [{"a": ["b"]}]},
+            },
+            "'b'",
+        ),
+        ({"model_list": []}, "model_list"),
+        ({"model_list": [{"model_name": "", "litellm_params": {"model": "openai/a"}}]}, "model_name"),
+        (
+            {
+                "model_list": [
+                    {
+                        "model_name": "a",
+                        "litellm_params": {"model": "openai/a"},
+                        "model_info": {"max_input_tokens": "lots"},
+                    }
+                ]
+            },
+            "max_input_tokens",
+        ),
+    ],
+)
 def test_a_malformed_file_is_one_line_naming_the_entry(document, named):
     with pytest.raises(StartupError) as raised:
         parse_registry(document, "m.yaml", {})

@@ -18,10 +18,19 @@ RING_KEY = new_master_key()
 
 
 @settings(max_examples=200)
-@given(data=st.binary(max_size=500), project=PROJECTS, other=PROJECTS, purpose=st.sampled_from(list(Purpose)),
-       other_purpose=st.sampled_from(list(Purpose)))
+@given(
+    data=st.binary(max_size=500),
+    project=PROJECTS,
+    other=PROJECTS,
+    purpose=st.sampled_from(list(Purpose)),
+    other_purpose=st.sampled_from(list(Purpose)),
+)
 def test_a_sealed_blob_opens_only_for_its_purpose_and_project(
-    data: bytes, project: str, other: str, purpose: Purpose, other_purpose: Purpose,
+    data: bytes,
+    project: str,
+    other: str,
+    purpose: Purpose,
+    other_purpose: Purpose,
 ):
     ring = KeyRing.parse(RING_KEY)
     blob = Sealer(ring, purpose).seal(data, project=project)

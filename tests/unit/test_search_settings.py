@@ -9,8 +9,6 @@ from access.egress import EgressPolicy
 LOCAL = EgressPolicy.parse("127.0.0.1")
 
 
-
-
 def test_the_settings_choose_a_provider_and_refuse_what_cannot_work(monkeypatch: pytest.MonkeyPatch):
     from models.errors import StartupError
     from worker.settings import Settings

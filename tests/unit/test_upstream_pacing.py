@@ -3,6 +3,8 @@ what a 429 or a provider's rate-limit headers teach it."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,8 +13,15 @@ from activities.chat_client import MAX_RETRY_AFTER_SECONDS, exhausted_for
 from upstream import pacing
 from upstream.pacing import BudgetState, Defer, Grant, Limits
 
-arrivals = st.lists(st.tuples(st.floats(min_value=0, max_value=0.5), st.sampled_from(["interactive", "background"]),
-                              st.sampled_from(["a", "b", "c"])), min_size=1, max_size=200)
+arrivals = st.lists(
+    st.tuples(
+        st.floats(min_value=0, max_value=0.5),
+        st.sampled_from(["interactive", "background"]),
+        st.sampled_from(["a", "b", "c"]),
+    ),
+    min_size=1,
+    max_size=200,
+)
 
 
 @given(st.floats(min_value=0.5, max_value=500), arrivals)
@@ -23,15 +32,16 @@ def test_granted_calls_never_start_closer_than_the_rate_allows(rate, steps):
     starts = []
     for gap, lane, project in steps:
         now += gap
-        decision, state, clocks[(lane, project)] = pacing.reserve(state, limits, now, lane,
-                                                                  clocks.get((lane, project), 0.0))
+        decision, state, clocks[(lane, project)] = pacing.reserve(
+            state, limits, now, lane, clocks.get((lane, project), 0.0)
+        )
         if isinstance(decision, Grant):
             assert 0 <= decision.wait_seconds <= pacing.horizon(lane) + 1e-9
             starts.append(now + decision.wait_seconds)
         else:
             assert decision.wait_seconds > 0
     starts.sort()
-    assert all(later - earlier >= 1 / rate - 1e-6 for earlier, later in zip(starts, starts[1:]))
+    assert all(later - earlier >= 1 / rate - 1e-6 for earlier, later in pairwise(starts))
 
 
 @given(st.integers(min_value=1, max_value=500), st.floats(min_value=1, max_value=100))
@@ -53,7 +63,7 @@ def test_deferred_calls_come_back_one_per_slot_and_each_project_in_its_own_turn(
         decision, state, clocks[project] = pacing.reserve(state, limits, now, "background", clocks[project])
         if isinstance(decision, Defer):
             backs[project].append(decision.wait_seconds)
-    assert all(later - earlier == pytest.approx(0.1) for earlier, later in zip(backs["a"], backs["a"][1:]))
+    assert all(later - earlier == pytest.approx(0.1) for earlier, later in pairwise(backs["a"]))
     assert backs["b"][0] < 1.0 < backs["a"][-1]  # b's one call is not behind a's fifty
 
 
@@ -91,9 +101,15 @@ def test_any_retry_after_blocks_a_bounded_time(retry_after, now):
     assert now <= after.blocked_until <= now + pacing.MAX_BLOCK_SECONDS or retry_after != retry_after
 
 
-@given(st.dictionaries(st.sampled_from(["x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"]),
-                       st.one_of(st.text(max_size=20), st.sampled_from(["0", "1", "0.0", "6m0s", "20ms", "1h", "nan",
-                                                                        "1e400", "-5s", "2.5s"]))))
+@given(
+    st.dictionaries(
+        st.sampled_from(["x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"]),
+        st.one_of(
+            st.text(max_size=20),
+            st.sampled_from(["0", "1", "0.0", "6m0s", "20ms", "1h", "nan", "1e400", "-5s", "2.5s"]),
+        ),
+    )
+)
 def test_a_providers_ratelimit_headers_are_a_bounded_wait_or_nothing(headers):
     wait = exhausted_for(headers)
     if wait is not None:  # only when the provider said none is left, and never longer than a retry-after

@@ -20,10 +20,20 @@ from workflows.upstream_retry import (
     retry_details,
 )
 
-budgets = st.builds(RetryBudget, start_to_close_seconds=st.just(30.0), maximum_attempts=st.integers(1, 20),
-                    initial_interval_seconds=st.floats(0.01, 10), maximum_interval_seconds=st.floats(0.01, 60))
-failures = st.builds(FailedAttempt, attempt=st.integers(1, 25), message=st.text(max_size=2000),
-                     retryable=st.booleans(), retry_after_seconds=st.none() | st.floats(0, 3600))
+budgets = st.builds(
+    RetryBudget,
+    start_to_close_seconds=st.just(30.0),
+    maximum_attempts=st.integers(1, 20),
+    initial_interval_seconds=st.floats(0.01, 10),
+    maximum_interval_seconds=st.floats(0.01, 60),
+)
+failures = st.builds(
+    FailedAttempt,
+    attempt=st.integers(1, 25),
+    message=st.text(max_size=2000),
+    retryable=st.booleans(),
+    retry_after_seconds=st.none() | st.floats(0, 3600),
+)
 
 
 @given(failures, budgets)
@@ -51,8 +61,9 @@ def test_the_wait_is_the_upstreams_retry_after_or_a_capped_backoff(failed: Faile
 
 @given(st.integers(1, 8), st.floats(0.01, 5))
 def test_the_backoff_grows(attempt: int, initial: float):
-    budget = RetryBudget(start_to_close_seconds=30, maximum_attempts=10, initial_interval_seconds=initial,
-                         maximum_interval_seconds=1e6)
+    budget = RetryBudget(
+        start_to_close_seconds=30, maximum_attempts=10, initial_interval_seconds=initial, maximum_interval_seconds=1e6
+    )
     first = retry_delay(FailedAttempt(attempt=attempt, message="", retryable=True), budget)
     second = retry_delay(FailedAttempt(attempt=attempt + 1, message="", retryable=True), budget)
     assert first is not None and second is not None and second == 2 * first
@@ -65,10 +76,16 @@ def test_the_details_are_one_bounded_story(failed: FailedAttempt, budget: RetryB
     assert len(shown) < MESSAGE_CHARACTERS + 200
 
 
-@given(st.dictionaries(st.sampled_from(["retry-after", "retry-after-ms"]),
-                       st.one_of(st.text(max_size=40), st.floats(allow_nan=True, allow_infinity=True).map(str),
-                                 st.sampled_from(["Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 01 Jan 2100 00:00:00 GMT",
-                                                  "1e400", "-inf"]))))
+@given(
+    st.dictionaries(
+        st.sampled_from(["retry-after", "retry-after-ms"]),
+        st.one_of(
+            st.text(max_size=40),
+            st.floats(allow_nan=True, allow_infinity=True).map(str),
+            st.sampled_from(["Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 01 Jan 2100 00:00:00 GMT", "1e400", "-inf"]),
+        ),
+    )
+)
 def test_any_retry_after_an_upstream_sends_is_a_bounded_wait_or_nothing(headers: dict[str, str]):
     """Whatever the upstream says, a response waits at most MAX_RETRY_AFTER_SECONDS between
     attempts, so it ends in bounded time; an unreadable header is no header."""
@@ -77,22 +94,30 @@ def test_any_retry_after_an_upstream_sends_is_a_bounded_wait_or_nothing(headers:
 
 
 @given(failures, budgets, st.floats(0, 1))
-def test_full_jitter_waits_at_most_the_backoff_and_never_nothing(failed: FailedAttempt, budget: RetryBudget,
-                                                                 jitter: float):
+def test_full_jitter_waits_at_most_the_backoff_and_never_nothing(
+    failed: FailedAttempt, budget: RetryBudget, jitter: float
+):
     plain, jittered = retry_delay(failed, budget), retry_delay(failed, budget, jitter)
     assert (plain is None) == (jittered is None)
     if plain is not None and jittered is not None and not failed.retry_after_seconds:
         assert 0 < jittered <= plain
 
 
-capacity_waits = st.builds(FailedAttempt, attempt=st.integers(1, 25), message=st.text(max_size=2000),
-                           retryable=st.just(True), retry_after_seconds=st.none() | st.floats(0, 300),
-                           capacity=st.just(True), deployment=st.none() | st.text(max_size=300))
+capacity_waits = st.builds(
+    FailedAttempt,
+    attempt=st.integers(1, 25),
+    message=st.text(max_size=2000),
+    retryable=st.just(True),
+    retry_after_seconds=st.none() | st.floats(0, 300),
+    capacity=st.just(True),
+    deployment=st.none() | st.text(max_size=300),
+)
 
 
 @given(capacity_waits, st.floats(0, 10_000), st.floats(0.001, 10_000), st.floats(0, 1))
-def test_a_capacity_wait_is_bounded_by_time_and_spread(failed: FailedAttempt, waited: float, queue: float,
-                                                       jitter: float):
+def test_a_capacity_wait_is_bounded_by_time_and_spread(
+    failed: FailedAttempt, waited: float, queue: float, jitter: float
+):
     delay = capacity_delay(failed, waited, queue, jitter)
     base = failed.retry_after_seconds or RATE_LIMITED_WAIT_SECONDS
     floor = min(waited * WAIT_GROWTH, MAX_WAIT_FLOOR_SECONDS)

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from retrieval.vectors import LEXICAL_DIMENSIONS, lexical_vector, to_bytes
 from store import vector_functions
 
-loadable = pytest.mark.skipif(not vector_functions.extension_loadable(),
-                              reason="this Python's sqlite3 cannot load extensions (CI uses one that can)")
+loadable = pytest.mark.skipif(
+    not vector_functions.extension_loadable(),
+    reason="this Python's sqlite3 cannot load extensions (CI uses one that can)",
+)
 
 
 @loadable
@@ -47,6 +49,8 @@ def test_without_the_extension_the_same_sql_runs_in_python(monkeypatch: pytest.M
     query = to_bytes(lexical_vector("how often to water tomatoes"))
     ranked = connection.execute(
         "SELECT name FROM (SELECT 'near' AS name, :near AS e UNION ALL SELECT 'far', :far) "
-        "ORDER BY vec_distance_cosine(e, :q)", {"near": near, "far": far, "q": query}).fetchall()
+        "ORDER BY vec_distance_cosine(e, :q)",
+        {"near": near, "far": far, "q": query},
+    ).fetchall()
     assert [row[0] for row in ranked] == ["near", "far"]
     assert len(lexical_vector("x")) == LEXICAL_DIMENSIONS

@@ -25,7 +25,8 @@ baseline = sa.MetaData()
 NO_PROJECT = sa.text("''")
 
 sa.Table(
-    "responses", baseline,
+    "responses",
+    baseline,
     sa.Column("id", sa.String(80), primary_key=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("sort_key", sa.BigInteger, nullable=False),
@@ -38,7 +39,8 @@ sa.Table(
     sa.Index("ix_responses_project_sort_key", "project", "sort_key", "id"),
 )
 sa.Table(
-    "input_items", baseline,
+    "input_items",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True),
     sa.Column("item_id", sa.String(255), nullable=False),
@@ -46,18 +48,21 @@ sa.Table(
     sa.Index("ix_input_items_item_id", "item_id"),
 )
 sa.Table(
-    "chat_contexts", baseline,
+    "chat_contexts",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("messages", sa.JSON, nullable=False),
 )
 sa.Table(
-    "inference_results", baseline,
+    "inference_results",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("turn", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("result", sa.JSON, nullable=False),
 )
 sa.Table(
-    "inference_claims", baseline,
+    "inference_claims",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("turn", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("holder", sa.String(80), nullable=False),
@@ -66,7 +71,8 @@ sa.Table(
     sa.Column("last_error", sa.JSON, nullable=True),
 )
 sa.Table(
-    "events", baseline,
+    "events",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("sequence_number", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("type", sa.String(64), nullable=False),
@@ -74,30 +80,35 @@ sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
 )
 sa.Table(
-    "cancel_requests", baseline,
+    "cancel_requests",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("requested_at", sa.BigInteger, nullable=False),
 )
 sa.Table(
-    "mcp_secrets", baseline,
+    "mcp_secrets",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("server_label", sa.String(64), primary_key=True),
     sa.Column("sealed", sa.Text, nullable=False),
 )
 sa.Table(
-    "mcp_listings", baseline,
+    "mcp_listings",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("listings", sa.JSON, nullable=False),
 )
 sa.Table(
-    "approval_decisions", baseline,
+    "approval_decisions",
+    baseline,
     sa.Column("approval_request_id", sa.String(80), primary_key=True),
     sa.Column("response_id", sa.String(80), nullable=False),
     sa.Column("approve", sa.Boolean, nullable=False),
     sa.Column("decided_by", sa.String(80), nullable=True),
 )
 sa.Table(
-    "conversations", baseline,
+    "conversations",
+    baseline,
     sa.Column("id", sa.String(80), primary_key=True),
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Column("metadata", sa.JSON, nullable=False),
@@ -105,7 +116,8 @@ sa.Table(
     sa.Column("project", sa.String(80), nullable=False, server_default=NO_PROJECT),
 )
 sa.Table(
-    "conversation_items", baseline,
+    "conversation_items",
+    baseline,
     sa.Column("conversation_id", sa.String(80), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("item_id", sa.String(255), nullable=False),
@@ -113,7 +125,8 @@ sa.Table(
     sa.Index("ix_conversation_items_item_id", "item_id"),
 )
 sa.Table(
-    "output_items", baseline,
+    "output_items",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("item_id", sa.String(255), nullable=False),
@@ -121,14 +134,16 @@ sa.Table(
     sa.Index("ix_output_items_item_id", "item_id"),
 )
 sa.Table(
-    "parked_fields", baseline,
+    "parked_fields",
+    baseline,
     sa.Column("response_id", sa.String(80), primary_key=True),
     sa.Column("item_id", sa.String(255), primary_key=True),
     sa.Column("field", sa.String(40), primary_key=True),
     sa.Column("value", sa.JSON, nullable=False),
 )
 sa.Table(
-    "api_keys", baseline,
+    "api_keys",
+    baseline,
     sa.Column("id", sa.String(80), primary_key=True),
     sa.Column("project", sa.String(80), nullable=False),
     sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
@@ -138,7 +153,8 @@ sa.Table(
     sa.Column("revoked_at", sa.BigInteger, nullable=True),
 )
 sa.Table(
-    "workers", baseline,
+    "workers",
+    baseline,
     sa.Column("id", sa.String(80), primary_key=True),
     sa.Column("task_queue", sa.String(255), nullable=False),
     sa.Column("last_seen", sa.BigInteger, nullable=False),
@@ -156,8 +172,10 @@ def upgrade() -> None:
         columns = {column["name"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             if column.name not in columns:
-                op.add_column(table.name, sa.Column(column.name, column.type, nullable=column.nullable,
-                                                    server_default=column.server_default))
+                op.add_column(
+                    table.name,
+                    sa.Column(column.name, column.type, nullable=column.nullable, server_default=column.server_default),
+                )
         indexes = {index["name"] for index in inspector.get_indexes(table.name)}
         for index in table.indexes:
             if index.name not in indexes:

@@ -20,10 +20,20 @@ UNCONFIRMED = "NOT start_confirmed AND status IN ('queued', 'in_progress')"
 def upgrade() -> None:
     with op.batch_alter_table("responses") as batch:
         batch.add_column(sa.Column("start_confirmed", sa.Boolean, nullable=False, server_default=sa.text("FALSE")))
-    op.create_index("ix_responses_unconfirmed", "responses", ["sort_key"], sqlite_where=sa.text(UNCONFIRMED),
-                    postgresql_where=sa.text(UNCONFIRMED))
-    op.create_index("ix_responses_unstored", "responses", ["sort_key"], sqlite_where=sa.text("NOT stored"),
-                    postgresql_where=sa.text("NOT stored"))
+    op.create_index(
+        "ix_responses_unconfirmed",
+        "responses",
+        ["sort_key"],
+        sqlite_where=sa.text(UNCONFIRMED),
+        postgresql_where=sa.text(UNCONFIRMED),
+    )
+    op.create_index(
+        "ix_responses_unstored",
+        "responses",
+        ["sort_key"],
+        sqlite_where=sa.text("NOT stored"),
+        postgresql_where=sa.text("NOT stored"),
+    )
 
 
 def downgrade() -> None:
