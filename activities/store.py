@@ -37,7 +37,7 @@ class StoreActivities:
     @activity.defn(name="record_approval_wait")
     async def record_approval_wait(self, request: RecordApprovalWaitInput) -> RecordApprovalWaitResult:
         """The response begins to wait for these approval requests (what operators watch)."""
-        recorded = await self.repository.approval_waits.record(request.response_id, request.approval_request_ids)
+        recorded = await self.repository.approvals.record_waits(request.response_id, request.approval_request_ids)
         return RecordApprovalWaitResult(recorded=recorded)
 
     @activity.defn(name="emit_events")

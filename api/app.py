@@ -136,7 +136,7 @@ def create_app(
             Route("/v1/responses/{response_id}", routes.delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
-            Route("/v1/responses/{response_id}/approvals", routes.decide_approval, methods=["POST"]),
+            Route("/v1/responses/{response_id}/approvals", approvals.decide_approval, methods=["POST"]),
             Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
             Route("/v1/models", models.list_models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", models.retrieve_model, methods=["GET"]),

@@ -1,28 +1,47 @@
-"""`GET /v1/approvals?status=pending`: the MCP calls waiting for a decision in the project,
-oldest first, each with what a person needs to decide it: the server and tool, the arguments,
-the response's model, the last thing its user asked, since when it waits, and when a decision
-takes effect (`decision_applies`): `now` for a background response that waits, `on_follow_up`
-for a request an ended response left open, which the client's next request continuing that
-response runs or refuses as decided (`store/open_approvals.py`). The inbox page (`inbox/`) is
-built on this route and the approvals route alone.
+"""Approvals in the API: every way a decision on an MCP approval request comes in.
 
-An approver key may list them (they are what it exists to decide).
+- **In a new response** (`answered_approvals`, part of preparing it): each
+  `mcp_approval_response` item must answer an open request of the previous response (or the
+  conversation, or one passed back in `input`), once; decisions kept for its requests in the
+  inbox are applied; its other unanswered requests are closed.
+- **`POST /v1/responses/{id}/approvals`** (`decide_approval`): a background response that waits
+  gets the decision as a Temporal update and goes on in place; a request an ended response
+  left open is kept for the follow-up that continues it.
+- **`GET /v1/approvals?status=pending`** (`list_approvals`): the MCP calls waiting for a
+  decision in the project, oldest first, each with what a person needs to decide it: the
+  server and tool, the arguments, the response's model, the last thing its user asked, since
+  when it waits, and when a decision takes effect (`decision_applies`): `now` for a background
+  response that waits, `on_follow_up` for a request an ended response left open, which the
+  client's next request continuing that response runs or refuses as decided. The inbox page
+  (`inbox/`) is built on this route and the decide route alone. An approver key may list them
+  (they are what it exists to decide).
+
+Their rows are `store/approvals.py`'s; the workflow's side is `workflows/tool_steps.py`
+(the wait) and `ResponseWorkflow.decide_approval` (the update).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.params import plausible_id, principal
+from api.body import read_json
+from api.errors import from_validation_error
+from api.lookup import stored_response, with_progress
+from api.params import json_response, limits, plausible_id, principal
 from api.params import repository as repository_of
-from api.routes import with_progress
-from models.errors import InvalidRequestError
+from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError
+from models.items import McpApprovalRequestItem
+from models.mcp import ApprovalDecision
+from models.requests import CreateResponseRequest
 from models.responses import Response
+from models.workflow_io import ApprovalBody, ApprovalUpdate
 from store.repository import ResponseRepository
+from telemetry import metrics
 
 STATUSES = ("pending",)
 MAX_LIMIT = 100
@@ -47,7 +66,7 @@ async def list_approvals(request: Request) -> HttpResponse:
     cursor = None
     if after is not None:
         cursor = await _cursor(repository, project, after)
-    rows = await repository.pending_approvals.page(project, after=cursor, limit=limit + 1)
+    rows = await repository.approvals.page(project, after=cursor, limit=limit + 1)
     data = []
     responses: dict[str, Response | None] = {}  # a response is read once, however many requests it has
     asked: dict[str, str | None] = {}
@@ -90,7 +109,7 @@ async def list_approvals(request: Request) -> HttpResponse:
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
-    cursor = await repository.pending_approvals.cursor(project, after) if plausible_id(after) else None
+    cursor = await repository.approvals.cursor(project, after) if plausible_id(after) else None
     if cursor is None:
         raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
     return cursor
@@ -117,3 +136,189 @@ async def _last_user_message(repository: ResponseRepository, response_id: str) -
             )
             return text[:LAST_MESSAGE_CHARACTERS] or None
     return None
+
+
+# ---- a decision, by the route -------------------------------------------------------------
+
+
+def parse_approval(payload: dict[str, Any], decided_by: str | None) -> ApprovalUpdate:
+    """The body of `POST /v1/responses/{id}/approvals`, decided by the key `decided_by`."""
+    try:
+        body = ApprovalBody.model_validate(payload)
+    except ValidationError as error:
+        raise from_validation_error(error, payload) from None
+    return ApprovalUpdate(**body.model_dump(), decided_by=decided_by)
+
+
+async def decide_approval(request: Request) -> HttpResponse:
+    """Approve or deny an MCP call a background response waits for; answers the response as
+    it stands once the decision is in. A request an ended response left open is decided for
+    the follow-up that continues the response (`store/approvals.py`)."""
+    response = await stored_response(request, request.path_params["response_id"])
+    decision = parse_approval(await read_json(request, limits(request)), principal(request).key_id)
+    repository = repository_of(request)
+    if response.is_terminal or not response.background:
+        return await _kept_for_follow_up(repository, response, decision)
+    shown = await with_progress(repository, response)
+    if not any(
+        item.type == "mcp_approval_request" and item.id == decision.approval_request_id for item in shown.output
+    ):
+        # Only a request the response has shown reaches the workflow, which waits for it
+        # to be asked (a worker still replaying may not have come back to the wait).
+        raise InvalidRequestError(
+            f"Response with id '{response.id}' has no approval request with id '{decision.approval_request_id}'.",
+            param="approval_request_id",
+            code="invalid_value",
+        )
+    await request.app.state.runner.decide(response.id, decision)
+    waited = await repository.approvals.decide(
+        decision.approval_request_id, response.id, decision.approve, decided_by=decision.decided_by
+    )
+    metrics.approval_decided(decision.approve, waited)
+    # As it stands now (for an approver too, though it may already have moved on).
+    current = await repository.get_response(response.id) or response
+    return json_response(await with_progress(repository, current))
+
+
+async def _kept_for_follow_up(
+    repository: ResponseRepository, response: Response, decision: ApprovalUpdate
+) -> HttpResponse:
+    """A decision on a request the ended response left open: kept, and applied by the follow-up
+    that continues the response without answering the request itself."""
+    if not response.is_terminal:  # requests open only when a response ends
+        raise ConflictError(
+            f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
+            "Answer its approval requests in a new response (`previous_response_id` and an "
+            "`mcp_approval_response` item), or decide them here once it has ended.",
+            param="response_id",
+        )
+    waited = await repository.approvals.keep(
+        response.id,
+        decision.approval_request_id,
+        approve=decision.approve,
+        reason=decision.reason,
+        decided_by=decision.decided_by,
+    )
+    if waited is None:
+        raise ConflictError(
+            f"Response with id '{response.id}' is {response.status} and waits for no approval of "
+            f"'{decision.approval_request_id}': it was answered, a new response continuing it closed it, or "
+            "the response never asked it.",
+            param="approval_request_id",
+        )
+    metrics.approval_decided(decision.approve, waited)
+    return json_response(await with_progress(repository, response))
+
+
+# ---- answers in a new response ---------------------------------------------------------
+
+
+async def _foreign_requests(
+    items: list[Any], previous: Response | None, history: list[Any], project: str, repository: ResponseRepository
+) -> set[str]:
+    """Approval requests passed back in `input` that are not the client's to answer: a request
+    this server stored for a response of another project, or stored with other content than
+    what is passed back (an id borrowed for a call of the client's making). A request the
+    server never stored (a stateless chain) is the client's own."""
+    in_chain = {
+        item.id
+        for item in [*(previous.output if previous is not None else []), *history]
+        if item.type == "mcp_approval_request"
+    }
+    passed_back = {item.id: item for item in items if item.type == "mcp_approval_request" and item.id not in in_chain}
+    if not passed_back:
+        return set()
+    stored = await repository.stored_output_items(list(passed_back))
+    return {
+        request_id
+        for request_id, (owner, data) in stored.items()
+        if owner != project
+        or any(
+            data.get(field) != getattr(passed_back[request_id], field)
+            for field in ("server_label", "name", "arguments")
+        )
+    }
+
+
+async def answered_approvals(
+    request: CreateResponseRequest,
+    items: list[Any],
+    previous: Response | None,
+    repository: ResponseRepository,
+    history: list[Any],
+    project: str,
+    decided_by: str | None,
+) -> tuple[list[ApprovalDecision], frozenset[str]]:
+    """Each `mcp_approval_response` must answer an open approval request of the previous
+    response (or of the conversation, or one passed back in `input`), once. A request of the
+    previous response (or the conversation) left unanswered that was decided in the approvals
+    inbox gets that decision, which is applied (the second value); the others of the previous
+    response are closed: the model is told they were not run (a conversation's items tell it so
+    themselves)."""
+    requests: dict[str, McpApprovalRequestItem] = {}
+    settled: set[str] = set()  # run or answered already, in the previous response itself
+    for item in [*(previous.output if previous is not None else []), *history]:
+        if item.type == "mcp_approval_request":
+            requests[item.id] = item
+        elif item.type == "mcp_call" and item.approval_request_id:
+            settled.add(item.approval_request_id)
+    from_previous = [
+        item.id
+        for item in (previous.output if previous is not None else [])
+        if item.type == "mcp_approval_request" and item.id not in settled
+    ]
+    in_chain = [request_id for request_id in requests if request_id not in settled]
+    requests.update({item.id: item for item in items if item.type == "mcp_approval_request"})
+    answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
+    # A conversation keeps its unanswered requests: each turn looks only for decisions kept for
+    # them, and reads the rest only when there is something to answer, apply or close.
+    kept = await repository.approvals.kept(in_chain) if in_chain else {}
+    if not answers and not from_previous and not kept:
+        return [], frozenset()
+    answered_before = await repository.approvals.answered(
+        list(requests) + [item.approval_request_id for _, item in answers]
+    )
+    foreign = await _foreign_requests(items, previous, history, project, repository)
+    labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
+    decisions: dict[str, ApprovalDecision] = {}
+    for index, answer in answers:
+        request_id = answer.approval_request_id
+        param = f"input[{index}].approval_request_id"
+        approval_request = requests.get(request_id) if request_id not in foreign else None
+        if approval_request is None:  # unknown, or not the client's: said alike, before anything else
+            raise InvalidRequestError(
+                f"No MCP approval request with id '{request_id}' is open: answer a request of the previous "
+                "response (`previous_response_id`), or pass the request back in `input`.",
+                param=param,
+                code="invalid_value",
+            )
+        if request_id in settled or request_id in answered_before or request_id in decisions:
+            raise ApprovalAlreadyAnsweredError([request_id], decided_in_inbox=request_id in kept)
+        _check_runnable(approval_request, answer.approve, labels)
+        decisions[request_id] = ApprovalDecision(
+            request=approval_request, approve=answer.approve, reason=answer.reason, decided_by=decided_by
+        )
+    for request_id, decision in kept.items():
+        _check_runnable(requests[request_id], decision.approve, labels)
+        decisions[request_id] = ApprovalDecision(
+            request=requests[request_id],
+            approve=decision.approve,
+            reason=decision.reason,
+            decided_by=decision.decided_by,
+        )
+    for request_id in from_previous:
+        if request_id not in decisions and request_id not in answered_before:
+            decisions[request_id] = ApprovalDecision(request=requests[request_id], approve=None)
+    return list(decisions.values()), frozenset(kept)
+
+
+def _check_runnable(approval_request: McpApprovalRequestItem, approve: bool, labels: set[str]) -> None:
+    """An approved call runs with the MCP tool this request sends again (its credentials are
+    never kept past the response that asked)."""
+    if approve and approval_request.server_label not in labels:
+        raise InvalidRequestError(
+            f"Approval request '{approval_request.id}' is for MCP server '{approval_request.server_label}', which "
+            "is not in `tools`: send that MCP tool again to run the approved call.",
+            param="tools",
+            code="invalid_value",
+        )

@@ -14,18 +14,16 @@ from access.principal import Principal
 from access.quotas import Quotas
 from api.admission import Admission
 from api.body import read_json
-from api.params import at_end, limits, page_params, plausible_id, principal
+from api.lookup import stored_response, with_progress
+from api.params import at_end, limits, page_params, principal
 from api.params import json_response as _json
 from api.params import repository as _repository
-from api.preparation import PreparedResponse, parse_approval, prepare
-from api.progress import OutputFolds
+from api.preparation import PreparedResponse, prepare
 from api.runner import ResponseRunner, Started
 from api.sse import tail
-from models.errors import ConflictError, InvalidRequestError, NotFoundError
+from models.errors import ConflictError, InvalidRequestError
 from models.events import opening_events
 from models.responses import DeletedResponse, Response
-from models.workflow_io import ApprovalUpdate
-from store.repository import ResponseRepository
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -164,7 +162,7 @@ def _event_stream(request: Request, response_id: str, *, after: int) -> Streamin
 
 
 async def retrieve_response(request: Request) -> HttpResponse:
-    response = await _stored(request, request.path_params["response_id"])
+    response = await stored_response(request, request.path_params["response_id"])
     if request.query_params.get("stream", "false").lower() != "true":
         return _json(await with_progress(_repository(request), response))
     try:
@@ -184,29 +182,8 @@ async def retrieve_response(request: Request) -> HttpResponse:
     return _event_stream(request, response.id, after=after)
 
 
-OUTPUT_FOLDS = OutputFolds()
-"""Running responses' outputs so far, kept between polls (`api/progress.py`)."""
-
-
-async def with_progress(repository: ResponseRepository, response: Response) -> Response:
-    """A running response shows the output streamed so far (its log, when it keeps one)."""
-    if response.is_terminal:
-        OUTPUT_FOLDS.forget(response.id)
-        return response
-    fold = OUTPUT_FOLDS.of(response.id, len(response.output))
-    fold.apply(
-        await repository.events.item_events(
-            response.id, from_output_index=len(response.output), after=fold.last_sequence
-        )
-    )
-    if not fold.items:
-        return response
-    output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
-    return Response.model_validate(response.model_dump(mode="json", by_alias=True) | {"output": output + fold.output()})
-
-
 async def delete_response(request: Request) -> HttpResponse:
-    response = await _stored(request, request.path_params["response_id"])
+    response = await stored_response(request, request.path_params["response_id"])
     if not response.is_terminal:
         raise ConflictError(
             f"Response with id '{response.id}' is {response.status}; cancel it before deleting it.",
@@ -218,7 +195,7 @@ async def delete_response(request: Request) -> HttpResponse:
 
 async def cancel_response(request: Request) -> HttpResponse:
     """Cancel an in-progress response of any kind; cancelling a cancelled one again is harmless."""
-    response = await _stored(request, request.path_params["response_id"])
+    response = await stored_response(request, request.path_params["response_id"])
     if response.status == "cancelled":
         return _json(response)
     if response.is_terminal:
@@ -235,68 +212,8 @@ async def cancel_response(request: Request) -> HttpResponse:
     return _json(await runner.result(response.id))
 
 
-async def decide_approval(request: Request) -> HttpResponse:
-    """Approve or deny an MCP call a background response waits for; answers the response as
-    it stands once the decision is in. A request an ended response left open is decided for
-    the follow-up that continues the response (`store/open_approvals.py`)."""
-    response = await _stored(request, request.path_params["response_id"])
-    decision = parse_approval(await read_json(request, limits(request)), principal(request).key_id)
-    repository = _repository(request)
-    if response.is_terminal or not response.background:
-        return await _kept_for_follow_up(repository, response, decision)
-    shown = await with_progress(repository, response)
-    if not any(
-        item.type == "mcp_approval_request" and item.id == decision.approval_request_id for item in shown.output
-    ):
-        # Only a request the response has shown reaches the workflow, which waits for it
-        # to be asked (a worker still replaying may not have come back to the wait).
-        raise InvalidRequestError(
-            f"Response with id '{response.id}' has no approval request with id '{decision.approval_request_id}'.",
-            param="approval_request_id",
-            code="invalid_value",
-        )
-    await _runner(request).decide(response.id, decision)
-    waited = await repository.record_decision(
-        decision.approval_request_id, response.id, decision.approve, decided_by=decision.decided_by
-    )
-    metrics.approval_decided(decision.approve, waited)
-    # As it stands now (for an approver too, though it may already have moved on).
-    current = await repository.get_response(response.id) or response
-    return _json(await with_progress(repository, current))
-
-
-async def _kept_for_follow_up(
-    repository: ResponseRepository, response: Response, decision: ApprovalUpdate
-) -> HttpResponse:
-    """A decision on a request the ended response left open: kept, and applied by the follow-up
-    that continues the response without answering the request itself."""
-    if not response.is_terminal:  # requests open only when a response ends
-        raise ConflictError(
-            f"Response with id '{response.id}' is not a background response: only those wait for approvals. "
-            "Answer its approval requests in a new response (`previous_response_id` and an "
-            "`mcp_approval_response` item), or decide them here once it has ended.",
-            param="response_id",
-        )
-    waited = await repository.open_approvals.keep(
-        response.id,
-        decision.approval_request_id,
-        approve=decision.approve,
-        reason=decision.reason,
-        decided_by=decision.decided_by,
-    )
-    if waited is None:
-        raise ConflictError(
-            f"Response with id '{response.id}' is {response.status} and waits for no approval of "
-            f"'{decision.approval_request_id}': it was answered, a new response continuing it closed it, or "
-            "the response never asked it.",
-            param="approval_request_id",
-        )
-    metrics.approval_decided(decision.approve, waited)
-    return _json(await with_progress(repository, response))
-
-
 async def list_input_items(request: Request) -> HttpResponse:
-    response = await _stored(request, request.path_params["response_id"])
+    response = await stored_response(request, request.path_params["response_id"])
     page_at = page_params(request, with_before=True)
     try:
         page = await _repository(request).list_input_items(
@@ -316,27 +233,3 @@ async def list_responses(request: Request) -> HttpResponse:
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
     return JSONResponse(page.to_wire())
-
-
-async def _stored(request: Request, response_id: str) -> Response:
-    """A stored response of the request's project; an approver key sees only those that wait
-    for a decision. Anything else is not found, exactly as an unknown id."""
-    acting = principal(request)
-    response = (
-        await _repository(request).get_response(response_id, project=acting.project)
-        if plausible_id(response_id)
-        else None
-    )
-    if response is None or (acting.approver and not await _waits_for_approval(_repository(request), response)):
-        raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
-    return response
-
-
-async def _waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
-    """It waits for a decision now, or it ended leaving a request open that nobody has decided."""
-    if response.is_terminal:
-        return await repository.open_approvals.undecided(response.id)
-    if response.status != "in_progress":
-        return False
-    output = (await with_progress(repository, response)).output
-    return bool(output) and output[-1].type == "mcp_approval_request"

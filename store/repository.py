@@ -9,31 +9,28 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models.errors import ApprovalAlreadyAnsweredError
 from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from models.history_budget import restored
 from models.mcp import McpListing
 from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from sealing.secret_box import SecretBox
-from store.approval_waits import ApprovalWaits
+from store.approvals import Approvals
 from store.budgets import Budgets
 from store.chat_contexts import context_in, extend_in, fold_into_followers
 from store.chunks import Chunks
 from store.codec import dumps, loads
 from store.conversations import Conversations
-from store.database import Conflict, Database, Transaction
+from store.database import Database, Transaction
 from store.dispatches import ToolDispatches
 from store.event_log import EventLog
 from store.files import Files
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
 from store.notifier import Notifier
-from store.open_approvals import OpenApprovals
 from store.outcomes import Outcomes
 from store.paging import page_of_items
 from store.parked import Parked, ParkedFields
-from store.pending_approvals import PendingApprovals
 from store.schema import NO_PROJECT
 from store.starts import Starts
 from store.turns import Turns
@@ -107,9 +104,8 @@ class ResponseRepository:
         """Requests in this process wait here for the end of a response their worker runs."""
         self.workers = WorkerRegistry(db)
         """Which workers are running, by their own account."""
-        self.approval_waits = ApprovalWaits(db)
-        self.open_approvals = OpenApprovals(db)
-        self.pending_approvals = PendingApprovals(db)
+        self.approvals = Approvals(db)
+        """Approval requests: decisions, waits, open requests, the pending list."""
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         self.webhook_outbox = WebhookOutbox(db)
         self.budgets = Budgets(db)
@@ -142,69 +138,52 @@ class ResponseRepository:
         `project`, in one transaction
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it) and closes the open approval requests it answers or leaves (`closes`;
-        `applies`: those whose kept decision it applies, see `store/open_approvals.py`)."""
+        `applies`: those whose kept decision it applies, see `store/approvals.py`)."""
         sealed = {label: self.mcp_secrets.seal(value, project) for label, value in (secrets or {}).items()}
         response_id = response.id
-        try:
-            async with self.db.write() as transaction:
-                await transaction.run(
-                    "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
-                    "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
-                    ":data, :project, :conversation_id)",
-                    id=response_id,
-                    created_at=response.created_at,
-                    sort_key=time.time_ns() // 1000,
-                    status=response.status,
-                    stored=response.store,
-                    previous=response.previous_response_id,
-                    data=response.model_dump_json(),
-                    project=project,
-                    conversation_id=response.conversation.id if response.conversation else None,
+        async with self.db.write() as transaction:
+            await transaction.run(
+                "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
+                "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
+                ":data, :project, :conversation_id)",
+                id=response_id,
+                created_at=response.created_at,
+                sort_key=time.time_ns() // 1000,
+                status=response.status,
+                stored=response.store,
+                previous=response.previous_response_id,
+                data=response.model_dump_json(),
+                project=project,
+                conversation_id=response.conversation.id if response.conversation else None,
+            )
+            if items:
+                await transaction.run_many(
+                    "INSERT INTO input_items (response_id, position, item_id, data) "
+                    "VALUES (:response_id, :position, :item_id, :data)",
+                    [
+                        {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
+                        for position, (item_id, data) in enumerate(items)
+                    ],
                 )
-                if items:
-                    await transaction.run_many(
-                        "INSERT INTO input_items (response_id, position, item_id, data) "
-                        "VALUES (:response_id, :position, :item_id, :data)",
-                        [
-                            {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
-                            for position, (item_id, data) in enumerate(items)
-                        ],
-                    )
-                if sealed:
-                    await transaction.run_many(
-                        "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
-                        "VALUES (:response_id, :server_label, :sealed)",
-                        [
-                            {"response_id": response_id, "server_label": label, "sealed": value}
-                            for label, value in sealed.items()
-                        ],
-                    )
-                if decisions:
-                    await transaction.run_many(
-                        "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
-                        "VALUES (:request_id, :response_id, :approve, :decided_by)",
-                        [
-                            {
-                                "request_id": request_id,
-                                "response_id": response_id,
-                                "approve": approve,
-                                "decided_by": decided_by,
-                            }
-                            for request_id, approve in decisions.items()
-                        ],
-                    )
-                if parked:
-                    await ParkedFields.put_in(transaction, response_id, parked)
-                if closes or applies:
-                    await OpenApprovals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
-                if first_events:
-                    await self.events.append_in(transaction, response_id, first_events, new_log=True)
-                if response.conversation is not None:
-                    await Conversations.lock(transaction, response.conversation.id, response_id)
-        except Conflict as error:
-            if decisions and "approval_decisions" in str(error):
-                raise ApprovalAlreadyAnsweredError(sorted(decisions)) from None
-            raise
+            if sealed:
+                await transaction.run_many(
+                    "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
+                    "VALUES (:response_id, :server_label, :sealed)",
+                    [
+                        {"response_id": response_id, "server_label": label, "sealed": value}
+                        for label, value in sealed.items()
+                    ],
+                )
+            if decisions:
+                await Approvals.answer_in(transaction, response_id, decisions, decided_by=decided_by)
+            if parked:
+                await ParkedFields.put_in(transaction, response_id, parked)
+            if closes or applies:
+                await Approvals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
+            if first_events:
+                await self.events.append_in(transaction, response_id, first_events, new_log=True)
+            if response.conversation is not None:
+                await Conversations.lock(transaction, response.conversation.id, response_id)
 
     async def get_response(
         self, response_id: str, *, include_unstored: bool = False, project: str | None = None
@@ -283,9 +262,7 @@ class ResponseRepository:
                     transaction, response.conversation.id, response_id, await self._turn_items(transaction, response)
                 )
             had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
-            if response.store:
-                await OpenApprovals.open_in(transaction, response)
-            await transaction.run("DELETE FROM approval_waits WHERE response_id = :id", id=response_id)
+            await Approvals.settle_in(transaction, response)
             if not response.store:
                 for table in RESPONSE_TABLES:
                     if table != "events":
@@ -403,12 +380,7 @@ class ResponseRepository:
     async def _delete_rows(transaction: Transaction, response_id: str, *, with_decisions: bool) -> tuple[bool, bool]:
         """Whether the response was there, and whether it still held sealed secrets."""
         if with_decisions:
-            await transaction.run(
-                "DELETE FROM approval_decisions WHERE response_id = :id OR approval_request_id IN "
-                "(SELECT item_id FROM output_items WHERE response_id = :id)",
-                id=response_id,
-            )
-            await OpenApprovals.reopen_in(transaction, response_id)
+            await Approvals.forget_in(transaction, response_id)
         await fold_into_followers(transaction, response_id)  # those that follow it keep their context
         removed = await transaction.run("DELETE FROM responses WHERE id = :id", id=response_id)
         if removed:
@@ -516,7 +488,7 @@ class ResponseRepository:
         async with self.db.read() as transaction:
             return await context_in(transaction, response_id)
 
-    # ---- MCP: listings, approval decisions ---------------------------------------
+    # ---- MCP listings --------------------------------------------------------------
 
     async def listings(self, response_id: str) -> list[McpListing]:
         async with self.db.read() as transaction:
@@ -524,41 +496,6 @@ class ResponseRepository:
                 await transaction.value("SELECT listings FROM mcp_listings WHERE response_id = :id", id=response_id)
             )
         return [McpListing.model_validate(listing) for listing in saved or []]
-
-    async def answered(self, approval_request_ids: list[str]) -> dict[str, str]:
-        """Which of these approval requests are answered already: request id -> the response
-        that answered it."""
-        async with self.db.read() as transaction:
-            rows = await transaction.all(
-                "SELECT approval_request_id, response_id FROM approval_decisions WHERE approval_request_id IN (:ids)",
-                ids=approval_request_ids,
-            )
-        return {row["approval_request_id"]: row["response_id"] for row in rows}
-
-    async def record_decision(
-        self, approval_request_id: str, response_id: str, approve: bool, decided_by: str | None = None
-    ) -> float | None:
-        """Keep the decision; returns how long the request was waited for (seconds), when its
-        response was waiting for it."""
-        try:
-            async with self.db.write() as transaction:
-                await transaction.run(
-                    "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by) "
-                    "VALUES (:request_id, :response_id, :approve, :decided_by)",
-                    request_id=approval_request_id,
-                    response_id=response_id,
-                    approve=approve,
-                    decided_by=decided_by,
-                )
-                asked_at = await transaction.value(
-                    "SELECT asked_at FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id
-                )
-                await transaction.run(
-                    "DELETE FROM approval_waits WHERE approval_request_id = :id", id=approval_request_id
-                )
-        except Conflict:
-            raise ApprovalAlreadyAnsweredError([approval_request_id]) from None
-        return None if asked_at is None else max(0.0, time.time() - asked_at / 1_000_000)
 
     async def ping(self) -> None:
         async with self.db.read() as transaction:

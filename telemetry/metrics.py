@@ -231,7 +231,7 @@ async def metrics_endpoint(request: Request) -> Response:
     repository = getattr(request.app.state, "repository", None)
     if repository is not None:
         try:
-            waiting, oldest = await repository.approval_waits.count()
+            waiting, oldest = await repository.approvals.waiting()
         except Exception:  # noqa: BLE001 - the rest of the scrape is still worth having (readiness shows the store)
             pass
         else:

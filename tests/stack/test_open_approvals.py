@@ -1,4 +1,4 @@
-"""Approval requests that ended responses leave open (`store/open_approvals.py`): the approvals
+"""Approval requests that ended responses leave open (`store/approvals.py`): the approvals
 list shows them (`decision_applies: on_follow_up`), a decision made on one through the approvals
 route is kept, and the client's next request that continues the response applies it, once:
 an approval runs the call, a denial tells the model why. A client answering the request itself

@@ -1,0 +1,58 @@
+"""Stored responses as a request sees them: only its project's (an approver key's, only those
+that wait for a decision; anything else is not found, exactly as an unknown id), and a
+running one with the output streamed so far."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from api.params import plausible_id, principal
+from api.params import repository as repository_of
+from api.progress import OutputFolds
+from models.errors import NotFoundError
+from models.responses import Response
+from store.repository import ResponseRepository
+
+OUTPUT_FOLDS = OutputFolds()
+"""Running responses' outputs so far, kept between polls (`api/progress.py`)."""
+
+
+async def with_progress(repository: ResponseRepository, response: Response) -> Response:
+    """A running response shows the output streamed so far (its log, when it keeps one)."""
+    if response.is_terminal:
+        OUTPUT_FOLDS.forget(response.id)
+        return response
+    fold = OUTPUT_FOLDS.of(response.id, len(response.output))
+    fold.apply(
+        await repository.events.item_events(
+            response.id, from_output_index=len(response.output), after=fold.last_sequence
+        )
+    )
+    if not fold.items:
+        return response
+    output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
+    return Response.model_validate(response.model_dump(mode="json", by_alias=True) | {"output": output + fold.output()})
+
+
+async def stored_response(request: Request, response_id: str) -> Response:
+    """A stored response of the request's project; an approver key sees only those that wait
+    for a decision. Anything else is not found, exactly as an unknown id."""
+    acting = principal(request)
+    response = (
+        await repository_of(request).get_response(response_id, project=acting.project)
+        if plausible_id(response_id)
+        else None
+    )
+    if response is None or (acting.approver and not await waits_for_approval(repository_of(request), response)):
+        raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+    return response
+
+
+async def waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
+    """It waits for a decision now, or it ended leaving a request open that nobody has decided."""
+    if response.is_terminal:
+        return await repository.approvals.undecided(response.id)
+    if response.status != "in_progress":
+        return False
+    output = (await with_progress(repository, response)).output
+    return bool(output) and output[-1].type == "mcp_approval_request"
