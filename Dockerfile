@@ -18,7 +18,6 @@ COPY upstream ./upstream
 COPY sealing ./sealing
 COPY search ./search
 COPY retrieval ./retrieval
-COPY webhooks ./webhooks
 COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows

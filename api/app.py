@@ -25,7 +25,7 @@ from api import (
     routes,
     vector_store_files,
     vector_stores,
-    webhook_endpoints,
+    webhooks,
 )
 from api.admission import Admission
 from api.body import Limits
@@ -140,19 +140,17 @@ def create_app(
             Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
             Route("/v1/models", models.list_models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", models.retrieve_model, methods=["GET"]),
-            Route("/v1/webhook_endpoints", webhook_endpoints.create_endpoint, methods=["POST"]),
-            Route("/v1/webhook_endpoints", webhook_endpoints.list_endpoints, methods=["GET"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.retrieve_endpoint, methods=["GET"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.update_endpoint, methods=["POST"]),
-            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhook_endpoints.delete_endpoint, methods=["DELETE"]),
+            Route("/v1/webhook_endpoints", webhooks.create_endpoint, methods=["POST"]),
+            Route("/v1/webhook_endpoints", webhooks.list_endpoints, methods=["GET"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhooks.retrieve_endpoint, methods=["GET"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhooks.update_endpoint, methods=["POST"]),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}", webhooks.delete_endpoint, methods=["DELETE"]),
             Route(
                 "/v1/webhook_endpoints/{webhook_endpoint_id}/rotate_secret",
-                webhook_endpoints.rotate_secret,
+                webhooks.rotate_secret,
                 methods=["POST"],
             ),
-            Route(
-                "/v1/webhook_endpoints/{webhook_endpoint_id}/test", webhook_endpoints.test_endpoint, methods=["POST"]
-            ),
+            Route("/v1/webhook_endpoints/{webhook_endpoint_id}/test", webhooks.test_endpoint, methods=["POST"]),
             Route("/v1/conversations", conversations.create_conversation, methods=["POST"]),
             Route("/v1/conversations/{conversation_id}", conversations.retrieve_conversation, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}", conversations.update_conversation, methods=["POST"]),

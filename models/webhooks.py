@@ -9,6 +9,9 @@ Nothing here holds an endpoint's URL or the signing secret: a workflow names end
 id, and the worker that delivers looks the URL and the secret up (an operator's endpoint,
 `wh_...`, in its own settings; a project's endpoint, `we_...`, in the store, sealed), since a
 URL can hold a token and history is kept for as long as Temporal keeps it.
+
+The bodies of OpenAI's webhook endpoint routes (`/v1/webhook_endpoints`, `api/webhooks.py`)
+are here too: a project's own endpoints, each taking the response events it names.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 ENDED_EVENT_TYPES = {
     "completed": "response.completed",
@@ -130,7 +133,7 @@ class QueuedWebhook(BaseModel):
 
 
 class EnqueueWebhooksInput(BaseModel):
-    """Events of a response, each for its endpoints, into the outbox (`store/webhook_outbox.py`)."""
+    """Events of a response, each for its endpoints, into the outbox (`store/webhooks.py`)."""
 
     webhooks: list[QueuedWebhook]
     policy: WebhookPolicy
@@ -148,3 +151,48 @@ class DeliverWebhookInput(BaseModel):
 
 class DeliverWebhookResult(BaseModel):
     status_code: int
+
+
+MAX_URL_CHARACTERS = 2048
+
+
+def _checked_url(url: str) -> str:
+    if not is_http_url(url) or not url.isprintable() or " " in url:
+        raise ValueError("expected an http:// or https:// URL")
+    return url
+
+
+def _unique(event_types: list[str]) -> list[str]:
+    if len(set(event_types)) != len(event_types):
+        raise ValueError("each event type may be named once")
+    return event_types
+
+
+class CreateWebhookEndpoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=256)
+    url: str = Field(min_length=1, max_length=MAX_URL_CHARACTERS)
+    event_types: list[WebhookEventType] = Field(min_length=1, max_length=5)
+
+    _url = field_validator("url")(_checked_url)
+    _event_types = field_validator("event_types")(_unique)
+
+
+class UpdateWebhookEndpoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(default=None, min_length=1, max_length=256)
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_URL_CHARACTERS)
+    event_types: list[WebhookEventType] | None = Field(default=None, min_length=1, max_length=5)
+
+    _url = field_validator("url")(lambda url: url if url is None else _checked_url(url))
+    _event_types = field_validator("event_types")(lambda types: types if types is None else _unique(types))
+
+
+class RotateWebhookSecret(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    keep_old_secret_active_for_24_hours: StrictBool = False
+
+
+class WebhookTestRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    event_type: WebhookEventType

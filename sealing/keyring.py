@@ -29,7 +29,7 @@ class Purpose(str, Enum):
     MCP_SECRETS = "mcp-secrets"
     """MCP `headers` and `authorization` a request carried (`store/repository.py`)."""
     WEBHOOK_SECRETS = "webhook-secrets"
-    """A webhook endpoint's URL and signing secret (`store/webhook_endpoints.py`)."""
+    """A webhook endpoint's URL and signing secret (`store/webhooks.py`)."""
     REASONING = "reasoning"
     """`reasoning.encrypted_content` handed to clients that keep no state."""
     COMPACTION = "compaction"

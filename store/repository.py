@@ -35,8 +35,7 @@ from store.schema import NO_PROJECT
 from store.starts import Starts
 from store.turns import Turns
 from store.vector_stores import VectorStores
-from store.webhook_endpoints import WebhookEndpoints
-from store.webhook_outbox import WebhookOutbox
+from store.webhooks import WebhookEndpoints, WebhookOutbox
 from store.workers import WorkerRegistry
 
 log = logging.getLogger(__name__)

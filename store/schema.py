@@ -442,7 +442,7 @@ chore_leases = Table(
 )
 
 # Webhook events waiting to be delivered, one row an event and endpoint, each endpoint's in the
-# order they were put (`webhooks/dispatcher.py`): a receiver that is down leaves its backlog
+# order they were put (`worker/webhooks.py`): a receiver that is down leaves its backlog
 # here, in one place, not in open workflows.
 webhook_outbox = Table(
     "webhook_outbox",

@@ -22,10 +22,10 @@ from models.workflow_io import ExecutionSettings, RetryBudget
 from retrieval.vectors import LEXICAL_MODEL
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
+from sealing.webhooks import InvalidWebhookSecret, secret_bytes
 from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
-from webhooks.signing import InvalidWebhookSecret, secret_bytes
 
 DEFAULT_TASK_QUEUE = "durable-responses"
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"

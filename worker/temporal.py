@@ -22,6 +22,7 @@ from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
 from activities.store import StoreActivities
 from activities.web_search import SearchActivities
+from activities.webhooks import WebhookActivities
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
@@ -33,16 +34,15 @@ from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
-from webhooks.delivery import WebhookActivities
-from webhooks.dispatcher import LEASE as DISPATCHER_LEASE
-from webhooks.dispatcher import ROUND_SECONDS, WebhookDispatcher
 from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
 from worker.shutdown import Shutdown
+from worker.webhooks import LEASE as DISPATCHER_LEASE
+from worker.webhooks import ROUND_SECONDS, WebhookDispatcher
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
-from workflows.webhook_delivery import WebhookDeliveryWorkflow
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"

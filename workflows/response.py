@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import local_activity_options
     from workflows.tool_steps import ToolSteps
     from workflows.turn import next_step
-    from workflows.webhook_sending import send_webhooks
+    from workflows.webhooks import send_webhooks
 
 
 PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})

@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import local_activity_options, tool_call_options
     from workflows.turn import within_max_tool_calls
     from workflows.web_search_call import web_search
-    from workflows.webhook_sending import send_webhooks
+    from workflows.webhooks import send_webhooks
 
 
 class ToolSteps:

@@ -7,16 +7,16 @@ moved forward past the cooldowns instead of waiting them out."""
 from __future__ import annotations
 
 from access.egress import EgressPolicy
+from activities.webhooks import WebhookActivities
 from models.webhooks import WebhookEvent, WebhookPolicy
+from sealing.webhooks import new_secret, secret_bytes
 from store.database import open_database
-from store.webhook_outbox import WebhookOutbox
+from store.webhooks import WebhookOutbox
 from telemetry.metrics import REGISTRY
 from tests.support.processes import free_port
 from tests.support.stack import TEST_EGRESS, EmptyStore
 from tests.support.webhook_receiver import Receiver, attempts
-from webhooks.delivery import WebhookActivities
-from webhooks.dispatcher import CIRCUIT_THRESHOLD, WebhookDispatcher
-from webhooks.signing import new_secret, secret_bytes
+from worker.webhooks import CIRCUIT_THRESHOLD, WebhookDispatcher
 
 POLICY = WebhookPolicy(
     initial_interval_seconds=0.01, maximum_interval_seconds=0.02, give_up_after_seconds=3600, attempt_timeout_seconds=2

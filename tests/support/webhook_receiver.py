@@ -14,8 +14,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from models.webhooks import WebhookPolicy
+from sealing.webhooks import new_secret
 from tests.support.threaded_server import ThreadedServer
-from webhooks.signing import new_secret
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Webhook deliveries per endpoint, from the outbox (`store/webhook_outbox.py`).
+"""Webhook deliveries per endpoint, from the outbox (`store/webhooks.py`).
 
 One dispatcher in the cluster delivers: its rounds are a chore of `worker/housekeeping.py`
 (a lease in the store, renewed while a round works; another worker takes over within seconds
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from temporalio.exceptions import ApplicationError
 
 from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, WebhookPolicy
-from store.webhook_outbox import DueQueue, OutboxEntry, WebhookOutbox
+from store.webhooks import DueQueue, OutboxEntry, WebhookOutbox
 from telemetry import metrics
 
 log = logging.getLogger(__name__)

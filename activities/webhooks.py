@@ -1,15 +1,22 @@
-"""One signed POST of one event to one endpoint (`webhooks/posting.py`): what the outbox's
-dispatcher does for each attempt (`webhooks/dispatcher.py`), and the `deliver_webhook`
-activity of deliveries started before the outbox; and `enqueue_webhooks`, which puts a
-response's events into the outbox.
+"""The I/O of sending webhooks: one signed POST of one event to one URL (`post_event`, which an
+endpoint's test in the API makes too), and the activities a response's events take: into the
+outbox (`enqueue_webhooks`, a local activity), and to one endpoint (`deliver_webhook`, the
+dispatcher's attempt, and each attempt of a `WebhookDelivery` workflow of a response that
+started before the outbox).
+
+Each POST is signed afresh (its own `webhook-timestamp`) with the event's id as `webhook-id`,
+so a receiver that got an earlier attempt can tell it is the same event. With more than one
+key (a rotation that keeps the old secret a while) the header carries one signature per key,
+as Standard Webhooks allows; a receiver holding either secret verifies it. Redirects are not
+followed, and the answer's body is not read.
 
 A 2xx is delivered; an address the egress policy refuses, or a project's endpoint deleted
-since, is not tried again; anything else, or no answer, is tried again by Temporal with
-backoff. Every connection passes the egress policy, as MCP connections do.
-"""
+since, is not tried again; anything else, or no answer, is tried again with backoff. Every
+connection passes the egress policy, as MCP connections do."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from urllib.parse import urlsplit
 
@@ -17,13 +24,51 @@ import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from access.egress import EgressPolicy
+from access.egress import EgressPolicy, EgressRefusedError, guarded_http_client
 from models.errors import WebhookEndpointGoneError, WebhookRefusedError, WebhookUndeliveredError
-from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, EnqueueWebhooksInput, EnqueueWebhooksResult
-from store.webhook_endpoints import SigningEndpoint, WebhookEndpoints
-from store.webhook_outbox import WebhookOutbox
+from models.webhooks import (
+    DeliverWebhookInput,
+    DeliverWebhookResult,
+    EnqueueWebhooksInput,
+    EnqueueWebhooksResult,
+    WebhookEvent,
+)
+from sealing.webhooks import signature
+from store.webhooks import SigningEndpoint, WebhookEndpoints, WebhookOutbox
 from telemetry import metrics
-from webhooks.posting import egress_refused, post_event
+
+USER_AGENT = "durable-responses-webhooks/1"
+
+
+async def post_event(
+    url: str, keys: list[bytes], event: WebhookEvent, *, egress: EgressPolicy, timeout_seconds: float
+) -> int:
+    """The endpoint's HTTP status; raises what the connection raised (`egress_refused` tells
+    a refused address from the rest)."""
+    body = event.model_dump_json()
+    timestamp = int(time.time())
+    headers = {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": event.id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": " ".join(signature(key, event.id, timestamp, body) for key in keys),
+    }
+    # Only the status counts: the body is never read (an endless one costs nothing), and the
+    # whole exchange, headers trickling in included, has `timeout_seconds`.
+    async with asyncio.timeout(timeout_seconds), guarded_http_client(egress, timeout=timeout_seconds) as http:
+        async with http.stream("POST", url, content=body.encode(), headers=headers) as answer:
+            return answer.status_code
+
+
+def egress_refused(error: BaseException | None) -> bool:
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, EgressRefusedError):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
 
 PROJECT_ENDPOINT_PREFIX = "we_"
 

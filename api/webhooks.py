@@ -20,19 +20,20 @@ from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
 from access.egress import EgressPolicy, EgressRefusedError
+from activities.webhooks import egress_refused, post_event
 from api.body import read_json
 from api.errors import from_validation_error
 from api.params import limits, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError
-from models.webhook_endpoints import (
+from models.webhooks import (
+    ACTION_REQUIRED,
     CreateWebhookEndpoint,
     RotateWebhookSecret,
     UpdateWebhookEndpoint,
+    WebhookEvent,
     WebhookTestRequest,
 )
-from models.webhooks import ACTION_REQUIRED, WebhookEvent
-from store.webhook_endpoints import WebhookEndpointRow, WebhookEndpoints
-from webhooks.posting import egress_refused, post_event
+from store.webhooks import WebhookEndpointRow, WebhookEndpoints
 
 TEST_TIMEOUT_SECONDS = 10.0
 

@@ -1,22 +1,32 @@
-"""Webhook events of a response, into the outbox (`store/webhook_outbox.py`) by a local
-activity: the dispatcher delivers them per endpoint (`webhooks/dispatcher.py`), so a receiver
+"""Webhook events of a response, into the outbox (`store/webhooks.py`) by a local
+activity: the dispatcher delivers them per endpoint (`worker/webhooks.py`), so a receiver
 that is down for hours neither holds up nor fails the response, and its backlog is rows in
 one table. A response that started before the outbox starts a child workflow an event and
 endpoint (`WebhookDelivery`, abandoned when the response ends), as it did. As OpenAI does,
-only background responses send events."""
+only background responses send events.
+
+`WebhookDelivery` is that child: one event to one endpoint, until it is taken or the policy
+gives up, with the same `webhook-id` on every attempt. It stays registered while responses
+that started before the outbox may still run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from models.errors import WebhookRefusedError
     from models.responses import Response
     from models.webhooks import (
+        DeliverWebhookInput,
+        DeliverWebhookResult,
         EnqueueWebhooksInput,
         EnqueueWebhooksResult,
         QueuedWebhook,
@@ -27,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.workflow_io import RetryBudget
     from workflows.options import local_activity_options
+
 
 WEBHOOKS_OUTBOX = "webhooks-outbox"
 """Patch: events go into the outbox, not a child workflow each."""
@@ -83,3 +94,27 @@ def _outcome_seen(delivery: asyncio.Future) -> None:
     is not reported as an exception nobody retrieved (the delivery's workflow shows it)."""
     if not delivery.cancelled():
         delivery.exception()
+
+
+@workflow.defn(name="WebhookDelivery")
+class WebhookDeliveryWorkflow:
+    @workflow.run
+    async def run(self, delivery: WebhookDeliveryInput) -> WebhookDeliveryResult:
+        policy = delivery.policy
+        result = await workflow.execute_activity(
+            "deliver_webhook",
+            DeliverWebhookInput(
+                endpoint=delivery.endpoint, event=delivery.event, timeout_seconds=policy.attempt_timeout_seconds
+            ),
+            result_type=DeliverWebhookResult,
+            start_to_close_timeout=timedelta(seconds=policy.attempt_timeout_seconds + 5),
+            schedule_to_close_timeout=timedelta(seconds=policy.give_up_after_seconds),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=policy.initial_interval_seconds),
+                backoff_coefficient=2.0,
+                maximum_interval=timedelta(seconds=policy.maximum_interval_seconds),
+                maximum_attempts=0,  # until the policy's time runs out
+                non_retryable_error_types=[WebhookRefusedError.__name__],
+            ),
+        )
+        return WebhookDeliveryResult(status_code=result.status_code)
