@@ -17,6 +17,7 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from models import activity_names
 from models.activity_io import FileSearchInput, FileSearchResult
 from models.errors import CapacityWaitError, RetryableUpstreamError, UpstreamError
 from models.events import StreamEvent, search_closing, search_opening
@@ -36,7 +37,7 @@ class FileSearchActivities:
         self.repository = repository
         self.embedder = embedder
 
-    @activity.defn(name="file_search")
+    @activity.defn(name=activity_names.FILE_SEARCH)
     async def file_search(self, request: FileSearchInput) -> FileSearchResult:
         call, index, tool = request.call, request.output_index, request.tool
         if request.emit_events:

@@ -28,7 +28,7 @@ from activities.stream_assembler import StreamAssembler, streamed_from_events
 from context import compaction
 from context.plan import Compact, Send, compaction_threshold, plan
 from context.windows import ContextWindows
-from models import history_budget
+from models import activity_names, history_budget
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import (
     CancelRequestedError,
@@ -81,7 +81,7 @@ class InferenceActivities:
         (their claims are released, so another worker takes their turns over at once)."""
         await self.calls.close(grace_seconds)
 
-    @activity.defn(name="run_inference")
+    @activity.defn(name=activity_names.RUN_INFERENCE)
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
         """One inference call per turn. An execution that repeats a turn (its workflow task
         ran again) joins the call still running in this process, waits for one running in

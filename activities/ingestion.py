@@ -18,6 +18,7 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from models import activity_names
 from models.errors import (
     CapacityWaitError,
     RateLimitedUpstreamError,
@@ -64,7 +65,7 @@ class IngestionActivities:
         self.repository = repository
         self.embedder = embedder
 
-    @activity.defn(name="chunk_file")
+    @activity.defn(name=activity_names.CHUNK_FILE)
     async def chunk_file(self, request: ChunkFileInput) -> ChunkFileResult:
         entry = await self.repository.vector_stores.file(request.vector_store_id, request.file_id)
         content = await self.repository.files.content(request.file_id)
@@ -84,7 +85,7 @@ class IngestionActivities:
             chunks=await self.repository.chunks.put(request.vector_store_id, request.file_id, chunks)
         )
 
-    @activity.defn(name="embed_chunks")
+    @activity.defn(name=activity_names.EMBED_CHUNKS)
     async def embed_chunks(self, request: EmbedChunksInput) -> EmbedChunksResult:
         pending = await self.repository.chunks.unembedded(
             request.vector_store_id, request.file_id, request.start, request.end
@@ -115,7 +116,7 @@ class IngestionActivities:
         metrics.chunks_embedded(len(pending))
         return EmbedChunksResult(embedded=len(pending))
 
-    @activity.defn(name="settle_file")
+    @activity.defn(name=activity_names.SETTLE_FILE)
     async def settle_file(self, request: SettleFileInput) -> SettleFileResult:
         error = (
             {"code": request.error_code, "message": (request.error_message or "")[:1000]}

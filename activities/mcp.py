@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError
 from access.egress import EgressPolicy
 from activities.cancel_watch import unless_cancelled
 from activities.mcp_client import MAX_RESULT_BYTES, connected, content_json, listed_tool, output_text
-from models import history_budget
+from models import activity_names, history_budget
 from models.activity_io import (
     CallMcpToolInput,
     CallMcpToolResult,
@@ -90,7 +90,7 @@ class McpActivities:
         self.repository = repository
         self.max_result_bytes = max_result_bytes
 
-    @activity.defn(name="list_mcp_tools")
+    @activity.defn(name=activity_names.LIST_MCP_TOOLS)
     async def list_mcp_tools(self, request: ListMcpToolsInput) -> ListMcpToolsResult:
         tool = request.tool
         item = McpListToolsItem(id=request.item_id, server_label=tool.server_label)
@@ -147,7 +147,7 @@ class McpActivities:
             return ListMcpToolsResult(item=history_budget.stubbed(item), parked=True)
         return ListMcpToolsResult(item=item)
 
-    @activity.defn(name="call_mcp_tool")
+    @activity.defn(name=activity_names.CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: CallMcpToolInput) -> CallMcpToolResult:
         """Run the call, unless (or until) the client cancels the response: a cancelled
         response starts no call, and stops the one it runs."""

@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chat_format import tool_messages
+from models import activity_names
 from models.activity_io import (
     EmitEventsInput,
     EmitEventsResult,
@@ -24,7 +25,7 @@ class StoreActivities:
     def __init__(self, repository: ResponseRepository) -> None:
         self.repository = repository
 
-    @activity.defn(name="record_status")
+    @activity.defn(name=activity_names.RECORD_STATUS)
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
         try:
             recorded = await self.repository.advance_status(
@@ -34,18 +35,18 @@ class StoreActivities:
             raise ApplicationError(f"response {request.response_id} is not in the store", non_retryable=True) from None
         return RecordStatusResult(recorded=recorded)
 
-    @activity.defn(name="record_approval_wait")
+    @activity.defn(name=activity_names.RECORD_APPROVAL_WAIT)
     async def record_approval_wait(self, request: RecordApprovalWaitInput) -> RecordApprovalWaitResult:
         """The response begins to wait for these approval requests (what operators watch)."""
         recorded = await self.repository.approvals.record_waits(request.response_id, request.approval_request_ids)
         return RecordApprovalWaitResult(recorded=recorded)
 
-    @activity.defn(name="emit_events")
+    @activity.defn(name=activity_names.EMIT_EVENTS)
     async def emit_events(self, request: EmitEventsInput) -> EmitEventsResult:
         """Events of steps the workflow itself ends (a call or listing that ran out of retries)."""
         return EmitEventsResult(appended=await self.repository.events.append_once(request.response_id, request.events))
 
-    @activity.defn(name="finalize_response")
+    @activity.defn(name=activity_names.FINALIZE_RESPONSE)
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
         """Write the final response, its stubs whole again, then hand it to a request in this
         process that waits for it."""

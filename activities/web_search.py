@@ -15,6 +15,7 @@ import time
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from models import activity_names
 from models.activity_io import WebSearchInput, WebSearchResult
 from models.errors import SearchRefusedError, SearchUnavailableError
 from models.events import StreamEvent, search_closing, search_opening
@@ -37,7 +38,7 @@ class SearchActivities:
         self.repository = repository
         self.provider = provider
 
-    @activity.defn(name="web_search")
+    @activity.defn(name=activity_names.WEB_SEARCH)
     async def web_search(self, request: WebSearchInput) -> WebSearchResult:
         call, index = request.call, request.output_index
         if request.emit_events:

@@ -25,6 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from access.egress import EgressPolicy, EgressRefusedError, guarded_http_client
+from models import activity_names
 from models.errors import WebhookEndpointGoneError, WebhookRefusedError, WebhookUndeliveredError
 from models.webhooks import (
     DeliverWebhookInput,
@@ -90,7 +91,7 @@ class WebhookActivities:
         """A project's endpoints (`we_...`), looked up in the store at each attempt."""
         self.outbox = outbox
 
-    @activity.defn(name="enqueue_webhooks")
+    @activity.defn(name=activity_names.ENQUEUE_WEBHOOKS)
     async def enqueue_webhooks(self, request: EnqueueWebhooksInput) -> EnqueueWebhooksResult:
         """A response's events into the outbox, for the dispatcher (idempotent)."""
         assert self.outbox is not None
@@ -123,7 +124,7 @@ class WebhookActivities:
             )
         return SigningEndpoint(url=url, keys=[self.key])
 
-    @activity.defn(name="deliver_webhook")
+    @activity.defn(name=activity_names.DELIVER_WEBHOOK)
     async def deliver_webhook(self, request: DeliverWebhookInput) -> DeliverWebhookResult:
         endpoint = await self._endpoint(request)
         host = urlsplit(endpoint.url).hostname or "?"

@@ -10,6 +10,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import FileSearchInput, FileSearchResult
     from models.events import StreamEvent
     from models.history_budget import ToolResult
@@ -35,7 +36,7 @@ async def file_search(
     tool = next(tool for tool in response.tools if isinstance(tool, FileSearchTool))
     try:
         result = await workflow.execute_activity(
-            "file_search",
+            activity_names.FILE_SEARCH,
             FileSearchInput(
                 response_id=response.id,
                 project=project,

@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.errors import UnreadableFileError
     from models.ingestion import (
         EMBED_BATCH,
@@ -56,7 +57,7 @@ class FileIngestionWorkflow:
     async def run(self, job: FileIngestionInput) -> str:
         try:
             chunked = await workflow.execute_activity(
-                "chunk_file",
+                activity_names.CHUNK_FILE,
                 ChunkFileInput(vector_store_id=job.vector_store_id, file_id=job.file_id),
                 result_type=ChunkFileResult,
                 start_to_close_timeout=timedelta(minutes=5),
@@ -67,7 +68,7 @@ class FileIngestionWorkflow:
                 return "gone"
             for start in range(0, chunked.chunks, EMBED_BATCH):
                 await workflow.execute_activity(
-                    "embed_chunks",
+                    activity_names.EMBED_CHUNKS,
                     EmbedChunksInput(
                         vector_store_id=job.vector_store_id,
                         file_id=job.file_id,
@@ -98,7 +99,7 @@ class FileIngestionWorkflow:
                 error_message=message,
             )
         await workflow.execute_activity(
-            "settle_file",
+            activity_names.SETTLE_FILE,
             settle,
             result_type=SettleFileResult,
             start_to_close_timeout=timedelta(seconds=30),

@@ -10,6 +10,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import ListMcpToolsInput, ListMcpToolsResult
     from models.events import StreamEvent, list_tools_closing
     from models.items import McpListToolsItem
@@ -32,7 +33,7 @@ async def list_server(
     item_id = f"mcpl_{workflow.uuid4().hex}"
     try:
         result = await workflow.execute_local_activity(
-            "list_mcp_tools",
+            activity_names.LIST_MCP_TOOLS,
             ListMcpToolsInput(
                 response_id=response_id, tool=tool, item_id=item_id, output_index=index, emit_events=emit_events
             ),

@@ -5,7 +5,7 @@ between attempts a durable timer waits, and the current details say which attemp
 why, and when the next one comes. A response that started before this (no patch marker)
 keeps the SDK's local retries it ran with.
 
-Since `CAPACITY_WAITS`: waiting for a deployment's capacity (its budget had no slot near
+Since the patch `upstream-capacity-waits`: waiting for a deployment's capacity (its budget had no slot near
 enough, or it answered 429) spends no attempt; it is bounded by time instead
 (`inference_queue_seconds`), and the details say "waiting for capacity on X". Other retries
 wait a full-jitter backoff. When every attempt on the model's deployments failed with what a
@@ -22,32 +22,31 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import InferenceInput, InferenceResult
     from models.errors import ResponseFailedError
     from models.workflow_io import RetryBudget
+    from workflows import patches
     from workflows.failures import failed_attempt
     from workflows.options import local_activity_options, single_attempt_options
     from workflows.upstream_retry import capacity_delay, capacity_details, failover_details, retry_delay, retry_details
-
-CAPACITY_WAITS = "upstream-capacity-waits"
-"""Patch: capacity waits spend no attempt, backoff has jitter, fallbacks take over."""
 
 
 async def call_model(
     inference: InferenceInput, budget: RetryBudget, *, queue_seconds: float, fallbacks: Sequence[str] = ()
 ) -> tuple[InferenceResult, bool]:
     """The result, and whether the current details were changed on the way (retries, waits)."""
-    if not workflow.patched("upstream-attempts-shown"):
+    if not workflow.patched(patches.UPSTREAM_ATTEMPTS_SHOWN):
         result = await workflow.execute_local_activity(
-            "run_inference", inference, result_type=InferenceResult, **local_activity_options(budget)
+            activity_names.RUN_INFERENCE, inference, result_type=InferenceResult, **local_activity_options(budget)
         )
         return result, False
-    paced = workflow.patched(CAPACITY_WAITS)
+    paced = workflow.patched(patches.UPSTREAM_CAPACITY_WAITS)
     attempt, waited, group, call = 1, 0.0, 0, inference
     while True:
         try:
             result = await workflow.execute_local_activity(
-                "run_inference", call, result_type=InferenceResult, **single_attempt_options(budget)
+                activity_names.RUN_INFERENCE, call, result_type=InferenceResult, **single_attempt_options(budget)
             )
             return result, attempt > 1 or waited > 0 or group > 0
         except (ActivityError, ApplicationError) as error:

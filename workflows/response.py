@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import (
         EmitEventsInput,
         EmitEventsResult,
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         ResponseEnded,
         ResponseWorkflowInput,
     )
+    from workflows import patches
     from workflows.catalogue import mcp_functions
     from workflows.failures import application_failure, error_code, is_cancel_request
     from workflows.machine import IllegalTransition, ResponseMachine, State
@@ -63,11 +65,6 @@ CANCEL_ARRIVAL_SECONDS = 2.0
 
 MAX_TURNS = 64
 """Inference calls one response may make (each after the tool calls of the one before)."""
-
-CONTINUES_AS_NEW = "continues-as-new"
-"""Patch: a long history continues as new between two turns, instead of failing at its cap."""
-RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
-"""Patch: the workflow's result is `ResponseEnded`, not the whole response again."""
 
 
 @workflow.defn(name="ResponseWorkflow")
@@ -96,7 +93,7 @@ class ResponseWorkflow(ToolSteps):
         self.project = request.project
         self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
         self.parked.update({item_id: item_id for item_id in request.parked})
-        if workflow.patched("state-shown-in-temporal"):
+        if workflow.patched(patches.STATE_SHOWN_IN_TEMPORAL):
             self.machine.on_change = self._show_state
             workflow.set_current_details(current_details(self.machine.state.value))
         try:
@@ -126,7 +123,7 @@ class ResponseWorkflow(ToolSteps):
             lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
             self.settings.store,
         )
-        if workflow.patched("ends-as-the-response-ends"):
+        if workflow.patched(patches.ENDS_AS_THE_RESPONSE_ENDS):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.
             if final.status == "failed":
@@ -137,7 +134,7 @@ class ResponseWorkflow(ToolSteps):
                 )
             if final.status == "cancelled":
                 raise TemporalCancelledError("the response was cancelled")
-        if workflow.patched(RESULT_IS_ID_AND_STATUS):
+        if workflow.patched(patches.RESULT_IS_ID_AND_STATUS):
             return ResponseEnded(id=final.id, status=final.status)
         return final
 
@@ -147,10 +144,10 @@ class ResponseWorkflow(ToolSteps):
         in the workflow task that the request arrives during: Temporal refuses that end
         (UnhandledCommand, a failed task, red in the UI) and runs the task again. Wait for the
         request instead, a moment at most."""
-        if not workflow.patched("cancel-ends-after-temporal-cancel"):
+        if not workflow.patched(patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL):
             return
         task = asyncio.current_task()
-        if task is not None and task.cancelling() and workflow.patched("temporal-cancel-seen-first"):
+        if task is not None and task.cancelling() and workflow.patched(patches.TEMPORAL_CANCEL_SEEN_FIRST):
             return  # it came first (a call waited for to stop after it): nothing to wait for
         try:
             await workflow.wait_condition(lambda: False, timeout=timedelta(seconds=CANCEL_ARRIVAL_SECONDS))
@@ -168,7 +165,7 @@ class ResponseWorkflow(ToolSteps):
     @workflow.update(name="decide_approval")
     async def decide_approval(self, update: ApprovalUpdate) -> ApprovalUpdateResult:
         request_id = update.approval_request_id
-        if workflow.patched("approval-waits-for-the-wait"):
+        if workflow.patched(patches.APPROVAL_WAITS_FOR_THE_WAIT):
             # A decision can reach a worker whose replay (after a crash) has not come back to
             # the wait yet: it waits for the wait. The API sends only ids the response has
             # shown as asked, so the wait is short; a response that ends first refuses it.
@@ -343,7 +340,7 @@ class ResponseWorkflow(ToolSteps):
             info.is_continue_as_new_suggested() or info.get_current_history_size() > self.settings.continue_as_new_bytes
         ):
             return None
-        if not (workflow.all_handlers_finished() and workflow.patched(CONTINUES_AS_NEW)):
+        if not (workflow.all_handlers_finished() and workflow.patched(patches.CONTINUES_AS_NEW)):
             return None
         carried = request.model_copy(
             update={
@@ -413,7 +410,7 @@ class ResponseWorkflow(ToolSteps):
             return
         assert self.response is not None
         await workflow.execute_local_activity(
-            "emit_events",
+            activity_names.EMIT_EVENTS,
             EmitEventsInput(response_id=self.response.id, events=[event.wire() for event in events]),
             result_type=EmitEventsResult,
             **local_activity_options(self.settings.store),
@@ -422,7 +419,7 @@ class ResponseWorkflow(ToolSteps):
     async def _record_status(self, status: str) -> None:
         assert self.response is not None
         await workflow.execute_local_activity(
-            "record_status",
+            activity_names.RECORD_STATUS,
             RecordStatusInput(response_id=self.response.id, status=status, emit_events=self.emit_events),
             result_type=RecordStatusResult,
             **local_activity_options(self.settings.store),
@@ -435,7 +432,7 @@ class ResponseWorkflow(ToolSteps):
         final = self._ended_items(final)
         writing = asyncio.ensure_future(
             workflow.execute_local_activity(
-                "finalize_response",
+                activity_names.FINALIZE_RESPONSE,
                 FinalizeInput(
                     response=final,
                     emit_events=self.emit_events,

@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import (
         CallMcpToolInput,
         CallMcpToolResult,
@@ -32,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from models.tools import McpTool
     from models.webhooks import action_required_event
     from models.workflow_io import ExecutionSettings
+    from workflows import patches
     from workflows.failures import call_failure, is_cancel_request
     from workflows.file_search_call import file_search
     from workflows.machine import ResponseMachine
@@ -172,10 +174,10 @@ class ToolSteps:
         assert self.response is not None
         # A cancel waits for a running call to stop (it watches the store's cancel record), so
         # no call starts after the client has its cancelled response.
-        wait_for_cancel = workflow.patched("tool-calls-end-before-a-cancel-is-answered")
+        wait_for_cancel = workflow.patched(patches.TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED)
         try:
             result = await workflow.execute_activity(
-                "call_mcp_tool",
+                activity_names.CALL_MCP_TOOL,
                 CallMcpToolInput(
                     response_id=self.response.id,
                     server_url=tool.server_url or "",
@@ -233,10 +235,10 @@ class ToolSteps:
 
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
-        if workflow.patched("approval-waits-recorded"):  # before the wait: a decision finds its row
+        if workflow.patched(patches.APPROVAL_WAITS_RECORDED):  # before the wait: a decision finds its row
             assert self.response is not None
             await workflow.execute_local_activity(
-                "record_approval_wait",
+                activity_names.RECORD_APPROVAL_WAIT,
                 RecordApprovalWaitInput(
                     response_id=self.response.id, approval_request_ids=[request.id for request in requests]
                 ),

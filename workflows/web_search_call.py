@@ -11,6 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.activity_io import WebSearchInput, WebSearchResult
     from models.events import StreamEvent, search_closing
     from models.history_budget import ToolResult
@@ -65,7 +66,7 @@ async def web_search(
     tool = next(tool for tool in response.tools if isinstance(tool, WebSearchTool))
     try:
         result = await workflow.execute_activity(
-            "web_search",
+            activity_names.WEB_SEARCH,
             WebSearchInput(
                 response_id=response.id,
                 call=call,

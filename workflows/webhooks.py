@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from models import activity_names
     from models.errors import WebhookRefusedError
     from models.responses import Response
     from models.webhooks import (
@@ -36,11 +37,9 @@ with workflow.unsafe.imports_passed_through():
         WebhookPolicy,
     )
     from models.workflow_io import RetryBudget
+    from workflows import patches
     from workflows.options import local_activity_options
 
-
-WEBHOOKS_OUTBOX = "webhooks-outbox"
-"""Patch: events go into the outbox, not a child workflow each."""
 
 Events = Callable[[str, int], list[WebhookEvent | None]]
 """(event id, now) -> the events to send; called only when there is somewhere to send them,
@@ -52,17 +51,17 @@ async def send_webhooks(
 ) -> None:
     """`task_queue`: where the deliveries of a response that started before the outbox run
     (None: the response's own queue); `store`: the outbox write's budget."""
-    if not policy.sends or not response.background or not workflow.patched("webhooks-sent"):
+    if not policy.sends or not response.background or not workflow.patched(patches.WEBHOOKS_SENT):
         return
     made = events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp()))
-    if workflow.patched(WEBHOOKS_OUTBOX):
+    if workflow.patched(patches.WEBHOOKS_OUTBOX):
         queued = [QueuedWebhook(event=event, endpoints=policy.targets(event.type)) for event in made if event]
         queued = [each for each in queued if each.endpoints]
         if not queued:
             return
         try:
             await workflow.execute_local_activity(
-                "enqueue_webhooks",
+                activity_names.ENQUEUE_WEBHOOKS,
                 EnqueueWebhooksInput(webhooks=queued, policy=policy),
                 result_type=EnqueueWebhooksResult,
                 **local_activity_options(store),
@@ -102,7 +101,7 @@ class WebhookDeliveryWorkflow:
     async def run(self, delivery: WebhookDeliveryInput) -> WebhookDeliveryResult:
         policy = delivery.policy
         result = await workflow.execute_activity(
-            "deliver_webhook",
+            activity_names.DELIVER_WEBHOOK,
             DeliverWebhookInput(
                 endpoint=delivery.endpoint, event=delivery.event, timeout_seconds=policy.attempt_timeout_seconds
             ),

@@ -1,0 +1,72 @@
+"""Every `workflow.patched` id of the house, in one place, with when it came and when it may go.
+
+A change to workflow code that would make a running response's history replay differently
+goes behind `workflow.patched(ID)`: a response that started before the change takes the old
+branch for as long as it runs, one that starts after it takes the new one (and records a
+marker saying so). Each patch lives through three stages:
+
+1. **patched**: `if workflow.patched(ID): new else: old`. Both branches stay while any
+   response that started before the patch may still be running or replayed.
+2. **deprecated**: `workflow.deprecate_patch(ID)` followed by the new branch alone, once
+   no running workflow took the old branch: every response started before the patch has
+   ended and its history has left the namespace (the namespace's retention after the last
+   deploy that could start one; the longest a response can run is the approval timeout,
+   `APPROVAL_TIMEOUT_SECONDS`, plus its turns). Histories recorded before the patch are then
+   moved out of `tests/histories/` (they can no longer replay), and the patch's entry here
+   says `deprecated` and since when.
+3. **removed**: the `deprecate_patch` call and the entry go, once no running workflow was
+   started by a deploy that still had the `patched` call: the same wait again, counted from
+   the deploy that deprecated it.
+
+`tests/unit/test_patches.py` keeps this list whole: every id used in `workflows/` is here and
+every id here is used, and every one stands in at least one recorded history (a branch no
+history takes is a branch no replay guards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Patch:
+    id: str
+    since: str
+    """The day the patch came (the first deploy that took the new branch)."""
+    what: str
+
+
+STATE_SHOWN_IN_TEMPORAL = "state-shown-in-temporal"
+ENDS_AS_THE_RESPONSE_ENDS = "ends-as-the-response-ends"
+CANCEL_ENDS_AFTER_TEMPORAL_CANCEL = "cancel-ends-after-temporal-cancel"
+TEMPORAL_CANCEL_SEEN_FIRST = "temporal-cancel-seen-first"
+APPROVAL_WAITS_FOR_THE_WAIT = "approval-waits-for-the-wait"
+TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED = "tool-calls-end-before-a-cancel-is-answered"
+APPROVAL_WAITS_RECORDED = "approval-waits-recorded"
+UPSTREAM_ATTEMPTS_SHOWN = "upstream-attempts-shown"
+WEBHOOKS_SENT = "webhooks-sent"
+UPSTREAM_CAPACITY_WAITS = "upstream-capacity-waits"
+CONTINUES_AS_NEW = "continues-as-new"
+RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
+WEBHOOKS_OUTBOX = "webhooks-outbox"
+
+PATCHES = (
+    Patch(STATE_SHOWN_IN_TEMPORAL, "2026-11-22", "the state machine's state shown in the UI"),
+    Patch(ENDS_AS_THE_RESPONSE_ENDS, "2026-11-22", "Temporal's own status says failed or cancelled as the response"),
+    Patch(CANCEL_ENDS_AFTER_TEMPORAL_CANCEL, "2026-11-22", "a cancel seen in the store waits for Temporal's"),
+    Patch(TEMPORAL_CANCEL_SEEN_FIRST, "2026-11-22", "no wait when Temporal's cancel came first"),
+    Patch(APPROVAL_WAITS_FOR_THE_WAIT, "2026-11-22", "a decision waits for a replaying worker's wait"),
+    Patch(TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED, "2026-11-22", "a cancel waits for running tool calls"),
+    Patch(APPROVAL_WAITS_RECORDED, "2026-11-22", "approval waits recorded in the store"),
+    Patch(UPSTREAM_ATTEMPTS_SHOWN, "2026-11-22", "upstream retries shown in the workflow's details"),
+    Patch(WEBHOOKS_SENT, "2026-11-22", "background responses send webhooks"),
+    Patch(
+        UPSTREAM_CAPACITY_WAITS,
+        "2026-11-23",
+        "capacity waits spend no attempt, backoff has jitter, fallbacks take over",
+    ),
+    Patch(CONTINUES_AS_NEW, "2026-11-24", "a long history continues as new between two turns"),
+    Patch(RESULT_IS_ID_AND_STATUS, "2026-11-24", "the workflow's result is the id and the status"),
+    Patch(WEBHOOKS_OUTBOX, "2026-11-24", "webhook events go into the outbox, not a child workflow each"),
+)
+"""Every patch in force (stage 1), oldest first. None is deprecated yet."""
