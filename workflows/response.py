@@ -31,12 +31,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.errors import ResponseFailedError
     from models.events import StreamEvent
-    from models.history_budget import MAX_HISTORY_BYTES, MAX_WORKFLOW_INPUT_BYTES, ToolResult, size_of
-    from models.items import McpApprovalRequestItem
-    from models.mcp import ApprovalDecision, McpListing
+    from models.history_budget import MAX_HISTORY_BYTES, MAX_WORKFLOW_INPUT_BYTES, size_of
+    from models.mcp import ApprovalDecision
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
-    from models.search import Source
-    from models.tools import McpTool
     from models.visibility import RESPONSE_STATE, current_details
     from models.webhooks import ended_event
     from models.workflow_io import (
@@ -49,9 +46,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows import patches
     from workflows.catalogue import mcp_functions
     from workflows.failures import application_failure, error_code, is_cancel_request
-    from workflows.machine import IllegalTransition, ResponseMachine, State
+    from workflows.machine import IllegalTransition, State
     from workflows.model_call import call_model
     from workflows.options import local_activity_options
+    from workflows.response_state import ResponseState
     from workflows.tool_steps import ToolSteps
     from workflows.turn import next_step
     from workflows.webhooks import send_webhooks
@@ -69,42 +67,24 @@ MAX_TURNS = 64
 
 @workflow.defn(name="ResponseWorkflow")
 class ResponseWorkflow(ToolSteps):
-    def __init__(self) -> None:
-        self.machine = ResponseMachine()
-        self.response: Response | None = None
-        self.awaited: dict[str, McpApprovalRequestItem] = {}
-        self.decisions: dict[str, ApprovalDecision] = {}
-        self.tool_results: dict[str, ToolResult] = {}
-        """Results of tools run since the last inference call, by chat tool-call id."""
-        self.listings: list[McpListing] = []
-        self.sources: list[Source] = []
-        """The search results shown to the model so far, numbered (its `[n]` cite them)."""
-        self.parked: dict[str, str] = {}
-        """Output items that travel as stubs -> the item whose parked fields complete them
-        (itself, or for a call approved from a large request, the request)."""
-        self.answered: set[str] = set()
-        """Approval requests answered in the runs before this one (it continued as new)."""
+    @workflow.init
+    def __init__(self, request: ResponseWorkflowInput) -> None:
+        self.state = ResponseState.of(request)
 
     @workflow.run
     async def run(self, request: ResponseWorkflowInput) -> ResponseEnded | Response:
-        self.response = request.response
-        self.settings = request.settings
-        self.emit_events = request.emit_events
-        self.project = request.project
-        self.servers = {tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)}
-        self.parked.update({item_id: item_id for item_id in request.parked})
         if workflow.patched(patches.STATE_SHOWN_IN_TEMPORAL):
-            self.machine.on_change = self._show_state
-            workflow.set_current_details(current_details(self.machine.state.value))
+            self.state.machine.on_change = self._show_state
+            workflow.set_current_details(current_details(self.state.machine.state.value))
         try:
             await self._respond(request)
         except (ActivityError, ApplicationError) as error:
             # An activity cancelled with the workflow, or one that saw the client's cancel in
             # the store first, ends the response cancelled.
             if is_cancelled_exception(error):
-                self.machine.fire("cancel")
+                self.state.machine.fire("cancel")
             elif is_cancel_request(error):
-                self.machine.fire("cancel")
+                self.state.machine.fire("cancel")
                 await self._let_temporal_cancel_arrive()
             else:
                 failure = application_failure(error)
@@ -114,14 +94,14 @@ class ResponseWorkflow(ToolSteps):
         except IllegalTransition as error:
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
-            self.machine.fire("cancel")
+            self.state.machine.fire("cancel")
         final = await self._finalize()
         await send_webhooks(
-            self.settings.webhooks,
-            self.settings.webhook_task_queue,
+            self.state.settings.webhooks,
+            self.state.settings.webhook_task_queue,
             final,
             lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
-            self.settings.store,
+            self.state.settings.store,
         )
         if workflow.patched(patches.ENDS_AS_THE_RESPONSE_ENDS):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
@@ -155,11 +135,11 @@ class ResponseWorkflow(ToolSteps):
             pass
 
     @workflow.query(name="state")
-    def state(self) -> str:
-        return self.machine.state.value
+    def state_name(self) -> str:
+        return self.state.machine.state.value
 
     @workflow.query(name="response")
-    def current_response(self) -> Response | None:
+    def current_response(self) -> Response:
         return self._snapshot()
 
     @workflow.update(name="decide_approval")
@@ -169,18 +149,18 @@ class ResponseWorkflow(ToolSteps):
             # A decision can reach a worker whose replay (after a crash) has not come back to
             # the wait yet: it waits for the wait. The API sends only ids the response has
             # shown as asked, so the wait is short; a response that ends first refuses it.
-            await workflow.wait_condition(lambda: request_id in self.awaited or self.machine.is_terminal)
-            if request_id not in self.awaited:
+            await workflow.wait_condition(lambda: request_id in self.state.awaited or self.state.machine.is_terminal)
+            if request_id not in self.state.awaited:
                 raise ApplicationError(
-                    f"the response is {self.machine.response_status} and waits for no approval",
+                    f"the response is {self.state.machine.response_status} and waits for no approval",
                     type="NotAwaitingApproval",
                 )
-            if request_id in self.decisions:
+            if request_id in self.state.decisions:
                 raise ApplicationError(
                     f"approval request '{request_id}' has already been answered", type="ApprovalAlreadyAnswered"
                 )
-        request = self.awaited[request_id]
-        self.decisions[request.id] = ApprovalDecision(
+        request = self.state.awaited[request_id]
+        self.state.decisions[request.id] = ApprovalDecision(
             request=request, approve=update.approve, reason=update.reason, decided_by=update.decided_by
         )
         return ApprovalUpdateResult()
@@ -191,15 +171,16 @@ class ResponseWorkflow(ToolSteps):
         what cannot change is refused here (an answered request, an ended response, an id
         the wait does not know); anything else waits in the handler."""
         request_id = update.approval_request_id
-        if request_id in self.decisions or request_id in self.answered:
+        if request_id in self.state.decisions or request_id in self.state.answered:
             raise ApplicationError(
                 f"approval request '{request_id}' has already been answered", type="ApprovalAlreadyAnswered"
             )
-        if self.machine.is_terminal:
+        if self.state.machine.is_terminal:
             raise ApplicationError(
-                f"the response is {self.machine.response_status} and waits for no approval", type="NotAwaitingApproval"
+                f"the response is {self.state.machine.response_status} and waits for no approval",
+                type="NotAwaitingApproval",
             )
-        if self.machine.state == State.AWAITING_APPROVAL and request_id not in self.awaited:
+        if self.state.machine.state == State.AWAITING_APPROVAL and request_id not in self.state.awaited:
             raise ApplicationError(
                 f"the response has no approval request '{request_id}'", type="UnknownApprovalRequest"
             )
@@ -208,34 +189,35 @@ class ResponseWorkflow(ToolSteps):
         """The state as the workflow's current details and, when the namespace has it and an
         operator would filter on it, its `ResponseState` search attribute (each upsert is a
         history event and a visibility write: the passing states of a turn are not kept)."""
-        if self.settings.search_attributes and state not in PASSING_STATES:
+        if self.state.settings.search_attributes and state not in PASSING_STATES:
             workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
-        waiting = len([request for request in self.awaited if request not in self.decisions])
+        waiting = len([request for request in self.state.awaited if request not in self.state.decisions])
         workflow.set_current_details(current_details(state.value, waiting))
 
     # ---- the loop ----------------------------------------------------------------------
 
     async def _respond(self, request: ResponseWorkflowInput) -> None:
-        response = self.response
-        assert response is not None
+        response = self.state.response
         loop = request.carried
         if loop is not None:  # a run continued as new: the loop goes on where it was
             self._resume(request, loop)
         else:
             if response.background:
                 await self._record_status("in_progress")
-            if self.servers and not response.compact_only:
-                self.machine.fire("list_tools")
+            if self.state.servers and not response.compact_only:
+                self.state.machine.fire("list_tools")
                 await self._list_tools(request.listings)
             if request.approvals:
-                self.machine.fire("execute_approved")
+                self.state.machine.fire("execute_approved")
                 await self._run_calls(self._apply(request.approvals))
-                self.machine.fire("tools_done")
+                self.state.machine.fire("tools_done")
             else:
-                self.machine.fire("start")
+                self.state.machine.fire("start")
             loop = CarriedLoop(turn=0, recorded=False, compact=response.compact_only)
         functions = mcp_functions(
-            response.tools, {listing.item.server_label: listing.item for listing in self.listings}, parked=self.parked
+            response.tools,
+            {listing.item.server_label: listing.item for listing in self.state.listings},
+            parked=self.state.parked,
         )
         turn, recorded, compact, just_compacted = loop.turn, loop.recorded, loop.compact, loop.just_compacted
         while True:
@@ -266,36 +248,36 @@ class ResponseWorkflow(ToolSteps):
                 InferenceInput(
                     response=response,
                     turn=turn,
-                    emit_events=self.emit_events,
+                    emit_events=self.state.emit_events,
                     output_offset=turn_start,
-                    tool_results=self.tool_results,
+                    tool_results=self.state.tool_results,
                     mcp_functions=functions,
-                    max_attempts=self.settings.inference.maximum_attempts,
+                    max_attempts=self.state.settings.inference.maximum_attempts,
                     lease_seconds=self._lease_seconds(),
                     project=request.project,
                     compact=compact,
                     from_start=not recorded,
                     just_compacted=just_compacted,
-                    web_search=self.settings.web_search,
-                    sources=self.sources,
+                    web_search=self.state.settings.web_search,
+                    sources=self.state.sources,
                 ),
-                self.settings.inference,
-                queue_seconds=self.settings.inference_queue_seconds,
+                self.state.settings.inference,
+                queue_seconds=self.state.settings.inference_queue_seconds,
                 fallbacks=request.fallbacks,
             )
             if detailed:  # the details told of retries or waits; they are over
-                workflow.set_current_details(current_details(self.machine.state.value))
+                workflow.set_current_details(current_details(self.state.machine.state.value))
             turn += 1
             if result.compaction_due:  # nothing was asked: compact the context, then ask
                 compact = True
                 continue
-            self.tool_results = {}
+            self.state.tool_results = {}
             response.output.extend(result.output)
-            self.parked.update({item_id: item_id for item_id in result.parked})
+            self.state.parked.update({item_id: item_id for item_id in result.parked})
             response.usage = (response.usage or Usage()) + result.usage
             recorded = True
             if response.compact_only:
-                self.machine.fire("complete")
+                self.state.machine.fire("complete")
                 return
             if compact:  # the compaction item is out; the turn now runs from it
                 compact, just_compacted = False, True
@@ -303,25 +285,29 @@ class ResponseWorkflow(ToolSteps):
             just_compacted = False
             while True:
                 step = next_step(
-                    response.output, turn_start, result.finish_reason, self.decisions, can_wait=response.background
+                    response.output,
+                    turn_start,
+                    result.finish_reason,
+                    self.state.decisions,
+                    can_wait=response.background,
                 )
                 match step.type:
                     case "finish":
-                        self.machine.fire(step.trigger)
+                        self.state.machine.fire(step.trigger)
                         if step.incomplete_reason is not None:
                             response.incomplete_details = IncompleteDetails(reason=step.incomplete_reason)
                         return
                     case "run_tools":
-                        self.machine.fire("run_tools")
+                        self.state.machine.fire("run_tools")
                         await self._run_calls(list(step.indexes))
                     case "await_approval":
                         if not await self._await_approval(step.requests):
-                            self.machine.fire("complete")  # the requests stay open for a follow-up
+                            self.state.machine.fire("complete")  # the requests stay open for a follow-up
                             return
-                        self.machine.fire("approval_decided")
-                        self._apply([self.decisions[request.id] for request in step.requests])
+                        self.state.machine.fire("approval_decided")
+                        self._apply([self.state.decisions[request.id] for request in step.requests])
                     case "infer":
-                        self.machine.fire("tools_done")
+                        self.state.machine.fire("tools_done")
                         break
 
     # ---- continuing as new -------------------------------------------------------------
@@ -337,23 +323,24 @@ class ResponseWorkflow(ToolSteps):
         started before this (no patch marker) goes on as it did."""
         info = workflow.info()
         if not (
-            info.is_continue_as_new_suggested() or info.get_current_history_size() > self.settings.continue_as_new_bytes
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_size() > self.state.settings.continue_as_new_bytes
         ):
             return None
         if not (workflow.all_handlers_finished() and workflow.patched(patches.CONTINUES_AS_NEW)):
             return None
         carried = request.model_copy(
             update={
-                "response": self.response,
-                "listings": self.listings,
+                "response": self.state.response,
+                "listings": self.state.listings,
                 "approvals": [],
                 "parked": [],
                 "carried": now.model_copy(
                     update={
-                        "tool_results": self.tool_results,
-                        "sources": self.sources,
-                        "parked": self.parked,
-                        "answered": sorted({*self.answered, *self.decisions}),
+                        "tool_results": self.state.tool_results,
+                        "sources": self.state.sources,
+                        "parked": self.state.parked,
+                        "answered": sorted({*self.state.answered, *self.state.decisions}),
                         "runs": was.runs + 1,
                     }
                 ),
@@ -367,12 +354,12 @@ class ResponseWorkflow(ToolSteps):
         return carried
 
     def _resume(self, request: ResponseWorkflowInput, loop: CarriedLoop) -> None:
-        self.listings = list(request.listings)
-        self.tool_results = dict(loop.tool_results)
-        self.sources = list(loop.sources)
-        self.parked.update(loop.parked)
-        self.answered = set(loop.answered)
-        self.machine.fire("start")
+        self.state.listings = list(request.listings)
+        self.state.tool_results = dict(loop.tool_results)
+        self.state.sources = list(loop.sources)
+        self.state.parked.update(loop.parked)
+        self.state.answered = set(loop.answered)
+        self.state.machine.fire("start")
 
     # ---- the response ------------------------------------------------------------------
 
@@ -384,9 +371,8 @@ class ResponseWorkflow(ToolSteps):
         return timeout.total_seconds() if timeout else 10.0
 
     def _fail(self, message: str, code: str = "server_error") -> None:
-        assert self.response is not None
-        self.machine.fire("fail")
-        self.response.error = ResponseErrorInfo(code=code, message=message)
+        self.state.machine.fire("fail")
+        self.state.response.error = ResponseErrorInfo(code=code, message=message)
 
     def _ended_items(self, final: Response) -> Response:
         """A response that ends cancelled or failed leaves no item in progress."""
@@ -400,34 +386,29 @@ class ResponseWorkflow(ToolSteps):
         ]
         return final.model_copy(update={"output": output})
 
-    def _snapshot(self) -> Response | None:
-        if self.response is None:
-            return None
-        return self.response.model_copy(update={"status": self.machine.response_status})
+    def _snapshot(self) -> Response:
+        return self.state.response.model_copy(update={"status": self.state.machine.response_status})
 
     async def _emit(self, events: list[StreamEvent]) -> None:
-        if not self.emit_events:
+        if not self.state.emit_events:
             return
-        assert self.response is not None
         await workflow.execute_local_activity(
             activity_names.EMIT_EVENTS,
-            EmitEventsInput(response_id=self.response.id, events=[event.wire() for event in events]),
+            EmitEventsInput(response_id=self.state.response.id, events=[event.wire() for event in events]),
             result_type=EmitEventsResult,
-            **local_activity_options(self.settings.store),
+            **local_activity_options(self.state.settings.store),
         )
 
     async def _record_status(self, status: str) -> None:
-        assert self.response is not None
         await workflow.execute_local_activity(
             activity_names.RECORD_STATUS,
-            RecordStatusInput(response_id=self.response.id, status=status, emit_events=self.emit_events),
+            RecordStatusInput(response_id=self.state.response.id, status=status, emit_events=self.state.emit_events),
             result_type=RecordStatusResult,
-            **local_activity_options(self.settings.store),
+            **local_activity_options(self.state.settings.store),
         )
 
     async def _finalize(self) -> Response:
         final = self._snapshot()
-        assert final is not None
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
         final = self._ended_items(final)
         writing = asyncio.ensure_future(
@@ -435,13 +416,13 @@ class ResponseWorkflow(ToolSteps):
                 activity_names.FINALIZE_RESPONSE,
                 FinalizeInput(
                     response=final,
-                    emit_events=self.emit_events,
-                    tool_results=self.tool_results,
-                    listings=self.listings,
-                    parked=self.parked,
+                    emit_events=self.state.emit_events,
+                    tool_results=self.state.tool_results,
+                    listings=self.state.listings,
+                    parked=self.state.parked,
                 ),
                 result_type=FinalizeResult,
-                **local_activity_options(self.settings.store),
+                **local_activity_options(self.state.settings.store),
             )
         )
         while True:

@@ -28,51 +28,36 @@ with workflow.unsafe.imports_passed_through():
     from models.history_budget import ToolResult
     from models.items import FileSearchCallItem, McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
     from models.mcp import ApprovalDecision, McpListing
-    from models.responses import Response
-    from models.search import Source
     from models.tools import McpTool
     from models.webhooks import action_required_event
-    from models.workflow_io import ExecutionSettings
     from workflows import patches
     from workflows.failures import call_failure, is_cancel_request
     from workflows.file_search_call import file_search
-    from workflows.machine import ResponseMachine
     from workflows.mcp_listing import list_server
     from workflows.options import local_activity_options, tool_call_options
+    from workflows.response_state import ResponseState
     from workflows.turn import within_max_tool_calls
     from workflows.web_search_call import web_search
     from workflows.webhooks import send_webhooks
 
 
 class ToolSteps:
-    """The state these steps share with the workflow (set by `ResponseWorkflow`)."""
+    """Steps of the workflow: they act on its state."""
 
-    machine: ResponseMachine
-    response: Response | None
-    settings: ExecutionSettings
-    project: str
-    emit_events: bool
-    servers: dict[str, McpTool]
-    awaited: dict[str, McpApprovalRequestItem]
-    decisions: dict[str, ApprovalDecision]
-    tool_results: dict[str, ToolResult]
-    listings: list[McpListing]
-    sources: list[Source]
-    parked: dict[str, str]
+    state: ResponseState
     _emit: Callable[[list[StreamEvent]], Awaitable[None]]
 
     async def _list_tools(self, known: list[McpListing]) -> None:
         """Servers the chain listed at the same URL keep that listing; the rest are listed now,
         in parallel, each as an `mcp_list_tools` item."""
-        response = self.response
-        assert response is not None
+        response = self.state.response
         reusable = {listing.item.server_label: listing for listing in known}
-        self.listings = [listing for listing in known if listing.item.server_label not in self.servers]
+        self.state.listings = [listing for listing in known if listing.item.server_label not in self.state.servers]
         to_list: list[McpTool] = []
-        for label, tool in self.servers.items():
+        for label, tool in self.state.servers.items():
             listing = reusable.get(label)
             if listing is not None and listing.server_url == tool.server_url:
-                self.listings.append(listing)
+                self.state.listings.append(listing)
             else:
                 to_list.append(tool)
         offset = len(response.output)
@@ -82,17 +67,17 @@ class ToolSteps:
                     response.id,
                     tool,
                     offset + position,
-                    settings=self.settings,
-                    emit_events=self.emit_events,
+                    settings=self.state.settings,
+                    emit_events=self.state.emit_events,
                     emit=self._emit,
                 )
                 for position, tool in enumerate(to_list)
             )
         )
         items = [item for item, _ in listed]
-        self.parked.update({item.id: item.id for item, parked in listed if parked})
+        self.state.parked.update({item.id: item.id for item, parked in listed if parked})
         response.output.extend(items)
-        self.listings.extend(
+        self.state.listings.extend(
             McpListing(server_url=tool.server_url or "", item=item)
             for tool, item in zip(to_list, items, strict=True)
             if item.error is None
@@ -104,13 +89,12 @@ class ToolSteps:
     def _apply(self, decisions: list[ApprovalDecision]) -> list[int]:
         """Approved requests become calls (appended to the output, returned by index); refused
         or unanswered ones become what the model is told instead of a result."""
-        response = self.response
-        assert response is not None
+        response = self.state.response
         approved: list[int] = []
         for decision in decisions:
-            self.decisions[decision.request.id] = decision
+            self.state.decisions[decision.request.id] = decision
             if not decision.approve:
-                self.tool_results[decision.request.id] = ToolResult(text=decision.refusal_text())
+                self.state.tool_results[decision.request.id] = ToolResult(text=decision.refusal_text())
                 continue
             request = decision.request
             call_id = f"mcp_{workflow.uuid4().hex}"
@@ -124,15 +108,14 @@ class ToolSteps:
                     status="in_progress",
                 )
             )
-            if request.id in self.parked:
-                self.parked[call_id] = self.parked[request.id]
+            if request.id in self.state.parked:
+                self.state.parked[call_id] = self.state.parked[request.id]
             approved.append(len(response.output) - 1)
         return approved
 
     async def _run_calls(self, indexes: list[int]) -> None:
-        assert self.response is not None
         indexes = self._within_max_tool_calls(indexes)
-        if self.response.parallel_tool_calls:
+        if self.state.response.parallel_tool_calls:
             await asyncio.gather(*(self._run_call(index) for index in indexes))
         else:
             for index in indexes:
@@ -140,20 +123,18 @@ class ToolSteps:
 
     def _within_max_tool_calls(self, indexes: list[int]) -> list[int]:
         """Calls beyond `max_tool_calls` are not run; the model is told so."""
-        response = self.response
-        assert response is not None
+        response = self.state.response
         allowed, refused = within_max_tool_calls(response.output, indexes, response.max_tool_calls)
         for index in refused:
             call = response.output[index]
             response.output[index] = call.model_copy(update={"status": "incomplete"})
-            self.tool_results[call.chat_call_id] = ToolResult(
+            self.state.tool_results[call.chat_call_id] = ToolResult(
                 text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls."
             )
         return allowed
 
     async def _run_call(self, index: int) -> None:
-        response = self.response
-        assert response is not None
+        response = self.state.response
         call = response.output[index]
         if isinstance(call, (WebSearchCallItem, FileSearchCallItem)):
             await self._search(call, index)
@@ -161,17 +142,16 @@ class ToolSteps:
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
         # and the API refuses an approval for a server missing from `tools`.
-        finished, parked = await self._call(call, self.servers[call.server_label], index)
+        finished, parked = await self._call(call, self.state.servers[call.server_label], index)
         response.output[index] = finished
         if parked:
-            self.parked[finished.id] = finished.id
-            self.tool_results[finished.chat_call_id] = ToolResult(parked_in=finished.id)
+            self.state.parked[finished.id] = finished.id
+            self.state.tool_results[finished.chat_call_id] = ToolResult(parked_in=finished.id)
         else:
-            self.tool_results[finished.chat_call_id] = ToolResult(text=finished.result_text())
+            self.state.tool_results[finished.chat_call_id] = ToolResult(text=finished.result_text())
 
     async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> tuple[McpCallItem, bool]:
         """The call as it ended, and whether it travels as a stub (its fields parked)."""
-        assert self.response is not None
         # A cancel waits for a running call to stop (it watches the store's cancel record), so
         # no call starts after the client has its cancelled response.
         wait_for_cancel = workflow.patched(patches.TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED)
@@ -179,56 +159,57 @@ class ToolSteps:
             result = await workflow.execute_activity(
                 activity_names.CALL_MCP_TOOL,
                 CallMcpToolInput(
-                    response_id=self.response.id,
+                    response_id=self.state.response.id,
                     server_url=tool.server_url or "",
                     call=call,
                     output_index=index,
-                    emit_events=self.emit_events,
-                    arguments_parked_in=self.parked.get(call.id),
+                    emit_events=self.state.emit_events,
+                    arguments_parked_in=self.state.parked.get(call.id),
                     repeatable=self._repeatable(call),
                 ),
                 result_type=CallMcpToolResult,
                 **tool_call_options(
-                    self.settings.mcp_call,
-                    self.settings.mcp_heartbeat_seconds,
+                    self.state.settings.mcp_call,
+                    self.state.settings.mcp_heartbeat_seconds,
                     wait_for_cancel=wait_for_cancel,
-                    task_queue=self.settings.mcp_task_queue,
+                    task_queue=self.state.settings.mcp_task_queue,
                 ),
             )
             return result.call, result.parked
         except ActivityError as error:
             if is_cancelled_exception(error) or is_cancel_request(error):
                 raise
-            code, message = call_failure(error, call, self.settings.mcp_heartbeat_seconds)
+            code, message = call_failure(error, call, self.state.settings.mcp_heartbeat_seconds)
             finished = call.model_copy(update={"status": "failed", "error": McpHttpError(code=code, message=message)})
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
 
     async def _search(self, call: WebSearchCallItem | FileSearchCallItem, index: int) -> None:
         """A web or file search the model asked for; its results are numbered on from the last."""
-        response = self.response
-        assert response is not None
+        response = self.state.response
         run = (
-            web_search if isinstance(call, WebSearchCallItem) else functools.partial(file_search, project=self.project)
+            web_search
+            if isinstance(call, WebSearchCallItem)
+            else functools.partial(file_search, project=self.state.project)
         )
         searched = await run(
             response,
             call,
             index,
-            settings=self.settings,
-            emit_events=self.emit_events,
-            first_number=len(self.sources) + 1,
+            settings=self.state.settings,
+            emit_events=self.state.emit_events,
+            first_number=len(self.state.sources) + 1,
             emit=self._emit,
         )
         response.output[index] = searched.call
         if searched.parked:  # its results wait in the store, under its id
-            self.parked[call.id] = call.id
-        self.sources.extend(searched.sources)
-        self.tool_results[call.chat_call_id] = searched.told
+            self.state.parked[call.id] = call.id
+        self.state.sources.extend(searched.sources)
+        self.state.tool_results[call.chat_call_id] = searched.told
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""
-        for listing in self.listings:
+        for listing in self.state.listings:
             if listing.item.server_label == call.server_label:
                 return any(tool.name == call.name and tool.repeatable for tool in listing.item.tools)
         return False
@@ -236,32 +217,31 @@ class ToolSteps:
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
         if workflow.patched(patches.APPROVAL_WAITS_RECORDED):  # before the wait: a decision finds its row
-            assert self.response is not None
             await workflow.execute_local_activity(
                 activity_names.RECORD_APPROVAL_WAIT,
                 RecordApprovalWaitInput(
-                    response_id=self.response.id, approval_request_ids=[request.id for request in requests]
+                    response_id=self.state.response.id, approval_request_ids=[request.id for request in requests]
                 ),
                 result_type=RecordApprovalWaitResult,
-                **local_activity_options(self.settings.store),
+                **local_activity_options(self.state.settings.store),
             )
-        self.awaited.update({request.id: request for request in requests})
-        self.machine.fire("request_approval")
-        response = self.response
+        self.state.awaited.update({request.id: request for request in requests})
+        self.state.machine.fire("request_approval")
+        response = self.state.response
         await send_webhooks(
-            self.settings.webhooks,
-            self.settings.webhook_task_queue,
+            self.state.settings.webhooks,
+            self.state.settings.webhook_task_queue,
             response,
             lambda event_id, now: [
                 action_required_event(f"{event_id}{index}", response.id, request.id, now)
                 for index, request in enumerate(requests)
             ],
-            self.settings.store,
+            self.state.settings.store,
         )
         try:
             await workflow.wait_condition(
-                lambda: all(request.id in self.decisions for request in requests),
-                timeout=timedelta(seconds=self.settings.approval_timeout_seconds),
+                lambda: all(request.id in self.state.decisions for request in requests),
+                timeout=timedelta(seconds=self.state.settings.approval_timeout_seconds),
             )
         except TimeoutError:
             return False
