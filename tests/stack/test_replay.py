@@ -15,12 +15,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
 
-from tests.support.histories import keep_recording, recorded, replayer
+from tests.support.histories import decoded_history, keep_recording, patches_in, recorded, replayer
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
-from tests.support.waiting import eventually, until_awaiting_approval, until_requested
+from tests.support.waiting import eventually, until_awaiting_approval, until_requested, until_terminal
+from workflows import patches
 
 
 @pytest.mark.parametrize("path", recorded(), ids=lambda path: path.stem)
@@ -169,4 +170,34 @@ async def test_fresh_histories_replay(
         result = await replayer().replay_workflow(history)
         assert result.replay_failure is None, name
         # Kept decoded: the tests' key is new each run (payloads in clear replay with any key).
+        await keep_recording(name, stack.client, response_id)
+
+
+async def test_both_orders_of_a_cancel_are_recorded_and_replay(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    """A client's cancel reaches a response twice: as a row in the store (which a running call
+    watches) and as Temporal's cancel request. Each order takes its own patched branch."""
+    # Only the store's: the model call stops, and the workflow waits a moment for Temporal's.
+    backend.script(f"{model}-slow", [Reply(text="never", delay=60)])
+    by_store = await sdk.responses.create(model=f"{model}-slow", input="hi", background=True)
+    await until_requested(backend, f"{model}-slow")
+    await stack.repository.request_cancel(by_store.id)
+    assert (await until_terminal(sdk, by_store.id)).status == "cancelled"
+    # Temporal's first, while a tool call runs: the call stops on the store's, nothing waits.
+    backend.script(f"{model}-slow-tool", [Reply(tool_calls=[("slow", {"seconds": 30})]), Reply(text="never")])
+    never = [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}]
+    calls_before = len(mcp_server.calls_of("slow"))
+    by_temporal = await sdk.responses.create(model=f"{model}-slow-tool", input="slow", tools=never, background=True)
+    await eventually(lambda: len(mcp_server.calls_of("slow")) > calls_before, "the slow tool call to start")
+    await stack.client.get_workflow_handle(by_temporal.id).cancel()
+    await stack.repository.request_cancel(by_temporal.id)
+    assert (await until_terminal(sdk, by_temporal.id)).status == "cancelled"
+    for name, response_id, patch in [
+        ("cancelled_in_the_store", by_store.id, patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL),
+        ("cancelled_by_temporal_first", by_temporal.id, patches.TEMPORAL_CANCEL_SEEN_FIRST),
+    ]:
+        history = await decoded_history(stack.client, response_id)
+        assert patch in patches_in(history), (name, patches_in(history))
+        assert (await replayer().replay_workflow(history)).replay_failure is None, name
         await keep_recording(name, stack.client, response_id)

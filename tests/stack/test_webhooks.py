@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 
 import openai
@@ -18,7 +19,7 @@ from openai.types.webhooks import (
     ResponseIncompleteWebhookEvent,
 )
 
-from models.webhooks import endpoint_id
+from models.webhooks import WebhookDeliveryInput, WebhookDeliveryResult, WebhookEvent, endpoint_id
 from tests.support import store_probe
 from tests.support.histories import decoded_history, keep_recording, replayer
 from tests.support.mcp_servers import McpTestServer
@@ -227,3 +228,27 @@ async def test_a_webhook_url_the_egress_policy_refuses_gets_nothing_and_harms_no
 
 async def _empty(rows: object) -> bool:
     return not await rows  # type: ignore[misc]
+
+
+async def test_a_delivery_workflow_of_a_response_from_before_the_outbox_delivers_and_replays(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, receiver: Receiver
+):
+    """Responses that started before the outbox still start a `WebhookDelivery` per event and
+    endpoint; the workflow stays registered, and its recorded history guards it."""
+    async with webhook_stack(temporal_address, backend, store, [receiver.url]) as stack:
+        event = WebhookEvent(
+            id="evt_delivery_replayed", created_at=1, type="response.completed", data={"id": "resp_before_outbox"}
+        )
+        handle = await stack.client.start_workflow(
+            "WebhookDelivery",
+            WebhookDeliveryInput(endpoint=endpoint_id(receiver.url), event=event, policy=FAST),
+            id=f"whd_{uuid.uuid4().hex}",
+            task_queue=stack.settings.task_queue,
+            result_type=WebhookDeliveryResult,
+        )
+        assert (await handle.result()).status_code == 200
+        [delivery] = receiver.of("resp_before_outbox")
+        assert delivery.headers["webhook-id"] == "evt_delivery_replayed"
+        history = await handle.fetch_history()
+        assert (await replayer().replay_workflow(history)).replay_failure is None
+        await keep_recording("webhook_delivery", stack.client, handle.id)

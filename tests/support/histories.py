@@ -3,11 +3,12 @@ recorded for the replay tests (`tests/histories/`), and replayed with the tests'
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from sealing.keyring import KeyRing
@@ -15,6 +16,7 @@ from sealing.payload_codec import data_converter
 from tests.support.stack import SECRETS_KEY
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
@@ -22,7 +24,8 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 def replayer() -> Replayer:
     """Reads histories the payload codec encrypted with the tests' key, and older ones in clear."""
     return Replayer(
-        workflows=[ResponseWorkflow, FileIngestionWorkflow], data_converter=data_converter(KeyRing.parse(SECRETS_KEY))
+        workflows=[ResponseWorkflow, FileIngestionWorkflow, WebhookDeliveryWorkflow],
+        data_converter=data_converter(KeyRing.parse(SECRETS_KEY)),
     )
 
 
@@ -76,3 +79,24 @@ async def decoded_history(client: Client, workflow_id: str, run_id: str | None =
         for payload, opened in zip(found, await codec.decode(found), strict=True):
             payload.CopyFrom(opened)
     return history
+
+
+def patches_in(history: Any) -> set[str]:
+    """The patch ids a (decoded) history's markers record: the `workflow.patched` branches it took."""
+    found = set()
+    for event in history.events:
+        if event.HasField("marker_recorded_event_attributes"):
+            for payloads in event.marker_recorded_event_attributes.details.values():
+                for payload in payloads.payloads:
+                    try:
+                        marker = json.loads(payload.data)
+                    except ValueError:
+                        continue
+                    if isinstance(marker, dict) and isinstance(marker.get("id"), str) and "deprecated" in marker:
+                        found.add(marker["id"])
+    return found
+
+
+def patches_recorded() -> dict[str, set[str]]:
+    """Each recorded history's patch ids, by the history's name."""
+    return {path.stem: patches_in(WorkflowHistory.from_json(path.stem, path.read_text())) for path in recorded()}

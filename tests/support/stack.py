@@ -22,6 +22,7 @@ from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sealing.secret_box import SecretBox
+from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
 from worker.roles import codec_access, opened_store
 from worker.settings import Settings
@@ -73,6 +74,8 @@ class Stack:
     settings: Settings
     client: Client
     store: EmptyStore
+    repository: ResponseRepository
+    """The store as the stack's own processes use it (for cases set up by hand)."""
 
     def sdk(self, **options: object) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
@@ -165,7 +168,7 @@ async def running_stack(
                 await asyncio.sleep(0.01)
             port = server.servers[0].sockets[0].getsockname()[1]
             try:
-                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, store)
+                yield Stack(f"http://127.0.0.1:{port}/v1", settings, client, store, repository)
             finally:
                 server.should_exit = True
                 try:  # connections still open are closed after the graceful timeout
