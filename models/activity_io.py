@@ -3,7 +3,7 @@ history, so they carry ids and what is new, never the conversation."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -140,7 +140,7 @@ class CallMcpToolResult(BaseModel):
 
 class EmitEventsInput(BaseModel):
     response_id: str
-    events: list[dict]
+    events: list[dict[str, Any]]
 
 
 class EmitEventsResult(BaseModel):

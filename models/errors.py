@@ -77,6 +77,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DurableResponsesError(Exception):
     """Root of every error this project raises on purpose."""
@@ -96,7 +98,7 @@ class ApiError(DurableResponsesError):
         """HTTP headers that go with the answer."""
         return None
 
-    def to_body(self) -> dict:
+    def to_body(self) -> dict[str, Any]:
         return {
             "error": {
                 "message": self.message,

@@ -187,7 +187,9 @@ TERMINAL_TYPE_BY_STATUS = {
 
 def opening_events(response: Response) -> list[dict[str, Any]]:
     """The first events of a response's log, written with the response itself."""
-    follow = "response.queued" if response.status == "queued" else "response.in_progress"
+    follow: Literal["response.queued", "response.in_progress"] = (
+        "response.queued" if response.status == "queued" else "response.in_progress"
+    )
     return [
         LifecycleEvent(type="response.created", response=response).wire(),
         LifecycleEvent(type=follow, response=response).wire(),
@@ -213,7 +215,9 @@ def list_tools_opening(item: McpListToolsItem, index: int) -> list[StreamEvent]:
 def list_tools_closing(item: McpListToolsItem, index: int) -> list[StreamEvent]:
     outcome = "failed" if item.error is not None else "completed"
     return [
-        McpProgressEvent(type=f"response.mcp_list_tools.{outcome}", item_id=item.id, output_index=index),
+        McpProgressEvent.model_validate(
+            {"type": f"response.mcp_list_tools.{outcome}", "item_id": item.id, "output_index": index}
+        ),
         OutputItemEvent(type="response.output_item.done", output_index=index, item=item),
     ]
 
@@ -235,7 +239,9 @@ def mcp_call_opening(call: McpCallItem, index: int) -> list[StreamEvent]:
 def mcp_call_closing(call: McpCallItem, index: int) -> list[StreamEvent]:
     outcome = "failed" if call.status == "failed" else "completed"
     return [
-        McpProgressEvent(type=f"response.mcp_call.{outcome}", item_id=call.id, output_index=index),
+        McpProgressEvent.model_validate(
+            {"type": f"response.mcp_call.{outcome}", "item_id": call.id, "output_index": index}
+        ),
         OutputItemEvent(type="response.output_item.done", output_index=index, item=call),
     ]
 
@@ -265,26 +271,29 @@ def compaction_events(item: CompactionItem, index: int) -> list[StreamEvent]:
 def search_opening(call: WebSearchCallItem | FileSearchCallItem, index: int) -> list[StreamEvent]:
     """A web or file search call's first events: its item added (without what it found), in
     progress, searching."""
+    started: WebSearchCallItem | FileSearchCallItem
     if isinstance(call, WebSearchCallItem):
         started = call.model_copy(
             update={"status": "in_progress", "action": call.action.model_copy(update={"sources": None})}
         )
-        progress = WebSearchProgressEvent
     else:
         started = call.model_copy(update={"status": "in_progress", "results": None})
-        progress = FileSearchProgressEvent
     return [
         OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
-        progress(type=f"response.{call.type}.in_progress", item_id=call.id, output_index=index),
-        progress(type=f"response.{call.type}.searching", item_id=call.id, output_index=index),
+        _search_progress(call, "in_progress", index),
+        _search_progress(call, "searching", index),
     ]
+
+
+def _search_progress(call: WebSearchCallItem | FileSearchCallItem, step: str, index: int) -> StreamEvent:
+    progress = WebSearchProgressEvent if isinstance(call, WebSearchCallItem) else FileSearchProgressEvent
+    return progress.model_validate({"type": f"response.{call.type}.{step}", "item_id": call.id, "output_index": index})
 
 
 def search_closing(call: WebSearchCallItem | FileSearchCallItem, index: int) -> list[StreamEvent]:
     """Its last: completed (unless it failed), and its item done."""
-    progress = WebSearchProgressEvent if isinstance(call, WebSearchCallItem) else FileSearchProgressEvent
     events: list[StreamEvent] = []
     if call.status == "completed":
-        events.append(progress(type=f"response.{call.type}.completed", item_id=call.id, output_index=index))
+        events.append(_search_progress(call, "completed", index))
     events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
     return events

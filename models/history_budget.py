@@ -69,7 +69,12 @@ def heavy_fields(item: BaseModel) -> dict[str, Any]:
 def stubbed(item: BaseModel) -> BaseModel:
     if getattr(item, "type", "") == LISTING:  # names and annotations stay: the workflow decides on them
         return item.model_copy(
-            update={"tools": [tool.model_copy(update={"description": None, "input_schema": {}}) for tool in item.tools]}
+            update={
+                "tools": [
+                    tool.model_copy(update={"description": None, "input_schema": {}})
+                    for tool in getattr(item, "tools")  # noqa: B009 - any listing model
+                ]
+            }
         )
     return item.model_copy(update=HEAVY_FIELDS.get(getattr(item, "type", ""), {}))
 

@@ -212,7 +212,7 @@ class SearchCall:
 
     @property
     def chat_call_id(self) -> str:
-        return self.id  # type: ignore[attr-defined]
+        return str(self.id)  # type: ignore[attr-defined]
 
     @property
     def has_run(self) -> bool:

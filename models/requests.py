@@ -209,7 +209,7 @@ class CreateResponseRequest(BaseModel):
             return self.conversation.id
         return self.conversation
 
-    def input_items(self) -> list:
+    def input_items(self) -> list[Any]:
         if isinstance(self.input, str):
             return [MessageItem(role="user", content=self.input)]
         return list(self.input)

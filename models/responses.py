@@ -121,7 +121,7 @@ class Response(WireModel):
 
     @model_serializer(mode="wrap")
     def _effective_sampling(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if info.context and info.context.get("wire"):
             data.pop("include", None)
             data.pop("context_management", None)

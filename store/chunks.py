@@ -86,6 +86,7 @@ class Chunks:
     ) -> list[Nearest]:
         """The `limit` embedded chunks nearest to `query`, of these stores' completed files (of
         `file_ids` only, if given): a file still being ingested, or gone meanwhile, is not searched."""
+        probe: bytes | str  # float32s for sqlite-vec; a `real[]` literal for PostgreSQL
         if self.db.dialect == "sqlite":
             similarity = "1.0 - vec_distance_cosine(c.embedding, :probe)"
             same_size = "length(c.embedding) = :size"

@@ -148,7 +148,8 @@ class Conversations:
                 id=conversation_id,
                 item_id=item_id,
             )
-        return loads(data)
+        found: dict[str, Any] | None = loads(data)
+        return found
 
     async def delete_item(self, conversation_id: str, item_id: str) -> bool:
         async with self.db.write() as transaction:

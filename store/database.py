@@ -131,7 +131,8 @@ class _SqliteTransaction:
         return self._execute(query, params).fetchall()
 
     async def one(self, query: str, **params: Any) -> Row | None:
-        return self._execute(query, params).fetchone()
+        row: Row | None = self._execute(query, params).fetchone()
+        return row
 
     async def value(self, query: str, **params: Any) -> Any:
         row = self._execute(query, params).fetchone()
@@ -273,7 +274,7 @@ def _checkpoint(path: Path, truncate: bool = False) -> bool:
         wal = path.with_name(path.name + "-wal")
         if truncate or (wal.exists() and wal.stat().st_size > WAL_TRUNCATE_BYTES):
             busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            return busy == 0
+            return bool(busy == 0)
         return True
     finally:
         connection.close()
@@ -313,10 +314,12 @@ class _PostgresTransaction:
             raise StoreUnavailableError(f"the database connection was lost: {error}") from error
 
     async def all(self, query: str, **params: Any) -> list[Row]:
-        return await self._call("fetch", query, params)
+        rows: list[Row] = await self._call("fetch", query, params)
+        return rows
 
     async def one(self, query: str, **params: Any) -> Row | None:
-        return await self._call("fetchrow", query, params)
+        row: Row | None = await self._call("fetchrow", query, params)
+        return row
 
     async def value(self, query: str, **params: Any) -> Any:
         return await self._call("fetchval", query, params)
@@ -361,7 +364,8 @@ def _internal_client_error() -> type[BaseException]:
     """A pooled connection left mid-operation (its server went away under a cancelled query)."""
     import asyncpg
 
-    return asyncpg.InternalClientError
+    error: type[BaseException] = asyncpg.InternalClientError
+    return error
 
 
 async def _released(pool: Any, connection: Any) -> None:

@@ -89,7 +89,8 @@ class Files:
 
     async def filename(self, file_id: str) -> str | None:
         async with self.db.read() as transaction:
-            return await transaction.value("SELECT filename FROM files WHERE id = :id", id=file_id)
+            filename: str | None = await transaction.value("SELECT filename FROM files WHERE id = :id", id=file_id)
+            return filename
 
     async def page(
         self, project: str, purpose: str | None, *, after: str | None, limit: int, order: Literal["asc", "desc"]

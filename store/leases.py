@@ -28,4 +28,5 @@ class Leases:
                 until=now + seconds,
                 now=now,
             )
-            return await transaction.value("SELECT holder FROM chore_leases WHERE name = :name", name=name) == holder
+            held = await transaction.value("SELECT holder FROM chore_leases WHERE name = :name", name=name)
+            return bool(held == holder)

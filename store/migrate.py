@@ -10,6 +10,7 @@ database's write lock. Whoever comes second finds the schema current and changes
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 
 logging.getLogger("alembic").setLevel(logging.WARNING)  # before its import: one line of our own says what happened
@@ -71,7 +72,7 @@ def upgrade_sqlite(path: Path) -> None:
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": SQLITE_LOCK_WAIT_SECONDS})
 
     @event.listens_for(engine, "connect")
-    def _no_implicit_transactions(dbapi_connection, _record) -> None:  # noqa: ANN001
+    def _no_implicit_transactions(dbapi_connection: sqlite3.Connection, _record: object) -> None:
         dbapi_connection.isolation_level = None  # so DDL runs inside our transaction, not outside it
 
     @event.listens_for(engine, "begin")

@@ -189,7 +189,7 @@ class ResponseRepository:
     ) -> Response | None:
         """A response by id; with `project`, only one of that project (else None, as for an
         unknown id)."""
-        query, params = "SELECT data FROM responses WHERE id = :id", {"id": response_id}
+        query, params = "SELECT data FROM responses WHERE id = :id", dict[str, Any](id=response_id)
         if not include_unstored:
             query, params = query + " AND stored = :stored", params | {"stored": True}
         if project is not None:
@@ -216,7 +216,7 @@ class ResponseRepository:
                 data=updated.model_dump_json(),
             )
             if with_event:
-                event = LifecycleEvent(type=f"response.{status}", response=updated).wire()
+                event = LifecycleEvent.model_validate({"type": f"response.{status}", "response": updated}).wire()
                 await self.events.append_in(transaction, response_id, [event])
         if with_event:
             self.events.notifier.notify(response_id)
@@ -293,7 +293,9 @@ class ResponseRepository:
                 for table in ("parked_fields", "inference_claims"):
                     await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
             if with_event:
-                event = LifecycleEvent(type=TERMINAL_TYPE_BY_STATUS[response.status], response=response).wire()
+                event = LifecycleEvent.model_validate(
+                    {"type": TERMINAL_TYPE_BY_STATUS[response.status], "response": response}
+                ).wire()
                 await self.events.append_in(transaction, response_id, [event])
         if with_event:
             self.events.notifier.notify(response_id)
@@ -351,7 +353,8 @@ class ResponseRepository:
                     query, id=item_id, project=project, **({"stored": True} if "stored" in query else {})
                 )
                 if data is not None:
-                    return loads(data)
+                    found: dict[str, Any] = loads(data)
+                    return found
         return None
 
     async def stored_output_items(self, item_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -421,7 +424,10 @@ class ResponseRepository:
 
     async def project_of(self, response_id: str) -> str | None:
         async with self.db.read() as transaction:
-            return await transaction.value("SELECT project FROM responses WHERE id = :id", id=response_id)
+            project: str | None = await transaction.value(
+                "SELECT project FROM responses WHERE id = :id", id=response_id
+            )
+            return project
 
     async def list_responses(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
         """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""

@@ -114,9 +114,11 @@ class LocalSocketWakeups:
         message = _message(topic, key)
         if message is None or not self._open_directory():
             return
+        sender = self._sender
+        assert sender is not None  # the directory is open
         for peer in self._current_peers():
             try:
-                self._sender.sendto(message, self._path(peer))
+                sender.sendto(message, self._path(peer))
             except (BlockingIOError, InterruptedError):
                 pass  # its queue is full: it polls
             except OSError as error:
@@ -128,6 +130,8 @@ class LocalSocketWakeups:
     def _current_peers(self) -> list[str]:
         """The sockets in the directory (but this process's own), listed again only when
         the directory changed: a new listener is heard from its first wake-up on."""
+        if self._directory_fd is None:
+            return []
         try:
             mtime = os.stat(self._directory_fd).st_mtime_ns
         except OSError:

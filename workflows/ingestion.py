@@ -89,7 +89,7 @@ class FileIngestionWorkflow:
                 raise
             failure = application_failure(error)
             unreadable = failure is not None and failure.type == UnreadableFileError.__name__
-            code = failure.details[0] if unreadable and failure.details else "server_error"
+            code = failure.details[0] if failure is not None and unreadable and failure.details else "server_error"
             message = failure.message if failure is not None else str(error.cause or error)
             settle = SettleFileInput(
                 vector_store_id=job.vector_store_id,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
+from typing import Any
 
 from transitions import Machine, MachineError
 
@@ -30,7 +31,7 @@ class State(str, Enum):
 TERMINAL = (State.COMPLETED, State.FAILED, State.CANCELLED, State.INCOMPLETE)
 LIVE = [state for state in State if state not in TERMINAL]
 
-TRANSITIONS: list[dict] = [
+TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "list_tools", "source": State.CREATED, "dest": State.LISTING_TOOLS},
     {"trigger": "start", "source": [State.CREATED, State.LISTING_TOOLS], "dest": State.INFERRING},
     {"trigger": "execute_approved", "source": [State.CREATED, State.LISTING_TOOLS], "dest": State.CALLING_TOOLS},

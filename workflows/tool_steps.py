@@ -8,9 +8,9 @@ decides when; this module does. Activities are addressed by name.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
@@ -126,7 +126,8 @@ class ToolSteps:
         response = self.state.response
         allowed, refused = within_max_tool_calls(response.output, indexes, response.max_tool_calls)
         for index in refused:
-            call = response.output[index]
+            # Only server calls count against `max_tool_calls` (`within_max_tool_calls`).
+            call = cast(McpCallItem | WebSearchCallItem | FileSearchCallItem, response.output[index])
             response.output[index] = call.model_copy(update={"status": "incomplete"})
             self.state.tool_results[call.chat_call_id] = ToolResult(
                 text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls."
@@ -187,20 +188,28 @@ class ToolSteps:
     async def _search(self, call: WebSearchCallItem | FileSearchCallItem, index: int) -> None:
         """A web or file search the model asked for; its results are numbered on from the last."""
         response = self.state.response
-        run = (
-            web_search
-            if isinstance(call, WebSearchCallItem)
-            else functools.partial(file_search, project=self.state.project)
-        )
-        searched = await run(
-            response,
-            call,
-            index,
-            settings=self.state.settings,
-            emit_events=self.state.emit_events,
-            first_number=len(self.state.sources) + 1,
-            emit=self._emit,
-        )
+        settings, emit_events, first_number = self.state.settings, self.state.emit_events, len(self.state.sources) + 1
+        if isinstance(call, WebSearchCallItem):
+            searched = await web_search(
+                response,
+                call,
+                index,
+                settings=settings,
+                emit_events=emit_events,
+                first_number=first_number,
+                emit=self._emit,
+            )
+        else:
+            searched = await file_search(
+                response,
+                call,
+                index,
+                project=self.state.project,
+                settings=settings,
+                emit_events=emit_events,
+                first_number=first_number,
+                emit=self._emit,
+            )
         response.output[index] = searched.call
         if searched.parked:  # its results wait in the store, under its id
             self.state.parked[call.id] = call.id

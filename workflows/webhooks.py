@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -81,14 +82,14 @@ async def send_webhooks(
                     result_type=WebhookDeliveryResult,
                     parent_close_policy=ParentClosePolicy.ABANDON,
                     static_summary=f"{event.type} of {response.id} to {endpoint}",
-                    **({"task_queue": task_queue} if task_queue else {}),
+                    task_queue=task_queue or None,  # None: the response's own queue
                 )
                 delivery.add_done_callback(_outcome_seen)  # its end is the delivery's own business
             except Exception as error:  # noqa: BLE001 - a delivery is never the response's failure
                 workflow.logger.warning("webhook delivery %s-%s did not start: %s", event.id, endpoint, error)
 
 
-def _outcome_seen(delivery: asyncio.Future) -> None:
+def _outcome_seen(delivery: asyncio.Future[Any]) -> None:
     """The outcome of a delivery the response does not wait for is read, so that a failed one
     is not reported as an exception nobody retrieved (the delivery's workflow shows it)."""
     if not delivery.cancelled():
