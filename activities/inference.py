@@ -90,7 +90,7 @@ class InferenceActivities:
 
     async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:
-            return await unless_cancelled(self.repository.cancels, request.response.id, self._turn(request))
+            return await unless_cancelled(self.repository.cancels.notifier, request.response.id, self._turn(request))
         except CancelRequestedError as error:
             raise _cancelled(error) from error
 

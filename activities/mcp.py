@@ -153,14 +153,14 @@ class McpActivities:
         response starts no call, and stops the one it runs."""
         response_id = request.response_id
         try:
-            return await unless_cancelled(self.repository.cancels, response_id, self._run(request))
+            return await unless_cancelled(self.repository.cancels.notifier, response_id, self._run(request))
         except CancelRequestedError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
 
     async def _run(self, request: CallMcpToolInput) -> CallMcpToolResult:
         response_id = request.response_id
         call = await self._with_arguments(request)
-        if await self.repository.cancel_requested([response_id]):
+        if await self.repository.cancels.requested([response_id]):
             raise CancelRequestedError(f"response {response_id} was cancelled")
         if request.emit_events:
             await self._emit(response_id, mcp_call_opening(call, request.output_index))

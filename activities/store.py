@@ -6,6 +6,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chat_format import tool_messages
+from activities.handover import Outcomes
 from models import activity_names
 from models.activity_io import (
     EmitEventsInput,
@@ -22,8 +23,9 @@ from telemetry import metrics
 
 
 class StoreActivities:
-    def __init__(self, repository: ResponseRepository) -> None:
+    def __init__(self, repository: ResponseRepository, outcomes: Outcomes) -> None:
         self.repository = repository
+        self.outcomes = outcomes
 
     @activity.defn(name=activity_names.RECORD_STATUS)
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
@@ -60,6 +62,6 @@ class StoreActivities:
             listings=request.listings,
         )
         if ended is not None:
-            self.repository.outcomes.publish(ended)
+            self.outcomes.publish(ended)
             metrics.response_ended(ended.model, ended.status)
         return FinalizeResult(stored=response.store)

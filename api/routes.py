@@ -206,7 +206,7 @@ async def cancel_response(request: Request) -> HttpResponse:
         )
     # The store record stops a running inference call at once; Temporal's cancel reaches the
     # workflow wherever else it waits (a retry backoff, a tool call, an approval).
-    await _repository(request).request_cancel(response.id)
+    await _repository(request).cancels.request(response.id)
     runner = _runner(request)
     await runner.cancel(response.id)
     return _json(await runner.result(response.id))

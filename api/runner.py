@@ -13,6 +13,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.handover import Outcomes
 from api.history_eraser import HistoryEraser
 from models import visibility
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
@@ -56,6 +57,7 @@ class ResponseRunner:
         task_timeout_seconds: float = 10.0,
         repository: ResponseRepository,
         local_worker: bool,
+        outcomes: Outcomes,
         registry: ModelRegistry | None = None,
         summary_input: bool = False,
     ) -> None:
@@ -68,6 +70,8 @@ class ResponseRunner:
             settings if settings.mcp_task_queue else settings.model_copy(update=side_task_queues(task_queue))
         )
         self.repository = repository
+        self.outcomes = outcomes
+        """Ends handed over by this process's worker (`activities/handover.py`)."""
         self.registry = registry or ModelRegistry.single("")
         """Where the model names' fallbacks come from (fixed in each response's input)."""
         self.local_worker = local_worker
@@ -130,7 +134,7 @@ class ResponseRunner:
             project=project,
         )
         eager = self.local_worker and not if_never_started
-        handover = self.repository.outcomes.expect(response.id) if eager and not emit_events else None
+        handover = self.outcomes.expect(response.id) if eager and not emit_events else None
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -163,10 +167,10 @@ class ResponseRunner:
             # A slow start lost the race to the orphan sweep: the response runs all the same.
             return Started(self.client.get_workflow_handle(response.id, result_type=ResponseEnded), handover)
         except RPCError as error:
-            self.repository.outcomes.forget(response.id)
+            self.outcomes.forget(response.id)
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
         if handover is not None and not _started_here(handle):
-            self.repository.outcomes.forget(response.id)
+            self.outcomes.forget(response.id)
             handover = None
         return Started(handle, handover)
 
@@ -191,7 +195,7 @@ class ResponseRunner:
                 return handover.result()
             return asked.result()
         finally:
-            self.repository.outcomes.forget(started.handle.id)
+            self.outcomes.forget(started.handle.id)
 
     async def result(self, response_id: str) -> Response:
         """The end of a running response, from Temporal."""

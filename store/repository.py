@@ -1,6 +1,12 @@
-"""Reads and writes of responses, their input items, chat context, cancels and MCP state. No
-business rules here. Documents are JSON text (`store/codec.py`); a response is written with
-pydantic's `model_dump_json` and read with `model_validate_json`, never through a dict."""
+"""Responses in the store: their rows, and what their creation, end and removal change
+elsewhere, each in one transaction. Each other concept keeps its rows in a module of its own
+(`store/approvals.py`, `store/conversations.py`, `store/cancels.py`, ...), which the
+repository reaches as an attribute, and whose `..._in` methods take part in those
+transactions: what a response's end means for approvals is `Approvals.settle_in`'s to say,
+for its conversation `Conversations.append_turn`'s. Documents are JSON text
+(`store/codec.py`); a response is written with pydantic's `model_dump_json` and read with
+`model_validate_json`, never through a dict. In-process coordination is not here: the
+handover of ends to waiting requests is `activities/handover.py`'s."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from models.tools import McpSecrets
 from sealing.secret_box import SecretBox
 from store.approvals import Approvals
 from store.budgets import Budgets
+from store.cancels import CancelRequests
 from store.chat_contexts import context_in, extend_in, fold_into_followers
 from store.chunks import Chunks
 from store.codec import dumps, loads
@@ -27,8 +34,6 @@ from store.event_log import EventLog
 from store.files import Files
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
-from store.notifier import Notifier
-from store.outcomes import Outcomes
 from store.paging import page_of_items
 from store.parked import Parked, ParkedFields
 from store.schema import NO_PROJECT
@@ -97,10 +102,8 @@ class ResponseRepository:
         self.chunks = Chunks(db)
         self.starts = Starts(db)
         self.parked = ParkedFields(db)
-        self.cancels = Notifier(self.cancel_requested, cancel_poll_seconds, channel=db.wakeups, topic="cancels")
-        """Running activities wait here for a client's cancel of their response."""
-        self.outcomes = Outcomes()
-        """Requests in this process wait here for the end of a response their worker runs."""
+        self.cancels = CancelRequests(db, cancel_poll_seconds)
+        """Clients' cancels of running responses, and the feed running calls wait on."""
         self.workers = WorkerRegistry(db)
         """Which workers are running, by their own account."""
         self.approvals = Approvals(db)
@@ -453,28 +456,6 @@ class ResponseRepository:
                 **params,
             )
         return Page(data=[loads(row["data"]) for row in rows[:limit]], has_more=len(rows) > limit)
-
-    # ---- cancel requests -------------------------------------------------------------
-
-    async def request_cancel(self, response_id: str) -> None:
-        """Record that the client cancelled the response (idempotent, also when several
-        processes cancel it at once) and wake local watchers."""
-        async with self.db.write() as transaction:
-            await transaction.run(
-                "INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, :at) "
-                "ON CONFLICT (response_id) DO NOTHING",
-                id=response_id,
-                at=time.time_ns() // 1000,
-            )
-        self.cancels.notify(response_id)
-
-    async def cancel_requested(self, response_ids: list[str]) -> set[str]:
-        """Which of these responses a client has cancelled."""
-        async with self.db.read() as transaction:
-            rows = await transaction.all(
-                "SELECT response_id FROM cancel_requests WHERE response_id IN (:ids)", ids=response_ids
-            )
-        return {row["response_id"] for row in rows}
 
     # ---- input items -----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from temporalio.client import Client
 from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
 from activities.chat_client import shown_url
+from activities.handover import Outcomes
 from api.app import create_app
 from api.codec import CodecAccess
 from api.history_eraser import HistoryEraser
@@ -82,7 +83,7 @@ async def connect_with_retry(settings: Settings) -> Client:
 
 
 def _runner(
-    client: Client, settings: Settings, repository: ResponseRepository, *, local_worker: bool
+    client: Client, settings: Settings, repository: ResponseRepository, outcomes: Outcomes, *, local_worker: bool
 ) -> ResponseRunner:
     return ResponseRunner(
         client,
@@ -91,6 +92,7 @@ def _runner(
         task_timeout_seconds=settings.workflow_task_timeout_seconds,
         repository=repository,
         local_worker=local_worker,
+        outcomes=outcomes,
         registry=settings.registry(),
         summary_input=settings.summary_input,
     )
@@ -103,12 +105,13 @@ async def working(
     repository: ResponseRepository,
     shutdown: Shutdown | None = None,
     *,
+    outcomes: Outcomes,
     grace_seconds: float = 0.0,
 ) -> AsyncIterator[None]:
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
-    orphans = OrphanSweeper(repository, _runner(client, settings, repository, local_worker=True))
+    orphans = OrphanSweeper(repository, _runner(client, settings, repository, outcomes, local_worker=True))
     retention = Retention(
         repository,
         client,
@@ -124,7 +127,9 @@ async def working(
         "unfinished ingestions": vector_stores.restart_unfinished,
         "vector store expiry": vector_stores.expire,
     }
-    async with build_worker(client, settings, repository, shutdown=shutdown, grace_seconds=grace_seconds):
+    async with build_worker(
+        client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds
+    ):
         sweeping = asyncio.create_task(
             keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping, leases=Leases(repository.db))
         )
@@ -150,7 +155,9 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
     settings.check_webhooks()
     async with opened_store(settings) as repository:
         client = await connect_with_retry(settings)
-        async with working(client, settings, repository, shutdown, grace_seconds=settings.shutdown_grace_seconds):
+        async with working(
+            client, settings, repository, shutdown, outcomes=Outcomes(), grace_seconds=settings.shutdown_grace_seconds
+        ):
             log.info("worker polling task queue %r", settings.task_queue)
             announce_backend(settings)
             if settings.worker_health_port is None:
@@ -261,9 +268,10 @@ async def run_api(
         await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)
         settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
+        outcomes = Outcomes()  # what this process's worker hands over to its requests
         app = create_app(
             repository,
-            _runner(client, settings, repository, local_worker=with_worker),
+            _runner(client, settings, repository, outcomes, local_worker=with_worker),
             max_in_flight=settings.max_in_flight_responses,
             limits=settings.limits(),
             served_model=served_model if settings.uses_demo_model else None,
@@ -290,7 +298,7 @@ async def run_api(
                     app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
                 )
                 return
-            async with working(client, settings, repository, shutdown):
+            async with working(client, settings, repository, shutdown, outcomes=outcomes):
                 await _serve_http(
                     app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
                 )

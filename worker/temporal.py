@@ -17,6 +17,7 @@ from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.file_search import FileSearchActivities
+from activities.handover import Outcomes
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
@@ -145,6 +146,7 @@ async def build_worker(
     settings: Settings,
     repository: ResponseRepository,
     *,
+    outcomes: Outcomes,
     shutdown: Shutdown | None = None,
     grace_seconds: float = 0.0,
 ) -> AsyncIterator[Worker]:
@@ -156,7 +158,7 @@ async def build_worker(
     upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
     gate = UpstreamGate(settings.registry(), repository.budgets)
     inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
-    store = StoreActivities(repository)
+    store = StoreActivities(repository, outcomes)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     searching = SearchActivities(repository, provider_for(settings.search(), settings.egress()))
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)

@@ -13,6 +13,7 @@ import httpx
 import openai
 import pytest
 
+from activities.handover import Outcomes
 from models.history_budget import PARK_ITEM_BYTES
 from store.schema import metadata
 from tests.support import store_probe
@@ -590,6 +591,7 @@ async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
                 stack.settings.execution,
                 repository=repository,
                 local_worker=False,
+                outcomes=Outcomes(),
             )
             assert "resp_unreadable" not in await OrphanSweeper(repository, runner, grace_seconds=0).sweep()
     finally:

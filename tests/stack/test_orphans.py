@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from activities.handover import Outcomes
 from api.body import Limits
 from api.preparation import prepare
 from api.runner import ResponseRunner
@@ -40,6 +41,7 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
                 stack.settings.execution,
                 repository=repository,
                 local_worker=False,
+                outcomes=Outcomes(),
             )
             sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
             waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)

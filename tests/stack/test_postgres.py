@@ -62,8 +62,8 @@ async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
     try:
         response = _response()
         await repositories[0].create_response(response, [(new_id("msg") + "x" * 100, {"type": "message"})])
-        await asyncio.gather(*(repository.request_cancel(response.id) for repository in repositories * 5))
-        assert await repositories[1].cancel_requested([response.id]) == {response.id}
+        await asyncio.gather(*(repository.cancels.request(response.id) for repository in repositories * 5))
+        assert await repositories[1].cancels.requested([response.id]) == {response.id}
     finally:
         await database.close()
 

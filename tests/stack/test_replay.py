@@ -182,7 +182,7 @@ async def test_both_orders_of_a_cancel_are_recorded_and_replay(
     backend.script(f"{model}-slow", [Reply(text="never", delay=60)])
     by_store = await sdk.responses.create(model=f"{model}-slow", input="hi", background=True)
     await until_requested(backend, f"{model}-slow")
-    await stack.repository.request_cancel(by_store.id)
+    await stack.repository.cancels.request(by_store.id)
     assert (await until_terminal(sdk, by_store.id)).status == "cancelled"
     # Temporal's first, while a tool call runs: the call stops on the store's, nothing waits.
     backend.script(f"{model}-slow-tool", [Reply(tool_calls=[("slow", {"seconds": 30})]), Reply(text="never")])
@@ -191,7 +191,7 @@ async def test_both_orders_of_a_cancel_are_recorded_and_replay(
     by_temporal = await sdk.responses.create(model=f"{model}-slow-tool", input="slow", tools=never, background=True)
     await eventually(lambda: len(mcp_server.calls_of("slow")) > calls_before, "the slow tool call to start")
     await stack.client.get_workflow_handle(by_temporal.id).cancel()
-    await stack.repository.request_cancel(by_temporal.id)
+    await stack.repository.cancels.request(by_temporal.id)
     assert (await until_terminal(sdk, by_temporal.id)).status == "cancelled"
     for name, response_id, patch in [
         ("cancelled_in_the_store", by_store.id, patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL),

@@ -57,12 +57,12 @@ async def test_events_written_by_one_process_wake_the_streams_of_another(store: 
 async def test_a_cancel_recorded_by_one_process_wakes_the_worker_of_another(store: EmptyStore):
     api, worker = await _two_processes(store)
     try:
-        waiter = worker.cancels.subscribe("resp_c")
+        waiter = worker.cancels.notifier.subscribe("resp_c")
         for _ in range(100):
             if worker.db.wakeups.hearing():
                 break
             await asyncio.sleep(0.02)
-        await api.request_cancel("resp_c")
+        await api.cancels.request("resp_c")
         await _woken(waiter)
     finally:
         await api.db.close()

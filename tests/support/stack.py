@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from access.quotas import QuotaSettings
+from activities.handover import Outcomes
 from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
@@ -137,6 +138,7 @@ async def running_stack(
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
     async with opened_store(settings) as repository:
+        outcomes = Outcomes()
         runner = ResponseRunner(
             client,
             settings.task_queue,
@@ -144,6 +146,7 @@ async def running_stack(
             task_timeout_seconds=task_timeout_seconds,
             repository=repository,
             local_worker=with_worker,
+            outcomes=outcomes,
             registry=settings.registry(),
         )
         app = create_app(
@@ -162,7 +165,8 @@ async def running_stack(
                 app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
             )
         )
-        async with build_worker(client, settings, repository) if with_worker else contextlib.nullcontext():
+        worker = build_worker(client, settings, repository, outcomes=outcomes)
+        async with worker if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
             while not server.started:
                 await asyncio.sleep(0.01)
