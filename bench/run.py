@@ -49,7 +49,7 @@ import uuid
 import httpx
 import openai
 
-from bench import hops, load, rate_limited, relay, telemetry_cost, waiting
+from bench import docs, hops, load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 CHAINS = 8
@@ -540,6 +540,11 @@ def main() -> None:
         help="responses left waiting for approval (default 10,000: about 10 minutes; 0 leaves it out)",
     )
     parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="write the figures into docs/benchmarks.md and the README's goals table (bench/docs.py)",
+    )
+    parser.add_argument(
         "--skip-rate-limited",
         action="store_true",
         help="leave out the rate-limited backend's scenarios (about 90 s; `python -m bench.rate_limited`)",
@@ -550,8 +555,12 @@ def main() -> None:
         args.requests, args.waiting = 60, min(args.waiting, 1000)
     started = time.monotonic()
     table = asyncio.run(run(args))
+    seconds = time.monotonic() - started
     print(table)
-    print(f"\n(measured in {time.monotonic() - started:.0f} s)", flush=True)
+    print(f"\n(measured in {seconds:.0f} s)", flush=True)
+    if args.write_docs:
+        for page in docs.write(table, seconds):
+            print(f"written into {page}", flush=True)
     os._exit(0)  # the Temporal client can crash at interpreter exit (sdk-python #300)
 
 

@@ -42,3 +42,15 @@ def test_every_link_resolves(page: Path) -> None:
 def test_the_readme_is_the_front_door() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= 250, f"README.md has {lines} lines; the depth belongs in docs/"
+
+
+def test_the_bench_has_a_place_for_its_figures_in_each_page() -> None:
+    from bench import docs
+
+    table = "header\n\nTen thousand waiting, first token first (issue 29)\n\n| measured | goal |\n| --- | --- |\n| a | b |\n\nmore"
+    assert docs.goals_table(table) == "| measured | goal |\n| --- | --- |\n| a | b |"
+    for page, name in ((ROOT / "docs" / "benchmarks.md", "figures"), (ROOT / "README.md", "goals")):
+        text = page.read_text(encoding="utf-8")
+        written = docs.replace_block(text, name, "FIGURES")
+        assert "FIGURES" in written and written.count("<!-- /bench.run -->") == text.count("<!-- /bench.run -->")
+        assert docs.replace_block(written, name, "AGAIN").replace("AGAIN", "FIGURES") == written
