@@ -96,6 +96,13 @@ class Settings(BaseModel):
     payload_encryption: bool = True
     """With a secrets key, Temporal payloads are written encrypted (`sealing/payload_codec.py`);
     off, they are written in clear and still read either way."""
+    worker_deployment_name: str | None = None
+    """Worker Deployment Versioning (`worker/versioning.py`): the deployment this process's
+    workers are a version of; None: versioning is off."""
+    worker_build_id: str | None = None
+    """The version's build id; None: the package's version and a digest of the workflow code."""
+    worker_versioning_behavior: Literal["auto_upgrade", "pinned"] = "auto_upgrade"
+    """What running responses do when a new version becomes current."""
     summary_input: bool = False
     """The workflow summary in the Temporal UI shows the input's first words (user text);
     otherwise the model only."""
@@ -356,6 +363,9 @@ class Settings(BaseModel):
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
             "payload_encryption": os.environ.get("PAYLOAD_ENCRYPTION", "on").lower() not in ("0", "false", "no", "off"),
             "summary_input": os.environ.get("WORKFLOW_SUMMARY_INPUT", "").lower() in ("1", "true", "yes", "on"),
+            "worker_deployment_name": os.environ.get("WORKER_DEPLOYMENT_NAME") or None,
+            "worker_build_id": os.environ.get("WORKER_BUILD_ID") or None,
+            "worker_versioning_behavior": os.environ.get("WORKER_VERSIONING_BEHAVIOR", "auto_upgrade").lower(),
             "codec_auth": os.environ.get("CODEC_AUTH", ""),
             "codec_allowed_origins": _env_list("CODEC_ALLOWED_ORIGINS"),
             "metrics_auth": os.environ.get("METRICS_AUTH", ""),

@@ -39,6 +39,7 @@ from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
 from worker.shutdown import Shutdown
+from worker.versioning import deployment_config, make_current_if_first
 from worker.webhooks import LEASE as DISPATCHER_LEASE
 from worker.webhooks import ROUND_SECONDS, WebhookDispatcher
 from workflows.ingestion import FileIngestionWorkflow
@@ -175,9 +176,14 @@ async def build_worker(
         repository.webhook_outbox, webhooks.deliver_webhook, concurrency=settings.webhook_concurrent_deliveries
     )
     grace = timedelta(seconds=grace_seconds)
+    versioned = deployment_config(
+        settings.worker_deployment_name, settings.worker_build_id, settings.worker_versioning_behavior
+    )
+    as_version = {"deployment_config": versioned} if versioned is not None else {}
     worker = Worker(
         client,
         task_queue=settings.task_queue,
+        **as_version,
         # The side queues' work is registered here too, for responses that started before
         # those queues existed (their calls and deliveries are scheduled on this queue).
         workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
@@ -205,6 +211,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["mcp_task_queue"],
+            **as_version,
             activities=[mcp.call_mcp_tool, searching.web_search],
             max_concurrent_activities=settings.mcp_concurrent_calls,
             graceful_shutdown_timeout=grace,
@@ -212,6 +219,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=ingestion_task_queue(settings.task_queue),
+            **as_version,
             workflows=[FileIngestionWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[ingestion.chunk_file, ingestion.embed_chunks, ingestion.settle_file],
@@ -222,6 +230,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["webhook_task_queue"],
+            **as_version,
             workflows=[WebhookDeliveryWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[webhooks.deliver_webhook],
@@ -238,6 +247,8 @@ async def build_worker(
         await worker.__aenter__()
         for side in side_workers:
             await side.__aenter__()
+        if versioned is not None:  # its first version is current from the start; later ones are promoted
+            await make_current_if_first(client, versioned)
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
         await repository.db.wakeups.hear()  # an event put by another process wakes the dispatcher
         dispatching = asyncio.create_task(

@@ -139,3 +139,35 @@ def test_serve_takes_host_and_port_from_the_environment(stack, tmp_path: Path):
             pytest.fail("serve did not listen on $PORT")
     finally:
         kill(serve)
+
+
+@pytest.mark.one_store
+async def test_a_versioned_worker_is_its_deployments_first_version_and_responses_run_on_it(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore
+):
+    """With `WORKER_DEPLOYMENT_NAME`, the workers poll as a version of the deployment (build id:
+    the package's version and a digest of the workflow code); the first one makes its version
+    current, and responses run on it with the chosen behavior (auto-upgrade)."""
+    from temporalio.api.enums.v1 import VersioningBehavior
+
+    from worker.versioning import build_id, current_build_id
+
+    name = f"tests-{uuid.uuid4().hex[:8]}"
+    async with running_stack(temporal_address, backend, store, worker_deployment_name=name) as stack:
+        assert await current_build_id(stack.client, name) == build_id()
+        async with stack.sdk() as sdk:
+            response = await sdk.responses.create(model="versioned", input="hi")
+        assert response.status == "completed"
+        handle = stack.client.get_workflow_handle(response.id)
+        await handle.result()  # (the response is handed over before its workflow task is recorded)
+        history = await handle.fetch_history()
+        tasks = [
+            event.workflow_task_completed_event_attributes
+            for event in history.events
+            if event.HasField("workflow_task_completed_event_attributes")
+        ]
+        assert tasks, history
+        assert {(task.deployment_version.deployment_name, task.deployment_version.build_id) for task in tasks} == {
+            (name, build_id())
+        }
+        assert all(task.versioning_behavior == VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE for task in tasks)

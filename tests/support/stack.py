@@ -111,6 +111,7 @@ async def running_stack(
     web_search_url: str | None = None,
     web_search_api_key: str = "",
     embedding_model: str = "lexical",
+    worker_deployment_name: str | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -133,6 +134,7 @@ async def running_stack(
         web_search_provider=web_search_provider,
         web_search_url=web_search_url,
         web_search_api_key=web_search_api_key,
+        worker_deployment_name=worker_deployment_name,
         embedding_model=embedding_model,
     )
     client = await connect(settings)
