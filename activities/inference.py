@@ -19,7 +19,7 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import chat_format
+from activities import chat_format, chat_reply, turn_failures
 from activities.cancel_watch import unless_cancelled
 from activities.chat_client import ChatBackend, HeadersSeen
 from activities.event_emitter import EventEmitter
@@ -34,7 +34,6 @@ from models.errors import (
     CancelRequestedError,
     CapacityWaitError,
     ContextWindowExceededError,
-    RateLimitedUpstreamError,
     RetryableUpstreamError,
     UpstreamError,
 )
@@ -42,7 +41,7 @@ from models.events import compaction_events
 from models.ids import new_id
 from models.items import CompactionItem, ReasoningText
 from models.mcp import McpFunction
-from models.responses import InputTokensDetails, OutputTokensDetails, Usage
+from models.responses import Usage
 from store.chat_contexts import ContextBase
 from store.repository import ResponseRepository
 from store.turns import Fence, TurnLost, TurnStart
@@ -92,7 +91,7 @@ class InferenceActivities:
         try:
             return await unless_cancelled(self.repository.cancels.notifier, request.response.id, self._turn(request))
         except CancelRequestedError as error:
-            raise _cancelled(error) from error
+            raise turn_failures.cancelled(error) from error
 
     async def _whole_functions(self, request: InferenceInput) -> list[McpFunction]:
         """The MCP functions to offer, those of a listing that travelled as a stub with their
@@ -125,7 +124,7 @@ class InferenceActivities:
             raise CancelRequestedError(f"response {request.response.id} was cancelled")
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
         try:
-            _raise_if_spent(start, request.max_attempts)
+            turn_failures.raise_if_spent(start, request.max_attempts)
             functions = await self._whole_functions(request)
             table = ToolTable(request.response.tools, functions, web_search=request.web_search)
             conversation = chat_format.items_to_messages(
@@ -145,7 +144,7 @@ class InferenceActivities:
                 step = await self._plan(request, whole)
             except ContextWindowExceededError as error:
                 metrics.context_step(request.response.model, "refused")
-                raise to_application_error(error) from error
+                raise turn_failures.to_application_error(error) from error
             if isinstance(step, Compact):
                 metrics.context_step(request.response.model, "compacted")
                 await self.repository.turns.release(fence, None)
@@ -166,9 +165,11 @@ class InferenceActivities:
             )
             return await self._carried(request, result)
         except BaseException as error:
-            failed = error if isinstance(error, ApplicationError) and error.type not in NOT_ATTEMPTS else None
+            failed = (
+                error if isinstance(error, ApplicationError) and error.type not in turn_failures.NOT_ATTEMPTS else None
+            )
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.repository.turns.release(fence, _failure_record(failed)))
+                await asyncio.shield(self.repository.turns.release(fence, turn_failures.failure_record(failed)))
             raise
         finally:
             keeping.cancel()
@@ -316,7 +317,7 @@ class InferenceActivities:
                 next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001)),
             ) from error
         except UpstreamError as error:
-            raise to_application_error(error, deployment.budget_key(model)) from error
+            raise turn_failures.to_application_error(error, deployment.budget_key(model)) from error
         except TurnLost as error:  # this execution stalled past its lease; another took over
             raise ApplicationError(str(error), type=type(error).__name__) from error
         return result.model_copy(update={"deployment": deployment.id}), message
@@ -356,12 +357,12 @@ class InferenceActivities:
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
         choice = choices[0]
-        message = _with_call_ids(_present(choice.get("message") or {}))
-        output = chat_format.assistant_to_output(message, table, _logprobs(choice), request.sources)
+        message = chat_reply.with_call_ids(chat_reply.present(choice.get("message") or {}))
+        output = chat_format.assistant_to_output(message, table, chat_reply.logprobs(choice), request.sources)
         result = InferenceResult(
             output=self._with_sealed_reasoning(request, output),
-            finish_reason=_finish_reason(choice.get("finish_reason"), message),
-            usage=_usage(completion.get("usage")),
+            finish_reason=chat_reply.finish_reason(choice.get("finish_reason"), message),
+            usage=chat_reply.usage(completion.get("usage")),
         )
         return result, message
 
@@ -372,8 +373,10 @@ class InferenceActivities:
         choices = completion.get("choices") or []
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
-        message = _present(choices[0].get("message") or {})
-        return InferenceResult(output=[], finish_reason="stop", usage=_usage(completion.get("usage"))), message
+        message = chat_reply.present(choices[0].get("message") or {})
+        return InferenceResult(
+            output=[], finish_reason="stop", usage=chat_reply.usage(completion.get("usage"))
+        ), message
 
     async def _streamed(
         self,
@@ -404,13 +407,13 @@ class InferenceActivities:
                         usage = chunk.get("usage") or usage
                         for choice in chunk.get("choices") or []:
                             finish_reason = choice.get("finish_reason") or finish_reason
-                            emitter.emit(assembler.feed(choice.get("delta") or {}, _logprobs(choice)))
+                            emitter.emit(assembler.feed(choice.get("delta") or {}, chat_reply.logprobs(choice)))
             events, output, message = assembler.finish()
             emitter.emit(events)
         finally:
             await emitter.close()
         result = InferenceResult(
-            output=output, finish_reason=_finish_reason(finish_reason, message), usage=_usage(usage)
+            output=output, finish_reason=chat_reply.finish_reason(finish_reason, message), usage=chat_reply.usage(usage)
         )
         return result, message
 
@@ -471,74 +474,3 @@ class InferenceActivities:
             return item
         text = box.open_reasoning(item.encrypted_content, project=project)
         return item if text is None else item.model_copy(update={"content": [ReasoningText(text=text)]})
-
-
-def _cancelled(error: CancelRequestedError) -> ApplicationError:
-    return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
-
-
-def _failure_record(error: ApplicationError | None) -> dict[str, Any] | None:
-    if error is None:
-        return None
-    return {"type": error.type, "message": error.message, "non_retryable": error.non_retryable}
-
-
-def _raise_if_spent(start: TurnStart, max_attempts: int) -> None:
-    """A turn that runs again continues its retry budget: when earlier executions spent it,
-    or met a failure retrying cannot mend, it fails at once as they did."""
-    last = start.last_error
-    if last is not None and (last["non_retryable"] or start.failures >= max_attempts):
-        raise ApplicationError(last["message"], type=last["type"], non_retryable=True)
-
-
-def _with_call_ids(message: dict[str, Any]) -> dict[str, Any]:
-    for call in message.get("tool_calls") or []:
-        call.setdefault("id", new_id("call"))
-        if not call["id"]:
-            call["id"] = new_id("call")
-    return message
-
-
-def _finish_reason(reason: str | None, message: dict[str, Any]) -> str:
-    if reason in ("stop", "length", "tool_calls", "content_filter"):
-        return reason
-    return "tool_calls" if message.get("tool_calls") else "stop"
-
-
-def _logprobs(choice: dict[str, Any]) -> list[dict[str, Any]]:
-    """A choice's token log probabilities: chat completions and Responses share their shape."""
-    return (choice.get("logprobs") or {}).get("content") or []
-
-
-def _present(message: dict[str, Any]) -> dict[str, Any]:
-    """The message without the keys a backend sent as null."""
-    return {key: value for key, value in message.items() if value is not None}
-
-
-def _usage(usage: dict[str, Any] | None) -> Usage:
-    if not usage:
-        return Usage()
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return Usage(
-        input_tokens=usage.get("prompt_tokens") or 0,
-        input_tokens_details=InputTokensDetails(cached_tokens=cached),
-        output_tokens=usage.get("completion_tokens") or 0,
-        output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
-        total_tokens=usage.get("total_tokens") or 0,
-    )
-
-
-NOT_ATTEMPTS = frozenset({TurnLost.__name__, CapacityWaitError.__name__, RateLimitedUpstreamError.__name__})
-"""Failures that spend none of a turn's attempts: a lost claim, and waiting for capacity."""
-
-
-def to_application_error(error: UpstreamError, deployment: str | None = None) -> ApplicationError:
-    if isinstance(error, RetryableUpstreamError):
-        return ApplicationError(
-            error.message,
-            *([deployment] if deployment else []),
-            type=type(error).__name__,
-            next_retry_delay=timedelta(seconds=error.retry_after) if error.retry_after else None,
-        )
-    return ApplicationError(error.message, type=type(error).__name__, non_retryable=True)
