@@ -1,7 +1,9 @@
 """A file's text, by what its name says it is: plain text and Markdown as they are, HTML
 without its markup, JSON pretty-printed, PDF through pypdf (text PDFs; a scan has no text to
 read). Anything else, or a file that is not what its name says, is refused with the reason
-a `vector_store.file`'s `last_error` reports (`unsupported_file`, `invalid_file`)."""
+a `vector_store.file`'s `last_error` reports (`unsupported_file`, `invalid_file`). A file whose
+bytes hold NUL is not text, whatever its name; one in a PDF's extracted text is dropped: no
+store keeps NUL in text (PostgreSQL refuses it), and it means nothing to a search."""
 
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ def suffix_of(filename: str) -> str:
 
 
 def text_of(filename: str, content: bytes) -> str:
+    """The file's text: never with a NUL in it."""
+    return _read(filename, content).replace("\x00", "")
+
+
+def _read(filename: str, content: bytes) -> str:
     suffix = suffix_of(filename)
     if suffix == ".pdf":
         return _pdf_text(content)
@@ -64,6 +71,8 @@ def text_of(filename: str, content: bytes) -> str:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UnreadableFileError(f"{filename!r} is not UTF-8 text", code="invalid_file") from None
+    if "\x00" in text:
+        raise UnreadableFileError(f"{filename!r} holds NUL bytes: it is not text", code="invalid_file")
     if suffix in HTML_SUFFIXES:
         return _html_text(text)
     if suffix == ".json":

@@ -1,17 +1,21 @@
-"""Chunking and attribute filters, pure: chunks stay within their size and lose no word, and a
-filter that validates never raises."""
+"""Parsing, chunking and attribute filters, pure: any bytes are text a store can keep or a
+refusal, chunks stay within their size and lose no word, and a filter that validates never
+raises."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context.tokens import text_tokens
+from models.errors import UnreadableFileError
 from models.file_search import ComparisonFilter, CompoundFilter
 from retrieval import ranking
 from retrieval.chunking import chunks_of
+from retrieval.parsing import text_of
 from tests.support.strategies import ATTRIBUTE_VALUES, FILTERS, TEXT
 
 
@@ -40,3 +44,23 @@ def test_a_filter_that_validates_never_raises(node: dict[str, Any], attributes: 
     except ValueError:
         return
     assert ranking.matches(parsed, attributes) in (True, False)
+
+
+@given(content=st.binary(max_size=64), suffix=st.sampled_from([".txt", ".md", ".json", ".html", ".pdf", ".bin", ""]))
+@settings(max_examples=300, deadline=None)
+def test_any_bytes_are_text_without_nul_or_a_refusal_naming_why(content: bytes, suffix: str):
+    """Whatever a file holds, its text can be kept by any store (PostgreSQL refuses NUL in text):
+    it has no NUL, or the file is refused, never retried."""
+    try:
+        text = text_of(f"file{suffix}", content)
+    except UnreadableFileError as error:
+        assert error.code in ("unsupported_file", "invalid_file")
+        return
+    assert "\x00" not in text
+
+
+def test_raw_nul_is_not_text_and_an_escaped_one_stays_escaped():
+    assert text_of("a.json", b'{"a": "x\\u0000y"}') == '{\n  "a": "x\\u0000y"\n}'
+    with pytest.raises(UnreadableFileError) as refused:
+        text_of("a.txt", b"\x00" * 15)
+    assert refused.value.code == "invalid_file"
