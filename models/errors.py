@@ -54,6 +54,8 @@
     ├── StoreUnavailableError             the database went away mid-transaction, or did not come
     │                                     back in time: nothing of the transaction was kept; the
     │                                     API answers 503 (clients retry), activities are retried
+    ├── StoreRefusedError                 the database refused a value (text with NUL, a number out of
+    │                                     range): trying again cannot mend it
     ├── SchemaTooNewError                 the database was migrated by a newer version than this one
     ├── EgressRefusedError                an outbound connection to an address the egress policy
     │                                     does not allow (`access/egress.py`)
@@ -266,6 +268,11 @@ class MisconfiguredUpstreamError(UpstreamError):
 
 class StoreUnavailableError(DurableResponsesError):
     """The store could not complete a transaction for want of a connection."""
+
+
+class StoreRefusedError(DurableResponsesError):
+    """The database refused a value it cannot hold (PostgreSQL: text with NUL, a number out of
+    its column's range): the same write fails every time, so no activity retries it."""
 
 
 class SchemaTooNewError(DurableResponsesError):

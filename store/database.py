@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from models.errors import StoreUnavailableError
+from models.errors import StoreRefusedError, StoreUnavailableError
 from store import vector_functions
 from store.wakeups import LocalSocketWakeups, PostgresWakeups, Wakeups
 
@@ -310,6 +310,8 @@ class _PostgresTransaction:
             return await getattr(self._connection, method)(text, *[flat[name] for name in names])
         except asyncpg.UniqueViolationError as error:
             raise Conflict(str(error)) from error
+        except asyncpg.DataError as error:
+            raise StoreRefusedError(f"the database refused a value: {error}") from error
         except _disconnections() as error:
             raise StoreUnavailableError(f"the database connection was lost: {error}") from error
 
@@ -337,6 +339,8 @@ class _PostgresTransaction:
             await self._connection.executemany(text, [[row[name] for name in names] for row in rows])
         except asyncpg.UniqueViolationError as error:
             raise Conflict(str(error)) from error
+        except asyncpg.DataError as error:
+            raise StoreRefusedError(f"the database refused a value: {error}") from error
         except _disconnections() as error:
             raise StoreUnavailableError(f"the database connection was lost: {error}") from error
 

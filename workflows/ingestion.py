@@ -19,7 +19,7 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from models import activity_names
-    from models.errors import UnreadableFileError
+    from models.errors import StoreRefusedError, UnreadableFileError
     from models.ingestion import (
         EMBED_BATCH,
         INGESTION_WORKFLOW,
@@ -41,13 +41,14 @@ STEP_RETRIES = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=20,
-    non_retryable_error_types=[UnreadableFileError.__name__],
+    non_retryable_error_types=[UnreadableFileError.__name__, StoreRefusedError.__name__],
 )
 EMBED_RETRIES = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=60),
     maximum_attempts=0,
+    non_retryable_error_types=[StoreRefusedError.__name__],
 )
 
 

@@ -14,6 +14,7 @@ from models.errors import (
     McpRejectedError,
     RejectedByUpstreamError,
     SecretsUnavailableError,
+    StoreRefusedError,
 )
 from models.workflow_io import RetryBudget
 
@@ -24,6 +25,7 @@ NON_RETRYABLE = [
     McpRejectedError.__name__,
     SecretsUnavailableError.__name__,
     ContextWindowExceededError.__name__,
+    StoreRefusedError.__name__,
 ]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the

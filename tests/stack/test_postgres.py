@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from access.keys import KeyRing, KeyStore
+from models.errors import StoreRefusedError
 from models.ids import new_id
 from models.responses import Response
 from store.database import open_database
@@ -26,6 +27,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.processes import CLI, free_port
 from tests.support.scripted_backend import ScriptedBackend
 from tests.support.waiting import eventually
+from workflows.options import NON_RETRYABLE
 
 why_not = PostgresServer.unavailable()
 pytestmark = pytest.mark.skipif(why_not is not None, reason=f"PostgreSQL tests skipped: {why_not}")
@@ -64,6 +66,31 @@ async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
         await repositories[0].create_response(response, [(new_id("msg") + "x" * 100, {"type": "message"})])
         await asyncio.gather(*(repository.cancels.request(response.id) for repository in repositories * 5))
         assert await repositories[1].cancels.requested([response.id]) == {response.id}
+    finally:
+        await database.close()
+
+
+async def test_a_value_the_database_refuses_is_a_store_refusal_never_retried(postgres: PostgresServer):
+    """PostgreSQL keeps no NUL in text: the write fails the same way every time, so it is a
+    `StoreRefusedError`, which no activity's retry policy retries."""
+    database = open_database(postgres.create_database())
+    await database.migrate()
+    try:
+        with pytest.raises(StoreRefusedError):
+            async with database.write() as transaction:
+                await transaction.run(
+                    "INSERT INTO files (id, filename, purpose, bytes, created_at, sort_key, project, content) "
+                    "VALUES ('file_nul', :name, 'assistants', 1, 0, 0, 'p', :content)",
+                    name="a\x00b.txt",
+                    content=b"x",
+                )
+        with pytest.raises(StoreRefusedError):
+            async with database.write() as transaction:
+                await transaction.run_many(
+                    "INSERT INTO cancel_requests (response_id, requested_at) VALUES (:id, :at)",
+                    [{"id": "resp_\x00", "at": 0}],
+                )
+        assert StoreRefusedError.__name__ in NON_RETRYABLE
     finally:
         await database.close()
 
