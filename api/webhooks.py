@@ -23,7 +23,7 @@ from access.egress import EgressPolicy, EgressRefusedError
 from activities.webhooks import egress_refused, post_event
 from api.body import read_json
 from api.errors import from_validation_error
-from api.params import limits, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, repository
 from models.errors import InvalidRequestError, NotFoundError
 from models.webhooks import (
     ACTION_REQUIRED,
@@ -90,16 +90,7 @@ async def list_endpoints(request: Request) -> HttpResponse:
     if page is None:
         raise InvalidRequestError(f"No webhook endpoint with id '{page_at.after}'.", param="after")
     rows, has_more = page
-    data = [row.to_wire() for row in rows]
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": data,
-            "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None,
-            "has_more": has_more,
-        }
-    )
+    return list_page([row.to_wire() for row in rows], has_more)
 
 
 async def retrieve_endpoint(request: Request) -> HttpResponse:
