@@ -19,8 +19,8 @@ from api.body import read_json
 from api.context_size import check_compactions, request_size
 from api.params import at_end, json_response, limits, principal
 from api.params import repository as _repository
-from api.preparation import history_of, prepare, resolved, validate
-from api.routes import ended, kept_and_started
+from api.preparation import history_of, resolved, validate
+from api.routes import ended, kept_and_started, prepared_for
 from models.context import CompactedResponse, InputTokenCount
 from models.errors import ApiError, InvalidRequestError, RateLimitedError
 from models.ids import new_id
@@ -56,17 +56,7 @@ async def compact(request: Request) -> HttpResponse:
             "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
         )
     acting = principal(request)
-    prepared = await prepare(
-        payload | {"store": False},
-        _repository(request),
-        limits(request),
-        served_model=request.app.state.served_model,
-        project=acting.project,
-        decided_by=acting.key_id,
-        egress=request.app.state.egress,
-        known_model=request.app.state.registry.knows,
-        compact_only=True,
-    )
+    prepared = await prepared_for(request, acting, payload | {"store": False}, compact_only=True)
     response = prepared.response
     admission = request.app.state.admission
     admission.enter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
@@ -51,16 +52,8 @@ async def create_response(request: Request) -> HttpResponse:
     admission.enter()
     at_end(request, admission.leave)
     acting = principal(request)
-    prepared = await prepare(
-        await read_json(request, limits(request)),
-        _repository(request),
-        limits(request),
-        served_model=request.app.state.served_model,
-        project=acting.project,
-        decided_by=acting.key_id,
-        egress=request.app.state.egress,
-        known_model=request.app.state.registry.knows,
-        windows=request.app.state.windows,
+    prepared = await prepared_for(
+        request, acting, await read_json(request, limits(request)), windows=request.app.state.windows
     )
     if not prepared.request.background:  # an interactive request that would wait too long is refused now
         await request.app.state.capacity.check(prepared.response.model)
@@ -89,6 +82,24 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
     if prepared.request.background:
         return _json(response)
     return _json(await ended(request, started, response))
+
+
+async def prepared_for(
+    request: Request, acting: Principal, payload: dict[str, Any], **options: Any
+) -> PreparedResponse:
+    """`prepare` with what this server and the key decide: the demo model's name, the key's
+    project and id, the egress policy, the registry's models (`options`: the rest)."""
+    return await prepare(
+        payload,
+        _repository(request),
+        limits(request),
+        served_model=request.app.state.served_model,
+        project=acting.project,
+        decided_by=acting.key_id,
+        egress=request.app.state.egress,
+        known_model=request.app.state.registry.knows,
+        **options,
+    )
 
 
 async def ended(request: Request, started: Started, response: Response) -> Response:

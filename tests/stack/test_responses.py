@@ -231,6 +231,8 @@ async def test_store_false_is_not_retrievable_nor_chainable(sdk: openai.AsyncOpe
 
 
 async def test_retrieve_delete_and_list(sdk: openai.AsyncOpenAI, stack: Stack, model: str):
+    for earlier in ("one", "two"):  # a second page of two, whatever ran on the stack before
+        await sdk.responses.create(model=model, input=f"an earlier {earlier}")
     created = await sdk.responses.create(model=model, input="keep me", metadata={"k": "v"})
     fetched = await sdk.responses.retrieve(created.id)
     assert fetched.model_dump() == created.model_dump()
