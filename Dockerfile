@@ -18,6 +18,7 @@ COPY upstream ./upstream
 COPY sealing ./sealing
 COPY search ./search
 COPY retrieval ./retrieval
+COPY sandbox ./sandbox
 COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows

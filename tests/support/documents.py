@@ -8,14 +8,48 @@ def pdf_with_text(lines: list[str]) -> bytes:
     """A one-page PDF whose page shows `lines` (ASCII) in Helvetica."""
     shown = "".join(f"({line.replace('(', '[').replace(')', ']')}) Tj T* " for line in lines)
     stream = f"BT /F1 12 Tf 14 TL 72 720 Td {shown}ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            _stream(stream),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def pdf_with_font_map(shown_bytes: int, characters_per_byte: int = 256) -> bytes:
+    """A one-page PDF that shows `shown_bytes` bytes in a font whose ToUnicode map turns each
+    one into `characters_per_byte` characters: a small file whose text is enormous."""
+    target = "0061" * characters_per_byte  # "a", over and over
+    cmap = (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap "
+        "/CMapName /Adobe-Identity-UCS def /CMapType 2 def "
+        "1 begincodespacerange <00> <FF> endcodespacerange "
+        f"1 beginbfchar <41> <{target}> endbfchar "
+        "endcmap CMapName currentdict /CMap defineresource pop end end"
+    ).encode()
+    stream = b"BT /F1 12 Tf 72 720 Td (" + b"A" * shown_bytes + b") Tj ET"
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            _stream(stream),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+            _stream(cmap),
+        ]
+    )
+
+
+def _stream(data: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
+
+
+def _pdf(objects: list[bytes]) -> bytes:
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
