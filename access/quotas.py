@@ -1,16 +1,23 @@
-"""Per-key limits: how many requests one key may have open at once, how many streams, and
-(when set) how many requests a minute. Past a limit a request gets a 429 in OpenAI's shape
-with `retry-after`, before anything is read or stored. While the server runs open, every
-request counts against one shared key."""
+"""Quotas, in one place: what one key may do at once, and what one project may keep.
+
+- **Per key** (`Quotas`): how many requests one key may have open at once, how many streams,
+  and (when set) how many requests a minute. Past a limit a request gets a 429 in OpenAI's
+  shape with `retry-after`, before anything is read or stored. While the server runs open,
+  every request counts against one shared key.
+- **Per project** (`QuotaSettings.project`, `models/quotas.py`): files, their bytes, vector
+  stores, files in one store, webhook endpoints. The store checks them where it adds
+  (`store/quota.py`); past one, a 400 `limit_exceeded` names it.
+"""
 
 from __future__ import annotations
 
 import math
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.errors import RateLimitedError
+from models.quotas import ProjectQuotas
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,7 @@ class QuotaSettings:
     max_streams_per_key: int = 100
     requests_per_minute: int = 0
     """0: no rate limit."""
+    project: ProjectQuotas = field(default_factory=ProjectQuotas)
 
 
 class Quotas:

@@ -1,18 +1,21 @@
-"""The ingestion workflow's activities: read and chunk a file (once), embed a batch of its
-chunks (only those not embedded yet: a batch retried after a crash embeds again at most what
-the crashed attempt embedded), and settle the file's status.
+"""The ingestion workflow's activities: read and chunk a file (once: the count is kept, so an
+ingestion that starts again goes on from its chunks), embed the next batch of its chunks (only
+those not embedded yet: a batch retried after a crash embeds again at most what the crashed
+attempt embedded), and settle the file's status.
 
-A file that cannot be read fails at once (`UnreadableFileError`, never retried). An
-embeddings backend that is down or at its limit is retried by Temporal; one that waits for
-capacity in the upstream budget says how long (`next_retry_delay`); one that refuses fails
-the file.
+The file is read in a process of its own, within its limits (`retrieval/reader.py`); its
+chunks are kept a batch at a time, each batch only while the file is still being ingested in
+the store (a file removed meanwhile keeps nothing). A file that cannot be read fails at once
+(`UnreadableFileError`, never retried). An embeddings backend that is down or at its limit is
+retried by Temporal; one that waits for capacity in the upstream budget says how long
+(`next_retry_delay`); one that refuses fails the file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 from temporalio import activity
@@ -31,12 +34,13 @@ from models.ingestion import (
     ChunkFileResult,
     EmbedChunksInput,
     EmbedChunksResult,
+    EmbedNextChunksInput,
+    EmbedNextChunksResult,
     SettleFileInput,
     SettleFileResult,
 )
-from retrieval.chunking import chunks_of
 from retrieval.embedder import Embedder
-from retrieval.parsing import text_of
+from retrieval.reader import ReaderStoppedError, read_chunks
 from store.repository import ResponseRepository
 from telemetry import metrics
 
@@ -67,36 +71,67 @@ class IngestionActivities:
 
     @activity.defn(name=activity_names.CHUNK_FILE)
     async def chunk_file(self, request: ChunkFileInput) -> ChunkFileResult:
-        entry = await self.repository.vector_stores.file(request.vector_store_id, request.file_id)
-        content = await self.repository.files.content(request.file_id)
-        if entry is None or entry.status != "in_progress" or content is None:
+        store, file_id = request.vector_store_id, request.file_id
+        entry = await self.repository.vector_stores.file(store, file_id)
+        if entry is None or entry.status != "in_progress":
             return ChunkFileResult(chunks=0, gone=True)
-        filename = await self.repository.files.filename(request.file_id)
+        if entry.chunk_count is not None:  # chunked by an earlier run: its chunks are there
+            return ChunkFileResult(chunks=entry.chunk_count)
+        found = await self.repository.files.find(file_id)
+        if found is None:
+            return ChunkFileResult(chunks=0, gone=True)
         static = entry.chunking_strategy["static"]
+        await self.repository.chunks.clear(store, file_id)  # what an attempt that died kept
+        count = 0
         try:
-            async with heartbeating():  # a large PDF takes a while: in a thread, beside the heartbeats
-                text = await asyncio.to_thread(text_of, filename or "", content)
-                chunks = await asyncio.to_thread(
-                    chunks_of, text, static["max_chunk_size_tokens"], static["chunk_overlap_tokens"]
+            async with heartbeating():
+                batches = read_chunks(
+                    found.filename,
+                    self.repository.files.parts(file_id),
+                    static["max_chunk_size_tokens"],
+                    static["chunk_overlap_tokens"],
                 )
+                async with contextlib.aclosing(batches):
+                    async for batch in batches:
+                        if not await self.repository.chunks.add(store, file_id, count, batch):
+                            return ChunkFileResult(chunks=0, gone=True)
+                        count += len(batch)
         except UnreadableFileError as error:
             raise ApplicationError(error.message, error.code, type=type(error).__name__, non_retryable=True) from error
-        return ChunkFileResult(
-            chunks=await self.repository.chunks.put(request.vector_store_id, request.file_id, chunks)
+        except ReaderStoppedError as error:
+            raise ApplicationError(str(error), type=type(error).__name__) from error
+        if not await self.repository.vector_stores.chunked(store, file_id, count):
+            return ChunkFileResult(chunks=0, gone=True)
+        return ChunkFileResult(chunks=count)
+
+    @activity.defn(name=activity_names.EMBED_NEXT_CHUNKS)
+    async def embed_next_chunks(self, request: EmbedNextChunksInput) -> EmbedNextChunksResult:
+        pending = await self.repository.chunks.unembedded(
+            request.vector_store_id, request.file_id, request.after, request.limit
+        )
+        await self._embed(request.vector_store_id, request.file_id, request.project, request.embedding_model, pending)
+        return EmbedNextChunksResult(
+            embedded=len(pending),
+            last_position=pending[-1][0] if pending else request.after,
+            more=len(pending) == request.limit,
         )
 
     @activity.defn(name=activity_names.EMBED_CHUNKS)
     async def embed_chunks(self, request: EmbedChunksInput) -> EmbedChunksResult:
-        pending = await self.repository.chunks.unembedded(
+        pending = await self.repository.chunks.unembedded_between(
             request.vector_store_id, request.file_id, request.start, request.end
         )
+        await self._embed(request.vector_store_id, request.file_id, request.project, request.embedding_model, pending)
+        return EmbedChunksResult(embedded=len(pending))
+
+    async def _embed(
+        self, vector_store_id: str, file_id: str, project: str, model: str, pending: Sequence[tuple[int, str]]
+    ) -> None:
         if not pending:
-            return EmbedChunksResult(embedded=0)
+            return
         try:
             async with heartbeating():
-                vectors = await self.embedder.embed(
-                    [text for _, text in pending], request.project, model=request.embedding_model
-                )
+                vectors = await self.embedder.embed([text for _, text in pending], project, model=model)
         except CapacityWaitError as error:  # the budget has room later: come back then
             raise ApplicationError(
                 str(error), type=type(error).__name__, next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))
@@ -109,12 +144,11 @@ class IngestionActivities:
         except UpstreamError as error:  # refused, misconfigured: retrying cannot mend it
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
         await self.repository.chunks.embed(
-            request.vector_store_id,
-            request.file_id,
+            vector_store_id,
+            file_id,
             {position: vector for (position, _), vector in zip(pending, vectors, strict=True)},
         )
         metrics.chunks_embedded(len(pending))
-        return EmbedChunksResult(embedded=len(pending))
 
     @activity.defn(name=activity_names.SETTLE_FILE)
     async def settle_file(self, request: SettleFileInput) -> SettleFileResult:

@@ -1,34 +1,62 @@
 """Route handlers of OpenAI's Files API (`/v1/files`): upload (multipart, as the `openai`
 SDK's `files.create` sends it), list, retrieve, download and delete, each in the key's
-project. A file is at most `MAX_FILE_BYTES`; its name is kept (at most 512 characters, no
-control characters)."""
+project. A file is at most `IngestionLimits.max_file_bytes`; its name is kept (at most 512
+characters, no control characters).
+
+An upload streams through: the multipart parser spools the file to disk as it arrives (never
+more than a megabyte of it in memory), and it goes into the store a part at a time
+(`store/files.py`); a download streams out the same way. The project's quotas of files and
+bytes are checked as the file's row is written.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
-from api.body import read_bounded
-from api.params import limits, list_page, page_params, plausible_id, principal, repository
-from models.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
+from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
+from models.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError, RequestTimeoutError
 from models.ids import new_id
-from store.files import FileRow
+from retrieval.limits import LIMITS
+from store.files import PART_BYTES, FileRow
 
-MAX_FILE_BYTES = 32 * 1024 * 1024
 PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 UPLOAD_TIMEOUT_FACTOR = 10
 """An upload may take this many times the body timeout (`BODY_TIMEOUT_SECONDS`) to arrive."""
 MAX_FILENAME_CHARS = 512
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
+"""What an upload's body may hold besides the file (boundaries, headers, the purpose)."""
 
 
 def file_not_found(file_id: str, param: str | None = None) -> NotFoundError:
     return NotFoundError(f"No such File object: {file_id}", param=param)
+
+
+def _too_large() -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"Files may be at most {LIMITS.max_file_bytes // (1024 * 1024)} MiB here.", param="file", code="file_too_large"
+    )
+
+
+async def _body(request: Request) -> AsyncIterator[bytes]:
+    """The request's body as it arrives, refused once it is longer than a file may be."""
+    declared = request.headers.get("content-length", "")
+    most = LIMITS.max_file_bytes + MULTIPART_OVERHEAD_BYTES
+    if declared.isdigit() and int(declared) > most:
+        raise _too_large()
+    size = 0
+    async for piece in request.stream():
+        size += len(piece)
+        if size > most:
+            raise _too_large()
+        yield piece
 
 
 async def _fields(request: Request) -> tuple[UploadFile, str]:
@@ -37,32 +65,30 @@ async def _fields(request: Request) -> tuple[UploadFile, str]:
         raise InvalidRequestError(
             "Uploads are multipart/form-data, with a `file` and a `purpose`.", code="invalid_content_type"
         )
-    too_large = PayloadTooLargeError(
-        f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.", param="file", code="file_too_large"
-    )
-    body = await read_bounded(
-        request, MAX_FILE_BYTES + 64 * 1024, limits(request).body_timeout_seconds * UPLOAD_TIMEOUT_FACTOR, too_large
-    )
-
-    async def once() -> AsyncIterator[bytes]:
-        yield body
-
+    timeout = limits(request).body_timeout_seconds * UPLOAD_TIMEOUT_FACTOR
     try:
-        form = await MultiPartParser(request.headers, once(), max_files=1, max_fields=8).parse()
+        async with asyncio.timeout(timeout):
+            form = await MultiPartParser(request.headers, _body(request), max_files=1, max_fields=8).parse()
     except MultiPartException as error:
         raise InvalidRequestError(f"The upload could not be read: {error.message}", code="invalid_value") from None
+    except TimeoutError:
+        raise RequestTimeoutError(f"The upload did not arrive within {timeout:g} s.", code="request_timeout") from None
     unknown = sorted(set(form.keys()) - {"file", "purpose"})
-    if unknown:
-        raise InvalidRequestError(f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
     upload, purpose = form.get("file"), form.get("purpose")
-    if not isinstance(upload, UploadFile):
-        raise InvalidRequestError(
-            "Missing required parameter: 'file'.", param="file", code="missing_required_parameter"
-        )
-    if not isinstance(purpose, str) or purpose not in PURPOSES:
-        raise InvalidRequestError(
-            f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose", code="invalid_value"
-        )
+    try:
+        if unknown:
+            raise InvalidRequestError(f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
+        if not isinstance(upload, UploadFile):
+            raise InvalidRequestError(
+                "Missing required parameter: 'file'.", param="file", code="missing_required_parameter"
+            )
+        if not isinstance(purpose, str) or purpose not in PURPOSES:
+            raise InvalidRequestError(
+                f"Invalid 'purpose': expected one of {', '.join(PURPOSES)}.", param="purpose", code="invalid_value"
+            )
+    except InvalidRequestError:
+        await form.close()
+        raise
     return upload, purpose
 
 
@@ -77,16 +103,30 @@ def _filename(upload: UploadFile) -> str:
     return name
 
 
+async def _pieces(upload: UploadFile) -> AsyncIterator[bytes]:
+    await upload.seek(0)
+    size = 0
+    while piece := await upload.read(PART_BYTES):
+        size += len(piece)
+        if size > LIMITS.max_file_bytes:
+            raise _too_large()
+        yield piece
+
+
 async def create_file(request: Request) -> HttpResponse:
     upload, purpose = await _fields(request)
-    filename = _filename(upload)
-    content = await upload.read()
-    if len(content) > MAX_FILE_BYTES:
-        raise PayloadTooLargeError(
-            f"Files may be at most {MAX_FILE_BYTES // (1024 * 1024)} MiB here.", param="file", code="file_too_large"
-        )
-    row = FileRow(new_id("file"), principal(request).project, filename, purpose, len(content), int(time.time()))
-    await repository(request).files.create(row, content)
+    files = repository(request).files
+    file_id = new_id("file")
+    try:
+        filename = _filename(upload)
+        size = await files.write_parts(file_id, _pieces(upload))
+        row = FileRow(file_id, principal(request).project, filename, purpose, size, int(time.time()))
+        await files.create(row, project_quotas(request))
+    except BaseException:
+        await asyncio.shield(files.drop_parts(file_id))
+        raise
+    finally:
+        await upload.close()
     return JSONResponse(row.to_wire())
 
 
@@ -103,11 +143,13 @@ async def retrieve_file(request: Request) -> HttpResponse:
 
 
 async def file_content(request: Request) -> HttpResponse:
+    """The file's bytes, streamed a part at a time."""
     found = await _file(request)
-    content = await repository(request).files.content(found.id)
-    if content is None:
-        raise file_not_found(found.id, "file_id")
-    return HttpResponse(content, media_type="application/octet-stream")
+    return StreamingResponse(
+        repository(request).files.parts(found.id),
+        media_type="application/octet-stream",
+        headers={"content-length": str(found.bytes)},
+    )
 
 
 async def list_files(request: Request) -> HttpResponse:
@@ -127,6 +169,10 @@ async def list_files(request: Request) -> HttpResponse:
 
 
 async def delete_file(request: Request) -> HttpResponse:
+    """The file goes, with its chunks in every vector store; its ingestions still running are
+    stopped (one that writes a last batch after this finds its row gone and writes nothing)."""
     found = await _file(request)
-    await repository(request).files.delete(found.id, found.project)
+    running = await repository(request).files.delete(found.id, found.project)
+    for vector_store_id in running or []:
+        await request.app.state.ingestions.cancel(vector_store_id, [found.id])
     return JSONResponse({"id": found.id, "object": "file", "deleted": True})

@@ -12,6 +12,7 @@ from starlette.responses import Response as HttpResponse
 from access.principal import OPEN, Principal
 from api.body import Limits
 from models.errors import InvalidRequestError
+from models.quotas import ProjectQuotas
 from models.responses import WIRE
 from store.repository import ResponseRepository
 
@@ -32,6 +33,11 @@ def at_end(request: Request, release: Callable[[], None]) -> None:
 
 def limits(request: Request) -> Limits:
     return request.app.state.limits
+
+
+def project_quotas(request: Request) -> ProjectQuotas:
+    """What the request's project may keep (`access/quotas.py`)."""
+    return request.app.state.quotas.settings.project
 
 
 def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN001 - any pydantic model

@@ -12,12 +12,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.params import list_page, page_params, plausible_id, repository
+from api.params import list_page, page_params, plausible_id, project_quotas, repository
 from api.vector_stores import files_to_add, ingest, parsed, vector_store
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from models.vector_stores import CreateFileBatch, CreateVectorStoreFile, UpdateVectorStoreFile, chunking_as_stored
 from store.vector_stores import STATUSES, BatchRow, NewFile, VectorStoreFileRow
+
+CONTENT_PAGE_CHARS = 1024 * 1024
 
 
 def _status_filter(request: Request) -> str | None:
@@ -43,7 +45,9 @@ async def create_file(request: Request) -> HttpResponse:
     body = await parsed(CreateVectorStoreFile, request)
     entry = NewFile(body.file_id, body.attributes or {}, chunking_as_stored(body.chunking_strategy))
     await files_to_add(request, [entry], ["file_id"])
-    added = await repository(request).vector_stores.add_files(store.id, [entry])
+    added = await repository(request).vector_stores.add_files(
+        store.id, [entry], project_quotas(request), param="file_id"
+    )
     await ingest(request, store, added)
     found = await repository(request).vector_stores.file(store.id, body.file_id)
     return JSONResponse((found or added[0]).to_wire())
@@ -70,15 +74,29 @@ async def delete_file(request: Request) -> HttpResponse:
     return JSONResponse({"id": entry.file_id, "object": "vector_store.file.deleted", "deleted": True})
 
 
+def _page_token(request: Request) -> int:
+    """Where a page of a file's content starts: `?page=` with the `next_page` of the one before."""
+    token = request.query_params.get("page")
+    if token is None:
+        return -1
+    if not token.isdigit() or len(token) > 12:
+        raise InvalidRequestError("Invalid 'page': expected the `next_page` of an earlier page.", param="page")
+    return int(token)
+
+
 async def file_content(request: Request) -> HttpResponse:
+    """The file's chunks, a page of at most `CONTENT_PAGE_CHARS` characters at a time (a
+    large file's content is not read, nor sent, in one piece); `next_page` goes in `?page=`."""
     entry = await _entry(request)
-    chunks = await repository(request).chunks.texts(entry.vector_store_id, entry.file_id)
+    chunks, more = await repository(request).chunks.texts_page(
+        entry.vector_store_id, entry.file_id, _page_token(request), CONTENT_PAGE_CHARS
+    )
     return JSONResponse(
         {
             "object": "vector_store.file_content.page",
-            "has_more": False,
-            "next_page": None,
-            "data": [{"type": "text", "text": text} for text in chunks],
+            "has_more": more,
+            "next_page": str(chunks[-1][0]) if more and chunks else None,
+            "data": [{"type": "text", "text": text} for _, text in chunks],
         }
     )
 
@@ -120,7 +138,9 @@ async def create_batch(request: Request) -> HttpResponse:
     ]
     await files_to_add(request, entries, [f"{listed}[{index}]" for index in range(len(entries))])
     batch_id = new_id("vsfb")
-    added = await repository(request).vector_stores.add_files(store.id, entries, batch_id)
+    added = await repository(request).vector_stores.add_files(
+        store.id, entries, project_quotas(request), batch_id, param=listed
+    )
     await ingest(request, store, added)
     batch = await repository(request).vector_stores.batch(batch_id)
     assert batch is not None

@@ -19,7 +19,7 @@ from starlette.responses import Response as HttpResponse
 from api.body import read_json
 from api.errors import from_validation_error
 from api.files import file_not_found
-from api.params import limits, list_page, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError, UnavailableError, UpstreamError
 from models.ids import new_id
 from models.vector_stores import CreateVectorStore, SearchVectorStore, UpdateVectorStore, chunking_as_stored
@@ -89,7 +89,7 @@ async def create_vector_store(request: Request) -> HttpResponse:
         body.expires_after.days if body.expires_after else None,
         request.app.state.embedder.model,
     )
-    added = await repository(request).vector_stores.create(row, entries)
+    added = await repository(request).vector_stores.create(row, entries, project_quotas(request), param="file_ids")
     try:
         await ingest(request, row, added)
     except Exception:

@@ -23,7 +23,7 @@ from access.egress import EgressPolicy, EgressRefusedError
 from activities.webhooks import egress_refused, post_event
 from api.body import read_json
 from api.errors import from_validation_error
-from api.params import limits, list_page, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError
 from models.webhooks import (
     ACTION_REQUIRED,
@@ -79,7 +79,11 @@ async def create_endpoint(request: Request) -> HttpResponse:
     body: CreateWebhookEndpoint = await _body(CreateWebhookEndpoint, request)
     await _reachable(request, body.url)
     endpoint, secret = await _endpoints(request).create(
-        principal(request).project, name=body.name, url=body.url, event_types=list(body.event_types)
+        principal(request).project,
+        name=body.name,
+        url=body.url,
+        event_types=list(body.event_types),
+        quotas=project_quotas(request),
     )
     return JSONResponse(endpoint.to_wire(signing_secret=secret))
 

@@ -27,6 +27,7 @@ import openai
 
 from bench.processes import Backend, Dev
 from models.ids import new_id
+from models.quotas import ProjectQuotas
 from retrieval.chunking import Chunk
 from retrieval.embedder import Embedder
 from retrieval.searching import search
@@ -86,25 +87,26 @@ async def filled(url: str, chunks: int) -> tuple[ResponseRepository, VectorStore
     repository = ResponseRepository(db)
     now = int(time.time())
     store = VectorStoreRow(new_id("vs"), "", "bench", {}, now, now, None, LEXICAL_MODEL)
-    await repository.vector_stores.create(store, [])
+    await repository.vector_stores.create(store, [], ProjectQuotas())
     rng = random.Random(11)
     per_file = 1000
     for start in range(0, chunks, per_file):
         file_id = f"file_{start}"
         texts = [document(rng, 60) for _ in range(min(per_file, chunks - start))]
-        await repository.chunks.put(store.id, file_id, [Chunk(text, 80) for text in texts])
-        await repository.chunks.embed(
-            store.id, file_id, {position: lexical_vector(text) for position, text in enumerate(texts)}
-        )
         async with db.write() as transaction:
             await transaction.run(
                 "INSERT INTO vector_store_files (vector_store_id, file_id, status, attributes, chunking_strategy, "
-                "usage_bytes, created_at, sort_key) VALUES (:store, :file, 'completed', '{}', '{}', 0, :now, :key)",
+                "usage_bytes, created_at, sort_key) VALUES (:store, :file, 'in_progress', '{}', '{}', 0, :now, :key)",
                 store=store.id,
                 file=file_id,
                 now=now,
                 key=start,
             )
+        await repository.chunks.add(store.id, file_id, 0, [Chunk(text, 80) for text in texts])
+        await repository.chunks.embed(
+            store.id, file_id, {position: lexical_vector(text) for position, text in enumerate(texts)}
+        )
+        await repository.vector_stores.settle(store.id, file_id, "completed")
     return repository, store
 
 

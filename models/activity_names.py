@@ -22,4 +22,6 @@ DELIVER_WEBHOOK = "deliver_webhook"
 # A file's ingestion into a vector store.
 CHUNK_FILE = "chunk_file"
 EMBED_CHUNKS = "embed_chunks"
+"""A fixed range of chunks (ingestions started before they resumed where they stopped)."""
+EMBED_NEXT_CHUNKS = "embed_next_chunks"
 SETTLE_FILE = "settle_file"

@@ -5,8 +5,10 @@
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
     │   │   ├── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
     │   │   ├── ContextLengthExceededError     the input does not fit the model's context window
-    │   │   └── ConversationLockedError   a response runs on the conversation already
-    │   │                                 (`store/conversations.py`)
+    │   │   ├── ConversationLockedError   a response runs on the conversation already
+    │   │   │                             (`store/conversations.py`)
+    │   │   └── QuotaExceededError        the project keeps as many files, bytes, vector stores,
+    │   │                                 files in a store or webhook endpoints as it may
     │   ├── AuthenticationError           401  no API key, or not one of this server's
     │   ├── PermissionDeniedError         403  an approver key asked for more than it may do
     │   ├── NotFoundError                 404  no stored response (or item) with that id (or
@@ -79,7 +81,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.quotas import ProjectQuota
 
 
 class DurableResponsesError(Exception):
@@ -142,6 +147,20 @@ class ContextLengthExceededError(InvalidRequestError):
         )
         self.tokens = tokens
         self.window = window
+
+
+class QuotaExceededError(InvalidRequestError):
+    """A project's quota (`models/quotas.py`) is reached: the message names it and its setting."""
+
+    def __init__(self, quota: ProjectQuota, limit: int, *, param: str | None = None) -> None:
+        super().__init__(
+            f"This project may keep {quota.described(limit)} ({quota.setting}), and this would go past it: "
+            "delete some first, or ask the operator to raise the limit.",
+            param=param,
+            code="limit_exceeded",
+        )
+        self.quota = quota
+        self.limit = limit
 
 
 class AuthenticationError(ApiError):

@@ -10,6 +10,9 @@ from pydantic import BaseModel
 INGESTION_WORKFLOW = "FileIngestion"
 EMBED_BATCH = 64
 """Chunks embedded in one step (one embeddings call)."""
+BATCHES_PER_RUN = 200
+"""Steps one run of the workflow takes before it continues as new (about 1,200 history events;
+a file of `IngestionLimits.max_chunks` takes two runs)."""
 
 
 def ingestion_workflow_id(vector_store_id: str, file_id: str) -> str:
@@ -21,6 +24,12 @@ class FileIngestionInput(BaseModel):
     file_id: str
     project: str
     embedding_model: str
+    chunked: bool = False
+    """The file's chunks are kept already (a run that continued as new)..."""
+    embedded_through: int = -1
+    """...and those up to this position are embedded."""
+    batches_per_run: int = BATCHES_PER_RUN
+    """Steps a run takes before it continues as new."""
 
 
 class ChunkFileInput(BaseModel):
@@ -45,6 +54,24 @@ class EmbedChunksInput(BaseModel):
 
 class EmbedChunksResult(BaseModel):
     embedded: int
+
+
+class EmbedNextChunksInput(BaseModel):
+    vector_store_id: str
+    file_id: str
+    project: str
+    embedding_model: str
+    after: int
+    """Embed the first chunks past this position that have no embedding yet."""
+    limit: int = EMBED_BATCH
+
+
+class EmbedNextChunksResult(BaseModel):
+    embedded: int
+    last_position: int
+    """The last position looked at: where the next step starts."""
+    more: bool
+    """Chunks past `last_position` may still need embeddings."""
 
 
 class SettleFileInput(BaseModel):

@@ -11,6 +11,7 @@ same budget (`rpm`, `tpm`, what 429s taught) as inference. The API's own searche
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from models.errors import RejectedByUpstreamError
@@ -19,6 +20,10 @@ from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import ModelRegistry
+
+IN_THREAD_CHARS = 8192
+"""Texts longer than this together are embedded by the lexical embedder in a thread (a batch of
+ingested chunks takes tens of milliseconds of CPU: not on the event loop)."""
 
 
 def _vectors(answer: dict[str, Any], count: int, model: str) -> list[list[float]]:
@@ -57,7 +62,9 @@ class Embedder:
         if not texts:
             return []
         if model == LEXICAL_MODEL:
-            return [lexical_vector(text) for text in texts]
+            if sum(map(len, texts)) < IN_THREAD_CHARS:
+                return [lexical_vector(text) for text in texts]
+            return await asyncio.to_thread(lambda: [lexical_vector(text) for text in texts])
         body = {"model": model, "input": texts, "encoding_format": "float"}
         if self.gate is None:
             deployments = self.registry.serving(model)

@@ -13,6 +13,9 @@ from retrieval.chunking import Chunk
 from retrieval.vectors import to_bytes
 from store.database import Database
 
+PAGE_CHUNKS = 100
+"""Chunks a page of a file's content holds at most."""
+
 
 @dataclass(frozen=True)
 class Nearest:
@@ -27,17 +30,28 @@ class Chunks:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def put(self, vector_store_id: str, file_id: str, chunks: list[Chunk]) -> int:
-        """Keep a file's chunks, once: a file chunked before keeps the chunks it has. How many
-        it has."""
+    async def clear(self, vector_store_id: str, file_id: str) -> None:
+        """Forget what an earlier, unfinished reading of the file kept."""
         async with self.db.write() as transaction:
-            have = await transaction.value(
-                "SELECT count(*) FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file",
+            await transaction.run(
+                "DELETE FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file",
                 store=vector_store_id,
                 file=file_id,
             )
-            if have:
-                return int(have)
+
+    async def add(self, vector_store_id: str, file_id: str, first_position: int, chunks: list[Chunk]) -> bool:
+        """Keep `chunks` from `first_position` on, if the file is still being ingested in the
+        store (False, keeping nothing, once it was removed or its ingestion ended). The file's
+        row is held meanwhile, so a removal waits for this write and then removes it too."""
+        held = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+        async with self.db.write() as transaction:
+            status = await transaction.value(
+                f"SELECT status FROM vector_store_files WHERE vector_store_id = :store AND file_id = :file{held}",
+                store=vector_store_id,
+                file=file_id,
+            )
+            if status != "in_progress":
+                return False
             await transaction.run_many(
                 "INSERT INTO vector_store_chunks (vector_store_id, file_id, position, text, tokens) "
                 "VALUES (:store, :file, :position, :text, :tokens)",
@@ -49,13 +63,29 @@ class Chunks:
                         "text": chunk.text,
                         "tokens": chunk.tokens,
                     }
-                    for position, chunk in enumerate(chunks)
+                    for position, chunk in enumerate(chunks, start=first_position)
                 ],
             )
-        return len(chunks)
+        return True
 
-    async def unembedded(self, vector_store_id: str, file_id: str, start: int, end: int) -> list[tuple[int, str]]:
-        """The chunks in positions `start` to `end` (exclusive) without an embedding yet."""
+    async def unembedded(self, vector_store_id: str, file_id: str, after: int, limit: int) -> list[tuple[int, str]]:
+        """The first `limit` chunks after position `after` without an embedding yet."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT position, text FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file "
+                "AND position > :after AND embedding IS NULL ORDER BY position LIMIT :limit",
+                store=vector_store_id,
+                file=file_id,
+                after=after,
+                limit=limit,
+            )
+        return [(row["position"], row["text"]) for row in rows]
+
+    async def unembedded_between(
+        self, vector_store_id: str, file_id: str, start: int, end: int
+    ) -> list[tuple[int, str]]:
+        """The chunks in positions `start` to `end` (exclusive) without an embedding yet (the
+        batches of ingestions that began before they resumed where they stopped)."""
         async with self.db.read() as transaction:
             rows = await transaction.all(
                 "SELECT position, text FROM vector_store_chunks WHERE vector_store_id = :store AND file_id = :file "
@@ -99,7 +129,7 @@ class Chunks:
         params = {"stores": vector_store_ids, "probe": probe, "size": size, "limit": limit}
         if file_ids is not None:
             where, params["files"] = where + " AND c.file_id IN (:files)", file_ids
-        async with self.db.read() as transaction:
+        async with self.db.scan() as transaction:  # linear in the stores' chunks: off the loop
             rows = await transaction.all(
                 f"SELECT c.vector_store_id, c.file_id, c.position, c.text, {similarity} AS similarity "
                 "FROM vector_store_chunks c JOIN vector_store_files f ON f.vector_store_id = c.vector_store_id "
@@ -114,12 +144,25 @@ class Chunks:
             for row in rows
         ]
 
-    async def texts(self, vector_store_id: str, file_id: str) -> list[str]:
+    async def texts_page(
+        self, vector_store_id: str, file_id: str, after: int, max_chars: int
+    ) -> tuple[list[tuple[int, str]], bool]:
+        """The chunks after position `after`, in order, as many as fit in `max_chars` (at least
+        one), with their positions; and whether more follow."""
         async with self.db.read() as transaction:
             rows = await transaction.all(
-                "SELECT text FROM vector_store_chunks WHERE vector_store_id = :store "
-                "AND file_id = :file ORDER BY position",
+                "SELECT position, text FROM vector_store_chunks WHERE vector_store_id = :store "
+                "AND file_id = :file AND position > :after ORDER BY position LIMIT :limit",
                 store=vector_store_id,
                 file=file_id,
+                after=after,
+                limit=PAGE_CHUNKS + 1,
             )
-        return [row["text"] for row in rows]
+        page: list[tuple[int, str]] = []
+        used = 0
+        for row in rows[:PAGE_CHUNKS]:
+            if page and used + len(row["text"]) > max_chars:
+                return page, True
+            page.append((row["position"], row["text"]))
+            used += len(row["text"])
+        return page, len(rows) > PAGE_CHUNKS

@@ -9,7 +9,9 @@ driver a statement costs microseconds.
 
 - **SQLite** runs in the event loop itself, on two synchronous `sqlite3` connections (one
   reads, one writes). A statement on a local file in WAL mode takes microseconds, less than
-  handing it to a thread would. The loop never waits on a lock another process holds: the
+  handing it to a thread would. A read whose work grows with what a tenant stored (a vector
+  search over every chunk of a store) is a `scan()`: it runs in a thread, on a third
+  connection, so the loop goes on serving meanwhile. The loop never waits on a lock another process holds: the
   writing connection has no busy timeout, and a busy database is retried with
   `asyncio.sleep`. Writers in this process queue on an asyncio lock. Checkpoints, SQLite's
   only fsyncs in WAL mode with `synchronous=NORMAL`, run in a thread. Database files are
@@ -70,6 +72,9 @@ class Database(Protocol):
     dialect: str
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Transaction]: ...
+
+    def scan(self) -> contextlib.AbstractAsyncContextManager[Transaction]:
+        """A read that may take long: never on the event loop's thread."""
 
     def write(self) -> contextlib.AbstractAsyncContextManager[Transaction]: ...
 
@@ -148,6 +153,34 @@ class _SqliteTransaction:
             raise Conflict(str(error)) from error
 
 
+class _ThreadedSqliteTransaction:
+    """A transaction whose statements run in a worker thread (`SqliteDatabase.scan`)."""
+
+    def __init__(self, inner: _SqliteTransaction) -> None:
+        self._inner = inner
+
+    async def all(self, query: str, **params: Any) -> list[Row]:
+        rows: list[Row] = await asyncio.to_thread(lambda: self._inner._execute(query, params).fetchall())
+        return rows
+
+    async def one(self, query: str, **params: Any) -> Row | None:
+        row: Row | None = await asyncio.to_thread(lambda: self._inner._execute(query, params).fetchone())
+        return row
+
+    async def value(self, query: str, **params: Any) -> Any:
+        return await asyncio.to_thread(lambda: self._first(query, params))
+
+    def _first(self, query: str, params: Mapping[str, Any]) -> Any:
+        row = self._inner._execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+    async def run(self, query: str, **params: Any) -> int:
+        raise TypeError("a scan only reads")
+
+    async def run_many(self, query: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        raise TypeError("a scan only reads")
+
+
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
 
@@ -162,14 +195,18 @@ class SqliteDatabase:
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._reader = self._connect(busy_timeout_ms=1000)
         self._writer = self._connect(busy_timeout_ms=0)
+        self._scanner = self._connect(busy_timeout_ms=1000, threaded=True)
         self._reading = asyncio.Lock()
+        self._scanning = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._checkpointer: asyncio.Task[None] | None = None
         self._truncate_next = False
         self.wakeups: Wakeups = LocalSocketWakeups(Path(f"{self.path}.wakeups"))
 
-    def _connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    def _connect(self, *, busy_timeout_ms: int, threaded: bool = False) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=not threaded
+        )
         connection.row_factory = sqlite3.Row
         # The WAL is checkpointed in a thread (`_checkpoint`); after the log restarts, SQLite
         # cuts the file back to `journal_size_limit` rather than keeping its largest size.
@@ -194,6 +231,15 @@ class SqliteDatabase:
                 yield _SqliteTransaction(self._reader)
             finally:
                 self._reader.execute("COMMIT")
+
+    @contextlib.asynccontextmanager
+    async def scan(self) -> AsyncIterator[Transaction]:
+        async with self._scanning:
+            await asyncio.to_thread(self._scanner.execute, "BEGIN")
+            try:
+                yield _ThreadedSqliteTransaction(_SqliteTransaction(self._scanner))
+            finally:
+                await asyncio.shield(asyncio.to_thread(self._scanner.execute, "COMMIT"))
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Transaction]:
@@ -258,6 +304,7 @@ class SqliteDatabase:
             self._checkpointer.cancel()
         self._reader.close()
         self._writer.close()
+        self._scanner.close()
         await asyncio.to_thread(_checkpoint, self.path, True)
 
 
@@ -412,6 +459,12 @@ class PostgresDatabase:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Transaction]:
+        async with self._transaction(readonly=True) as transaction:
+            yield transaction
+
+    @contextlib.asynccontextmanager
+    async def scan(self) -> AsyncIterator[Transaction]:
+        """asyncpg waits for the server without holding the loop: a scan is a read."""
         async with self._transaction(readonly=True) as transaction:
             yield transaction
 

@@ -354,7 +354,8 @@ upstream_queues = Table(
 
 # ---- Files and vector stores (`store/files.py`, `store/vector_stores.py`, `store/chunks.py`) ----
 
-# An uploaded file, its bytes kept whole (at most `retrieval.limits.MAX_FILE_BYTES`).
+# An uploaded file (at most `retrieval.limits.IngestionLimits.max_file_bytes`); its bytes are
+# in `file_parts`.
 files = Table(
     "files",
     metadata,
@@ -366,9 +367,20 @@ files = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("expires_at", BigInteger, nullable=True),
     Column("sort_key", BigInteger, nullable=False),
-    Column("content", LargeBinary, nullable=False),
 )
 Index("ix_files_project_sort_key", files.c.project, files.c.sort_key, files.c.id)
+
+# A file's bytes, in parts of at most `store.files.PART_BYTES`, written and read one at a time.
+# Parts whose file has no row (an upload that died half-way) are removed a while after
+# `written_at` (`store/files.py`).
+file_parts = Table(
+    "file_parts",
+    metadata,
+    Column("file_id", String(80), primary_key=True),
+    Column("part", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    Column("written_at", BigInteger, nullable=False),
+)
 
 vector_stores = Table(
     "vector_stores",
@@ -400,6 +412,8 @@ vector_store_files = Table(
     Column("usage_bytes", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("sort_key", BigInteger, nullable=False),
+    # How many chunks the file made, once it is chunked (NULL until then).
+    Column("chunk_count", Integer, nullable=True),
 )
 Index("ix_vector_store_files_batch_id", vector_store_files.c.batch_id)
 Index(

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from models.quotas import ProjectQuota, ProjectQuotas
+from store import quota
 from store.codec import dumps, loads
 from store.database import Conflict, Database, Transaction
 from store.paging import page_of_rows
@@ -21,7 +23,8 @@ Order = Literal["asc", "desc"]
 STATUSES = ("in_progress", "completed", "failed", "cancelled")
 STORE_COLUMNS = "id, project, name, metadata, created_at, last_active_at, expires_after_days, embedding_model"
 FILE_COLUMNS = (
-    "vector_store_id, file_id, batch_id, status, last_error, attributes, chunking_strategy, usage_bytes, created_at"
+    "vector_store_id, file_id, batch_id, status, last_error, attributes, chunking_strategy, usage_bytes, created_at, "
+    "chunk_count"
 )
 DAY_SECONDS = 86_400
 
@@ -76,6 +79,8 @@ class VectorStoreFileRow:
     chunking_strategy: dict[str, Any]
     usage_bytes: int
     created_at: int
+    chunk_count: int | None = None
+    """How many chunks it made, once chunked (its ingestion embeds them from then on)."""
     fresh: bool = False
     """Added by the call that answered it (not a file the store had already)."""
 
@@ -140,6 +145,7 @@ def _file(row: Any) -> VectorStoreFileRow:
         loads(row["chunking_strategy"]),
         row["usage_bytes"],
         row["created_at"],
+        row["chunk_count"],
     )
 
 
@@ -147,8 +153,17 @@ class VectorStores:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(self, row: VectorStoreRow, files: list[NewFile]) -> list[VectorStoreFileRow]:
+    async def create(
+        self, row: VectorStoreRow, files: list[NewFile], quotas: ProjectQuotas, *, param: str | None = None
+    ) -> list[VectorStoreFileRow]:
+        """The store with its first files; `QuotaExceededError` when its project keeps as many
+        stores as it may, or the files are more than one store may hold (`param` names them)."""
         async with self.db.write() as transaction:
+            await quota.hold(transaction, self.db.dialect, ProjectQuota.VECTOR_STORES, row.project)
+            stores = await transaction.value(
+                "SELECT count(*) FROM vector_stores WHERE project = :project", project=row.project
+            )
+            quota.check(quotas, ProjectQuota.VECTOR_STORES, int(stores), 1)
             await transaction.run(
                 "INSERT INTO vector_stores (id, project, name, metadata, created_at, last_active_at, "
                 "expires_after_days, sort_key, embedding_model) VALUES (:id, :project, :name, :metadata, "
@@ -163,7 +178,7 @@ class VectorStores:
                 sort_key=time.time_ns() // 1000,
                 embedding_model=row.embedding_model,
             )
-            return await self._add(transaction, row.id, files, None)
+            return await self._add(transaction, row.id, files, None, quotas, param)
 
     async def get(self, vector_store_id: str, project: str) -> VectorStoreRow | None:
         async with self.db.read() as transaction:
@@ -255,11 +270,19 @@ class VectorStores:
         return [row["file_id"] for row in running]
 
     async def add_files(
-        self, vector_store_id: str, files: list[NewFile], batch_id: str | None = None
+        self,
+        vector_store_id: str,
+        files: list[NewFile],
+        quotas: ProjectQuotas,
+        batch_id: str | None = None,
+        *,
+        param: str | None = None,
     ) -> list[VectorStoreFileRow]:
         """The files' rows, `in_progress`; a file already in the store keeps the row it has
-        (and its ingestion: it is not ingested twice)."""
+        (and its ingestion: it is not ingested twice). `QuotaExceededError` when the store
+        would hold more files than one may (`param` names them)."""
         async with self.db.write() as transaction:
+            await quota.hold(transaction, self.db.dialect, ProjectQuota.FILES_PER_VECTOR_STORE, vector_store_id)
             if batch_id is not None:
                 await transaction.run(
                     "INSERT INTO vector_store_file_batches (id, vector_store_id, created_at, "
@@ -268,15 +291,33 @@ class VectorStores:
                     store=vector_store_id,
                     now=int(time.time()),
                 )
-            return await self._add(transaction, vector_store_id, files, batch_id)
+            return await self._add(transaction, vector_store_id, files, batch_id, quotas, param)
 
     @staticmethod
     async def _add(
-        transaction: Transaction, vector_store_id: str, files: list[NewFile], batch_id: str | None
+        transaction: Transaction,
+        vector_store_id: str,
+        files: list[NewFile],
+        batch_id: str | None,
+        quotas: ProjectQuotas,
+        param: str | None,
     ) -> list[VectorStoreFileRow]:
         now, key = int(time.time()), time.time_ns() // 1000
+        distinct = {each.file_id: each for each in files}
+        if distinct:
+            held = await transaction.all(
+                "SELECT file_id FROM vector_store_files WHERE vector_store_id = :store", store=vector_store_id
+            )
+            have = {row["file_id"] for row in held}
+            quota.check(
+                quotas,
+                ProjectQuota.FILES_PER_VECTOR_STORE,
+                len(have),
+                len(distinct.keys() - have),
+                param=param,
+            )
         added = []
-        for offset, new in enumerate({each.file_id: each for each in files}.values()):
+        for offset, new in enumerate(distinct.values()):
             existing = await transaction.one(
                 f"SELECT {FILE_COLUMNS} FROM vector_store_files WHERE vector_store_id = :store AND file_id = :file",
                 store=vector_store_id,
@@ -357,7 +398,7 @@ class VectorStores:
 
     async def attributes_of(self, vector_store_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Each completed file's attributes, by file id (for filters)."""
-        async with self.db.read() as transaction:
+        async with self.db.scan() as transaction:  # as many as a store holds files: off the loop
             rows = await transaction.all(
                 "SELECT file_id, attributes FROM vector_store_files "
                 "WHERE vector_store_id IN (:ids) AND status = 'completed'",
@@ -385,6 +426,20 @@ class VectorStores:
             return bool(
                 await transaction.run(
                     "DELETE FROM vector_store_files WHERE vector_store_id = :store AND file_id = :file",
+                    store=vector_store_id,
+                    file=file_id,
+                )
+            )
+
+    async def chunked(self, vector_store_id: str, file_id: str, count: int) -> bool:
+        """The file's chunks are all kept: `count` of them. False when its ingestion ended
+        meanwhile (removed, cancelled)."""
+        async with self.db.write() as transaction:
+            return bool(
+                await transaction.run(
+                    "UPDATE vector_store_files SET chunk_count = :count "
+                    "WHERE vector_store_id = :store AND file_id = :file AND status = 'in_progress'",
+                    count=count,
                     store=vector_store_id,
                     file=file_id,
                 )

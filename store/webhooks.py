@@ -24,16 +24,16 @@ from typing import Any
 
 from models.errors import InvalidRequestError
 from models.ids import new_id
+from models.quotas import ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookEvent, WebhookPolicy, WebhookSubscription
 from sealing.secret_box import SecretBox
 from sealing.webhooks import new_secret, secret_bytes
+from store import quota
 from store.codec import dumps, loads
 from store.database import Database, Row
 
 LAST_SORT_KEY = 2**62
 """After every sort key (microseconds since the epoch): where a first page starts."""
-MAX_PER_PROJECT = 20
-"""A project's endpoints travel in each of its background responses' workflow input: bounded."""
 PREVIOUS_SECRET_SECONDS = 24 * 3600
 """How long a rotated-out secret still signs, when the rotation keeps it."""
 
@@ -110,7 +110,7 @@ class WebhookEndpoints:
         )
 
     async def create(
-        self, project: str, *, name: str, url: str, event_types: list[str]
+        self, project: str, *, name: str, url: str, event_types: list[str], quotas: ProjectQuotas
     ) -> tuple[WebhookEndpointRow, str]:
         """The new endpoint, and its signing secret (shown this once)."""
         box = self._box()
@@ -118,19 +118,11 @@ class WebhookEndpoints:
         now = int(time.time())
         endpoint_id = new_id("we")
         async with self.db.write() as transaction:
-            if self.db.dialect == "postgresql":
-                # Count, then insert, one project at a time: two creates cannot both see room for one.
-                await transaction.value(
-                    "SELECT pg_advisory_xact_lock(hashtext(:key))", key=f"webhook_endpoints/{project}"
-                )
+            await quota.hold(transaction, self.db.dialect, ProjectQuota.WEBHOOK_ENDPOINTS, project)
             count = await transaction.value(
                 "SELECT COUNT(*) FROM webhook_endpoints WHERE project = :project", project=project
             )
-            if count >= MAX_PER_PROJECT:
-                raise InvalidRequestError(
-                    f"A project may have at most {MAX_PER_PROJECT} webhook endpoints; delete one first.",
-                    code="limit_exceeded",
-                )
+            quota.check(quotas, ProjectQuota.WEBHOOK_ENDPOINTS, int(count), 1)
             await transaction.run(
                 "INSERT INTO webhook_endpoints (id, project, name, url_sealed, event_types, secret_sealed, "
                 "secret_hint, created_at, updated_at, sort_key) VALUES (:id, :project, :name, :url, :event_types, "

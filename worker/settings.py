@@ -17,6 +17,7 @@ from api.body import Limits
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from models.errors import StartupError
+from models.quotas import MAX_WEBHOOK_ENDPOINTS, ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from retrieval.vectors import LEXICAL_MODEL
@@ -157,6 +158,8 @@ class Settings(BaseModel):
     max_in_flight_per_key: int = 200
     max_streams_per_key: int = 100
     rate_limit_per_minute: int = 0
+    project_quotas: ProjectQuotas = Field(default_factory=ProjectQuotas)
+    """What one project may keep (`PROJECT_MAX_FILES` and the rest: `models/quotas.py`)."""
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 30.0
     webhook_urls: list[str] = Field(default_factory=list, repr=False)
@@ -322,6 +325,7 @@ class Settings(BaseModel):
             max_in_flight_per_key=self.max_in_flight_per_key,
             max_streams_per_key=self.max_streams_per_key,
             requests_per_minute=self.rate_limit_per_minute,
+            project=self.project_quotas,
         )
 
     @classmethod
@@ -394,6 +398,7 @@ class Settings(BaseModel):
             "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
             "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
+            "project_quotas": _project_quotas(),
             "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
             "webhook_urls": _env_list("WEBHOOK_URLS"),
@@ -412,6 +417,18 @@ class Settings(BaseModel):
                 values[name] = os.environ[env]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(values)
+
+
+def _project_quotas() -> ProjectQuotas:
+    """`PROJECT_MAX_FILES` and the rest, each a whole number of at least 1."""
+    defaults = ProjectQuotas()
+    given = {quota.field: _env_int(quota.setting, defaults.limit(quota)) for quota in ProjectQuota}
+    for quota in ProjectQuota:
+        if given[quota.field] < 1:
+            raise StartupError(f"{quota.setting} must be at least 1")
+    if given["max_webhook_endpoints"] > MAX_WEBHOOK_ENDPOINTS:
+        raise StartupError(f"PROJECT_MAX_WEBHOOK_ENDPOINTS may be at most {MAX_WEBHOOK_ENDPOINTS}")
+    return ProjectQuotas(**given)
 
 
 def _web_search_provider() -> str | None:

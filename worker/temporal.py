@@ -222,7 +222,12 @@ async def build_worker(
             **as_version,
             workflows=[FileIngestionWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
-            activities=[ingestion.chunk_file, ingestion.embed_chunks, ingestion.settle_file],
+            activities=[
+                ingestion.chunk_file,
+                ingestion.embed_next_chunks,
+                ingestion.embed_chunks,
+                ingestion.settle_file,
+            ],
             max_concurrent_activities=settings.ingestion_concurrent_activities,
             max_cached_workflows=100,
             graceful_shutdown_timeout=grace,

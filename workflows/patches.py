@@ -49,6 +49,7 @@ UPSTREAM_CAPACITY_WAITS = "upstream-capacity-waits"
 CONTINUES_AS_NEW = "continues-as-new"
 RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
 WEBHOOKS_OUTBOX = "webhooks-outbox"
+INGESTION_RESUMES = "ingestion-resumes"
 
 PATCHES = (
     Patch(STATE_SHOWN_IN_TEMPORAL, "2026-11-22", "the state machine's state shown in the UI"),
@@ -68,5 +69,10 @@ PATCHES = (
     Patch(CONTINUES_AS_NEW, "2026-11-24", "a long history continues as new between two turns"),
     Patch(RESULT_IS_ID_AND_STATUS, "2026-11-24", "the workflow's result is the id and the status"),
     Patch(WEBHOOKS_OUTBOX, "2026-11-24", "webhook events go into the outbox, not a child workflow each"),
+    Patch(
+        INGESTION_RESUMES,
+        "2026-11-26",
+        "a file's ingestion embeds the next batch after the last, continues as new, resumes from its chunks",
+    ),
 )
 """Every patch in force (stage 1), oldest first. None is deprecated yet."""

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.support.dev_stack import DevStack
+from tests.support.keys import keys_in
 from tests.support.processes import CLI, free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 
@@ -33,24 +34,10 @@ LIMITS = {
 }
 
 
-def _keys(data_dir: Path, *projects: str) -> list[str]:
-    made = []
-    for project in projects:
-        done = subprocess.run(
-            [CLI, "keys", "create", "--project", project, "--data-dir", str(data_dir)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-        made.append(done.stdout.strip())
-    return made
-
-
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend) -> Iterator[tuple[DevStack, list[str]]]:
     data_dir = tmp_path_factory.mktemp("limited") / "data"
-    keys = _keys(data_dir, "one", "two", "three", "four")
+    keys = list(keys_in(data_dir, "one", "two", "three", "four").values())
     stack = DevStack(data_dir, backend, env=LIMITS)
     stack.start()
     yield stack, keys

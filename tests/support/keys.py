@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import httpx
 import openai
@@ -33,6 +34,21 @@ def make_key(stack: Stack, project: str, *, approver: bool = False) -> tuple[str
     assert key.startswith("sk-dr-") and len(made.stdout.splitlines()) == 1
     key_id = made.stderr.split(": ", 1)[1].split(" ", 1)[0]
     return key, key_id
+
+
+def keys_in(data_dir: Path, *projects: str) -> dict[str, str]:
+    """A key for each project, made in `dev`'s data dir before it starts: project -> key."""
+    made = {}
+    for project in projects:
+        done = subprocess.run(
+            [CLI, "keys", "create", "--project", project, "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        made[project] = done.stdout.strip()
+    return made
 
 
 def as_key(stack: Stack, key: str) -> openai.AsyncOpenAI:

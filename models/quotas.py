@@ -1,0 +1,66 @@
+"""What one project may keep: files, their bytes, vector stores, files in one store and webhook
+endpoints. The server's settings give each a limit (`access/quotas.py` reads them); the store
+checks them in the transaction that adds (`store/quota.py`), so two requests at once cannot
+both take the last place. Past one, the request gets a 400 `limit_exceeded` that names the
+limit and its setting (`QuotaExceededError`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+GiB = 1024 * 1024 * 1024
+
+
+class ProjectQuota(str, Enum):
+    FILES = "files"
+    FILE_BYTES = "file_bytes"
+    VECTOR_STORES = "vector_stores"
+    FILES_PER_VECTOR_STORE = "files_per_vector_store"
+    WEBHOOK_ENDPOINTS = "webhook_endpoints"
+
+    @property
+    def field(self) -> str:
+        """Its field in `ProjectQuotas`."""
+        return "max_" + self.value if self is not ProjectQuota.FILES_PER_VECTOR_STORE else "max_files_per_vector_store"
+
+    @property
+    def setting(self) -> str:
+        """The environment variable that sets it."""
+        return {
+            ProjectQuota.FILES: "PROJECT_MAX_FILES",
+            ProjectQuota.FILE_BYTES: "PROJECT_MAX_FILE_BYTES",
+            ProjectQuota.VECTOR_STORES: "PROJECT_MAX_VECTOR_STORES",
+            ProjectQuota.FILES_PER_VECTOR_STORE: "VECTOR_STORE_MAX_FILES",
+            ProjectQuota.WEBHOOK_ENDPOINTS: "PROJECT_MAX_WEBHOOK_ENDPOINTS",
+        }[self]
+
+    def described(self, limit: int) -> str:
+        """The limit in words: "at most 10000 files"."""
+        if self is ProjectQuota.FILE_BYTES:
+            return f"files of at most {limit} bytes together"
+        things = {
+            ProjectQuota.FILES: "files",
+            ProjectQuota.VECTOR_STORES: "vector stores",
+            ProjectQuota.FILES_PER_VECTOR_STORE: "files in one vector store",
+            ProjectQuota.WEBHOOK_ENDPOINTS: "webhook endpoints",
+        }[self]
+        return f"at most {limit} {things}"
+
+
+@dataclass(frozen=True)
+class ProjectQuotas:
+    max_files: int = 10_000
+    max_file_bytes: int = 10 * GiB
+    max_vector_stores: int = 1_000
+    max_files_per_vector_store: int = 10_000
+    max_webhook_endpoints: int = 20
+
+    def limit(self, quota: ProjectQuota) -> int:
+        limit: int = getattr(self, quota.field)
+        return limit
+
+
+MAX_WEBHOOK_ENDPOINTS = 100
+"""The most `PROJECT_MAX_WEBHOOK_ENDPOINTS` may allow: a project's endpoints travel in each of its
+background responses' workflow input, which must stay small."""
