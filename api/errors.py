@@ -57,8 +57,8 @@ def _location(location: tuple, payload: Any) -> str:
         following = location[index + 1] if index + 1 < len(location) else None
         if isinstance(at, dict) and at.get("type") == part and (part not in at or following in at):
             continue  # the tag of a discriminated union, not a field (also when a field has its name)
-        if "[" in str(part) or "function-" in str(part) or part in ("str", "list"):
-            continue  # pydantic's names for union members, not fields
+        if "[" in str(part) or "function-" in str(part) or part in ("str", "list") or str(part)[:1].isupper():
+            continue  # pydantic's names for union members (a model's class name), not fields
         text += f".{part}" if text else str(part)
         at = at.get(part) if isinstance(at, dict) else None
     return text

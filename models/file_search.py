@@ -9,15 +9,21 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StrictBool,
     StrictFloat,
     StrictInt,
+    Tag,
     model_validator,
 )
 
 MAX_RESULTS = 50
 MAX_FILTER_DEPTH = 8
+MAX_FILTER_VALUES = 1_000
+"""Values one `in` or `nin` comparison may list (each file's attribute is looked up in them)."""
+MAX_FILTER_COMPARISONS = 256
+"""Comparisons one filter may hold in all (each is tried on every file of the stores searched)."""
 
 
 AttributeValue = StrictBool | StrictInt | StrictFloat | Annotated[str, Field(max_length=512)]
@@ -43,12 +49,34 @@ class ComparisonFilter(Body):
     key: str = Field(max_length=64)
     value: AttributeValue | list[StrictInt | StrictFloat | Annotated[str, Field(max_length=512)]]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _few_values(cls, data: Any) -> Any:
+        """Counted before any value is checked (or shown in an error): a list of millions is
+        refused at once."""
+        value = data.get("value") if isinstance(data, dict) else None
+        if isinstance(value, list) and len(value) > MAX_FILTER_VALUES:
+            raise ValueError(f"a comparison may list at most {MAX_FILTER_VALUES} values")
+        return data
+
+
+def _kind(value: Any) -> str:
+    """Which filter a value is, by its `type`, so a bad one is told what is wrong with it as
+    that kind (not as whichever kind made the longer error)."""
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return "CompoundFilter" if kind in ("and", "or") else "ComparisonFilter"
+
 
 class CompoundFilter(Body):
     type: Literal["and", "or"]
-    filters: list[ComparisonFilter | CompoundFilter] = Field(min_length=1, max_length=32)
+    filters: list[AnyFilter] = Field(min_length=1, max_length=32)
 
 
+AnyFilter = Annotated[
+    Annotated[ComparisonFilter, Tag("ComparisonFilter")] | Annotated[CompoundFilter, Tag("CompoundFilter")],
+    Discriminator(_kind),
+]
+CompoundFilter.model_rebuild()
 Filter = ComparisonFilter | CompoundFilter
 
 
@@ -58,13 +86,21 @@ def filter_depth(node: Filter) -> int:
     return 1 + max(filter_depth(each) for each in node.filters)
 
 
+def comparisons(node: Filter) -> int:
+    if isinstance(node, ComparisonFilter):
+        return 1
+    return sum(comparisons(each) for each in node.filters)
+
+
 def _shallow(node: Filter | None) -> Filter | None:
     if node is not None and filter_depth(node) > MAX_FILTER_DEPTH:
         raise ValueError(f"filters may nest at most {MAX_FILTER_DEPTH} levels")
+    if node is not None and comparisons(node) > MAX_FILTER_COMPARISONS:
+        raise ValueError(f"a filter may hold at most {MAX_FILTER_COMPARISONS} comparisons")
     return node
 
 
-Filters = Annotated[Filter, AfterValidator(_shallow)]
+Filters = Annotated[AnyFilter, AfterValidator(_shallow)]
 
 
 class HybridSearch(Body):

@@ -4,6 +4,7 @@ chunks of the files its filter lets through, scored (`retrieval/ranking.py`) and
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -54,7 +55,15 @@ async def search(
 ) -> list[Hit]:
     ids = [store.id for store in stores]
     attributes = await repository.vector_stores.attributes_of(ids)
-    allowed = [file_id for file_id, attrs in attributes.items() if ranking.matches(filters, attrs)]
+    # Every file's attributes against every comparison: work that grows with the stores, so
+    # in a thread (it yields the loop every few milliseconds) rather than on the loop.
+    allowed = (
+        await asyncio.to_thread(
+            lambda: [file_id for file_id, attrs in attributes.items() if ranking.matches(filters, attrs)]
+        )
+        if filters is not None
+        else list(attributes)
+    )
     if not allowed:
         return []
     query_words = {word for query in queries for word in words(query)}

@@ -126,6 +126,7 @@ async def working(
         "history erasure": eraser.sweep,
         "unfinished ingestions": vector_stores.restart_unfinished,
         "vector store expiry": vector_stores.expire,
+        "unfinished uploads": repository.files.sweep_orphans,
     }
     async with build_worker(
         client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds
