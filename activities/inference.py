@@ -317,7 +317,7 @@ class InferenceActivities:
                 next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001)),
             ) from error
         except UpstreamError as error:
-            raise turn_failures.to_application_error(error, deployment.budget_key(model)) from error
+            raise turn_failures.to_application_error(error, deployment.shown_for(model)) from error
         except TurnLost as error:  # this execution stalled past its lease; another took over
             raise ApplicationError(str(error), type=type(error).__name__) from error
         return result.model_copy(update={"deployment": deployment.id}), message

@@ -41,6 +41,7 @@ from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
 from telemetry.tracing import TracingMiddleware
+from upstream import known_models
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
 from upstream.clients import Upstreams
@@ -184,6 +185,7 @@ def create_app(
     app.state.codec_access = codec_access or CodecAccess(codec=None)
     app.state.quotas = per_key
     app.state.registry = runner.registry
+    known_models.start(runner.registry.names())
     app.state.catalog = ModelCatalog(runner.registry)
     app.state.windows = ContextWindows(runner.registry)
     app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)

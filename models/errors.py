@@ -253,8 +253,8 @@ class RateLimitedUpstreamError(RetryableUpstreamError):
 
 class CapacityWaitError(UpstreamError):
     """No slot of the deployment's budget is near enough: come back after `wait_seconds`.
-    `deployment`: the budget waited on (`Deployment.budget_key`); `deployment_id`: its
-    deployment's id."""
+    `deployment`: the deployment waited on, as the response's details show it
+    (`Deployment.shown_for`); `deployment_id`: its id."""
 
     def __init__(self, deployment: str, wait_seconds: float, *, deployment_id: str = "") -> None:
         super().__init__(f"waiting for capacity on {deployment}")

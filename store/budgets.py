@@ -1,7 +1,11 @@
 """Upstream budgets in the store, shared by every worker and API process: each decision is
 read, made (`upstream/pacing.py`) and written in one transaction that holds the budget's
 row, so two workers never give the same slot away. A budget is keyed by
-`Deployment.budget_key` (the deployment, or a `*` deployment's model name)."""
+`Deployment.budget_key` (the deployment, or a `*` deployment's model name).
+
+A budget whose every time has passed and whose learned rate is forgotten says no more than
+no row at all: `states` reads only the others (what every process reads every second stays as
+small as what is limited now), and `forget_idle` deletes them."""
 
 from __future__ import annotations
 
@@ -16,6 +20,11 @@ from upstream.pacing import BudgetState, Decision, Lane, Limits
 T = TypeVar("T")
 
 COLUMNS = "next_free, next_free_tokens, learned_rate, decreased_at, blocked_until"
+LIVE = (
+    "next_free > :now OR next_free_tokens > :now OR blocked_until > :now "
+    "OR (learned_rate IS NOT NULL AND decreased_at >= :forgotten)"
+)
+"""A budget that still says something: a time to come, or a rate learned and not forgotten."""
 
 
 def _state(row: Row | None) -> BudgetState:
@@ -36,10 +45,26 @@ class Budgets:
         self.clock = clock
 
     async def states(self) -> dict[str, BudgetState]:
-        """Every deployment's budget (one query: a process's cache of which are limited)."""
+        """Every budget that says anything now (one query: a process's cache of which are
+        limited); any other is as if it had no row."""
+        now = self.clock()
         async with self.db.read() as transaction:
-            rows = await transaction.all(f"SELECT deployment, {COLUMNS} FROM upstream_budgets")
+            rows = await transaction.all(
+                f"SELECT deployment, {COLUMNS} FROM upstream_budgets WHERE {LIVE}",
+                now=now,
+                forgotten=now - pacing.FORGET_AFTER_SECONDS,
+            )
         return {row["deployment"]: _state(row) for row in rows}
+
+    async def forget_idle(self) -> int:
+        """Delete the budgets, and the projects' turns, that say nothing any more; how many."""
+        now = self.clock()
+        async with self.db.write() as transaction:
+            budgets = await transaction.run(
+                f"DELETE FROM upstream_budgets WHERE NOT ({LIVE})", now=now, forgotten=now - pacing.FORGET_AFTER_SECONDS
+            )
+            turns = await transaction.run("DELETE FROM upstream_queues WHERE next_at < :now", now=now)
+        return budgets + turns
 
     async def reserve(
         self, deployment: str, limits: Limits, lane: Lane, project: str, *, returning: bool = False, spread: float = 0.0

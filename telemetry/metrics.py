@@ -3,9 +3,10 @@
 scrape (`temporal_runtime.py`).
 
 Names follow Prometheus's conventions (base units, `_seconds`, `_total`). Label values are
-bounded: routes are templates, statuses and causes are enums, and the two that come from
-clients (the model, an MCP server's host) go through `Bounded`, which keeps the first
-`MAX_LABEL_VALUES` it sees and calls the rest "other". No ids and no user text.
+bounded: routes are templates, statuses and causes are enums, a model is one the server knows
+(`ModelLabels`, following `upstream/known_models.py`) or "other", and an MCP server's host
+goes through `Bounded`, which keeps the first `MAX_LABEL_VALUES` it sees and calls the rest
+"other". No ids and no user text.
 """
 
 from __future__ import annotations
@@ -51,7 +52,22 @@ class Bounded:
         return "other"
 
 
-models = Bounded()
+class ModelLabels:
+    """A model as a label value: its name when the server knows it (the models file's, the
+    backend's list), "other" for any name a client made up. Until it is told whom to follow
+    (`follow`), every name is "other"."""
+
+    def __init__(self) -> None:
+        self._knows: Callable[[str], bool] = lambda _model: False
+
+    def follow(self, knows: Callable[[str], bool]) -> None:
+        self._knows = knows
+
+    def __call__(self, value: str | None) -> str:
+        return value if value and self._knows(value) else "other"
+
+
+models = ModelLabels()
 servers = Bounded()
 
 http_requests = Counter(
@@ -344,7 +360,7 @@ def file_search(caller: str, seconds: float) -> None:
 
 
 def context_step(model: str, step: str) -> None:
-    context_steps.labels(model, step).inc()
+    context_steps.labels(models(model), step).inc()
 
 
 def approval_decided(approve: bool, waited_seconds: float | None) -> None:

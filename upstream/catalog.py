@@ -15,7 +15,7 @@ from demo.backend import DEMO_BASE_URL
 from demo.model import DEMO_MODELS
 from models.errors import NotFoundError, UnavailableError
 from models.model_objects import ModelObject
-from upstream.registry import ModelRegistry
+from upstream.registry import ANY_MODEL, ModelRegistry
 
 CACHE_SECONDS = 60.0
 FETCH_TIMEOUT_SECONDS = 10.0
@@ -46,6 +46,16 @@ class ModelCatalog:
                 self._fetched = await self._fetch(backend.api_base, backend.api_key)
                 self._fetched_at = self.clock()
             return self._fetched
+
+    async def names(self) -> list[str]:
+        """The names this server serves by name (what `upstream/known_models.py` learns): those
+        listed, and what each `*` deployment's backend lists."""
+        names = [each.id for each in await self.models()]
+        if self.registry.from_file:
+            for deployment in self.registry.deployments:
+                if deployment.model_name == ANY_MODEL and deployment.api_base != DEMO_BASE_URL:
+                    names += [each.id for each in await self._fetch(deployment.api_base, deployment.api_key)]
+        return names
 
     async def model(self, model_id: str) -> ModelObject:
         for each in await self.models():

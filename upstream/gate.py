@@ -161,7 +161,7 @@ class UpstreamGate:
                 return deployment, decision.wait_seconds
             soonest = decision.wait_seconds if soonest is None else min(soonest, decision.wait_seconds)
         metrics.upstream_deferred(ordered[0].id, lane)
-        raise CapacityWaitError(ordered[0].budget_key(model), soonest or 0.0, deployment_id=ordered[0].id)
+        raise CapacityWaitError(ordered[0].shown_for(model), soonest or 0.0, deployment_id=ordered[0].id)
 
     def _limited(self, deployment: Deployment, key: str, now: float) -> bool:
         state = self._states.get(key, BudgetState())

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from models.errors import StartupError
+from upstream.known_models import KNOWN
 from upstream.pacing import Limits
 
 ANY_MODEL = "*"
@@ -71,12 +72,18 @@ class Deployment:
 
     def budget_key(self, model: str) -> str:
         """Whose budget a call for `model` draws on: a named deployment's own; a `*` one keeps one
-        per model name it serves, as providers limit each model on its own (at most 200
-        characters)."""
+        per model name it serves, as providers limit each model on its own, for the names this
+        process knows (`upstream/known_models.py`) and one for all others together, so made-up
+        names make no rows (at most 200 characters)."""
         if self.model_name != ANY_MODEL:
             return self.id
-        key = f"{self.id}:{model}"
+        key = f"{self.id}:{KNOWN.shown(model)}"
         return key if len(key) <= 200 else f"{self.id}:#{hashlib.sha256(model.encode()).hexdigest()}"
+
+    def shown_for(self, model: str) -> str:
+        """Which deployment serves `model`, as the response's details say it: a named one by its
+        id, a `*` one by its id and the model."""
+        return self.id if self.model_name != ANY_MODEL else f"{self.id}:{model}"
 
     @property
     def configured_rate(self) -> float | None:

@@ -34,6 +34,8 @@ from store.database import open_database
 from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.metrics import metrics_app
+from upstream.catalog import ModelCatalog
+from upstream.known_models import KNOWN
 from worker.health import worker_health_app
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
@@ -127,6 +129,7 @@ async def working(
         "unfinished ingestions": vector_stores.restart_unfinished,
         "vector store expiry": vector_stores.expire,
         "unfinished uploads": repository.files.sweep_orphans,
+        "idle upstream budgets": repository.budgets.forget_idle,
     }
     async with build_worker(
         client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds
@@ -151,10 +154,28 @@ def announce_backend(settings: Settings) -> None:
         log.warning("%s", warning)
 
 
+@asynccontextmanager
+async def learning_models(settings: Settings) -> AsyncIterator[None]:
+    """Where a deployment serves any name (no models file, or a `*` entry), its backend's own
+    list says which names this process knows too (`upstream/known_models.py`), read at start and
+    every minute while the process runs."""
+    registry = settings.registry()
+    if not registry.serves_any:
+        yield
+        return
+    stop = asyncio.Event()
+    learning = asyncio.create_task(KNOWN.keep_learning(ModelCatalog(registry), stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await learning
+
+
 async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
     settings.check_backend()
     settings.check_webhooks()
-    async with opened_store(settings) as repository:
+    async with opened_store(settings) as repository, learning_models(settings):
         client = await connect_with_retry(settings)
         async with working(
             client, settings, repository, shutdown, outcomes=Outcomes(), grace_seconds=settings.shutdown_grace_seconds
@@ -265,7 +286,7 @@ async def run_api(
     `mounts` are more routes for the app (`dev`'s demo tools)."""
     settings.check_backend()
     settings.check_webhooks()
-    async with opened_store(settings) as repository:
+    async with opened_store(settings) as repository, learning_models(settings):
         await _check_open(settings, host, repository)
         client = await connect_with_retry(settings)
         settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})

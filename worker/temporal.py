@@ -33,6 +33,7 @@ from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
+from upstream import known_models
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from worker.housekeeping import keep_house
@@ -157,6 +158,7 @@ async def build_worker(
     abandoned (a model call) or cancelled (an MCP call), and Temporal gives them to another
     worker: the response goes on there, with nothing lost."""
     upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
+    known_models.start(settings.registry().names())
     gate = UpstreamGate(settings.registry(), repository.budgets)
     inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository, outcomes)
