@@ -3,6 +3,11 @@ chunks, every failure raised as an `UpstreamError` that says whether retrying ca
 in words a newcomer can act on, which backend failed and why: a host that does not resolve,
 a refused connection, a TLS failure, a refused key, an unknown model.
 
+The failure's message is the response's error, which a tenant reads: it names the backend
+as the operator named it (`name`: "the inference backend", or a deployment's id), never by
+its URL, and what the backend said is redacted (`activities/redaction.py`). The operator's
+log says at which URL a setting needs fixing (a refused key, a host that does not resolve).
+
 Deliberately small. The `openai` SDK transforms every request's parameters recursively,
 builds a pydantic model for every streamed chunk and carries its own retry machinery, which
 Temporal replaces: on a streamed response that was about a third of the Python time spent on
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -26,6 +32,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from activities.redaction import redacted
 from context.overflow import overflow_in
 from models.errors import (
     ContextWindowExceededError,
@@ -35,6 +42,8 @@ from models.errors import (
     RetryableUpstreamError,
     UpstreamError,
 )
+
+log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_SECONDS = 300.0
@@ -76,9 +85,13 @@ def shown_url(url: str) -> str:
 
 
 class ChatClient:
-    def __init__(self, base_url: str, api_key: str, *, timeout_seconds: float) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, *, timeout_seconds: float, name: str = "the inference backend"
+    ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.name = name
         self._shown = shown_url(self.base_url)
+        self._secrets = [api_key] if api_key else []
         self._has_key = bool(api_key)
         self._headers = {"content-type": "application/json", "user-agent": "durable-responses"}
         if api_key:
@@ -144,50 +157,64 @@ class ChatClient:
     def _transport_failure(self, error: aiohttp.ClientError | asyncio.TimeoutError) -> UpstreamError:
         """Connection failures. A host that does not resolve and a failed TLS handshake are
         settings to fix, not weather to wait out: they fail the response at once."""
-        where = f"inference backend {self._shown}"
+        failure: UpstreamError
         if isinstance(error, asyncio.TimeoutError):
-            return RetryableUpstreamError(f"{where} did not answer in time ({type(error).__name__})")
-        if isinstance(error, aiohttp.ClientConnectorDNSError):
-            host = urlsplit(self.base_url).hostname
-            return MisconfiguredUpstreamError(
-                f"{where}: name resolution failed for {host!r} ({_os_cause(error)}); check INFERENCE_BASE_URL"
+            failure = RetryableUpstreamError(f"{self.name} did not answer in time ({type(error).__name__})")
+        elif isinstance(error, aiohttp.ClientConnectorDNSError):
+            failure = MisconfiguredUpstreamError(
+                f"{self.name}: its host name does not resolve ({_os_cause(error)}); check INFERENCE_BASE_URL"
             )
-        if isinstance(error, aiohttp.ClientSSLError):
-            return MisconfiguredUpstreamError(f"{where}: TLS handshake failed ({_os_cause(error)})")
-        if isinstance(error, aiohttp.ClientConnectorError):
-            if isinstance(error.os_error, ConnectionRefusedError):
-                return RetryableUpstreamError(f"{where} is unreachable: connection refused (is it running?)")
-            return RetryableUpstreamError(f"{where} is unreachable: {_os_cause(error)}")
-        return RetryableUpstreamError(f"{where}: the connection broke ({error or type(error).__name__})")
+        elif isinstance(error, aiohttp.ClientSSLError):
+            failure = MisconfiguredUpstreamError(f"{self.name}: TLS handshake failed ({_os_cause(error)})")
+        elif isinstance(error, aiohttp.ClientConnectorError) and isinstance(error.os_error, ConnectionRefusedError):
+            failure = RetryableUpstreamError(f"{self.name} is unreachable: connection refused (is it running?)")
+        elif isinstance(error, aiohttp.ClientConnectorError):
+            failure = RetryableUpstreamError(f"{self.name} is unreachable: {_os_cause(error)}")
+        else:
+            failure = RetryableUpstreamError(f"{self.name}: the connection broke ({type(error).__name__})")
+        if isinstance(failure, MisconfiguredUpstreamError):
+            self._tell_operator(failure)
+        return failure
 
     def _status_failure(
         self, status: int, headers: Mapping[str, str], content: bytes, body: dict[str, Any]
     ) -> UpstreamError:
         """408/409/429/5xx can be retried; any other 4xx fails the response at once, with the
-        backend's words and, for the usual ones, what to check."""
+        backend's words (redacted) and, for the usual ones, what to check."""
         try:
             parsed = orjson.loads(content) if content else None
         except orjson.JSONDecodeError:
             parsed = None
         said = _message_of(parsed) if isinstance(parsed, dict) else content[:300].decode(errors="replace").strip()
-        message = f"inference backend {self._shown} answered {status}: {said or _reason(status)}"
+        message = f"{self.name} answered {status}: {redacted(said, self._secrets) or _reason(status)}"
+        failure: UpstreamError
         if status == 429:
-            return RateLimitedUpstreamError(
+            failure = RateLimitedUpstreamError(
                 message, retry_after=retry_after_seconds(headers), provider_rate=provider_rate(headers)
             )
-        if status in RETRYABLE_STATUS or status >= 500:
-            return RetryableUpstreamError(message, status_code=status, retry_after=retry_after_seconds(headers))
-        if status == 401:
-            hint = "the API key was refused" if self._has_key else "it wants an API key and none is set"
-            message += f" ({hint}: set INFERENCE_API_KEY)"
-        elif status == 404:
-            message += f" (is model {body.get('model')!r} served there, and does INFERENCE_BASE_URL end in /v1?)"
-        overflow = overflow_in(status, parsed, said)
-        if overflow is not None:
-            return ContextWindowExceededError(
-                message, status_code=status, window=overflow.window, tokens=overflow.tokens
+        elif status in RETRYABLE_STATUS or status >= 500:
+            failure = RetryableUpstreamError(message, status_code=status, retry_after=retry_after_seconds(headers))
+        else:
+            if status == 401:
+                hint = "the API key was refused" if self._has_key else "it wants an API key and none is set"
+                message += f" ({hint}: set INFERENCE_API_KEY)"
+            elif status == 404:
+                message += f" (is model {body.get('model')!r} served there, and does INFERENCE_BASE_URL end in /v1?)"
+            overflow = overflow_in(status, parsed, said)
+            failure = (
+                ContextWindowExceededError(message, status_code=status, window=overflow.window, tokens=overflow.tokens)
+                if overflow is not None
+                else RejectedByUpstreamError(message, status_code=status)
             )
-        return RejectedByUpstreamError(message, status_code=status)
+        if isinstance(failure, RejectedByUpstreamError):
+            self._tell_operator(failure)
+        return failure
+
+    def _tell_operator(self, failure: UpstreamError) -> None:
+        """A setting to fix, with the URL it failed at, in the operator's log (the tenant sees
+        neither the URL nor the backend's words unredacted). Failures that are retried are
+        logged by the activity, once an attempt, naming the deployment."""
+        log.warning("%s at %s: %s", self.name, self._shown, failure.message)
 
 
 async def _lines(answer: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
@@ -219,7 +246,9 @@ async def _chunks(answer: aiohttp.ClientResponse) -> AsyncIterator[list[Chunk]]:
                 return
             chunk = _json(data)
             if "error" in chunk and "choices" not in chunk:  # an error reported inside the stream
-                raise RetryableUpstreamError(f"inference backend reported an error mid-stream: {_message_of(chunk)}")
+                raise RetryableUpstreamError(
+                    f"the inference backend reported an error mid-stream: {redacted(_message_of(chunk))}"
+                )
             batch.append(chunk)
         if batch:
             yield batch
@@ -231,10 +260,10 @@ def _json(content: bytes | str) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         preview = content[:200] if isinstance(content, str) else content[:200].decode(errors="replace")
         raise RetryableUpstreamError(
-            f"inference backend answered with something that is not JSON: {preview!r}"
+            f"the inference backend answered with something that is not JSON: {redacted(preview)!r}"
         ) from None
     if not isinstance(parsed, dict):
-        raise RetryableUpstreamError("inference backend answered with JSON that is not an object")
+        raise RetryableUpstreamError("the inference backend answered with JSON that is not an object")
     return parsed
 
 

@@ -5,6 +5,7 @@ models. The key never leaves this module's request to the backend."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 
@@ -17,9 +18,16 @@ from models.errors import NotFoundError, UnavailableError
 from models.model_objects import ModelObject
 from upstream.registry import ANY_MODEL, ModelRegistry
 
+log = logging.getLogger(__name__)
+
 CACHE_SECONDS = 60.0
 FETCH_TIMEOUT_SECONDS = 10.0
 MAX_LISTED = 10_000
+
+
+def _unavailable(api_base: str, what: str) -> UnavailableError:
+    log.warning("the inference backend at %s: %s", shown_url(api_base), what)
+    return UnavailableError(f"The inference backend's models cannot be listed: {what}.")
 
 
 class ModelCatalog:
@@ -71,21 +79,20 @@ class ModelCatalog:
         raise NotFoundError(f"The model '{model_id}' does not exist", param="model", code="model_not_found")
 
     async def _fetch(self, api_base: str, api_key: str) -> list[ModelObject]:
+        """The backend's list; `UnavailableError` says what failed but not where (a tenant reads
+        it: the operator's log names the URL)."""
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        where = shown_url(api_base)
         try:
             async with httpx.AsyncClient(timeout=FETCH_TIMEOUT_SECONDS) as http:
                 answer = await http.get(f"{api_base.rstrip('/')}/models", headers=headers)
         except httpx.HTTPError as error:
-            raise UnavailableError(
-                f"cannot list the models of inference backend {where}: {type(error).__name__}"
-            ) from None
+            raise _unavailable(api_base, f"cannot list its models ({type(error).__name__})") from None
         if answer.status_code != 200:
-            raise UnavailableError(f"inference backend {where} answered {answer.status_code} to GET /models")
+            raise _unavailable(api_base, f"it answered {answer.status_code} to GET /models")
         try:
             listed = answer.json().get("data") or []
         except (ValueError, AttributeError):
-            raise UnavailableError(f"inference backend {where} listed its models in a form not understood") from None
+            raise _unavailable(api_base, "it listed its models in a form not understood") from None
         models = []
         for entry in listed[:MAX_LISTED] if isinstance(listed, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("id"), str):

@@ -24,6 +24,7 @@ class Upstreams:
                     deployment.api_base,
                     deployment.api_key,
                     timeout_seconds=deployment.timeout_seconds or self.default_timeout_seconds,
+                    name=deployment.described,
                 )
             self._clients[deployment.id] = client
         return client

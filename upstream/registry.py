@@ -17,7 +17,8 @@ format users already keep for LiteLLM's proxy (`MODELS_FILE` / `--models-file`):
 
 Several entries with one `model_name` are deployments that share its load; `model_name: "*"`
 serves any name not listed (its upstream name is the one asked for). Keys are ignored with one
-warning naming them; a malformed file is a `StartupError` naming the entry. Without a file,
+warning naming them; a malformed file is a `StartupError` naming the entry and the field, never
+a value (a value can be a key), in at most `MAX_MESSAGE_CHARS`. Without a file,
 `INFERENCE_BASE_URL` is one deployment that serves every model name.
 
 A deployment's key stays in this process: it is never logged, stored, put in history or
@@ -32,12 +33,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from models.errors import StartupError
 from upstream.known_models import KNOWN
 from upstream.pacing import Limits
 
 ANY_MODEL = "*"
+DEFAULT_ID = "default"
+"""The id of the one deployment there is without a models file."""
 PROVIDER_BASES = {"openai": "https://api.openai.com/v1"}
 """Providers whose API has a well-known base; any other needs `api_base`."""
 KNOWN_ENTRY_KEYS = {"model_name", "litellm_params", "model_info"}
@@ -46,6 +50,9 @@ KNOWN_INFO = {"max_input_tokens", "id"}
 KNOWN_TOP = {"model_list", "router_settings"}
 KNOWN_ROUTER = {"fallbacks"}
 MAX_DEPLOYMENTS = 1000
+MAX_FILE_BYTES = 1024 * 1024
+MAX_MESSAGE_CHARS = 500
+SHOWN_NAME_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,12 @@ class Deployment:
         key = f"{self.id}:{KNOWN.shown(model)}"
         return key if len(key) <= 200 else f"{self.id}:#{hashlib.sha256(model.encode()).hexdigest()}"
 
+    @property
+    def described(self) -> str:
+        """How a tenant's error names it: the one backend there is without a models file as
+        "the inference backend", a deployment of the file by its id (never its URL)."""
+        return "the inference backend" if self.id == DEFAULT_ID else f"deployment {self.id}"
+
     def shown_for(self, model: str) -> str:
         """Which deployment serves `model`, as the response's details say it: a named one by its
         id, a `*` one by its id and the model."""
@@ -112,7 +125,7 @@ class ModelRegistry:
         return cls(
             (
                 Deployment(
-                    id="default",
+                    id=DEFAULT_ID,
                     model_name=ANY_MODEL,
                     upstream_model=None,
                     api_base=api_base,
@@ -154,15 +167,26 @@ def load_registry(path: str | Path, environ: Mapping[str, str] | None = None) ->
 
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with Path(path).open("rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         raise StartupError(f"cannot read the models file {where}: {error.strerror or error}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise StartupError(f"the models file {where} is larger than {MAX_FILE_BYTES // 1024} KiB")
     try:
-        document = yaml.safe_load(text)
+        document = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise StartupError(f"the models file {where} is not UTF-8 text") from None
     except yaml.YAMLError as error:
-        said = " ".join(str(error).split())
-        raise StartupError(f"the models file {where} is not valid YAML: {said}") from None
-    return parse_registry(document, where, os.environ if environ is None else environ)
+        # Where and what, never the line itself (it may hold a key).
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "it cannot be read"
+        raise StartupError(f"the models file {where} is not valid YAML{at}: {problem}"[:MAX_MESSAGE_CHARS]) from None
+    try:
+        return parse_registry(document, where, os.environ if environ is None else environ)
+    except StartupError as error:
+        raise StartupError(str(error)[:MAX_MESSAGE_CHARS]) from None
 
 
 def parse_registry(document: Any, where: str, environ: Mapping[str, str]) -> tuple[ModelRegistry, list[str]]:
@@ -199,7 +223,7 @@ def _deployment(
     if not isinstance(entry, dict):
         raise StartupError(f"model_list[{index}] must be a mapping")
     name = entry.get("model_name")
-    place = f"model_list[{index}]" + (f" ({name})" if isinstance(name, str) else "")
+    place = f"model_list[{index}]" + (f" ({name[:SHOWN_NAME_CHARS]})" if isinstance(name, str) else "")
     if not isinstance(name, str) or not name.strip():
         raise StartupError(f"{place}: `model_name` must be a non-empty string")
     params = entry.get("litellm_params")
@@ -223,7 +247,12 @@ def _deployment(
     if not isinstance(api_base, str) or not api_base.startswith(("http://", "https://")):
         raise StartupError(
             f"{place}: `litellm_params.api_base` must be the http(s):// URL of an OpenAI-compatible "
-            f"API (provider {provider!r} has no default)"
+            f"API (provider {_shown(provider)} has no default)"
+        )
+    if params.get("api_key") is not None and _has_credentials(api_base):
+        raise StartupError(
+            f"{place}: `litellm_params.api_base` holds credentials (user:password@) and `api_key` is set too: "
+            "keep the key in `api_key` alone"
         )
     position = seen.get(name, 0)
     seen[name] = position + 1
@@ -252,7 +281,9 @@ def _key(value: Any, place: str, environ: Mapping[str, str]) -> str:
     if value.startswith("os.environ/"):
         variable = value.removeprefix("os.environ/")
         if variable not in environ:
-            raise StartupError(f"{place}: `api_key` names the environment variable {variable}, which is not set")
+            raise StartupError(
+                f"{place}: `api_key` names the environment variable {_shown(variable)}, which is not set"
+            )
         return environ[variable]
     return value
 
@@ -261,7 +292,7 @@ def _positive(value: Any, name: str, place: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        raise StartupError(f"{place}: `{name}` must be a positive number, not {value!r}")
+        raise StartupError(f"{place}: `{name}` must be a positive number")
     return float(value)
 
 
@@ -269,7 +300,7 @@ def _whole(value: Any, name: str, place: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise StartupError(f"{place}: `model_info.{name}` must be a positive whole number, not {value!r}")
+        raise StartupError(f"{place}: `model_info.{name}` must be a positive whole number")
     return value
 
 
@@ -286,17 +317,36 @@ def _fallbacks(value: Any, registry: ModelRegistry) -> dict[str, tuple[str, ...]
         ((model, targets),) = rule.items()
         if isinstance(targets, str):
             targets = [targets]
-        if not isinstance(targets, list) or not all(isinstance(each, str) for each in targets):
-            raise StartupError(f"router_settings.fallbacks[{index}] ({model}): the fallbacks must be model names")
+        if (
+            not isinstance(model, str)
+            or not isinstance(targets, list)
+            or not all(isinstance(each, str) for each in targets)
+        ):
+            raise StartupError(f"router_settings.fallbacks[{index}]: the model and its fallbacks must be model names")
         unknown = [each for each in [model, *targets] if not registry.knows(each)]
         if unknown:
             raise StartupError(
-                f"router_settings.fallbacks[{index}] ({model}): no deployment serves {', '.join(map(repr, unknown))}"
+                f"router_settings.fallbacks[{index}] ({_shown(model)}): no deployment serves "
+                + ", ".join(_shown(each) for each in unknown[:5])
             )
         fallbacks[model] = tuple(targets)
     return fallbacks
 
 
 def _unknown(mapping: Mapping[str, Any], known: Iterable[str], where: str) -> list[str]:
-    extra = sorted(str(key) for key in mapping if key not in known)
-    return [f"{where}: ignoring {', '.join(extra)} (not used by durable-responses)"] if extra else []
+    extra = sorted(str(key)[:SHOWN_NAME_CHARS] for key in mapping if key not in known)
+    more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
+    return [f"{where}: ignoring {', '.join(extra[:10])}{more} (not used by durable-responses)"] if extra else []
+
+
+def _shown(name: str) -> str:
+    """A name (of a model, a provider, a variable) as a message shows it: quoted, cut short."""
+    return repr(name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "…")
+
+
+def _has_credentials(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return bool(parts.username or parts.password)

@@ -224,7 +224,7 @@ class Settings(BaseModel):
             return
         raise StartupError(
             f"INFERENCE_BASE_URL must be an http(s):// URL of a chat-completions API or "
-            f"'{DEMO_BASE_URL}', not {self.inference_base_url!r}"
+            f"'{DEMO_BASE_URL}', not {shown_url(self.inference_base_url)[:200]!r}"
         )
 
     def backend_summary(self) -> str:

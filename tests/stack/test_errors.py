@@ -4,6 +4,7 @@ retried by Temporal where that can help and otherwise fail the response with the
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from datetime import UTC, datetime
@@ -172,10 +173,7 @@ async def test_unreachable_backend_is_retried_then_fails_naming_it(
     async with running_stack(temporal_address, closed, store) as stack, stack.sdk() as client:
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
-    assert (
-        response.error.message == f"inference backend {closed.base_url} is unreachable: connection refused "
-        "(is it running?)"
-    )
+    assert response.error.message == "the inference backend is unreachable: connection refused (is it running?)"
 
 
 # A retry would come 20 s after the first attempt: a response that ends sooner was not retried.
@@ -191,26 +189,35 @@ NO_RETRY_WITHIN = TEST_EXECUTION.model_copy(
 @pytest.mark.parametrize(
     ("base_url", "words"),
     [
-        ("http://no-such-host.invalid/v1", "name resolution failed for 'no-such-host.invalid'"),
+        ("http://no-such-host.invalid/v1", "its host name does not resolve"),
         ("https://127.0.0.1:{port}/v1", "TLS handshake failed"),
     ],
 )
 async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
-    temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str, base_url: str, words: str
+    temporal_address: str,
+    store: EmptyStore,
+    backend: ScriptedBackend,
+    model: str,
+    base_url: str,
+    words: str,
+    caplog: pytest.LogCaptureFixture,
 ):
     """A host that does not resolve, TLS to a plain-HTTP server: settings to fix, which no
-    retry mends, so the response fails at once with the URL and the cause."""
+    retry mends, so the response fails at once with the cause (the URL is the operator's, in
+    the log)."""
     url = base_url.format(port=backend.port)
-    async with (
-        running_stack(temporal_address, backend, store, inference_base_url=url, execution=NO_RETRY_WITHIN) as stack,
-        stack.sdk() as client,
-    ):
-        started = time.monotonic()
-        response = await client.responses.create(model=model, input="hi")
-        took = time.monotonic() - started
+    with caplog.at_level(logging.WARNING, logger="activities.chat_client"):
+        async with (
+            running_stack(temporal_address, backend, store, inference_base_url=url, execution=NO_RETRY_WITHIN) as stack,
+            stack.sdk() as client,
+        ):
+            started = time.monotonic()
+            response = await client.responses.create(model=model, input="hi")
+            took = time.monotonic() - started
+    assert any(url in record.getMessage() for record in caplog.records), "the operator's log names the URL"
     assert response.status == "failed"
-    assert response.error.message.startswith(f"inference backend {url}")
-    assert words in response.error.message
+    assert response.error.message.startswith("the inference backend: ")
+    assert words in response.error.message and url.split("//")[1].split("/")[0] not in response.error.message
     assert took < 15, "failed only after a retry"
 
 
@@ -238,8 +245,30 @@ async def test_a_refused_key_or_an_unknown_model_fails_at_once_saying_what_to_ch
     ):
         response = await client.responses.create(model=model, input="hi")
     assert response.status == "failed"
-    assert response.error.message == (
-        f"inference backend {backend.base_url} answered {status}: nope ({words.format(model=model)})"
-    )
+    assert response.error.message == (f"the inference backend answered {status}: nope ({words.format(model=model)})")
     assert api_key == "" or api_key not in response.error.message
     assert len(backend.requests(model)) == 1, "retrying cannot mend a refused key or an unknown model"
+
+
+async def test_a_refusing_backend_shows_a_tenant_neither_its_url_nor_any_part_of_the_key(
+    temporal_address: str, store: EmptyStore, backend: ScriptedBackend, model: str
+):
+    """As OpenAI refuses a key: its message shows the key masked but for its tail, and a URL.
+    A tenant of this server once read both, and the backend's own URL besides."""
+    key = "sk-proj-" + "Q" * 40 + "tailWXYZ9"
+    said = (
+        "Incorrect API key provided: sk-proj-****************************************WXYZ9. You can find your "
+        f"API key at https://platform.openai.com/account/api-keys (sent to {backend.base_url}, key {key[-12:]})."
+    )
+    backend.script(model, [Reply(status=401, error_message=said)])
+    async with (
+        running_stack(temporal_address, backend, store, inference_api_key=key) as stack,
+        stack.sdk() as client,
+    ):
+        response = await client.responses.create(model=model, input="hi")
+    message = response.error.message
+    assert response.status == "failed" and message.startswith("the inference backend answered 401: "), message
+    assert "Incorrect API key provided" in message
+    assert f"127.0.0.1:{backend.port}" not in message and "http" not in message, message
+    assert not any(key[start : start + 6] in message for start in range(len(key) - 5)), message
+    assert "WXYZ" not in message and "****" not in message, message

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.errors import StartupError
-from upstream.registry import ANY_MODEL, parse_registry
+from upstream.registry import ANY_MODEL, load_registry, parse_registry
 
 documents = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -172,3 +172,63 @@ def test_any_document_is_a_registry_or_one_startup_error(document):
         assert "\n" not in str(error)
         return
     assert registry.deployments and all(isinstance(line, str) for line in warnings)
+
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"model": "openai/a", "rpm": SECRET},
+        {"model": "openai/a", "tpm": [SECRET]},
+        {"model": "openai/a", "timeout": {"key": SECRET}},
+        {"model": "openai/a", "api_key": [SECRET]},
+        {"model": "openai/a", "api_base": SECRET},
+    ],
+)
+def test_an_error_names_the_entry_and_the_field_but_never_the_value(params):
+    with pytest.raises(StartupError) as raised:
+        parse_registry({"model_list": [{"model_name": "a", "litellm_params": params}]}, "m.yaml", {})
+    message = str(raised.value)
+    assert "model_list[0] (a)" in message and SECRET not in message, message
+
+
+def test_credentials_in_api_base_with_an_api_key_are_refused():
+    entry = {
+        "model_name": "a",
+        "litellm_params": {"model": "openai/a", "api_base": "https://user:pw@host/v1", "api_key": "k"},
+    }
+    with pytest.raises(StartupError) as raised:
+        parse_registry({"model_list": [entry]}, "m.yaml", {})
+    assert "credentials" in str(raised.value) and "pw" not in str(raised.value)
+
+
+def test_a_yaml_error_says_where_but_not_the_line(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text(f"model_list:\n  - model_name: a\n    litellm_params: {{api_key: {SECRET}: broken\n")
+    with pytest.raises(StartupError) as raised:
+        load_registry(path)
+    message = str(raised.value)
+    assert "line" in message and SECRET not in message and "\n" not in message, message
+
+
+def test_a_file_of_aliases_makes_a_short_error(tmp_path):
+    """364 bytes of nested aliases once made a 52 MB error message."""
+    lines = ['a0: &a0 ["sk-live-x", "sk-live-x", "sk-live-x", "sk-live-x", "sk-live-x", "sk-live-x"]']
+    lines += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 6)}]" for n in range(1, 9)]
+    lines.append("model_list: [{model_name: a, litellm_params: {model: openai/a, rpm: *a8}}]")
+    path = tmp_path / "models.yaml"
+    path.write_text("\n".join(lines))
+    with pytest.raises(StartupError) as raised:
+        load_registry(path)
+    assert len(str(raised.value)) <= 500 and "sk-live" not in str(raised.value)
+
+
+@given(documents)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_every_error_is_short(document):
+    try:
+        parse_registry(document, "m.yaml", {"K": "v"})
+    except StartupError as error:
+        assert len(str(error)) <= 500
