@@ -92,6 +92,12 @@ class KeyStore:
             for row in rows
         ]
 
+    async def project_births(self) -> dict[str, int]:
+        """When each project came to be: its first key's time (revoked ones count)."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all("SELECT project, min(created_at) AS born FROM api_keys GROUP BY project")
+        return {row["project"]: int(row["born"]) for row in rows}
+
     async def revoke(self, key_id: str) -> bool:
         async with self.db.write() as transaction:
             changed = await transaction.run(

@@ -12,16 +12,22 @@ from __future__ import annotations
 from models.errors import SealedElsewhereError, SecretsUnavailableError
 from models.tools import McpSecrets
 from sealing.keyring import KeyRing, Purpose, new_master_key
-from sealing.sealer import Sealer
+from sealing.sealer import FORMAT, LegacyBlobs, Sealer
+
+
+def is_current(sealed: str) -> bool:
+    """Whether a blob is in the current format (one that is not is sealed anew on first use)."""
+    return sealed.startswith(FORMAT + ".")
 
 
 class SecretBox:
-    def __init__(self, key: str | KeyRing) -> None:
+    def __init__(self, key: str | KeyRing, legacy: LegacyBlobs | None = None) -> None:
+        """`legacy`: which blobs of the format before `dr1` open (`sealing/sealer.py`)."""
         self.ring = key if isinstance(key, KeyRing) else KeyRing.parse(key)
-        self.mcp = Sealer(self.ring, Purpose.MCP_SECRETS)
-        self.webhooks = Sealer(self.ring, Purpose.WEBHOOK_SECRETS)
-        self.reasoning = Sealer(self.ring, Purpose.REASONING)
-        self.compaction = Sealer(self.ring, Purpose.COMPACTION)
+        self.mcp = Sealer(self.ring, Purpose.MCP_SECRETS, legacy)
+        self.webhooks = Sealer(self.ring, Purpose.WEBHOOK_SECRETS, legacy)
+        self.reasoning = Sealer(self.ring, Purpose.REASONING, legacy)
+        self.compaction = Sealer(self.ring, Purpose.COMPACTION, legacy)
 
     @staticmethod
     def new_key() -> str:
@@ -31,10 +37,15 @@ class SecretBox:
         return self.mcp.seal(secrets.model_dump_json().encode(), project=project)
 
     def open(self, sealed: str, *, project: str) -> McpSecrets:
+        return self.open_for_use(sealed, project=project)[0]
+
+    def open_for_use(self, sealed: str, *, project: str) -> tuple[McpSecrets, str | None]:
+        """The secrets, and the blob sealed anew when `sealed` is in the old format."""
         try:
-            return McpSecrets.model_validate_json(self.mcp.open(sealed, project=project))
+            data, resealed = self.mcp.open_for_use(sealed, project=project)
         except SealedElsewhereError as error:
             raise SecretsUnavailableError(f"the MCP secrets of this response cannot be opened: {error}") from None
+        return McpSecrets.model_validate_json(data), resealed
 
     def seal_webhook_text(self, text: str, *, project: str) -> str:
         return self.webhooks.seal(text.encode(), project=project)

@@ -33,4 +33,15 @@ class McpSecretsStore:
             return None
         if self.secret_box is None:
             raise SecretsUnavailableError("no SECRETS_KEY is configured, so MCP secrets cannot be opened")
-        return self.secret_box.open(row["sealed"], project=row["project"])
+        secrets, resealed = self.secret_box.open_for_use(row["sealed"], project=row["project"])
+        if resealed is not None:  # sealed by a version before purpose keys: kept in today's format from now on
+            async with self.db.write() as transaction:
+                await transaction.run(
+                    "UPDATE mcp_secrets SET sealed = :new WHERE response_id = :id AND server_label = :label "
+                    "AND sealed = :old",
+                    new=resealed,
+                    id=response_id,
+                    label=server_label,
+                    old=row["sealed"],
+                )
+        return secrets

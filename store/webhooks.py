@@ -22,16 +22,17 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from models.errors import InvalidRequestError
+from models.errors import InvalidRequestError, SealedElsewhereError
 from models.ids import new_id
 from models.quotas import ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookEvent, WebhookPolicy, WebhookSubscription
-from sealing.secret_box import SecretBox
+from sealing.secret_box import SecretBox, is_current
 from sealing.webhooks import new_secret, secret_bytes
 from store import quota
 from store.codec import dumps, loads
 from store.database import Database, Row
 
+SEALED_COLUMNS = ("url_sealed", "secret_sealed", "previous_secret_sealed")
 LAST_SORT_KEY = 2**62
 """After every sort key (microseconds since the epoch): where a first page starts."""
 PREVIOUS_SECRET_SECONDS = 24 * 3600
@@ -144,7 +145,29 @@ class WebhookEndpoints:
             row = await transaction.one(
                 "SELECT * FROM webhook_endpoints WHERE id = :id AND project = :project", id=endpoint_id, project=project
             )
-        return None if row is None else self._row(row)
+        if row is None:
+            return None
+        await self._reseal_old(row, endpoint_id)
+        return self._row(row)
+
+    async def _reseal_old(self, row: Row, endpoint_id: str) -> None:
+        """A row sealed by a version before purpose keys keeps its blobs in today's format from
+        its first use on (those that open for its project: `sealing/sealer.py`)."""
+        columns = [column for column in SEALED_COLUMNS if row[column] is not None and not is_current(row[column])]
+        if not columns or self.secret_box is None:
+            return
+        for column in columns:
+            try:
+                _, resealed = self.secret_box.webhooks.open_for_use(row[column], project=row["project"])
+            except SealedElsewhereError:
+                continue
+            async with self.db.write() as transaction:
+                await transaction.run(
+                    f"UPDATE webhook_endpoints SET {column} = :new WHERE id = :id AND {column} = :old",
+                    new=resealed,
+                    id=endpoint_id,
+                    old=row[column],
+                )
 
     async def page(
         self, project: str, *, after: str | None, limit: int
@@ -253,6 +276,7 @@ class WebhookEndpoints:
             )
         if row is None:
             return None
+        await self._reseal_old(row, endpoint_id)
         project = row["project"]
         url = self.secret_box.open_webhook_text(row["url_sealed"], project=project)
         secret = self.secret_box.open_webhook_text(row["secret_sealed"], project=project)

@@ -29,6 +29,7 @@ from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
 from sealing.payload_codec import EncryptedPayloads
+from sealing.sealer import LegacyBlobs
 from sealing.secret_box import SecretBox
 from store.database import open_database
 from store.leases import Leases
@@ -63,11 +64,13 @@ async def opened_store(settings: Settings) -> AsyncIterator[ResponseRepository]:
         await db.close()
         raise
     try:
+        # Blobs sealed before purpose keys open only for the projects that existed when they were sealed.
+        legacy = LegacyBlobs(project_births=await KeyStore(db).project_births()) if settings.secrets_key else None
         yield ResponseRepository(
             db,
             stream_poll_seconds=settings.stream_poll_seconds,
             cancel_poll_seconds=settings.cancel_poll_seconds,
-            secret_box=SecretBox(settings.secrets_key) if settings.secrets_key else None,
+            secret_box=SecretBox(settings.secrets_key, legacy) if settings.secrets_key else None,
         )
     finally:
         await db.close()

@@ -65,13 +65,30 @@ def test_a_rotated_ring_still_opens_what_the_old_key_sealed():
         Sealer(KeyRing.parse(new), Purpose.MCP_SECRETS).open(sealed, project="p")
 
 
-def test_what_earlier_versions_sealed_still_opens():
-    """Before purpose keys, blobs were Fernet tokens under SECRETS_KEY itself: stored MCP
-    secrets and webhook endpoints, and clients' reasoning, made then still open."""
+def test_what_earlier_versions_sealed_opens_only_for_purposes_and_projects_that_existed_then():
+    """Before purpose keys, blobs were Fernet tokens under SECRETS_KEY itself, with no purpose
+    and no project: they once opened under any purpose, for any project. Now one opens for a
+    purpose that existed then, and for a project whose first key came before it was sealed (or
+    the open server's), and `open_for_use` gives it back sealed in today's format."""
     from cryptography.fernet import Fernet
 
+    from sealing.sealer import LegacyBlobs
+
     key = new_master_key()
-    legacy = Fernet(key.encode()).encrypt(b"sealed last year").decode()
-    assert Sealer(KeyRing.parse(key), Purpose.WEBHOOK_SECRETS).open(legacy, project="any") == b"sealed last year"
+    written_at = 1_700_000_000
+    legacy = Fernet(key.encode()).encrypt_at_time(b"sealed last year", written_at).decode()
+    rules = LegacyBlobs(project_births={"old": written_at - 86_400, "new": written_at + 86_400})
+    ring = KeyRing.parse(key)
+    webhooks = Sealer(ring, Purpose.WEBHOOK_SECRETS, rules)
+    for project in ("old", ""):
+        data, resealed = webhooks.open_for_use(legacy, project=project)
+        assert data == b"sealed last year" and resealed is not None and resealed.startswith("dr1.")
+        assert webhooks.open_for_use(resealed, project=project) == (b"sealed last year", None)
+    for project in ("new", "never-had-a-key"):
+        with pytest.raises(SealedElsewhereError):
+            webhooks.open(legacy, project=project)
+    for purpose in (Purpose.COMPACTION, Purpose.PAYLOADS):  # no such purpose before purpose keys
+        with pytest.raises(SealedElsewhereError):
+            Sealer(ring, purpose, rules).open(legacy, project="old")
     with pytest.raises(SealedElsewhereError):
-        Sealer(KeyRing.parse(new_master_key()), Purpose.WEBHOOK_SECRETS).open(legacy, project="any")
+        Sealer(KeyRing.parse(new_master_key()), Purpose.WEBHOOK_SECRETS, rules).open(legacy, project="old")
