@@ -25,6 +25,7 @@ from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
 from sealing.webhooks import InvalidWebhookSecret, secret_bytes
 from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
+from search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
 
@@ -173,6 +174,10 @@ class Settings(BaseModel):
     web_search_api_key: str = Field(default="", repr=False)
     web_search_url: str | None = None
     """`WEB_SEARCH_URL`: the provider at another base URL (a proxy, a self-hosted instance)."""
+    web_search_egress_allowlist: str | None = None
+    """`WEB_SEARCH_EGRESS_ALLOWLIST`: the private addresses web search may reach; by default the
+    host of `WEB_SEARCH_URL` alone. `EGRESS_ALLOWLIST` (tenants' MCP servers, webhooks) does not
+    apply to it, nor it to them."""
     embedding_model: str = "lexical"
     """`EMBEDDING_MODEL`: a model of the registry whose deployment serves `/embeddings`, or
     `lexical` (the default): the embedder that ships in the package (`retrieval/vectors.py`)."""
@@ -297,6 +302,15 @@ class Settings(BaseModel):
     def egress(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allowlist)
 
+    def search_egress(self) -> EgressPolicy:
+        """Where web search may connect: public addresses, and the operator's own provider (a
+        private SearXNG need not be opened to every tenant's MCP URLs and webhooks)."""
+        if self.web_search_egress_allowlist is not None:
+            return EgressPolicy.parse(self.web_search_egress_allowlist)
+        url = self.web_search_url or (SEARXNG_DEFAULT_URL if self.search().provider == "searxng" else None)
+        host = urlsplit(url).hostname if url else None
+        return EgressPolicy.parse(host) if host else EgressPolicy()
+
     def search(self) -> SearchSettings:
         chosen = self.web_search_provider
         provider = None if chosen == "off" else chosen or ("demo" if self.uses_demo_model else None)
@@ -406,6 +420,7 @@ class Settings(BaseModel):
             "web_search_provider": _web_search_provider(),
             "web_search_api_key": os.environ.get("WEB_SEARCH_API_KEY", ""),
             "web_search_url": os.environ.get("WEB_SEARCH_URL") or None,
+            "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
             "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
         }

@@ -163,7 +163,7 @@ async def build_worker(
     inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository, outcomes)
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
-    searching = SearchActivities(repository, provider_for(settings.search(), settings.egress()))
+    searching = SearchActivities(repository, provider_for(settings.search(), settings.search_egress()))
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
     ingestion = IngestionActivities(repository, embedder)
     file_searching = FileSearchActivities(repository, embedder)

@@ -27,7 +27,7 @@ from tests.support.openresponses import validate_event, validate_response
 from tests.support.processes import free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.search_servers import SearchServer
-from tests.support.stack import Stack, empty_store, running_stack
+from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
 
 LOCAL = EgressPolicy.parse("127.0.0.1")
 SEARCH = [{"type": "web_search"}]
@@ -338,3 +338,40 @@ def test_whatever_a_provider_answers_an_adapter_gives_results_or_a_refusal(
     except SearchRefusedError:
         return
     assert all(isinstance(result.url, str) and isinstance(result.title, str) for result in found)
+
+
+@pytest.mark.one_store
+async def test_the_search_provider_has_an_allowlist_of_its_own(
+    temporal_address: str, backend: ScriptedBackend, searxng: SearchServer, model: str, store: EmptyStore
+):
+    """An operator's private SearXNG once had to be in EGRESS_ALLOWLIST, where every tenant's
+    MCP URLs and webhooks could reach it too: now web search may reach its own provider's host,
+    and nothing else may because of it."""
+    async with (
+        running_stack(
+            temporal_address,
+            backend,
+            store,
+            web_search_provider="searxng",
+            web_search_url=searxng.url,
+            egress_allowlist="none",
+        ) as stack,
+        stack.sdk(timeout=60) as client,
+    ):
+        searching(model, backend)
+        response = await client.responses.create(model=model, input="What is durable execution?", tools=SEARCH)
+        assert response.output[0].type == "web_search_call" and response.output[0].status == "completed"
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.responses.create(
+                model=model,
+                input="hi",
+                tools=[
+                    {
+                        "type": "mcp",
+                        "server_label": "x",
+                        "server_url": f"{searxng.url}/mcp",
+                        "require_approval": "never",
+                    }
+                ],
+            )
+        assert refused.value.body["param"].startswith("tools")

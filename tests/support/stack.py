@@ -112,6 +112,7 @@ async def running_stack(
     web_search_api_key: str = "",
     embedding_model: str = "lexical",
     worker_deployment_name: str | None = None,
+    egress_allowlist: str = TEST_EGRESS,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -125,7 +126,7 @@ async def running_stack(
         execution=execution,
         secrets_key=SECRETS_KEY,
         inference_send_reasoning=send_reasoning,
-        egress_allowlist=TEST_EGRESS,
+        egress_allowlist=egress_allowlist,
         tracing=tracing,
         webhook_urls=webhook_urls or [],
         webhook_secret=webhook_secret,
