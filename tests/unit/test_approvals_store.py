@@ -6,9 +6,6 @@ stack: `tests/stack/test_mcp_approvals.py`, `tests/stack/test_open_approvals.py`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from models.errors import ApprovalAlreadyAnsweredError
@@ -17,16 +14,8 @@ from models.items import McpApprovalRequestItem
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from store.approvals import Approvals
-from store.database import Database, open_database
+from store.database import Database
 from store.repository import ResponseRepository
-
-
-@pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    opened = open_database(f"sqlite:///{tmp_path / 'responses.db'}")
-    await opened.migrate()
-    yield opened
-    await opened.close()
 
 
 def _asking(request_id: str) -> Response:

@@ -8,23 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from models.quotas import ProjectQuotas
-from store.database import Database, open_database
+from store.database import Database
 from store.files import ORPHAN_SECONDS, FileRow, Files
 
 SLOW_QUERY = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) FROM n"
-
-
-@pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    opened = open_database(f"sqlite:///{tmp_path / 'responses.db'}")
-    await opened.migrate()
-    yield opened
-    await opened.close()
 
 
 async def pieces(*parts: bytes) -> AsyncIterator[bytes]:

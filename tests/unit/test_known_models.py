@@ -7,13 +7,9 @@ is deleted."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from store.budgets import Budgets
-from store.database import Database, open_database
+from store.database import Database
 from telemetry.metrics import ModelLabels
 from upstream import pacing
 from upstream.known_models import OTHER, KnownModels
@@ -54,14 +50,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    opened = open_database(f"sqlite:///{tmp_path / 'responses.db'}")
-    await opened.migrate()
-    yield opened
-    await opened.close()
 
 
 async def test_a_budget_that_says_nothing_any_more_is_not_read_and_is_deleted(database: Database):

@@ -5,26 +5,15 @@ format from then on; for a project that came later, nothing opens. SQLite, in se
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
 from cryptography.fernet import Fernet
 
 from models.quotas import ProjectQuotas
 from sealing.keyring import new_master_key
 from sealing.sealer import LegacyBlobs
 from sealing.secret_box import SecretBox
-from store.database import Database, open_database
+from store.database import Database
 from store.webhooks import WebhookEndpoints
-
-
-@pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    opened = open_database(f"sqlite:///{tmp_path / 'responses.db'}")
-    await opened.migrate()
-    yield opened
-    await opened.close()
 
 
 async def test_an_endpoint_sealed_the_old_way_is_sealed_anew_on_first_use(database: Database):
