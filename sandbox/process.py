@@ -105,8 +105,9 @@ class ConfinedProcess:
     def _stop(self, *, out_of_time: bool = False, too_much_output: bool = False) -> None:
         self.ended.out_of_time |= out_of_time
         self.ended.too_much_output |= too_much_output
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.process.returncode is None:  # once reaped, its id may be another's
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 @contextlib.asynccontextmanager
