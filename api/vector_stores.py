@@ -27,9 +27,13 @@ from retrieval.searching import search
 from store.vector_stores import NewFile, VectorStoreFileRow, VectorStoreRow
 from telemetry import metrics
 
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""The largest body the Vector Stores API takes: 500 file ids, or a search's filters at their
+bounds, fit many times over (`docs/security.md`)."""
+
 
 async def parsed(model: type[BaseModel], request: Request) -> Any:
-    payload = await read_json(request, limits(request))
+    payload = await read_json(request, limits(request), most=MAX_BODY_BYTES)
     try:
         return model.model_validate(payload)
     except ValidationError as error:

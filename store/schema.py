@@ -381,6 +381,8 @@ file_parts = Table(
     Column("data", LargeBinary, nullable=False),
     Column("written_at", BigInteger, nullable=False),
 )
+# The sweep finds old parts by this, never reading a part's bytes to learn its age.
+Index("ix_file_parts_written_at", file_parts.c.written_at)
 
 vector_stores = Table(
     "vector_stores",

@@ -26,7 +26,7 @@ EXPECTED = {
     "22 KB of nested JSON (depth 11,000)": "failed (invalid_file)",
     "60 KB of unclosed HTML tags": "completed",
     "a 2 MiB text in 100-token chunks": "completed",
-    "searches with the widest filters, and a 2M-value one": "search 200, 2M-value filter 400",
+    "searches with the widest filters, and 200k- and 2M-value ones": "search 200, 200k-value filter 400, 2M-value 413",
     "100 made-up model names, compacted": "100 answered, 0 made-up names on /metrics",
     "a file deleted 0.4 s after it was added to a store": "0 chunks left after the delete",
 }

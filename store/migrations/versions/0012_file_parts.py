@@ -25,6 +25,7 @@ def upgrade() -> None:
         sa.Column("written_at", sa.BigInteger, nullable=False),
     )
     op.execute("INSERT INTO file_parts (file_id, part, data, written_at) SELECT id, 0, content, created_at FROM files")
+    op.create_index("ix_file_parts_written_at", "file_parts", ["written_at"])
     with op.batch_alter_table("files") as batch:
         batch.drop_column("content")
     with op.batch_alter_table("vector_store_files") as batch:
@@ -36,4 +37,5 @@ def downgrade() -> None:
         batch.drop_column("chunk_count")
     with op.batch_alter_table("files") as batch:
         batch.add_column(sa.Column("content", sa.LargeBinary, nullable=False, server_default=sa.text("''")))
+    op.drop_index("ix_file_parts_written_at", table_name="file_parts")
     op.drop_table("file_parts")
