@@ -293,25 +293,31 @@ def table(outcomes: list[Outcome], grew_mib: float) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+async def measure(*, quick: bool = False) -> str:
+    """The whole catalogue on a fresh `dev` (its own backend, a `*` deployment with `rpm`): the
+    table, with the memory the server grew by in all."""
     from bench.processes import Backend, Dev
 
+    backend = Backend.start(latency_ms=0)
+    try:
+        with tempfile.TemporaryDirectory(prefix="dr-bench-attacks-") as directory:
+            dev = Dev.start(directory, backend, env={"MODELS_FILE": models_file(directory, backend.base_url)})
+            try:
+                before = rss_mib(dev.process.pid)
+                outcomes = await run_all(dev.url, catalogue(Path(directory) / "responses.db", quick=quick))
+                grew = rss_mib(dev.process.pid) - before
+            finally:
+                dev.stop()
+    finally:
+        backend.stop()
+    worst = statistics.fmean(outcome.livez.worst for outcome in outcomes)
+    return f"{table(outcomes, grew)}\n\nThe mean of the attacks' worst /livez answers: {worst:.1f} ms."
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="leave the large uploads out")
-    quick = parser.parse_args().quick
-    backend = Backend.start(latency_ms=0)
-    with tempfile.TemporaryDirectory() as directory:
-        dev = Dev.start(directory, backend, env={"MODELS_FILE": models_file(directory, backend.base_url)})
-        try:
-            before = rss_mib(dev.process.pid)
-            outcomes = asyncio.run(run_all(dev.url, catalogue(Path(directory) / "responses.db", quick=quick)))
-            grew = rss_mib(dev.process.pid) - before
-        finally:
-            dev.stop()
-            backend.stop()
-    print(table(outcomes, grew))
-    worst = statistics.fmean(outcome.livez.worst for outcome in outcomes)
-    print(f"\nmean of the worst /livez answers: {worst:.1f} ms")
+    print(asyncio.run(measure(quick=parser.parse_args().quick)))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ fresh data dir, and later a `serve` process, then measures:
     (`bench/relay.py`);
 11. 10,000 responses waiting for approval on a fresh `dev`, then 20 (`bench/waiting.py`):
     memory, idle CPU, and an approval answered after its workflow left the cache;
-12. the split deployment's first token hop by hop (`bench/hops.py`).
+12. the split deployment's first token hop by hop (`bench/hops.py`);
+13. the tenant-isolation review's attacks (`bench/attacks.py`): each one's outcome and the
+    worst `/livez` answer while it runs, and the server's memory after all.
 
 It prints Markdown tables with the goals of issues 10 and 29 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
@@ -49,7 +51,7 @@ import uuid
 import httpx
 import openai
 
-from bench import docs, goals, hops, load, rate_limited, relay, telemetry_cost, waiting
+from bench import attacks, docs, goals, hops, load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 CHAINS = 8
@@ -203,6 +205,8 @@ async def run(args: argparse.Namespace) -> str:
     )
     # 9. a rate-limited backend (its own backends and `dev`s)
     limited = "" if args.skip_rate_limited else await rate_limited.measure()
+    # 13. the tenant-isolation review's attacks (their own backend and `dev`)
+    attacked = await attacks.measure(quick=args.quick)
 
     lines = [
         f"durable-responses benchmark: {os.cpu_count()} cores, scripted backend "
@@ -369,6 +373,8 @@ async def run(args: argparse.Namespace) -> str:
         *goals.issue_29_rows(first_direct, first_dev, serve_direct, serve_first, loads[10], relayed, waits),
         "",
         *hops.table(hop_rows),
+        "",
+        attacked,
     ]
     return "\n".join(lines)
 
