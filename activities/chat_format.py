@@ -19,11 +19,11 @@ from urllib.parse import urlparse
 from pydantic import TypeAdapter
 
 from context import compaction
+from models.hosted_tools import HOSTED_ITEM_TYPES
 from models.ids import new_id
 from models.items import (
     CompactionItem,
     CustomToolCallItem,
-    FileSearchCallItem,
     InputItem,
     McpApprovalRequestItem,
     McpCallItem,
@@ -35,8 +35,6 @@ from models.items import (
     ReasoningItem,
     ReasoningText,
     Refusal,
-    WebSearchAction,
-    WebSearchCallItem,
 )
 from models.mcp import McpFunction
 from models.responses import Response
@@ -104,11 +102,11 @@ def items_to_messages(
                 messages.extend(compacted(item) if compacted is not None else [])
                 reasoning = ""
                 continue
+            case kind if kind in HOSTED_ITEM_TYPES:
+                continue  # the model's call and its result come back through `tool_results`
             case (
                 "mcp_list_tools"
                 | "mcp_approval_response"
-                | "web_search_call"
-                | "file_search_call"
                 | "tool_search_call"
                 | "tool_search_output"
                 | "compaction_trigger"
@@ -284,8 +282,8 @@ def assistant_to_output(
     for call in message.get("tool_calls") or []:
         function = call["function"]
         item = call_item(table, function["name"], function.get("arguments") or "{}", call_id=call["id"])
-        if isinstance(item, (McpCallItem, McpApprovalRequestItem, WebSearchCallItem, FileSearchCallItem)):
-            call["id"] = item.id
+        if isinstance(item, (McpCallItem, McpApprovalRequestItem)) or item.type in HOSTED_ITEM_TYPES:
+            call["id"] = item.id  # a call this server runs: its item's id is the call's
         output.append(item)
     return output
 
@@ -294,10 +292,10 @@ def call_item(
     table: ToolTable, chat_name: str, arguments: str, *, call_id: str | None = None, item_id: str | None = None
 ) -> OutputItem:
     """The item a model's call of `chat_name` becomes."""
-    if chat_name == table.web_search_name:
-        return WebSearchCallItem(id=item_id or new_id("ws"), action=WebSearchAction(query=_query(arguments)))
-    if chat_name == table.file_search_name:
-        return FileSearchCallItem(id=item_id or new_id("fs"), queries=[_query(arguments)])
+    hosted = table.hosted.get(chat_name)
+    if hosted is not None:
+        item: OutputItem = hosted.new_item(arguments, item_id)
+        return item
     mcp = table.mcp.get(chat_name)
     if mcp is not None:
         return mcp_item(mcp, arguments, item_id)
@@ -318,16 +316,6 @@ def call_item(
         arguments=arguments,
         namespace=client.namespace if client else None,
     )
-
-
-def _query(arguments: str) -> str:
-    """The `query` of a model's web search (its whole arguments, when it sent something else)."""
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return arguments.strip()[:2_000]
-    query = parsed.get("query") if isinstance(parsed, dict) else None
-    return (query if isinstance(query, str) else arguments).strip()[:2_000]
 
 
 def custom_input(arguments: str) -> str:

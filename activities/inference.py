@@ -38,6 +38,7 @@ from models.errors import (
     UpstreamError,
 )
 from models.events import compaction_events
+from models.hosted_tools import WEB_SEARCH
 from models.ids import new_id
 from models.items import CompactionItem, ReasoningText
 from models.mcp import McpFunction
@@ -126,7 +127,9 @@ class InferenceActivities:
         try:
             turn_failures.raise_if_spent(start, request.max_attempts)
             functions = await self._whole_functions(request)
-            table = ToolTable(request.response.tools, functions, web_search=request.web_search)
+            table = ToolTable(
+                request.response.tools, functions, set_up=(WEB_SEARCH.name,) if request.web_search else ()
+            )
             conversation = chat_format.items_to_messages(
                 [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)],
                 table,

@@ -38,6 +38,7 @@ from models.events import (
     TextDeltaEvent,
     TextDoneEvent,
 )
+from models.hosted_tools import HOSTED_ITEM_TYPES, HOSTED_TOOLS
 from models.ids import new_id
 from models.items import (
     CustomToolCallItem,
@@ -55,10 +56,10 @@ from search.citations import annotations
 from workflows.catalogue import ToolTable
 
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
-SERVER_RUN_KINDS = (*MCP_KINDS, "web_search_call", "file_search_call")
+SERVER_RUN_KINDS = (*MCP_KINDS, *HOSTED_ITEM_TYPES)
 """Calls this server runs: the chat tool-call id is the item's id."""
 WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call")
-"""Announced whole once the reply is complete (a web or file search by the search that runs it)."""
+"""Announced whole once the reply is complete (a hosted tool's call by the step that runs it)."""
 ID_PREFIX = {
     "message": "msg",
     "reasoning": "rs",
@@ -66,8 +67,7 @@ ID_PREFIX = {
     "custom_tool_call": "ctc",
     "mcp_call": "mcp",
     "mcp_approval_request": "mcpr",
-    "web_search_call": "ws",
-    "file_search_call": "fs",
+    **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
 }
 TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
@@ -237,8 +237,8 @@ class StreamAssembler:
             output.append(final)
             if item.earlier is not None and item.earlier.done and item.earlier.text == self._streamed_text(item, final):
                 continue  # an earlier attempt finished this very item
-            if item.type in ("web_search_call", "file_search_call"):
-                continue  # announced by the search that runs it
+            if item.type in HOSTED_ITEM_TYPES:
+                continue  # announced by the step that runs it
             if item.type in WHOLE_KINDS:
                 events.extend(self._announce_whole(item, final))
                 continue
@@ -303,10 +303,9 @@ class StreamAssembler:
     # ---- internals -----------------------------------------------------------------------
 
     def _kind_of(self, chat_name: str) -> str:
-        if chat_name == self.table.web_search_name:
-            return "web_search_call"
-        if chat_name == self.table.file_search_name:
-            return "file_search_call"
+        hosted = self.table.hosted.get(chat_name)
+        if hosted is not None:
+            return hosted.item_type
         mcp = self.table.mcp.get(chat_name)
         if mcp is not None:
             return "mcp_approval_request" if mcp.requires_approval else "mcp_call"

@@ -19,6 +19,7 @@ from api.errors import from_validation_error
 from context.windows import ContextWindows
 from models import history_budget
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
+from models.hosted_tools import HOSTED_TOOLS
 from models.ids import new_id
 from models.items import InputItem
 from models.mcp import ApprovalDecision, McpListing
@@ -37,8 +38,7 @@ ITEM_ID_PREFIX = {
     "reasoning": "rs",
     "custom_tool_call": "ctc",
     "custom_tool_call_output": "ctco",
-    "web_search_call": "ws",
-    "file_search_call": "fs",
+    **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
     "tool_search_call": "tsc",
     "tool_search_output": "tso",
     "compaction": "cmp",

@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from models.hosted_tools import HOSTED_TOOLS, HostedTool
 from models.items import McpListToolsItem
 from models.mcp import McpFunction
 
@@ -161,61 +162,31 @@ def mcp_functions(
     return functions
 
 
-WEB_SEARCH_FUNCTION = {
-    "description": "Search the web. Answers with numbered results; cite a result you use with its number in "
-    "brackets, like [1].",
-    "parameters": {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to search for."}},
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-}
-
-
-FILE_SEARCH_FUNCTION = {
-    "description": "Search the user's files. Answers with numbered passages; cite a passage you use with its "
-    "number in brackets, like [1].",
-    "parameters": {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to search for."}},
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-}
-
-
 class ToolTable:
-    """The functions the model sees for one inference call, by the names it calls them.
-    `web_search`: the request's `web_search` tool is offered (a provider is configured), as
-    a function `web_search(query)` (another name, should a client function have that one).
-    A `file_search` tool is offered as `file_search(query)`, likewise."""
+    """The functions the model sees for one inference call, by the names it calls them: the
+    client's, the MCP servers', and one for each hosted tool the request asks for
+    (`models/hosted_tools.py`), named as the record says (another name, should a client
+    function have that one). `set_up`: the hosted tools that need setting up
+    (`HostedTool.needs_setup`) and are (`web_search` with a search provider); a request's
+    tool for one that is not is accepted and not offered."""
 
-    def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = (), *, web_search: bool = False) -> None:
+    def __init__(self, tools: Sequence[Any], mcp: Sequence[McpFunction] = (), *, set_up: Collection[str] = ()):
         self.client = {function.chat_name: function for function in client_functions(tools)}
         self.mcp = {function.function_name: function for function in mcp}
         self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
-        self.web_search_tool = (
-            next((tool for tool in tools if tool.type.startswith("web_search")), None) if web_search else None
-        )
         names = UniqueNames(set(self.client) | set(self.mcp))
-        self.web_search_name = names.claim("web_search") if self.web_search_tool is not None else None
-        self.file_search_tool = next((tool for tool in tools if tool.type == "file_search"), None)
-        self.file_search_name = names.claim("file_search") if self.file_search_tool is not None else None
+        self.hosted: dict[str, HostedTool] = {
+            names.claim(hosted.function): hosted
+            for hosted in HOSTED_TOOLS
+            if (hosted.name in set_up or not hosted.needs_setup) and hosted.offered(tools) is not None
+        }
+        """Chat name -> the hosted tool it calls."""
 
     def chat_tools(self) -> list[dict[str, Any]]:
-        searching = [
-            {"type": "function", "function": {"name": name, **schema}}
-            for name, schema in (
-                (self.web_search_name, WEB_SEARCH_FUNCTION),
-                (self.file_search_name, FILE_SEARCH_FUNCTION),
-            )
-            if name
-        ]
         return (
             [function.chat_tool() for function in self.client.values()]
             + [function.chat_tool() for function in self.mcp.values()]
-            + searching
+            + [hosted.chat_function(name) for name, hosted in self.hosted.items()]
         )
 
     def chat_name(self, name: str, namespace: str | None) -> str:

@@ -1,5 +1,6 @@
 """The tool steps of `ResponseWorkflow`: list the MCP servers' tools, turn approvals into
-calls, run calls (MCP, web and file search) within `max_tool_calls`, and wait for approvals.
+calls, run calls (MCP, and hosted tools': `workflows/hosted_calls.py`) within
+`max_tool_calls`, and wait for approvals.
 
 A mixin of the workflow class (the same instance, the same state): the workflow's loop
 decides when; this module does. Activities are addressed by name.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import cast
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
@@ -26,18 +27,18 @@ with workflow.unsafe.imports_passed_through():
     from models.errors import ResponseFailedError
     from models.events import StreamEvent, mcp_call_closing
     from models.history_budget import ToolResult
-    from models.items import FileSearchCallItem, McpApprovalRequestItem, McpCallItem, McpHttpError, WebSearchCallItem
+    from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError
     from models.mcp import ApprovalDecision, McpListing
     from models.tools import McpTool
     from models.webhooks import action_required_event
     from workflows import patches
     from workflows.failures import call_failure, is_cancel_request
-    from workflows.file_search_call import file_search
+    from workflows.hosted_calls import HostedCall
+    from workflows.hosted_runners import RUNNERS
     from workflows.mcp_listing import list_server
     from workflows.options import local_activity_options, tool_call_options
     from workflows.response_state import ResponseState
     from workflows.turn import within_max_tool_calls
-    from workflows.web_search_call import web_search
     from workflows.webhooks import send_webhooks
 
 
@@ -126,8 +127,9 @@ class ToolSteps:
         response = self.state.response
         allowed, refused = within_max_tool_calls(response.output, indexes, response.max_tool_calls)
         for index in refused:
-            # Only server calls count against `max_tool_calls` (`within_max_tool_calls`).
-            call = cast(McpCallItem | WebSearchCallItem | FileSearchCallItem, response.output[index])
+            # Only server calls count against `max_tool_calls` (`within_max_tool_calls`): an MCP
+            # call or a hosted tool's, each with a `status` and a `chat_call_id`.
+            call: Any = response.output[index]
             response.output[index] = call.model_copy(update={"status": "incomplete"})
             self.state.tool_results[call.chat_call_id] = ToolResult(
                 text=f"The call was not run: this response may make at most {response.max_tool_calls} tool calls."
@@ -137,8 +139,8 @@ class ToolSteps:
     async def _run_call(self, index: int) -> None:
         response = self.state.response
         call = response.output[index]
-        if isinstance(call, (WebSearchCallItem, FileSearchCallItem)):
-            await self._search(call, index)
+        if call.type in RUNNERS:
+            await self._run_hosted(call, index)
             return
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
@@ -185,36 +187,23 @@ class ToolSteps:
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
 
-    async def _search(self, call: WebSearchCallItem | FileSearchCallItem, index: int) -> None:
-        """A web or file search the model asked for; its results are numbered on from the last."""
-        response = self.state.response
-        settings, emit_events, first_number = self.state.settings, self.state.emit_events, len(self.state.sources) + 1
-        if isinstance(call, WebSearchCallItem):
-            searched = await web_search(
-                response,
-                call,
-                index,
-                settings=settings,
-                emit_events=emit_events,
-                first_number=first_number,
-                emit=self._emit,
-            )
-        else:
-            searched = await file_search(
-                response,
-                call,
-                index,
-                project=self.state.project,
-                settings=settings,
-                emit_events=emit_events,
-                first_number=first_number,
-                emit=self._emit,
-            )
-        response.output[index] = searched.call
-        if searched.parked:  # its results wait in the store, under its id
+    async def _run_hosted(self, call: Any, index: int) -> None:
+        """A hosted tool's call (`workflows/hosted_calls.py`); what it cites is numbered on from
+        what the response cited before."""
+        run = HostedCall(
+            response=self.state.response,
+            project=self.state.project,
+            settings=self.state.settings,
+            emit_events=self.state.emit_events,
+            first_number=len(self.state.sources) + 1,
+            emit=self._emit,
+        )
+        ran = await RUNNERS[call.type](run, call, index)
+        self.state.response.output[index] = ran.call
+        if ran.parked:  # its fields wait in the store, under its id
             self.state.parked[call.id] = call.id
-        self.state.sources.extend(searched.sources)
-        self.state.tool_results[call.chat_call_id] = searched.told
+        self.state.sources.extend(ran.sources)
+        self.state.tool_results[call.chat_call_id] = ran.told
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""

@@ -10,6 +10,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from models.hosted_tools import HOSTED_ITEM_TYPES
 from models.items import McpApprovalRequestItem
 
 
@@ -47,8 +48,8 @@ class Infer:
 
 NextStep = Finish | RunTools | AwaitApproval | Infer
 
-SERVER_CALLS = ("mcp_call", "web_search_call", "file_search_call")
-"""Calls this server runs for the model (an MCP tool's, a web or file search)."""
+SERVER_CALLS = ("mcp_call", *HOSTED_ITEM_TYPES)
+"""Calls this server runs for the model (an MCP tool's, a hosted tool's)."""
 
 
 def next_step(

@@ -1,0 +1,14 @@
+"""Each hosted tool's runner (`workflows/hosted_calls.py`), by its call item's type: what the
+workflow runs for a call of a tool that `models/hosted_tools.py` records."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.hosted_tools import FILE_SEARCH, WEB_SEARCH
+    from workflows.file_search_call import file_search
+    from workflows.hosted_calls import Runner
+    from workflows.web_search_call import web_search
+
+RUNNERS: dict[str, Runner] = {WEB_SEARCH.item_type: web_search, FILE_SEARCH.item_type: file_search}
