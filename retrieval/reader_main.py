@@ -64,8 +64,8 @@ def main() -> int:
     except MemoryError:
         refusal = (
             "invalid_file",
-            f"reading {filename!r} needs more than the {limits.reader.memory_bytes // (1024 * 1024)} MiB of memory "
-            "a file's reader may use",
+            f"reading {filename!r} needs more than the {(limits.reader.memory_bytes or 0) // (1024 * 1024)} MiB of "
+            "memory a file's reader may use",
         )
     except RecursionError:
         refusal = ("invalid_file", f"{filename!r} nests too deeply to be read")
