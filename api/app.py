@@ -17,6 +17,7 @@ from access.quotas import Quotas, QuotaSettings
 from api import (
     approvals,
     codec,
+    containers,
     context_endpoints,
     conversations,
     files,
@@ -37,6 +38,7 @@ from context.windows import ContextWindows
 from inbox.routes import inbox_routes
 from retrieval.embedder import Embedder
 from retrieval.vectors import LEXICAL_MODEL
+from sandbox.settings import SandboxSettings
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
@@ -79,6 +81,22 @@ def retrieval_routes() -> list[Route]:
     ]
 
 
+def container_routes() -> list[Route]:
+    """The Containers API (`code_interpreter`'s and the hosted shell's containers)."""
+    container, file = "/v1/containers/{container_id}", "/v1/containers/{container_id}/files/{file_id}"
+    return [
+        Route("/v1/containers", containers.create_container, methods=["POST"]),
+        Route("/v1/containers", containers.list_containers, methods=["GET"]),
+        Route(container, containers.retrieve_container, methods=["GET"]),
+        Route(container, containers.delete_container, methods=["DELETE"]),
+        Route(f"{container}/files", containers.create_container_file, methods=["POST"]),
+        Route(f"{container}/files", containers.list_container_files, methods=["GET"]),
+        Route(file, containers.retrieve_container_file, methods=["GET"]),
+        Route(file, containers.delete_container_file, methods=["DELETE"]),
+        Route(f"{file}/content", containers.container_file_content, methods=["GET"]),
+    ]
+
+
 def create_app(
     repository: ResponseRepository,
     runner: ResponseRunner,
@@ -98,6 +116,7 @@ def create_app(
     metrics_auth: str = "",
     metrics_route: bool = True,
     embedding_model: str = LEXICAL_MODEL,
+    sandbox: SandboxSettings | None = None,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -110,7 +129,7 @@ def create_app(
     `codec_access` who may use the codec endpoint (`api/codec.py`); `metrics_auth` the
     `Authorization` header `/metrics` requires (none: open), `metrics_route` whether it is
     served here at all (not when it has a port of its own); `embedding_model` what new vector
-    stores embed with (`EMBEDDING_MODEL`)."""
+    stores embed with (`EMBEDDING_MODEL`); `sandbox` how code runs (`sandbox/settings.py`)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -161,6 +180,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item, methods=["DELETE"]),
             *retrieval_routes(),
+            *container_routes(),
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),
             Route("/livez", health.livez, methods=["GET"]),
@@ -191,4 +211,5 @@ def create_app(
     app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)
     app.state.embedder = Embedder(embedding_model, runner.registry, Upstreams())
     app.state.ingestions = Ingestions(runner.client, runner.task_queue)
+    app.state.sandbox = sandbox or SandboxSettings()
     return app

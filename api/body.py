@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from models import history_budget
 from models.errors import InvalidRequestError, PayloadTooLargeError, RequestTimeoutError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,17 @@ async def read_bounded(request: Request, max_bytes: int, timeout_seconds: float,
             code="request_timeout",
         ) from None
     return b"".join(chunks)
+
+
+async def read_model(model: type[ModelT], request: Request, limits: Limits, *, most: int | None = None) -> ModelT:
+    """The body as `model`, or a 400 naming the parameter that is wrong (`most`: as `read_json`)."""
+    from api.errors import from_validation_error
+
+    payload = await read_json(request, limits, most=most)
+    try:
+        return model.model_validate(payload)
+    except ValidationError as error:
+        raise from_validation_error(error, payload) from None
 
 
 def parse_json(body: bytes, limits: Limits) -> dict[str, Any]:

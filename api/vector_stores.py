@@ -11,13 +11,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.body import read_json
-from api.errors import from_validation_error
+from api.body import ModelT, read_model
 from api.files import file_not_found
 from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError, UnavailableError, UpstreamError
@@ -32,12 +30,8 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 bounds, fit many times over (`docs/security.md`)."""
 
 
-async def parsed(model: type[BaseModel], request: Request) -> Any:
-    payload = await read_json(request, limits(request), most=MAX_BODY_BYTES)
-    try:
-        return model.model_validate(payload)
-    except ValidationError as error:
-        raise from_validation_error(error, payload) from None
+async def parsed(model: type[ModelT], request: Request) -> ModelT:
+    return await read_model(model, request, limits(request), most=MAX_BODY_BYTES)
 
 
 def vector_store_not_found(vector_store_id: str, param: str | None = "vector_store_id") -> NotFoundError:

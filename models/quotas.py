@@ -1,5 +1,5 @@
-"""What one project may keep: files, their bytes, vector stores, files in one store and webhook
-endpoints. The server's settings give each a limit (`access/quotas.py` reads them); the store
+"""What one project may keep: files, their bytes, vector stores, files in one store, webhook
+endpoints, running containers and files in one container. The server's settings give each a limit (`access/quotas.py` reads them); the store
 checks them in the transaction that adds (`store/quota.py`), so two requests at once cannot
 both take the last place. Past one, the request gets a 400 `limit_exceeded` that names the
 limit and its setting (`QuotaExceededError`)."""
@@ -18,11 +18,16 @@ class ProjectQuota(str, Enum):
     VECTOR_STORES = "vector_stores"
     FILES_PER_VECTOR_STORE = "files_per_vector_store"
     WEBHOOK_ENDPOINTS = "webhook_endpoints"
+    CONTAINERS = "containers"
+    CONTAINER_FILES = "container_files"
 
     @property
     def field(self) -> str:
         """Its field in `ProjectQuotas`."""
-        return "max_" + self.value if self is not ProjectQuota.FILES_PER_VECTOR_STORE else "max_files_per_vector_store"
+        return {
+            ProjectQuota.FILES_PER_VECTOR_STORE: "max_files_per_vector_store",
+            ProjectQuota.CONTAINER_FILES: "max_files_per_container",
+        }.get(self, "max_" + self.value)
 
     @property
     def setting(self) -> str:
@@ -33,6 +38,8 @@ class ProjectQuota(str, Enum):
             ProjectQuota.VECTOR_STORES: "PROJECT_MAX_VECTOR_STORES",
             ProjectQuota.FILES_PER_VECTOR_STORE: "VECTOR_STORE_MAX_FILES",
             ProjectQuota.WEBHOOK_ENDPOINTS: "PROJECT_MAX_WEBHOOK_ENDPOINTS",
+            ProjectQuota.CONTAINERS: "PROJECT_MAX_CONTAINERS",
+            ProjectQuota.CONTAINER_FILES: "CONTAINER_MAX_FILES",
         }[self]
 
     def described(self, limit: int) -> str:
@@ -44,6 +51,8 @@ class ProjectQuota(str, Enum):
             ProjectQuota.VECTOR_STORES: "vector stores",
             ProjectQuota.FILES_PER_VECTOR_STORE: "files in one vector store",
             ProjectQuota.WEBHOOK_ENDPOINTS: "webhook endpoints",
+            ProjectQuota.CONTAINERS: "running containers",
+            ProjectQuota.CONTAINER_FILES: "files in one container",
         }[self]
         return f"at most {limit} {things}"
 
@@ -55,6 +64,8 @@ class ProjectQuotas:
     max_vector_stores: int = 1_000
     max_files_per_vector_store: int = 10_000
     max_webhook_endpoints: int = 20
+    max_containers: int = 20
+    max_files_per_container: int = 1_000
 
     def limit(self, quota: ProjectQuota) -> int:
         limit: int = getattr(self, quota.field)

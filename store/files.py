@@ -1,4 +1,5 @@
-"""Uploaded files (`/v1/files`) in their project, their bytes in parts of `PART_BYTES`.
+"""Uploaded files (`/v1/files`) in their project, their bytes in parts of `PART_BYTES` (a
+container's files keep theirs here too: `store/containers.py`).
 
 A file's parts are written each in a short transaction of its own (a large upload never holds
 SQLite's write lock for long), then its row in one that first checks the project's quota:
@@ -82,6 +83,17 @@ class Files:
             part += 1
         return size
 
+    async def copy_parts(self, source: str, target: str) -> None:
+        """The parts of `source` again, as `target`'s (a file copied into a container)."""
+        async with self.db.write() as transaction:
+            await transaction.run(
+                "INSERT INTO file_parts (file_id, part, data, written_at) "
+                "SELECT :target, part, data, :now FROM file_parts WHERE file_id = :source",
+                target=target,
+                source=source,
+                now=int(time.time()),
+            )
+
     async def drop_parts(self, file_id: str) -> None:
         async with self.db.write() as transaction:
             await transaction.run("DELETE FROM file_parts WHERE file_id = :id", id=file_id)
@@ -132,7 +144,8 @@ class Files:
         return {row["id"]: _row(row) for row in rows}
 
     async def parts(self, file_id: str) -> AsyncIterator[bytes]:
-        """The file's bytes, a part at a time (each read in a transaction of its own)."""
+        """The file's bytes (an upload's, or a container file's), a part at a time (each read
+        in a transaction of its own)."""
         part = 0
         while True:
             async with self.db.read() as transaction:
@@ -180,7 +193,8 @@ class Files:
         async with self.db.write() as transaction:
             return await transaction.run(
                 "DELETE FROM file_parts WHERE written_at < :before "
-                "AND NOT EXISTS (SELECT 1 FROM files WHERE files.id = file_parts.file_id)",
+                "AND NOT EXISTS (SELECT 1 FROM files WHERE files.id = file_parts.file_id) "
+                "AND NOT EXISTS (SELECT 1 FROM container_files WHERE container_files.id = file_parts.file_id)",
                 before=before,
             )
 

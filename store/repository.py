@@ -27,6 +27,7 @@ from store.cancels import CancelRequests
 from store.chat_contexts import context_in, extend_in, fold_into_followers
 from store.chunks import Chunks
 from store.codec import dumps, loads
+from store.containers import Containers
 from store.conversations import Conversations
 from store.database import Database, Transaction
 from store.dispatches import ToolDispatches
@@ -98,6 +99,7 @@ class ResponseRepository:
         self.turns = Turns(db)
         self.conversations = Conversations(db)
         self.files = Files(db)
+        self.containers = Containers(db)
         self.vector_stores = VectorStores(db)
         self.chunks = Chunks(db)
         self.starts = Starts(db)

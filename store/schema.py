@@ -447,6 +447,44 @@ vector_store_chunks = Table(
     Column("embedding", EMBEDDING, nullable=True),
 )
 
+# ---- Containers (`store/containers.py`) -----------------------------------------------------
+
+# A container: where it lives (`host`, a worker host's id, once a command needed it), its limits,
+# and `status` (running, expired or deleted: a host removes what it keeps of the last two).
+containers = Table(
+    "containers",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("memory_limit", String(8), nullable=False),
+    Column("expires_after_minutes", Integer, nullable=False),
+    Column("network_policy", JSON, nullable=False),
+    Column("host", String(80), nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_active_at", BigInteger, nullable=False),
+    Column("sort_key", BigInteger, nullable=False),
+)
+Index("ix_containers_project_sort_key", containers.c.project, containers.c.sort_key, containers.c.id)
+Index("ix_containers_host", containers.c.host)
+
+# A container's file: its path under /mnt/data, its bytes in `file_parts`; `synced` once its
+# host has it on disk (an upload waits until then).
+container_files = Table(
+    "container_files",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("container_id", String(80), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("source", String(20), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("synced", Boolean, nullable=False),
+    Column("sort_key", BigInteger, nullable=False),
+)
+Index("ix_container_files_container", container_files.c.container_id, container_files.c.sort_key, container_files.c.id)
+
 # Who runs each cluster-wide chore (`worker/housekeeping.py`), and until when: the holder
 # renews it each round; when it stops renewing, another worker takes it over.
 chore_leases = Table(

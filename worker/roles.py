@@ -161,6 +161,7 @@ def announce_backend(settings: Settings) -> None:
     """Which backend answers, and whether a key is set (never the key), once at start."""
     log.info("%s", settings.backend_summary())
     log.info("%s", settings.search().described())
+    log.info("%s", settings.sandbox.described())
     if webhooks := settings.webhooks_summary():
         log.info("%s", webhooks)
     for warning in settings.backend_warnings():
@@ -323,6 +324,7 @@ async def run_api(
             metrics_auth=settings.metrics_auth,
             metrics_route=settings.metrics_port is None,
             embedding_model=settings.embedding_model,
+            sandbox=settings.sandbox,
         )
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from models.quotas import MAX_WEBHOOK_ENDPOINTS, ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget
 from retrieval.vectors import LEXICAL_MODEL
+from sandbox.settings import SandboxSettingError, SandboxSettings
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
 from sealing.webhooks import InvalidWebhookSecret, secret_bytes
@@ -160,6 +162,8 @@ class Settings(BaseModel):
     max_streams_per_key: int = 100
     rate_limit_per_minute: int = 0
     project_quotas: ProjectQuotas = Field(default_factory=ProjectQuotas)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """How code runs (`code_interpreter`, the hosted `shell`): `sandbox/settings.py`."""
     """What one project may keep (`PROJECT_MAX_FILES` and the rest: `models/quotas.py`)."""
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 30.0
@@ -413,6 +417,7 @@ class Settings(BaseModel):
             "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
             "project_quotas": _project_quotas(),
+            "sandbox": _sandbox(overrides.get("database_url") or os.environ.get("DATABASE_URL")),
             "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
             "webhook_urls": _env_list("WEBHOOK_URLS"),
@@ -432,6 +437,16 @@ class Settings(BaseModel):
                 values[name] = os.environ[env]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(values)
+
+
+def _sandbox(database_url: object) -> SandboxSettings:
+    """The sandbox settings; a SQLite store's directory holds the containers by default."""
+    url = str(database_url or "")
+    data_dir = Path(url.removeprefix("sqlite:///")).parent if url.startswith("sqlite:///") else None
+    try:
+        return SandboxSettings.from_env(data_dir)
+    except SandboxSettingError as error:
+        raise StartupError(str(error)) from None
 
 
 def _project_quotas() -> ProjectQuotas:

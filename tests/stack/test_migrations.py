@@ -83,6 +83,8 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE history_deletions",
         "DROP TABLE files",
         "DROP TABLE file_parts",
+        "DROP TABLE containers",
+        "DROP TABLE container_files",
         "DROP TABLE vector_stores",
         "DROP TABLE vector_store_files",
         "DROP TABLE vector_store_file_batches",

@@ -22,6 +22,7 @@ from activities.handover import Outcomes
 from api.app import create_app
 from api.runner import ResponseRunner
 from models.workflow_io import ExecutionSettings, RetryBudget
+from sandbox.settings import SandboxSettings
 from sealing.secret_box import SecretBox
 from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
@@ -113,6 +114,7 @@ async def running_stack(
     embedding_model: str = "lexical",
     worker_deployment_name: str | None = None,
     egress_allowlist: str = TEST_EGRESS,
+    sandbox: SandboxSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -137,6 +139,7 @@ async def running_stack(
         web_search_api_key=web_search_api_key,
         worker_deployment_name=worker_deployment_name,
         embedding_model=embedding_model,
+        sandbox=sandbox or SandboxSettings(directory=store.data_dir / "containers"),
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
@@ -162,6 +165,7 @@ async def running_stack(
             interactive_wait_seconds=interactive_wait_seconds,
             codec_access=codec_access(settings),
             embedding_model=settings.embedding_model,
+            sandbox=settings.sandbox,
         )
         server = uvicorn.Server(
             uvicorn.Config(

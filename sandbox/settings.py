@@ -1,0 +1,106 @@
+"""How this server runs code (`code_interpreter`, the hosted `shell`): which runtime, where a
+worker keeps its containers, and what a container and a command may have. Read from the
+environment (`from_env`), the same in every process: the API checks requests against it,
+the workers run with it.
+
+    SANDBOX_RUNTIME            bubblewrap (the default on Linux, where `bwrap` is installed) or off
+    SANDBOX_DIR                where a worker keeps its containers (default: the data dir's
+                               `containers/`, or ./.durable-responses/containers)
+    SANDBOX_MAX_MEMORY         the most memory a container may ask for: 1g, 4g (default), 16g, 64g
+    SANDBOX_DISK_BYTES         each container's files, in all (default 1 GiB)
+    SANDBOX_COMMAND_SECONDS    how long a code_interpreter call, or a shell call that says
+                               nothing, may run (default 600)
+    SANDBOX_MAX_COMMAND_SECONDS  the longest a shell call may ask for (`timeout_ms`; default 6 h)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+MiB = 1024 * 1024
+Runtime = Literal["bubblewrap", "off"]
+MEMORY_CHOICES = ("1g", "4g", "16g", "64g")
+
+
+class SandboxSettingError(ValueError):
+    """A sandbox setting that cannot be: its message is one line naming it."""
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    runtime: Runtime = "off"
+    directory: Path = Path(".durable-responses/containers")
+    max_memory: str = "4g"
+    disk_bytes: int = 1024 * MiB
+    command_seconds: float = 600.0
+    max_command_seconds: float = 6 * 3600.0
+    output_bytes: int = 1 * MiB
+
+    @property
+    def enabled(self) -> bool:
+        return self.runtime != "off"
+
+    def described(self) -> str:
+        """One line for the start-up log."""
+        if not self.enabled:
+            return (
+                "code execution: off (code_interpreter and shell tools are accepted and not offered; install "
+                "bubblewrap, or set SANDBOX_RUNTIME=bubblewrap)"
+            )
+        return f"code execution: {self.runtime}, containers in {self.directory}"
+
+    @classmethod
+    def from_env(cls, data_dir: Path | None = None) -> SandboxSettings:
+        chosen = os.environ.get("SANDBOX_RUNTIME", "").strip().lower()
+        available = sys.platform == "linux" and shutil.which("bwrap") is not None
+        if chosen in ("", "auto"):
+            runtime: Runtime = "bubblewrap" if available else "off"
+        elif chosen in ("off", "none"):
+            runtime = "off"
+        elif chosen == "bubblewrap":
+            if not available:
+                raise SandboxSettingError(
+                    "SANDBOX_RUNTIME=bubblewrap, but `bwrap` is not installed (Debian: bubblewrap)"
+                )
+            runtime = "bubblewrap"
+        else:
+            raise SandboxSettingError(f"SANDBOX_RUNTIME must be bubblewrap or off, not {chosen!r}")
+        max_memory = os.environ.get("SANDBOX_MAX_MEMORY", "4g").strip().lower()
+        if max_memory not in MEMORY_CHOICES:
+            raise SandboxSettingError(f"SANDBOX_MAX_MEMORY must be one of {', '.join(MEMORY_CHOICES)}")
+        default_dir = (data_dir / "containers") if data_dir is not None else Path(".durable-responses/containers")
+        return cls(
+            runtime=runtime,
+            directory=Path(os.environ.get("SANDBOX_DIR") or default_dir).resolve(),
+            max_memory=max_memory,
+            disk_bytes=_positive_int("SANDBOX_DISK_BYTES", 1024 * MiB),
+            command_seconds=_positive_float("SANDBOX_COMMAND_SECONDS", 600.0),
+            max_command_seconds=_positive_float("SANDBOX_MAX_COMMAND_SECONDS", 6 * 3600.0),
+        )
+
+
+def _positive_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    try:
+        number = int(value) if value else default
+    except ValueError:
+        raise SandboxSettingError(f"{name} must be a whole number") from None
+    if number <= 0:
+        raise SandboxSettingError(f"{name} must be more than 0")
+    return number
+
+
+def _positive_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    try:
+        number = float(value) if value else default
+    except ValueError:
+        raise SandboxSettingError(f"{name} must be a number") from None
+    if not number > 0:
+        raise SandboxSettingError(f"{name} must be more than 0")
+    return number
