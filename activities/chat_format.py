@@ -294,7 +294,7 @@ def call_item(
     """The item a model's call of `chat_name` becomes."""
     hosted = table.hosted.get(chat_name)
     if hosted is not None:
-        item: OutputItem = hosted.new_item(arguments, item_id)
+        item: OutputItem = hosted.new_item(arguments, table.requested[chat_name], item_id)
         return item
     mcp = table.mcp.get(chat_name)
     if mcp is not None:

@@ -127,9 +127,8 @@ class InferenceActivities:
         try:
             turn_failures.raise_if_spent(start, request.max_attempts)
             functions = await self._whole_functions(request)
-            table = ToolTable(
-                request.response.tools, functions, set_up=(WEB_SEARCH.name,) if request.web_search else ()
-            )
+            set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
+            table = ToolTable(request.response.tools, functions, set_up=set_up)
             conversation = chat_format.items_to_messages(
                 [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)],
                 table,

@@ -40,9 +40,9 @@ def container_not_found(container_id: str, param: str | None = "container_id") -
     return NotFoundError(f"Container with id '{container_id}' not found.", param=param)
 
 
-def check_container_options(request: Request, memory_limit: str, network_policy: Any, prefix: str = "") -> None:
-    """What this server gives a container: memory up to `SANDBOX_MAX_MEMORY`, no network yet."""
-    most = request.app.state.sandbox.max_memory
+def check_container_options(most: str, memory_limit: str, network_policy: Any, prefix: str = "") -> None:
+    """What this server gives a container: memory up to `most` (`SANDBOX_MAX_MEMORY`), no
+    network yet."""
     if MEMORY_LIMITS[memory_limit] > MEMORY_LIMITS[most]:
         raise InvalidRequestError(
             f"Invalid '{prefix}memory_limit': this server gives a container at most {most} (SANDBOX_MAX_MEMORY).",
@@ -67,6 +67,7 @@ async def new_container(
     network_policy: dict[str, Any],
     file_ids: list[str],
     param: str,
+    container_id: str | None = None,
 ) -> ContainerRow:
     """A container of the request's project, with copies of `file_ids` (named by `param`)."""
     project = principal(request).project
@@ -76,7 +77,9 @@ async def new_container(
         if file_id not in found:
             raise file_not_found(file_id, f"{param}[{index}]")
     now = int(time.time())
-    row = ContainerRow(new_id("cntr"), project, name, memory_limit, minutes, network_policy, None, "running", now, now)
+    row = ContainerRow(
+        container_id or new_id("cntr"), project, name, memory_limit, minutes, network_policy, None, "running", now, now
+    )
     await store.containers.create(row, project_quotas(request))
     for file_id in dict.fromkeys(file_ids):
         source = found[file_id]
@@ -91,7 +94,7 @@ async def new_container(
 
 async def create_container(request: Request) -> HttpResponse:
     body = await read_model(CreateContainer, request, limits(request), most=MAX_BODY_BYTES)
-    check_container_options(request, body.memory_limit, body.network_policy)
+    check_container_options(request.app.state.sandbox.max_memory, body.memory_limit, body.network_policy)
     row = await new_container(
         request,
         name=body.name,

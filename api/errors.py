@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from models.errors import ApiError, InvalidRequestError, StoreUnavailableError, UnavailableError
-from models.requests import UnsupportedParameter
+from models.unsupported import UnsupportedParameter
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from access.egress import EgressPolicy, EgressRefusedError
 from api.approvals import answered_approvals
 from api.body import Limits
+from api.code_containers import AutoContainer, code_containers
 from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
 from context.windows import ContextWindows
@@ -26,6 +27,7 @@ from models.mcp import ApprovalDecision, McpListing
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import McpSecrets
+from sandbox.settings import SandboxSettings
 from store.conversations import conversation_not_found
 from store.parked import Parked
 from store.repository import ResponseRepository
@@ -67,6 +69,9 @@ class PreparedResponse:
     applied: frozenset[str] = frozenset()
     """The requests in `approvals` whose answer is a decision kept for them in the approvals
     inbox, which this response applies (`api/approvals.py`)."""
+    containers: list[AutoContainer] = field(default_factory=list)
+    """Containers its `code_interpreter` tools asked for, made when it is kept
+    (`api/code_containers.py`)."""
 
     @property
     def closes(self) -> list[str]:
@@ -123,13 +128,15 @@ async def prepare(
     known_model: Callable[[str], bool] | None = None,
     windows: ContextWindows | None = None,
     compact_only: bool = False,
+    sandbox: SandboxSettings | None = None,
 ) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
     `known_model`: whether the model registry serves a model name (an unknown one is a 404).
     `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`).
     `compact_only`: the response compacts its context and answers nothing else (as one whose
-    input ends with a `compaction_trigger` does)."""
+    input ends with a `compaction_trigger` does). `sandbox`: how this server runs code (the
+    containers of `code_interpreter` tools)."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
@@ -155,6 +162,7 @@ async def prepare(
     _check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
     await _vector_stores_exist(request, repository, project)
+    request, containers = await code_containers(request, repository, project, previous, sandbox or SandboxSettings())
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
@@ -176,6 +184,7 @@ async def prepare(
         approvals=approvals,
         parked=parked,
         applied=applied,
+        containers=containers,
     )
 
 

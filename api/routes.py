@@ -13,6 +13,7 @@ from starlette.responses import Response as HttpResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
+from api import code_containers
 from api.admission import Admission
 from api.body import read_json
 from api.lookup import stored_response, with_progress
@@ -98,6 +99,7 @@ async def prepared_for(
         decided_by=acting.key_id,
         egress=request.app.state.egress,
         known_model=request.app.state.registry.knows,
+        sandbox=request.app.state.sandbox,
         **options,
     )
 
@@ -118,18 +120,24 @@ async def kept_and_started(request: Request, prepared: PreparedResponse, acting:
     emit_events = prepared.request.stream or prepared.request.background
     # A background response sends its events to the endpoints its project has now, too.
     subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) if response.background else []
-    await repository.create_response(
-        response,
-        prepared.items,
-        opening_events(response) if emit_events else None,
-        secrets=prepared.secrets,
-        decisions=prepared.answers,
-        parked=prepared.parked,
-        project=acting.project,
-        decided_by=acting.key_id,
-        closes=prepared.closes,
-        applies=sorted(prepared.applied),
-    )
+    made = [auto.container_id for auto in prepared.containers]
+    await code_containers.make(request, response.id, prepared.containers)
+    try:
+        await repository.create_response(
+            response,
+            prepared.items,
+            opening_events(response) if emit_events else None,
+            secrets=prepared.secrets,
+            decisions=prepared.answers,
+            parked=prepared.parked,
+            project=acting.project,
+            decided_by=acting.key_id,
+            closes=prepared.closes,
+            applies=sorted(prepared.applied),
+        )
+    except BaseException:
+        await code_containers.unmake(repository, made)
+        raise
     try:
         started = await runner.start(
             response,
@@ -145,6 +153,7 @@ async def kept_and_started(request: Request, prepared: PreparedResponse, acting:
         raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
     except BaseException:
         await repository.purge(response.id)  # refused or failed: nothing is left behind
+        await code_containers.unmake(repository, made)
         raise
     metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
     return started

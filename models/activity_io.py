@@ -8,7 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from models.history_budget import ToolResult
-from models.items import FileSearchCallItem, McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
+from models.items import (
+    CodeInterpreterCallItem,
+    FileSearchCallItem,
+    McpCallItem,
+    McpListToolsItem,
+    OutputItem,
+    WebSearchCallItem,
+)
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
 from models.search import Source
@@ -50,6 +57,10 @@ class InferenceInput(BaseModel):
     starts from the response's input, as its first turn does."""
     web_search: bool = False
     """Offer the request's `web_search` tool to the model (a search provider is configured)."""
+    set_up: list[str] = Field(default_factory=list)
+    """The hosted tools that need setting up and are (`ExecutionSettings.set_up_tools`): a
+    request's tool for one of them is offered to the model (`web_search` is so too when
+    `web_search` says, as it did before this list)."""
     sources: list[Source] = Field(default_factory=list)
     """The search results shown to the model so far, numbered: its `[n]` become citations."""
     just_compacted: bool = False
@@ -190,3 +201,49 @@ class FileSearchResult(BaseModel):
     parked: bool = False
     """The text is long: it waits in the store under the call's id, as `output`."""
     sources: list[Source] = Field(default_factory=list)
+
+
+# ---- code in a container (`activities/code_execution.py`) -----------------------------------
+
+
+class PlaceContainerInput(BaseModel):
+    container_id: str
+
+
+class PlaceContainerResult(BaseModel):
+    host: str | None
+    """The worker host the container lives on (this one, if it lived nowhere yet); None: the
+    container is gone (expired or deleted)."""
+
+
+class RunCodeInput(BaseModel):
+    response_id: str
+    project: str
+    call: CodeInterpreterCallItem
+    output_index: int
+    emit_events: bool = False
+    timeout_seconds: float
+    include_outputs: bool = False
+
+
+class ContainerFileCreated(BaseModel):
+    """A file a command wrote under /mnt/data, kept as one of the container's files."""
+
+    file_id: str
+    path: str
+
+
+class RunCodeResult(BaseModel):
+    call: CodeInterpreterCallItem
+    text: str
+    """What the model is told: what the code printed (cut to a bound), its error, its files."""
+    files: list[ContainerFileCreated] = Field(default_factory=list)
+
+
+class ContainerLostInput(BaseModel):
+    container_id: str
+    host: str
+
+
+class ContainerLostResult(BaseModel):
+    expired: bool

@@ -19,6 +19,12 @@ WEB_SEARCH = "web_search"
 FILE_SEARCH = "file_search"
 DELIVER_WEBHOOK = "deliver_webhook"
 
+# Code in a container (`activities/code_execution.py`): placed on a host by any worker that runs
+# code, then run on that host's own queue.
+PLACE_CONTAINER = "place_container"
+RUN_CODE = "run_code"
+CONTAINER_LOST = "container_lost"
+
 # A file's ingestion into a vector store.
 CHUNK_FILE = "chunk_file"
 EMBED_CHUNKS = "embed_chunks"

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from models.requests import UnsupportedParameter
+from models.unsupported import UnsupportedParameter
 
 GiB = 1024 * 1024 * 1024
 MEMORY_LIMITS: dict[str, int] = {"1g": GiB, "4g": 4 * GiB, "16g": 16 * GiB, "64g": 64 * GiB}

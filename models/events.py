@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from models.items import (
+    CodeInterpreterCallItem,
     CompactionItem,
     FileSearchCallItem,
     McpApprovalRequestItem,
@@ -157,6 +158,30 @@ class FileSearchProgressEvent(StreamEvent):
     output_index: int
 
 
+class CodeInterpreterProgressEvent(StreamEvent):
+    type: Literal[
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+    ]
+    item_id: str
+    output_index: int
+
+
+class CodeDeltaEvent(StreamEvent):
+    type: Literal["response.code_interpreter_call_code.delta"] = "response.code_interpreter_call_code.delta"
+    item_id: str
+    output_index: int
+    delta: str
+
+
+class CodeDoneEvent(StreamEvent):
+    type: Literal["response.code_interpreter_call_code.done"] = "response.code_interpreter_call_code.done"
+    item_id: str
+    output_index: int
+    code: str
+
+
 class CompactionProgressEvent(StreamEvent):
     type: Literal["response.compaction.compacting"] = "response.compaction.compacting"
     item_id: str
@@ -297,3 +322,42 @@ def search_closing(call: WebSearchCallItem | FileSearchCallItem, index: int) -> 
         events.append(_search_progress(call, "completed", index))
     events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
     return events
+
+
+def code_opening(call: CodeInterpreterCallItem, index: int) -> list[StreamEvent]:
+    """A code interpreter call's first events: its item added (without outputs), in progress,
+    its code (whole, in one delta: the model's arguments were complete before it ran), and
+    interpreting."""
+    started = call.model_copy(update={"status": "in_progress", "outputs": None})
+    code = call.code or ""
+    return [
+        OutputItemEvent(type="response.output_item.added", output_index=index, item=started),
+        _code_progress(call, "in_progress", index),
+        CodeDeltaEvent(item_id=call.id, output_index=index, delta=code),
+        CodeDoneEvent(item_id=call.id, output_index=index, code=code),
+        _code_progress(call, "interpreting", index),
+    ]
+
+
+def _code_progress(call: CodeInterpreterCallItem, step: str, index: int) -> StreamEvent:
+    return CodeInterpreterProgressEvent.model_validate(
+        {"type": f"response.code_interpreter_call.{step}", "item_id": call.id, "output_index": index}
+    )
+
+
+def code_closing(call: CodeInterpreterCallItem, index: int) -> list[StreamEvent]:
+    """Its last: completed (unless it failed or was cut short), and its item done."""
+    events: list[StreamEvent] = []
+    if call.status == "completed":
+        events.append(_code_progress(call, "completed", index))
+    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
+    return events
+
+
+def hosted_closing(call: Any, index: int) -> list[StreamEvent]:
+    """A hosted tool's call's last events, whichever tool's. A code call's opening comes too:
+    one that ended before it ran had none (the log keeps each step's event once, so one that
+    had keeps it as it was)."""
+    if isinstance(call, CodeInterpreterCallItem):
+        return code_opening(call, index) + code_closing(call, index)
+    return search_closing(call, index)

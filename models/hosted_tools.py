@@ -1,5 +1,5 @@
-"""The hosted tools: tools this server runs for the model (a web search, a file search), each
-one record that every layer reads.
+"""The hosted tools: tools this server runs for the model (a web search, a file search, code),
+each one record that every layer reads.
 
 A chat-completions backend knows functions only, so each hosted tool is offered to the model
 as one function (`function`, with `description` and `parameters`). The model's call of it
@@ -27,7 +27,7 @@ from typing import Any
 
 from models import activity_names
 from models.ids import new_id
-from models.items import FileSearchCallItem, WebSearchAction, WebSearchCallItem
+from models.items import CodeInterpreterCallItem, FileSearchCallItem, WebSearchAction, WebSearchCallItem
 
 MAX_QUERY_CHARS = 2_000
 
@@ -63,8 +63,8 @@ class HostedTool:
     description: str
     parameters: dict[str, Any]
     activity: str
-    call_item: Callable[[str, str], Any]
-    """The model's arguments and the item's id -> the call item."""
+    call_item: Callable[[str, str, Any], Any]
+    """The model's arguments, the item's id and the request's tool -> the call item."""
     needs_setup: bool = False
     """Offered only where the server is set up to run it (`web_search`: a search provider);
     elsewhere a request's tool for it is accepted, and not offered to the model."""
@@ -80,8 +80,8 @@ class HostedTool:
             "function": {"name": name, "description": self.description, "parameters": self.parameters},
         }
 
-    def new_item(self, arguments: str, item_id: str | None = None) -> Any:
-        return self.call_item(arguments, item_id or new_id(self.id_prefix))
+    def new_item(self, arguments: str, tool: Any, item_id: str | None = None) -> Any:
+        return self.call_item(arguments, item_id or new_id(self.id_prefix), tool)
 
 
 WEB_SEARCH = HostedTool(
@@ -94,7 +94,7 @@ WEB_SEARCH = HostedTool(
     "brackets, like [1].",
     parameters=QUERY_PARAMETERS,
     activity=activity_names.WEB_SEARCH,
-    call_item=lambda arguments, item_id: WebSearchCallItem(
+    call_item=lambda arguments, item_id, _tool: WebSearchCallItem(
         id=item_id, action=WebSearchAction(query=query_of(arguments))
     ),
     needs_setup=True,
@@ -110,10 +110,46 @@ FILE_SEARCH = HostedTool(
     "number in brackets, like [1].",
     parameters=QUERY_PARAMETERS,
     activity=activity_names.FILE_SEARCH,
-    call_item=lambda arguments, item_id: FileSearchCallItem(id=item_id, queries=[query_of(arguments)]),
+    call_item=lambda arguments, item_id, _tool: FileSearchCallItem(id=item_id, queries=[query_of(arguments)]),
 )
 
-HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH, FILE_SEARCH)
+CODE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+MAX_CODE_CHARS = 256 * 1024
+
+
+def code_of(arguments: str) -> str:
+    """The `code` of a model's call (its whole arguments, when it sent something else)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments[:MAX_CODE_CHARS]
+    code = parsed.get("code") if isinstance(parsed, dict) else None
+    return (code if isinstance(code, str) else arguments)[:MAX_CODE_CHARS]
+
+
+CODE_INTERPRETER = HostedTool(
+    name="code_interpreter",
+    tool_types=("code_interpreter",),
+    item_type="code_interpreter_call",
+    id_prefix="ci",
+    function="code_interpreter",
+    description="Run Python code in a stateful sandbox (variables persist between calls) with numpy, pandas and "
+    "matplotlib. What it prints is shown to you; save files to /mnt/data (a figure left open is saved "
+    "there too) and link to them as sandbox:/mnt/data/<name>. No network.",
+    parameters=CODE_PARAMETERS,
+    activity=activity_names.RUN_CODE,
+    call_item=lambda arguments, item_id, tool: CodeInterpreterCallItem(
+        id=item_id, code=code_of(arguments), container_id=tool.container_id
+    ),
+    needs_setup=True,
+)
+
+HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH, FILE_SEARCH, CODE_INTERPRETER)
 """Every hosted tool, in the order their functions are offered."""
 BY_ITEM_TYPE = {tool.item_type: tool for tool in HOSTED_TOOLS}
 HOSTED_ITEM_TYPES = tuple(BY_ITEM_TYPE)

@@ -178,7 +178,9 @@ class PassedBackItem(ListedAsSent):
     """Items of hosted tools a client passes back from earlier output (web or tool search):
     kept in the input as sent, with nothing in them for a chat-completions backend."""
 
-    type: Literal["web_search_call", "file_search_call", "tool_search_call", "tool_search_output"]
+    type: Literal[
+        "web_search_call", "file_search_call", "code_interpreter_call", "tool_search_call", "tool_search_output"
+    ]
     id: ItemId | None = None
 
 
@@ -207,7 +209,7 @@ SearchStatus = Literal["in_progress", "searching", "completed", "failed", "incom
 
 
 class SearchCall:
-    """What a web or file search this server runs for the model has of a call (its `id` and
+    """What a hosted tool's call (a web or file search, code) has of a call (its `id` and
     `status` are the item's fields): its id is the chat tool-call id of the model's call."""
 
     @property
@@ -246,6 +248,32 @@ class FileSearchCallItem(SearchCall, WireModel):
     queries: list[str]
     status: SearchStatus = "in_progress"
     results: list[FileSearchResult] | None = None
+
+
+class CodeInterpreterLogs(WireModel):
+    type: Literal["logs"] = "logs"
+    logs: str
+
+
+class CodeInterpreterImage(WireModel):
+    type: Literal["image"] = "image"
+    url: str
+
+
+CodeInterpreterOutput = Annotated[CodeInterpreterLogs | CodeInterpreterImage, Field(discriminator="type")]
+CodeStatus = Literal["in_progress", "interpreting", "completed", "failed", "incomplete"]
+
+
+class CodeInterpreterCallItem(SearchCall, WireModel):
+    """Code the model ran in its container (`sandbox/`): its `outputs` (what it printed, the
+    figures it drew) when the request's `include` asks for them."""
+
+    type: Literal["code_interpreter_call"] = "code_interpreter_call"
+    id: str
+    code: str | None = None
+    container_id: str
+    outputs: list[CodeInterpreterOutput] | None = None
+    status: CodeStatus = "in_progress"
 
 
 class CompactionTriggerItem(ListedAsSent):
@@ -409,6 +437,7 @@ OutputItem = Annotated[
     | CompactionItem
     | WebSearchCallItem
     | FileSearchCallItem
+    | CodeInterpreterCallItem
     | McpListToolsItem
     | McpCallItem
     | McpApprovalRequestItem,

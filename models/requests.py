@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 from models.items import InputItem, MessageItem
 from models.tools import Tool, ToolChoice
+from models.unsupported import UnsupportedParameter
 
 # Accepted and echoed, with no effect on what the backend is asked.
 ADVISORY_PARAMETERS = (
@@ -213,12 +214,3 @@ class CreateResponseRequest(BaseModel):
         if isinstance(self.input, str):
             return [MessageItem(role="user", content=self.input)]
         return list(self.input)
-
-
-class UnsupportedParameter(ValueError):
-    """Raised inside validation; the API turns it into a 400 naming `param`."""
-
-    def __init__(self, param: str, why: str) -> None:
-        super().__init__(f"{why} (parameter '{param}')")
-        self.param = param
-        self.why = why

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
+from models.containers import FileIds as ContainerFileIds
+from models.containers import MemoryLimit, NetworkPolicy
 from models.file_search import MAX_RESULTS, Filters, RankingOptions
 from models.items import WireModel
 
@@ -103,6 +105,30 @@ class FileSearchTool(WireModel):
     max_num_results: int | None = Field(default=None, ge=1, le=MAX_RESULTS)
     ranking_options: RankingOptions | None = None
     filters: Filters | None = None
+
+
+class CodeInterpreterAutoContainer(WireModel):
+    """A container made for the response (`container: {"type": "auto", ...}`)."""
+
+    type: Literal["auto"]
+    memory_limit: MemoryLimit | None = None
+    file_ids: ContainerFileIds | None = None
+    network_policy: NetworkPolicy | None = None
+
+
+class CodeInterpreterTool(WireModel):
+    """Offered to the model as a `code_interpreter(code)` function whose calls run in a
+    container (`sandbox/`), when the server runs code; accepted and not offered when it does
+    not. The API turns `"auto"` into a container made for the response: from then on
+    `container` is that container's id (`api/preparation.py`)."""
+
+    type: Literal["code_interpreter"]
+    container: Annotated[str, Field(min_length=1, max_length=80)] | CodeInterpreterAutoContainer
+
+    @property
+    def container_id(self) -> str:
+        """The container's id, once the API has given it one."""
+        return self.container if isinstance(self.container, str) else ""
 
 
 class ToolSearchTool(WireModel):
@@ -244,7 +270,14 @@ class McpTool(WireModel):
 
 
 Tool = Annotated[
-    FunctionTool | CustomTool | NamespaceTool | McpTool | WebSearchTool | FileSearchTool | ToolSearchTool,
+    FunctionTool
+    | CustomTool
+    | NamespaceTool
+    | McpTool
+    | WebSearchTool
+    | FileSearchTool
+    | CodeInterpreterTool
+    | ToolSearchTool,
     Field(discriminator="type"),
 ]
 

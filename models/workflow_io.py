@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from models.history_budget import ToolResult
+from models.hosted_tools import CODE_INTERPRETER, WEB_SEARCH
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
 from models.search import Source
@@ -18,6 +19,24 @@ class RetryBudget(BaseModel):
     maximum_attempts: int = Field(ge=1)
     initial_interval_seconds: float = Field(default=1.0, gt=0)
     maximum_interval_seconds: float = Field(default=30.0, gt=0)
+
+
+class CodeExecution(BaseModel):
+    """Where and how long code runs (`sandbox/`): set when the workers run code."""
+
+    sandbox_task_queue: str
+    """Where a container is placed on a host: any worker that runs code polls it."""
+    host_task_queue_prefix: str
+    """A container's commands run on its host's own queue: this, and the host's id."""
+    command_seconds: float = 600.0
+    """How long a code_interpreter call may run (SANDBOX_COMMAND_SECONDS)."""
+    max_command_seconds: float = 6 * 3600.0
+    host_wait_seconds: float = 300.0
+    """How long a command waits for its container's host to take it (a host's worker that
+    restarts takes its commands up again); past it, the host is taken to be gone."""
+
+    def host_task_queue(self, host: str) -> str:
+        return f"{self.host_task_queue_prefix}{host}"
 
 
 class ExecutionSettings(BaseModel):
@@ -53,14 +72,38 @@ class ExecutionSettings(BaseModel):
     """Whether a search provider is configured: a `web_search` tool is then offered to the
     model as a function, and its calls run (`search/`)."""
     web_search_call: RetryBudget = RetryBudget(start_to_close_seconds=60, maximum_attempts=4)
+    code_execution: CodeExecution | None = None
+    """Where code runs (`code_interpreter`, the hosted `shell`); None: the workers run no code,
+    and those tools are accepted and not offered."""
     search_attributes: bool = False
     """Whether the namespace has the response search attributes (`models/visibility.py`), so
     the workflow keeps `ResponseState` current."""
+
+    def set_up_tools(self) -> list[str]:
+        """The hosted tools (`models/hosted_tools.py`) that need setting up and are."""
+        return [
+            name
+            for name, ready in (
+                (WEB_SEARCH.name, self.web_search),
+                (CODE_INTERPRETER.name, self.code_execution is not None),
+            )
+            if ready
+        ]
 
 
 def side_task_queues(task_queue: str) -> dict[str, str]:
     """The task queues of a deployment's other workloads, named after its response queue."""
     return {"mcp_task_queue": f"{task_queue}-mcp", "webhook_task_queue": f"{task_queue}-webhooks"}
+
+
+def code_execution_for(task_queue: str, command_seconds: float, max_command_seconds: float) -> CodeExecution:
+    """The queues of a deployment's code execution, named after its response queue."""
+    return CodeExecution(
+        sandbox_task_queue=f"{task_queue}-sandbox",
+        host_task_queue_prefix=f"{task_queue}-host-",
+        command_seconds=command_seconds,
+        max_command_seconds=max_command_seconds,
+    )
 
 
 def ingestion_task_queue(task_queue: str) -> str:

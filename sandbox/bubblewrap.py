@@ -42,6 +42,7 @@ BASE_ENVIRONMENT = {
     "LANG": "C.UTF-8",
     "MPLBACKEND": "Agg",
     "MPLCONFIGDIR": "/tmp/matplotlib",
+    "XDG_CACHE_HOME": "/tmp/.cache",  # fontconfig's cache is not one of the container's files
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
     "TMPDIR": "/tmp",

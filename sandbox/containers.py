@@ -7,7 +7,8 @@ they were, and their commands still running.
         data/                   /mnt/data: the container's files, on a tmpfs of its disk
                                 quota (`disk_bytes`) where mounting one is allowed
         control/                /mnt/control: the interpreter's requests and answers (each
-                                call's output kept up to `output_bytes`)
+                                call's output kept up to `output_bytes`), on a tmpfs of
+                                `CONTROL_BYTES`
         etc/                    the passwd and group the sandbox sees
         interpreter-<n>/        each interpreter's run (`sandbox/runs.py`)
         runs/<call id>-<n>/     each shell command's run
@@ -43,6 +44,11 @@ MiB = 1024 * 1024
 CONTAINER_ID = re.compile(r"^cntr_[0-9a-f]{16,64}$")
 INTERPRETER_PROGRAM = Path(__file__).with_name("interpreter_main.py")
 INTERPRETER_INSIDE = "/opt/durable-responses/interpreter.py"
+CONTROL_BYTES = 64 * MiB
+CONTROL_FILES = 4096
+"""The interpreter's control directory (its calls' outputs, each up to `output_bytes`, the
+newest kept: `Interpreters.prune`) is a tmpfs of this size and this many files, where mounting
+one is allowed: code inside cannot fill the host's disk through it."""
 
 
 class SandboxUnavailable(Exception):
@@ -112,6 +118,8 @@ class ContainerHost:
             (home / name).mkdir(parents=True, exist_ok=True)
         if not os.path.ismount(home / "data"):
             await asyncio.to_thread(_mount_tmpfs, home / "data", limits.disk_bytes)
+        if not os.path.ismount(home / "control"):
+            await asyncio.to_thread(_mount_tmpfs, home / "control", CONTROL_BYTES, CONTROL_FILES)
         bubblewrap.write_etc(home / "etc")
         if self.cgroups is not None:
             self.cgroups.make(container_id, CgroupLimits(limits.memory_bytes, limits.max_processes, limits.cpus))
@@ -176,11 +184,7 @@ class ContainerHost:
             run = Run(run_dir)
             if run.started and run.outcome() is None:
                 return True
-        control = home / "control"
-        pending = any((control / "requests").glob("*.json"))
-        taken = {path.name.split("-", 1)[1].removesuffix(".json") for path in (control / "taken").glob("*.json")}
-        answered = {path.parent.name for path in (control / "runs").glob("*/status.json")}
-        return pending or bool(taken - answered)
+        return self.interpreters(container_id).waiting()
 
     def containers(self) -> list[str]:
         return sorted(path.name for path in self.root.iterdir() if CONTAINER_ID.match(path.name))
@@ -205,13 +209,14 @@ class ContainerHost:
         await asyncio.to_thread(_unmount_and_remove, home)
 
 
-def _mount_tmpfs(where: Path, size: int) -> None:
+def _mount_tmpfs(where: Path, size: int, files: int | None = None) -> None:
     """A tmpfs of `size` bytes at `where` (a disk quota): where mounting is not allowed (not
     root, or no CAP_SYS_ADMIN), the container goes without one."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return
+    inodes = f"nr_inodes={files}," if files is not None else ""
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700,nosuid,nodev", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size},{inodes}mode=0700,nosuid,nodev", "tmpfs", str(where)],
         capture_output=True,
         text=True,
         check=False,
@@ -221,7 +226,8 @@ def _mount_tmpfs(where: Path, size: int) -> None:
 
 
 def _unmount_and_remove(home: Path) -> None:
-    if os.path.ismount(home / "data"):
-        subprocess.run(["umount", "-l", str(home / "data")], capture_output=True, check=False)
+    for mounted in (home / "data", home / "control"):
+        if os.path.ismount(mounted):
+            subprocess.run(["umount", "-l", str(mounted)], capture_output=True, check=False)
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(home)

@@ -14,12 +14,13 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from sandbox.files import read_from, write_atomically
+from sandbox import reach
 from sandbox.runs import POLL_SECONDS, Run, RunOutcome
 
 READY_SECONDS = 30.0
+STATUS_BYTES = 64 * 1024
+KEPT_OUTPUTS = 16
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,16 @@ class Interpreters:
         """A new interpreter starts with no request left from the last one (each was answered,
         or is one whose answer was lost with it)."""
         for name in ("requests", "taken", "interrupts"):
-            directory = self.control / name
-            directory.mkdir(parents=True, exist_ok=True)
-            for path in directory.iterdir():
-                path.unlink(missing_ok=True)
-        (self.control / "runs").mkdir(exist_ok=True)
-        (self.control / "ready").unlink(missing_ok=True)
+            reach.make_directory(self.control, name)
+            for entry in reach.names(self.control, name):
+                reach.remove(self.control, f"{name}/{entry}")
+        reach.make_directory(self.control, "runs")
+        reach.remove(self.control, "ready")
 
     async def wait_ready(self, run: Run) -> bool:
         """Whether the interpreter said it is up before it ended or `READY_SECONDS` passed."""
         for _ in range(int(READY_SECONDS / POLL_SECONDS)):
-            if (self.control / "ready").exists():
+            if reach.exists(self.control, "ready"):
                 return True
             if run.outcome() is not None:
                 return False
@@ -79,34 +79,57 @@ class Interpreters:
         return False
 
     # ---- calls ------------------------------------------------------------------------------
+    # Everything under `control` is within the sandbox's reach: it is handled by `reach`,
+    # which follows no link, and what it says is read as hostile.
 
     def submit(self, sequence: int, call_id: str, code: str) -> None:
         """Hand the interpreter a call, once: a call handed before (or run) is not handed again."""
-        name = f"{sequence:012d}-{call_id}.json"
-        if (self.control / "runs" / call_id).exists() or (self.control / "taken" / name).exists():
+        handed = reach.names(self.control, "requests") + reach.names(self.control, "taken")
+        if self.taken(call_id) or any(name.endswith(f"-{call_id}.json") for name in handed):
             return
-        request = self.control / "requests" / name
-        if not request.exists():
-            write_atomically(request, json.dumps({"call_id": call_id, "code": code}))
+        name = f"{sequence:020d}-{call_id}.json"
+        reach.write(self.control, f"requests/{name}", json.dumps({"call_id": call_id, "code": code}).encode())
+
+    def taken(self, call_id: str) -> bool:
+        """Whether an interpreter took the call (it ran, runs, or was lost with its interpreter)."""
+        return reach.exists(self.control, f"runs/{call_id}")
+
+    def taken_at(self, call_id: str) -> float:
+        """When an interpreter took the call (seconds since the epoch; 0 when it did not)."""
+        return reach.modified_ns(self.control, f"runs/{call_id}") / 1e9
 
     def status(self, call_id: str) -> CallStatus | None:
-        path = self.control / "runs" / call_id / "status.json"
-        if not path.exists():
+        """How the call ended, as its interpreter said (None: it has not, or said nothing)."""
+        raw = reach.read(self.control, f"runs/{call_id}/status.json", limit=STATUS_BYTES)
+        if not raw:
             return None
-        said: dict[str, Any] = json.loads(path.read_text())
-        return CallStatus(said.get("error"), bool(said.get("interrupted")), list(said.get("figures") or []))
+        try:
+            said = json.loads(raw)
+        except ValueError:
+            said = None
+        if not isinstance(said, dict):
+            return CallStatus("(the interpreter's answer was unreadable)", False, [])
+        error, figures = said.get("error"), said.get("figures")
+        return CallStatus(
+            error if isinstance(error, str) else None,
+            said.get("interrupted") is True,
+            [figure for figure in figures if isinstance(figure, str)] if isinstance(figures, list) else [],
+        )
 
     def interrupt(self, call_id: str) -> None:
-        (self.control / "interrupts").mkdir(exist_ok=True)
-        (self.control / "interrupts" / call_id).touch()
+        """Stop the call: interrupted if it runs (or as soon as it starts), withdrawn if it
+        waits to be taken."""
+        reach.write(self.control, f"interrupts/{call_id}", b"")
+        for name in reach.names(self.control, "requests"):
+            if name.endswith(f"-{call_id}.json"):
+                reach.remove(self.control, f"requests/{name}")
 
     async def follow(self, call_id: str, offset: int) -> AsyncIterator[bytes]:
         """What the call printed from `offset` on, as it prints it, until it has ended or the
         interpreter has."""
-        path = self.control / "runs" / call_id / "output"
         while True:
             done = self.status(call_id) is not None or not self.alive()
-            data = read_from(path, offset)
+            data = reach.read(self.control, f"runs/{call_id}/output", offset)
             if data:
                 offset += len(data)
                 yield data
@@ -115,4 +138,20 @@ class Interpreters:
             await asyncio.sleep(POLL_SECONDS)
 
     def output(self, call_id: str, limit: int) -> bytes:
-        return read_from(self.control / "runs" / call_id / "output", 0, limit)
+        return reach.read(self.control, f"runs/{call_id}/output", 0, limit)
+
+    def prune(self, keep: int = KEPT_OUTPUTS) -> None:
+        """Drop the outputs of all but the newest `keep` calls (their answers stay, so a call
+        is never run twice)."""
+        runs = reach.names(self.control, "runs")
+        if len(runs) <= keep:
+            return
+        for call_id in sorted(runs, key=lambda name: reach.modified_ns(self.control, f"runs/{name}"))[:-keep]:
+            reach.remove(self.control, f"runs/{call_id}/output")
+
+    def waiting(self) -> bool:
+        """Whether a call was handed over and has not answered (the container is busy)."""
+        if reach.names(self.control, "requests"):
+            return True
+        taken = {name.split("-", 1)[-1].removesuffix(".json") for name in reach.names(self.control, "taken")}
+        return any(not reach.exists(self.control, f"runs/{call_id}/status.json") for call_id in taken)

@@ -78,13 +78,14 @@ def _error_text() -> str:
     return "".join(traceback.format_exception(kind, error, trace))[-TRACEBACK_CHARS:]
 
 
-def _save_figures(call_id: str) -> list[str]:
-    """The figures left open, each saved under /mnt/data and closed."""
+def _save_figures(call_id: str, code: str) -> list[str]:
+    """The figures left open, each saved under /mnt/data (unless the code saves its figures
+    itself), and closed."""
     if "matplotlib.pyplot" not in sys.modules:
         return []
     pyplot: Any = sys.modules["matplotlib.pyplot"]
-    saved = []
-    for number in pyplot.get_fignums():
+    saved: list[str] = []
+    for number in [] if "savefig" in code else pyplot.get_fignums():
         path = DATA / f"figure-{call_id[-8:]}-{number}.png"
         pyplot.figure(number).savefig(path, format="png", dpi=100, bbox_inches="tight")
         saved.append(str(path))
@@ -126,7 +127,10 @@ def serve() -> None:
         request = json.loads(taken.read_text())
         call_id = request["call_id"]
         run = CONTROL / "runs" / call_id
-        run.mkdir(exist_ok=True)
+        try:
+            run.mkdir()
+        except FileExistsError:
+            continue  # handed over twice: it ran once
         reading, writing = os.pipe()
         counted = {"bytes": 0}
         keeper = threading.Thread(target=_keep_output, args=(reading, run / "output", counted), daemon=True)
@@ -148,7 +152,7 @@ def serve() -> None:
         finally:
             current["call_id"] = None
             try:
-                status["figures"] = _save_figures(call_id)
+                status["figures"] = _save_figures(call_id, request["code"])
             except Exception as error:  # noqa: BLE001
                 status["figures"] = []
                 status["figure_error"] = f"{type(error).__name__}: {error}"

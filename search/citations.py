@@ -4,7 +4,9 @@ Each result gets a number that runs on through the response (the second search's
 result follows the first search's last), and the model is asked to cite it as `[n]`. In the
 final message, each `[n]` naming a source becomes a `url_citation` annotation over the
 marker (`start_index`, `end_index`: character offsets of `[n]` in the text); each naming a
-file's chunk (`file_search`), a `file_citation` at the marker (`index`). Pure.
+file's chunk (`file_search`), a `file_citation` at the marker (`index`). A link to a file code
+wrote in a container (`sandbox:/mnt/data/chart.png`) becomes a `container_file_citation` over
+the link. Pure.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from models.search import Source
 from search.provider import SearchResult
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
+SANDBOX_LINK = re.compile(r"sandbox:(/mnt/data/[^\s()\[\]<>\"']{1,1024})")
 TITLE_CHARS = 200
 """A citation's title is cut to this many characters."""
 
@@ -39,7 +42,7 @@ def shown_to_model(query: str, results: list[SearchResult], sources: list[Source
 def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
     """The annotations of the markers in `text` that name a source: `file_citation` for a
     file's chunk (`index`: where its marker starts), `url_citation` for a web page."""
-    by_number = {source.number: source for source in sources}
+    by_number = {source.number: source for source in sources if source.number > 0}
     found = []
     for match in MARKER.finditer(text):
         source = by_number.get(int(match.group(1)))
@@ -60,6 +63,28 @@ def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
                     "title": source.title,
                     "start_index": match.start(),
                     "end_index": match.end(),
+                }
+            )
+    return found + container_citations(text, sources)
+
+
+def container_citations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
+    files = {source.path: source for source in sources if source.container_id is not None}
+    if not files:
+        return []
+    found = []
+    for match in SANDBOX_LINK.finditer(text):
+        path = match.group(1).rstrip(".,;:!?")  # the sentence's end is not the path's
+        source = files.get(path)
+        if source is not None:
+            found.append(
+                {
+                    "type": "container_file_citation",
+                    "container_id": source.container_id,
+                    "file_id": source.file_id,
+                    "filename": source.filename or "",
+                    "start_index": match.start(),
+                    "end_index": match.start(1) + len(path),
                 }
             )
     return found

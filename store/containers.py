@@ -188,6 +188,31 @@ class Containers:
             rows = await transaction.all(f"SELECT {COLUMNS} FROM containers WHERE host = :host", host=host)
         return [_container(row) for row in rows]
 
+    async def expire_idle(self, now: int, grace_seconds: int = 0, *, unplaced_only: bool = False) -> list[str]:
+        """Expire the running containers (that live nowhere yet, with `unplaced_only`) idle past
+        their `expires_after` and `grace_seconds` more; their ids."""
+        where = "status = 'running' AND last_active_at + expires_after_minutes * 60 + :grace < :now"
+        params: dict[str, Any] = {"grace": grace_seconds, "now": now}
+        if unplaced_only:
+            where += " AND host IS NULL"
+        async with self.db.write() as transaction:
+            ids = [row["id"] for row in await transaction.all(f"SELECT id FROM containers WHERE {where}", **params)]
+            for container_id in ids:
+                await transaction.run(
+                    "UPDATE containers SET status = 'expired' WHERE id = :id AND status = 'running'", id=container_id
+                )
+                await _forget_files(transaction, container_id)
+        return ids
+
+    async def forget_ended(self, before: int) -> int:
+        """Forget containers that ended (expired or deleted) and were last used before `before`
+        (a host that still keeps one removes it: it is no longer its)."""
+        async with self.db.write() as transaction:
+            gone = await transaction.run(
+                "DELETE FROM containers WHERE status != 'running' AND last_active_at < :before", before=before
+            )
+        return int(gone or 0)
+
     async def forget(self, container_id: str) -> None:
         """Its host removed it: the row goes."""
         async with self.db.write() as transaction:

@@ -38,6 +38,7 @@ from store.repository import ResponseRepository
 from telemetry.metrics import metrics_app
 from upstream.catalog import ModelCatalog
 from upstream.known_models import KNOWN
+from worker.code_execution import ContainerChores
 from worker.health import worker_health_app
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
@@ -134,6 +135,7 @@ async def working(
         "vector store expiry": vector_stores.expire,
         "unfinished uploads": repository.files.sweep_orphans,
         "idle upstream budgets": repository.budgets.forget_idle,
+        "abandoned containers": ContainerChores(repository).expire_abandoned,
     }
     async with build_worker(
         client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds

@@ -20,7 +20,7 @@ from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from models.errors import StartupError
 from models.quotas import MAX_WEBHOOK_ENDPOINTS, ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
-from models.workflow_io import ExecutionSettings, RetryBudget
+from models.workflow_io import ExecutionSettings, RetryBudget, code_execution_for
 from retrieval.vectors import LEXICAL_MODEL
 from sandbox.settings import SandboxSettingError, SandboxSettings
 from sealing.keyring import KeyRing
@@ -336,6 +336,18 @@ class Settings(BaseModel):
         enabled = self.search().enabled
         if self.execution.web_search != enabled:
             self.execution = self.execution.model_copy(update={"web_search": enabled})
+        return self
+
+    @model_validator(mode="after")
+    def _runs_code(self) -> Settings:
+        """Responses learn whether, and where, the workers run code (`sandbox/`)."""
+        wanted = (
+            code_execution_for(self.task_queue, self.sandbox.command_seconds, self.sandbox.max_command_seconds)
+            if self.sandbox.enabled
+            else None
+        )
+        if self.execution.code_execution != wanted:
+            self.execution = self.execution.model_copy(update={"code_execution": wanted})
         return self
 
     def quotas(self) -> QuotaSettings:

@@ -36,6 +36,7 @@ from telemetry.tracing import temporal_interceptors
 from upstream import known_models
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
+from worker.code_execution import code_execution
 from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
@@ -249,6 +250,8 @@ async def build_worker(
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
+    running_code = code_execution(client, settings, repository, grace=grace, as_version=as_version)
+    side_workers += await running_code.__aenter__()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
         await worker.__aenter__()
@@ -283,6 +286,7 @@ async def build_worker(
             await _left_within(leaving, WORKER_STOP_SECONDS)
             await present
     finally:
+        await running_code.__aexit__(None, None, None)
         await upstreams.aclose()
 
 

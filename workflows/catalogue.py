@@ -175,12 +175,15 @@ class ToolTable:
         self.mcp = {function.function_name: function for function in mcp}
         self._client_by_name = {(function.namespace, function.name): function for function in self.client.values()}
         names = UniqueNames(set(self.client) | set(self.mcp))
-        self.hosted: dict[str, HostedTool] = {
-            names.claim(hosted.function): hosted
-            for hosted in HOSTED_TOOLS
-            if (hosted.name in set_up or not hosted.needs_setup) and hosted.offered(tools) is not None
-        }
+        self.hosted: dict[str, HostedTool] = {}
         """Chat name -> the hosted tool it calls."""
+        self.requested: dict[str, Any] = {}
+        """Chat name -> the request's tool that asked for it."""
+        for hosted in HOSTED_TOOLS:
+            tool = hosted.offered(tools)
+            if tool is not None and (hosted.name in set_up or not hosted.needs_setup):
+                name = names.claim(hosted.function)
+                self.hosted[name], self.requested[name] = hosted, tool
 
     def chat_tools(self) -> list[dict[str, Any]]:
         return (

@@ -76,3 +76,9 @@ def call_failure(error: ActivityError, call: McpCallItem, heartbeat_seconds: flo
         code = details.get("code", 502) if isinstance(details, dict) else 502
         return int(code) if isinstance(code, int) and code >= 100 else 502, cause.message
     return 502, f"MCP tool '{call.name}' on server '{call.server_label}' failed: {cause or error}"
+
+
+def host_is_gone(error: ActivityError) -> bool:
+    """No worker of the container's host took its command in time: the host is gone."""
+    cause = error.cause
+    return isinstance(cause, TimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START

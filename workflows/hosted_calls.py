@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from models.events import StreamEvent, search_closing
+    from models.events import StreamEvent, hosted_closing
     from models.history_budget import ToolResult
     from models.hosted_tools import BY_ITEM_TYPE
     from models.responses import Response
@@ -63,6 +63,6 @@ async def failed(error: ActivityError, run: HostedCall, call: Any, index: int) -
     failure = application_failure(error)
     reason = failure.message if failure else str(error.cause or error)
     ended = call.model_copy(update={"status": "failed"})
-    await run.emit(search_closing(ended, index))
+    await run.emit(hosted_closing(ended, index))
     what = BY_ITEM_TYPE[call.type].name.replace("_", " ")
     return Ran(ended, ToolResult(text=f"Error: the {what} failed: {reason}"))

@@ -16,7 +16,7 @@ from models.errors import (
     SecretsUnavailableError,
     StoreRefusedError,
 )
-from models.workflow_io import RetryBudget
+from models.workflow_io import CodeExecution, RetryBudget
 
 # Raised by activities for failures that retrying cannot mend.
 NON_RETRYABLE = [
@@ -85,4 +85,42 @@ def search_call_options(budget: RetryBudget, task_queue: str | None = None) -> d
         **({"task_queue": task_queue} if task_queue else {}),
         "start_to_close_timeout": timedelta(seconds=budget.start_to_close_seconds),
         "retry_policy": _retry_policy(budget),
+    }
+
+
+PLACE_CONTAINER_SECONDS = 60.0
+CODE_HEARTBEAT_SECONDS = 30.0
+CODE_MAXIMUM_ATTEMPTS = 10
+"""A command's activity is tried again after its worker's death (it follows the command, which
+went on running: it is never run twice); ten deaths in one call are a broken host."""
+
+
+def place_container_options(execution: CodeExecution) -> dict[str, Any]:
+    """Placing a container on a host: any worker that runs code takes it; with none running,
+    the call fails after `host_wait_seconds` rather than waiting for ever."""
+    return {
+        "task_queue": execution.sandbox_task_queue,
+        "schedule_to_close_timeout": timedelta(seconds=execution.host_wait_seconds),
+        "start_to_close_timeout": timedelta(seconds=PLACE_CONTAINER_SECONDS),
+        "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10), non_retryable_error_types=NON_RETRYABLE),
+    }
+
+
+def run_command_options(execution: CodeExecution, host: str, command_seconds: float) -> dict[str, Any]:
+    """A command on its container's host: taken by that host's worker within
+    `host_wait_seconds` (a worker that restarts takes it up again) or the host is gone (a
+    schedule-to-start timeout, which Temporal does not retry); watched by heartbeats; a cancel
+    waits for the command to be interrupted."""
+    return {
+        "task_queue": execution.host_task_queue(host),
+        "schedule_to_start_timeout": timedelta(seconds=execution.host_wait_seconds),
+        "start_to_close_timeout": timedelta(seconds=command_seconds + PLACE_CONTAINER_SECONDS),
+        "heartbeat_timeout": timedelta(seconds=CODE_HEARTBEAT_SECONDS),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=10),
+            maximum_attempts=CODE_MAXIMUM_ATTEMPTS,
+            non_retryable_error_types=NON_RETRYABLE,
+        ),
+        "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     }

@@ -259,6 +259,7 @@ class ResponseWorkflow(ToolSteps):
                     from_start=not recorded,
                     just_compacted=just_compacted,
                     web_search=self.state.settings.web_search,
+                    set_up=self.state.settings.set_up_tools(),
                     sources=self.state.sources,
                 ),
                 self.state.settings.inference,

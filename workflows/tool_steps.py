@@ -195,7 +195,7 @@ class ToolSteps:
             project=self.state.project,
             settings=self.state.settings,
             emit_events=self.state.emit_events,
-            first_number=len(self.state.sources) + 1,
+            first_number=sum(source.number > 0 for source in self.state.sources) + 1,  # a written file is not numbered
             emit=self._emit,
         )
         ran = await RUNNERS[call.type](run, call, index)

@@ -15,6 +15,9 @@ from workflows.catalogue import ToolTable
 from workflows.hosted_runners import RUNNERS
 from workflows.turn import SERVER_CALLS
 
+REQUIRED = {"file_search": {"vector_store_ids": ["vs_1"]}, "code_interpreter": {"container": "cntr_" + "0" * 32}}
+"""What a request's tool for each must say."""
+
 
 def _tools(*tools: dict) -> list:
     from models.requests import CreateResponseRequest
@@ -37,14 +40,14 @@ def test_every_hosted_tool_has_a_runner_an_activity_and_a_prefix_of_its_own():
 
 def test_each_is_offered_as_its_function_and_a_call_becomes_its_item():
     for hosted in HOSTED_TOOLS:
-        request_tool = {"type": hosted.tool_types[0]}
-        if hosted.name == "file_search":
-            request_tool["vector_store_ids"] = ["vs_1"]
+        request_tool = {"type": hosted.tool_types[0], **REQUIRED.get(hosted.name, {})}
         clashing = {"type": "function", "name": hosted.function, "parameters": {"type": "object"}}
         table = ToolTable(_tools(request_tool, clashing), set_up=[hosted.name])
         offered = [tool["function"]["name"] for tool in table.chat_tools()]
         assert offered == [hosted.function, f"{hosted.function}_2"], offered  # the client's keeps its name
         item = chat_format.call_item(table, f"{hosted.function}_2", '{"query": "durable"}')
         assert item.type == hosted.item_type and item.id.startswith(hosted.id_prefix + "_")
+        if hosted.name == "code_interpreter":  # its call runs in the tool's container
+            assert item.container_id == REQUIRED["code_interpreter"]["container"] and item.code
         if hosted.needs_setup:  # accepted, and not offered, where the server is not set up for it
             assert ToolTable(_tools(request_tool)).chat_tools() == []

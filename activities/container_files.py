@@ -1,0 +1,195 @@
+"""A container's files, kept the same on its host (`/mnt/data`) and in the store (where any API
+process serves them): before a command, what was uploaded comes in and what was deleted goes;
+after it, what the command wrote comes out as the container's files (`source: assistant`).
+
+What code inside wrote is hostile: a file may be a symbolic link to the host's `/etc/shadow`,
+a directory a link to `/etc`. Nothing here follows a link: directories are walked by their
+file descriptors (`os.fwalk`), files opened relative to them with `O_NOFOLLOW`, and only
+regular files are read; a file brought in replaces whatever was at its path (a link is
+unlinked, never written through), and only at the top of `/mnt/data`. A manifest beside the
+container's files (out of its reach) says what was synced, and how it looked then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from models.activity_io import ContainerFileCreated
+from models.ids import new_id
+from models.quotas import ProjectQuotas
+from retrieval.limits import LIMITS
+from sandbox.bubblewrap import DATA_MOUNT
+from sandbox.containers import ContainerHost
+from store.containers import ContainerFileRow
+from store.files import PART_BYTES
+from store.repository import ResponseRepository
+
+MAX_FILES_SEEN = 2_000
+"""Files a sync looks at, at most (what code made past it stays on the host only)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    file_id: str
+    size: int
+    modified_ns: int
+
+
+class ContainerFiles:
+    def __init__(self, repository: ResponseRepository, host: ContainerHost) -> None:
+        self.repository = repository
+        self.host = host
+
+    def _manifest_path(self, container_id: str) -> Path:
+        return self.host.directory(container_id) / "manifest.json"
+
+    def _manifest(self, container_id: str) -> dict[str, Seen]:
+        try:
+            said: dict[str, Any] = json.loads(self._manifest_path(container_id).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {path: Seen(**entry) for path, entry in said.items()}
+
+    def _save(self, container_id: str, manifest: dict[str, Seen]) -> None:
+        path = self._manifest_path(container_id)
+        fresh = path.with_name(".manifest.json.tmp")
+        fresh.write_text(json.dumps({key: vars(value) for key, value in manifest.items()}))
+        os.replace(fresh, path)
+
+    async def bring_in(self, container_id: str) -> None:
+        """The store's files on the host: uploads written in, deletions carried out."""
+        rows = await self.repository.containers.files(container_id)
+        manifest = self._manifest(container_id)
+        data = self.host.data(container_id)
+        kept = {row.id for row in rows}
+        for path, seen in list(manifest.items()):
+            if seen.file_id not in kept:
+                await asyncio.to_thread(_remove, data, path)
+                del manifest[path]
+        for row in rows:
+            if row.synced and row.path in manifest:
+                continue
+            name = row.path.removeprefix(f"{DATA_MOUNT}/")
+            if "/" in name or not name or name.startswith("."):
+                continue  # only the top of /mnt/data is written
+            size, modified = await _write(data, name, self.repository.files.parts(row.id))
+            manifest[row.path] = Seen(row.id, size, modified)
+            await self.repository.containers.synced(row.id)
+        self._save(container_id, manifest)
+
+    async def take_out(self, container_id: str, quotas: ProjectQuotas) -> list[ContainerFileCreated]:
+        """What the last command wrote, kept as the container's files; what it removed, gone."""
+        manifest = self._manifest(container_id)
+        on_disk = await asyncio.to_thread(_regular_files, self.host.data(container_id))
+        created: list[ContainerFileCreated] = []
+        for path in [path for path in manifest if path not in on_disk]:
+            await self.repository.containers.delete_file(container_id, manifest.pop(path).file_id)
+        for path, (size, modified) in sorted(on_disk.items()):
+            seen = manifest.get(path)
+            if seen is not None and (seen.size, seen.modified_ns) == (size, modified):
+                continue
+            if size > LIMITS.max_file_bytes:
+                continue
+            file_id = new_id("cfile")
+            written = await self.repository.files.write_parts(file_id, _read(self.host.data(container_id), path))
+            row = ContainerFileRow(file_id, container_id, path, written, "assistant", int(time.time()), True)
+            try:
+                await self.repository.containers.add_file(row, quotas)
+            except Exception:
+                await self.repository.files.drop_parts(file_id)
+                raise
+            manifest[path] = Seen(file_id, size, modified)
+            created.append(ContainerFileCreated(file_id=file_id, path=path))
+        self._save(container_id, manifest)
+        return created
+
+
+def _inside(path: str) -> str:
+    return path.removeprefix(f"{DATA_MOUNT}/")
+
+
+def _regular_files(data: Path) -> dict[str, tuple[int, int]]:
+    """Every regular file under `data` (as `/mnt/data/...`), with its size and time, walking by
+    file descriptors and following no link; hidden ones (a name, or a directory's, starting
+    with a dot: caches and settings) are not the container's files."""
+    found: dict[str, tuple[int, int]] = {}
+    for directory, subdirectories, names, directory_fd in os.fwalk(data, follow_symlinks=False):
+        subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
+        for name in names:
+            if name.startswith("."):
+                continue
+            try:
+                info = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                relative = os.path.relpath(os.path.join(directory, name), data)
+                found[f"{DATA_MOUNT}/{relative}"] = (info.st_size, info.st_mtime_ns)
+                if len(found) >= MAX_FILES_SEEN:
+                    return found
+    return found
+
+
+async def _read(data: Path, path: str) -> AsyncIterator[bytes]:
+    """A regular file's bytes, a part at a time, opened without following any link on the way."""
+    parts = _inside(path).split("/")
+    fd = os.open(data, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+            return
+        while piece := await asyncio.to_thread(os.read, file_fd, PART_BYTES):
+            yield piece
+    finally:
+        os.close(file_fd)
+
+
+async def _write(data: Path, name: str, parts: AsyncIterator[bytes]) -> tuple[int, int]:
+    """Write a file at the top of `data`, in place of whatever is there (a link is removed, not
+    followed); its size and time."""
+    await asyncio.to_thread(_remove, data, f"{DATA_MOUNT}/{name}")
+    directory = os.open(data, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+    finally:
+        os.close(directory)
+    size = 0
+    try:
+        async for piece in parts:
+            await asyncio.to_thread(os.write, fd, piece)
+            size += len(piece)
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return size, info.st_mtime_ns
+
+
+def _remove(data: Path, path: str) -> None:
+    name = _inside(path)
+    if "/" in name:
+        return
+    directory = os.open(data, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
+            return
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(directory)

@@ -1,0 +1,129 @@
+"""The containers a response's `code_interpreter` tools run in (`/v1/containers`).
+
+A tool names a container by id (a running container of the key's project: otherwise a 404 that
+names `tools[i].container`) or asks for `"auto"`: the container of the previous response's
+`code_interpreter`, while it still runs and nothing else is asked of it (so a conversation
+keeps its Python state and files, turn after turn), or a new one made for this response. The
+response's tools then name the container by its id, so the client learns it.
+
+A new container is decided here, with the rest of the request's checks, and made only when the
+response is kept (`make`); a request refused after that leaves none behind (`unmake`).
+Where this server runs no code, `"auto"` stays as it is: the tool is accepted and not offered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from api.containers import check_container_options, container_not_found, new_container
+from api.files import file_not_found
+from api.params import plausible_id, repository
+from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
+from models.ids import new_id
+from models.requests import CreateResponseRequest
+from models.responses import Response
+from models.tools import CodeInterpreterAutoContainer, CodeInterpreterTool
+from sandbox.settings import SandboxSettings
+from store.repository import ResponseRepository
+
+
+@dataclass(frozen=True)
+class AutoContainer:
+    """A container a request's `"auto"` asks to be made for it."""
+
+    container_id: str
+    tool_index: int
+    memory_limit: str
+    file_ids: list[str]
+
+
+async def code_containers(
+    request: CreateResponseRequest,
+    store: ResponseRepository,
+    project: str,
+    previous: Response | None,
+    sandbox: SandboxSettings,
+) -> tuple[CreateResponseRequest, list[AutoContainer]]:
+    """The request with each `code_interpreter` tool's container named by id, and the
+    containers to make for it."""
+    tools = list(request.tools)
+    made: list[AutoContainer] = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, CodeInterpreterTool):
+            continue
+        param = f"tools[{index}].container"
+        if isinstance(tool.container, str):
+            await _running(store, tool.container, project, param)
+            continue
+        auto = tool.container
+        check_container_options(
+            sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, f"{param}."
+        )
+        await _files_exist(store, auto.file_ids or [], project, f"{param}.file_ids")
+        if not sandbox.enabled:
+            continue
+        kept = await _previous_container(store, previous, project) if _plain(auto) else None
+        container_id = kept or new_id("cntr")
+        if kept is None:
+            made.append(
+                AutoContainer(container_id, index, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.file_ids or [])
+            )
+        tools[index] = tool.model_copy(update={"container": container_id})
+    return request.model_copy(update={"tools": tools}), made
+
+
+def _plain(auto: CodeInterpreterAutoContainer) -> bool:
+    """Asks nothing a container kept from before might not have."""
+    return not auto.file_ids and auto.memory_limit is None
+
+
+async def _running(store: ResponseRepository, container_id: str, project: str, param: str) -> None:
+    found = await store.containers.get(container_id, project) if plausible_id(container_id) else None
+    if found is None or found.status != "running":
+        raise container_not_found(container_id, param)
+
+
+async def _files_exist(store: ResponseRepository, file_ids: list[str], project: str, param: str) -> None:
+    found = await store.files.some(file_ids, project) if file_ids else {}
+    for index, file_id in enumerate(file_ids):
+        if file_id not in found:
+            raise file_not_found(file_id, f"{param}[{index}]")
+
+
+async def _previous_container(store: ResponseRepository, previous: Response | None, project: str) -> str | None:
+    """The previous response's code interpreter container, while it runs."""
+    for tool in previous.tools if previous is not None else []:
+        if isinstance(tool, CodeInterpreterTool) and tool.container_id:
+            found = await store.containers.get(tool.container_id, project)
+            if found is not None and found.status == "running":
+                return found.id
+    return None
+
+
+async def make(request: Request, response_id: str, made: list[AutoContainer]) -> None:
+    """Make the response's new containers (a project at its quota of containers is refused
+    here, before the response is kept)."""
+    try:
+        for auto in made:
+            await new_container(
+                request,
+                name=f"code_interpreter for {response_id}",
+                memory_limit=auto.memory_limit,
+                minutes=DEFAULT_EXPIRY_MINUTES,
+                network_policy=network_policy_as_stored(None),
+                file_ids=auto.file_ids,
+                param=f"tools[{auto.tool_index}].container.file_ids",
+                container_id=auto.container_id,
+            )
+    except BaseException:
+        await unmake(repository(request), [auto.container_id for auto in made])
+        raise
+
+
+async def unmake(store: ResponseRepository, container_ids: list[str]) -> None:
+    """The response was refused after its containers were made: they go (no host has them yet)."""
+    for container_id in container_ids:
+        await store.containers.end(container_id, "deleted")
+        await store.containers.forget(container_id)

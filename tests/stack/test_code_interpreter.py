@@ -1,0 +1,236 @@
+"""`code_interpreter` end to end, through the official SDK with strict validation, with code
+really run behind bubblewrap's walls: pandas state kept from one call to the next, a chart
+drawn with matplotlib and downloaded from the container's files, an `"auto"` container made
+for the response and kept by the next one in the chain, a failing call that tells the model
+its error, code past its time stopped, a cancel that interrupts running code, and bad input a
+4xx naming its parameter that leaves no container behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from sandbox.settings import SandboxSettings
+from tests.support.histories import keep_recording, replayer
+from tests.support.sandboxes import remove_containers
+from tests.support.scripted_backend import Reply, ScriptedBackend
+from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
+
+pytestmark = [pytest.mark.one_store]
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+async def code_stack(
+    temporal_address: str, backend: ScriptedBackend, store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Stack]:
+    store: EmptyStore = empty_store(store_kind, tmp_path, request)
+    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "containers", command_seconds=5)
+    try:
+        async with running_stack(temporal_address, backend, store, sandbox=sandbox) as stack:
+            yield stack
+    finally:
+        await remove_containers(sandbox.directory)
+
+
+@pytest.fixture
+async def client(code_stack: Stack) -> AsyncIterator[openai.AsyncOpenAI]:
+    sdk = code_stack.sdk()
+    yield sdk
+    await sdk.close()
+
+
+def told(backend: ScriptedBackend, model: str, request: int) -> list[str]:
+    """What the model was told of its code calls in its `request`-th request."""
+    return [m["content"].strip() for m in backend.requests(model)[request]["messages"] if m["role"] == "tool"]
+
+
+def item_id(event: object) -> str | None:
+    item = getattr(event, "item", None)
+    return getattr(item, "id", None)
+
+
+def code(source: str) -> tuple[str, dict[str, str]]:
+    return ("code_interpreter", {"code": source})
+
+
+async def test_state_persists_and_a_chart_is_downloaded(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    container = await client.containers.create(name="analysis")
+    await client.containers.files.create(
+        container.id, file=("sales.csv", b"region,amount\nnorth,3\nsouth,5\nnorth,4\n")
+    )
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[code("import pandas as pd\ndf = pd.read_csv('/mnt/data/sales.csv')\nlen(df)")]),
+            Reply(
+                tool_calls=[
+                    code(
+                        "totals = df.groupby('region').amount.sum()\nprint(totals.to_dict())\n"
+                        "import matplotlib.pyplot as plt\ntotals.plot.bar()\nplt.savefig('/mnt/data/totals.png')"
+                    )
+                ]
+            ),
+            Reply(text="North sold 7 and south 5: see sandbox:/mnt/data/totals.png"),
+        ],
+    )
+    response = await client.responses.create(
+        model=model,
+        input="Total sales by region, with a chart",
+        tools=[{"type": "code_interpreter", "container": container.id}],
+        include=["code_interpreter_call.outputs"],
+    )
+    assert response.status == "completed", response.error
+    first, second, message = response.output
+    assert first.type == second.type == "code_interpreter_call"
+    assert first.status == second.status == "completed" and first.container_id == container.id
+    assert first.outputs and first.outputs[0].type == "logs" and first.outputs[0].logs.strip() == "3"
+    assert told(backend, model, 1) == ["3"]
+    assert "{'north': 7, 'south': 5}" in told(backend, model, 2)[1]  # df was still there
+    assert "sandbox:/mnt/data/totals.png" in told(backend, model, 2)[1]
+
+    files = {each.path: each async for each in client.containers.files.list(container.id)}
+    assert set(files) == {"/mnt/data/sales.csv", "/mnt/data/totals.png"}
+    assert files["/mnt/data/totals.png"].source == "assistant"
+    chart = await client.containers.files.content.retrieve(files["/mnt/data/totals.png"].id, container_id=container.id)
+    assert chart.content.startswith(PNG_MAGIC)
+
+    citation = message.content[0].annotations[0]
+    assert citation.type == "container_file_citation" and citation.container_id == container.id
+    assert citation.file_id == files["/mnt/data/totals.png"].id and citation.filename == "totals.png"
+
+    handle = code_stack.client.get_workflow_handle(response.id)
+    await handle.result()
+    assert (await replayer().replay_workflow(await handle.fetch_history())).replay_failure is None
+    await keep_recording("code_interpreter", code_stack.client, response.id)
+
+
+async def test_an_auto_container_is_made_and_kept_along_the_chain(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(tool_calls=[code("x = 41")]), Reply(text="set")])
+    first = await client.responses.create(
+        model=model, input="set x", tools=[{"type": "code_interpreter", "container": {"type": "auto"}}]
+    )
+    assert first.status == "completed"
+    container_id = first.output[0].container_id
+    assert container_id.startswith("cntr_") and first.tools[0].container == container_id
+    assert (await client.containers.retrieve(container_id)).status == "running"
+    backend.script(model, [Reply(tool_calls=[code("x + 1")]), Reply(text="42")])
+    second = await client.responses.create(
+        model=model,
+        input="x + 1?",
+        previous_response_id=first.id,
+        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+    )
+    assert second.output[0].container_id == container_id
+    assert told(backend, model, 3)[-1] == "42"  # x was still there
+
+
+async def test_errors_time_and_the_streamed_events(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[code("1 / 0")]),
+            Reply(tool_calls=[code("import time\nprint('before', flush=True)\ntime.sleep(120)")]),
+            Reply(text="done"),
+        ],
+    )
+    events = []
+    async with await client.responses.create(
+        model=model,
+        input="fail, then sleep",
+        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+        stream=True,
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+    completed = events[-1].response
+    failing, sleeping, _ = completed.output
+    assert failing.status == "completed"  # the code ran: its error is what it printed
+    assert "ZeroDivisionError" in told(backend, model, 1)[0]
+    assert sleeping.status == "incomplete"
+    said = told(backend, model, 2)[1]
+    assert said.startswith("before") and "ran past its 5 s and was stopped" in said
+    types = [event.type for event in events if failing.id in (getattr(event, "item_id", None), item_id(event))]
+    assert types == [
+        "response.output_item.added",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.output_item.done",
+    ]
+
+
+async def test_a_cancel_interrupts_running_code(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(
+        model,
+        [Reply(tool_calls=[code("import time\nfor i in range(600):\n    time.sleep(0.1)\n")]), Reply(text="x")],
+    )
+    started = await client.responses.create(
+        model=model,
+        input="sleep",
+        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+        background=True,
+    )
+    for _ in range(200):
+        current = await client.responses.retrieve(started.id)
+        if current.output and current.output[0].type == "code_interpreter_call":
+            break
+        await asyncio.sleep(0.1)
+    container_id = current.output[0].container_id
+    runs = code_stack.settings.sandbox.directory / container_id / "control" / "runs"
+    for _ in range(200):  # the interpreter took the call: it runs
+        if list(runs.glob("*")):
+            break
+        await asyncio.sleep(0.05)
+    cancelled = await client.responses.cancel(started.id)
+    assert cancelled.status == "cancelled"
+    answers = [json.loads(path.read_text()) for path in runs.glob("*/status.json")]
+    assert answers and answers[0]["interrupted"] is True
+
+
+@pytest.mark.parametrize(
+    ("tool", "param"),
+    [
+        ({"type": "code_interpreter", "container": "cntr_missing"}, "tools[0].container"),
+        (
+            {"type": "code_interpreter", "container": {"type": "auto", "memory_limit": "64g"}},
+            "tools[0].container.memory_limit",
+        ),
+        (
+            {"type": "code_interpreter", "container": {"type": "auto", "file_ids": ["file_nope"]}},
+            "tools[0].container.file_ids[0]",
+        ),
+        (
+            {
+                "type": "code_interpreter",
+                "container": {"type": "auto", "network_policy": {"type": "allowlist", "allowed_domains": ["pypi.org"]}},
+            },
+            "tools[0].container.network_policy",
+        ),
+        ({"type": "code_interpreter"}, "tools[0].container"),
+        ({"type": "code_interpreter", "container": {"type": "manual"}}, "tools[0].container"),
+    ],
+)
+async def test_bad_input_names_its_parameter_and_leaves_no_container(code_stack: Stack, tool: dict, param: str):
+    async with code_stack.http() as http:
+        before = (await http.get("/v1/containers", params={"limit": 100})).json()["data"]
+        answer = await http.post("/v1/responses", json={"model": "m", "input": "hi", "tools": [tool]})
+        assert answer.status_code in (400, 404), answer.text
+        assert (answer.json()["error"]["param"] or "").startswith(param), answer.text
+        assert (await http.get("/v1/containers", params={"limit": 100})).json()["data"] == before

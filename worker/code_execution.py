@@ -1,0 +1,139 @@
+"""A worker's part in running code (`sandbox/`), when this server runs code.
+
+This machine is one host: its containers live under `SANDBOX_DIR`, and its id is kept there
+(`host-id`), so a worker that starts again, or a second worker on the same directory, is the
+same host and takes up its containers as they were. Its workers poll two queues: the
+deployment's sandbox queue, where any host places a container that lives nowhere yet, and the
+host's own, where the commands of its containers run.
+
+Its chores (`HostChores`), on every round, for this host only: containers deleted, expired or
+forgotten leave its disk (their processes killed), and its containers idle past their
+`expires_after` expire, never while a command of theirs runs. `ContainerChores` are the
+cluster's, on one worker at a time: a container idle well past its expiry expires even if its
+host is gone (nothing else would end it), and containers that ended a day ago are forgotten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.code_execution import CodeExecutionActivities
+from sandbox.containers import ContainerHost
+from store.repository import ResponseRepository
+from worker.housekeeping import keep_house
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+HOST_ID_FILE = "host-id"
+CHORE_SECONDS = 30.0
+LOST_HOST_GRACE_SECONDS = 600
+"""How long past its expiry a container's host has to expire it, before the cluster does."""
+ENDED_KEPT_SECONDS = 24 * 3600
+"""How long an ended container is still listed (as `expired`)."""
+MAX_CONCURRENT_COMMANDS = 200
+"""Commands that run at once on one host: each only waits on its sandbox, so this bounds the
+worker's polling, not the host's CPU (each container has its own cgroup)."""
+
+
+def host_id(directory: Path) -> str:
+    """This host's id, made on first use and kept in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / HOST_ID_FILE
+    with contextlib.suppress(FileNotFoundError):
+        kept = path.read_text().strip()
+        if kept:
+            return kept
+    fresh = secrets.token_hex(8)
+    with contextlib.suppress(FileExistsError), path.open("x") as file:
+        file.write(fresh)
+    return path.read_text().strip()
+
+
+class HostChores:
+    def __init__(self, repository: ResponseRepository, host: ContainerHost, host_id: str) -> None:
+        self.repository = repository
+        self.host = host
+        self.host_id = host_id
+
+    async def round(self) -> None:
+        now = time.time()
+        rows = {row.id: row for row in await self.repository.containers.of_host(self.host_id)}
+        for row in rows.values():
+            idle = row.last_active_at + row.expires_after_minutes * 60 < now
+            if row.status == "running" and idle and not (self.host.exists(row.id) and self.host.busy(row.id)):
+                await self.repository.containers.end(row.id, "expired")
+                rows[row.id] = dataclasses.replace(row, status="expired")
+                log.info("container %s expired (idle past its expires_after)", row.id)
+        for container_id in self.host.containers():
+            row = rows.get(container_id)
+            if row is None or row.status != "running":
+                await self.host.remove(container_id)
+        for row in rows.values():
+            if row.status == "deleted":  # its host has removed it: nothing is left of it
+                await self.repository.containers.forget(row.id)
+
+
+class ContainerChores:
+    def __init__(self, repository: ResponseRepository) -> None:
+        self.repository = repository
+
+    async def expire_abandoned(self) -> int:
+        """Containers whose host did not expire them in time (or that never had one)."""
+        now = int(time.time())
+        unplaced = await self.repository.containers.expire_idle(now, unplaced_only=True)
+        abandoned = await self.repository.containers.expire_idle(now, LOST_HOST_GRACE_SECONDS)
+        forgotten = await self.repository.containers.forget_ended(now - ENDED_KEPT_SECONDS)
+        return len(unplaced) + len(abandoned) + forgotten
+
+
+@contextlib.asynccontextmanager
+async def code_execution(
+    client: Client, settings: Settings, repository: ResponseRepository, *, grace: timedelta, as_version: dict[str, Any]
+) -> AsyncIterator[list[Worker]]:
+    """This host's workers for code, and its chores while they run (none when this server
+    runs no code)."""
+    execution = settings.execution.code_execution
+    if execution is None or not settings.sandbox.enabled:
+        yield []
+        return
+    host = ContainerHost.open(settings.sandbox.directory)
+    this_host = host_id(settings.sandbox.directory)
+    activities = CodeExecutionActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
+    workers = [
+        Worker(
+            client,
+            task_queue=execution.sandbox_task_queue,
+            **as_version,
+            activities=[activities.place_container, activities.container_lost],
+            graceful_shutdown_timeout=grace,
+        ),
+        Worker(
+            client,
+            task_queue=execution.host_task_queue(this_host),
+            **as_version,
+            activities=[activities.run_code],
+            max_concurrent_activities=MAX_CONCURRENT_COMMANDS,
+            graceful_shutdown_timeout=grace,
+        ),
+    ]
+    stopping = asyncio.Event()
+    chores = HostChores(repository, host, this_host)
+    keeping = asyncio.create_task(keep_house({"container upkeep": chores.round}, CHORE_SECONDS, stopping))
+    try:
+        yield workers
+    finally:
+        stopping.set()
+        await keeping
