@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from temporalio import activity
 
 from activities.cancel_watch import unless_cancelled
-from activities.container_files import ContainerFiles
+from activities.container_work import ContainerWork, Rhythm, shown
 from models import activity_names
 from models.activity_io import (
     ContainerFileCreated,
@@ -31,26 +31,16 @@ from models.activity_io import (
     RunCodeInput,
     RunCodeResult,
 )
-from models.containers import MEMORY_LIMITS
 from models.errors import CancelRequestedError
-from models.events import StreamEvent, code_closing, code_opening, hosted_closing
+from models.events import code_closing, code_opening, hosted_closing
 from models.items import CodeInterpreterCallItem, CodeInterpreterImage, CodeInterpreterLogs
-from models.quotas import ProjectQuotas
-from sandbox.containers import ContainerHost, ContainerLimits
 from sandbox.interpreter import CallStatus, Interpreters
 from sandbox.runs import POLL_SECONDS
-from sandbox.settings import SandboxSettings
 from store.containers import ContainerRow
-from store.repository import ResponseRepository
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
 """A file code writes with one of these is one of the call's `image` outputs too."""
-SHOWN_CHARS = 16_000
-"""What of a call's output the model is shown (its start and its end, past this)."""
 INTERRUPT_GRACE_SECONDS = 5.0
-HEARTBEAT_EVERY_SECONDS = 2.0
-TOUCH_EVERY_SECONDS = 60.0
-"""A container whose command runs is in use: it does not expire meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -63,13 +53,6 @@ class Ended:
     timed_out: bool
     restarted: bool
     """A new interpreter took it: the Python state of the calls before is gone."""
-
-
-def shown(output: str, chars: int = SHOWN_CHARS) -> str:
-    if len(output) <= chars:
-        return output
-    half = chars // 2
-    return f"{output[:half]}\n[... {len(output) - chars} characters left out ...]\n{output[-half:]}"
 
 
 async def _stop(interpreters: Interpreters, call_id: str) -> None:
@@ -87,29 +70,7 @@ async def _stop(interpreters: Interpreters, call_id: str) -> None:
         current.kill()
 
 
-class CodeExecutionActivities:
-    def __init__(
-        self,
-        repository: ResponseRepository,
-        host: ContainerHost,
-        host_id: str,
-        settings: SandboxSettings,
-        quotas: ProjectQuotas,
-    ) -> None:
-        self.repository = repository
-        self.host = host
-        self.host_id = host_id
-        self.settings = settings
-        self.quotas = quotas
-        self.files = ContainerFiles(repository, host)
-
-    def limits(self, row: ContainerRow) -> ContainerLimits:
-        return ContainerLimits(
-            memory_bytes=MEMORY_LIMITS[row.memory_limit],
-            disk_bytes=self.settings.disk_bytes,
-            output_bytes=self.settings.output_bytes,
-        )
-
+class CodeExecutionActivities(ContainerWork):
     @activity.defn(name=activity_names.PLACE_CONTAINER)
     async def place_container(self, request: PlaceContainerInput) -> PlaceContainerResult:
         host = await self.repository.containers.place(request.container_id, self.host_id)
@@ -130,13 +91,13 @@ class CodeExecutionActivities:
     @activity.defn(name=activity_names.RUN_CODE)
     async def run_code(self, request: RunCodeInput) -> RunCodeResult:
         call = request.call
-        row = await self.repository.containers.get(call.container_id)
-        if row is None or row.status != "running" or row.host != self.host_id:
+        row = await self.container(call.container_id)
+        if row is None:
             return await self._ended(
                 request, call, "failed", "Error: the container is gone (it expired or was deleted)."
             )
         if request.emit_events:
-            await self._emit(request.response_id, code_opening(call, request.output_index))
+            await self.emit(request.response_id, code_opening(call, request.output_index))
         try:
             ended = await unless_cancelled(
                 self.repository.cancels.notifier, request.response_id, self._run(request, row)
@@ -178,18 +139,12 @@ class CodeExecutionActivities:
         """Until the call has answered or its interpreter has ended, heartbeating (and keeping
         its container from expiring); whether it ran out of time (then it was interrupted, and
         its interpreter ended if it did not stop)."""
-        beat = touched = time.monotonic()
+        rhythm = Rhythm(self.repository, container_id)
         while interpreters.status(call_id) is None and interpreters.alive():
-            now = time.monotonic()
-            if now - touched >= TOUCH_EVERY_SECONDS:
-                await self.repository.containers.touch(container_id)
-                touched = now
-            if now >= deadline:
+            if time.monotonic() >= deadline:
                 await _stop(interpreters, call_id)
                 return True
-            if now - beat >= HEARTBEAT_EVERY_SECONDS:
-                activity.heartbeat()
-                beat = now
+            await rhythm.keep()
             await asyncio.sleep(POLL_SECONDS)
         return False
 
@@ -231,7 +186,7 @@ class CodeExecutionActivities:
         ]
         done = call.model_copy(update={"status": status, "outputs": outputs if request.include_outputs else None})
         if request.emit_events:
-            await self._emit(request.response_id, code_closing(done, request.output_index))
+            await self.emit(request.response_id, code_closing(done, request.output_index))
         return RunCodeResult(call=done, text=text, files=created)
 
     async def _ended(
@@ -239,8 +194,5 @@ class CodeExecutionActivities:
     ) -> RunCodeResult:
         done = call.model_copy(update={"status": status})
         if request.emit_events:
-            await self._emit(request.response_id, hosted_closing(done, request.output_index))
+            await self.emit(request.response_id, hosted_closing(done, request.output_index))
         return RunCodeResult(call=done, text=text)
-
-    async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
-        await self.repository.events.append_once(response_id, [event.wire() for event in events])

@@ -1,10 +1,12 @@
-"""The containers a response's `code_interpreter` tools run in (`/v1/containers`).
+"""The containers a response's `code_interpreter` and `shell` tools run in (`/v1/containers`).
 
 A tool names a container by id (a running container of the key's project: otherwise a 404 that
-names `tools[i].container`) or asks for `"auto"`: the container of the previous response's
-`code_interpreter`, while it still runs and nothing else is asked of it (so a conversation
-keeps its Python state and files, turn after turn), or a new one made for this response. The
-response's tools then name the container by its id, so the client learns it.
+names `tools[i].container`, or `tools[i].environment.container_id`) or asks for `"auto"`
+(`container_auto`): the container another tool of this request gets, or the previous
+response's, while it still runs and nothing else is asked of it (so a conversation keeps its
+Python state and files, turn after turn, and its code and shell share one), or a new one made
+for this response. The response's tools then name the container by its id, so the client
+learns it. A shell the client runs (`local`, or no environment) is refused for now.
 
 A new container is decided here, with the rest of the request's checks, and made only when the
 response is kept (`make`); a request refused after that leaves none behind (`unmake`).
@@ -21,10 +23,17 @@ from api.containers import check_container_options, container_not_found, new_con
 from api.files import file_not_found
 from api.params import plausible_id, repository
 from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
+from models.errors import InvalidRequestError
 from models.ids import new_id
 from models.requests import CreateResponseRequest
 from models.responses import Response
-from models.tools import CodeInterpreterAutoContainer, CodeInterpreterTool
+from models.tools import (
+    CodeInterpreterAutoContainer,
+    CodeInterpreterTool,
+    ShellContainerAuto,
+    ShellContainerReference,
+    ShellTool,
+)
 from sandbox.settings import SandboxSettings
 from store.repository import ResponseRepository
 
@@ -51,30 +60,67 @@ async def code_containers(
     tools = list(request.tools)
     made: list[AutoContainer] = []
     for index, tool in enumerate(tools):
-        if not isinstance(tool, CodeInterpreterTool):
+        if isinstance(tool, CodeInterpreterTool):
+            param, named, auto = f"tools[{index}].container", tool.container_id, tool.container
+        elif isinstance(tool, ShellTool):
+            param, named, auto = f"tools[{index}].environment", tool.container_id, tool.environment
+            if not isinstance(auto, (ShellContainerAuto, ShellContainerReference)):
+                raise InvalidRequestError(
+                    "Unsupported parameter: 'environment': this server runs the shell in a container only "
+                    '(`{"type": "container_auto"}` or `{"type": "container_reference", "container_id": ...}`); '
+                    "a local shell is not supported yet.",
+                    param=param,
+                    code="unsupported_parameter",
+                )
+            if named:
+                param += ".container_id"
+        else:
             continue
-        param = f"tools[{index}].container"
-        if isinstance(tool.container, str):
-            await _running(store, tool.container, project, param)
+        if named:
+            await _running(store, named, project, param)
             continue
-        auto = tool.container
+        assert isinstance(auto, (CodeInterpreterAutoContainer, ShellContainerAuto))
         check_container_options(
             sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, f"{param}."
         )
         await _files_exist(store, auto.file_ids or [], project, f"{param}.file_ids")
         if not sandbox.enabled:
             continue
-        kept = await _previous_container(store, previous, project) if _plain(auto) else None
-        container_id = kept or new_id("cntr")
-        if kept is None:
-            made.append(
-                AutoContainer(container_id, index, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.file_ids or [])
-            )
-        tools[index] = tool.model_copy(update={"container": container_id})
+        container_id = await _kept_or_new(store, previous, project, auto, made, index)
+        tools[index] = _naming(tool, container_id)
     return request.model_copy(update={"tools": tools}), made
 
 
-def _plain(auto: CodeInterpreterAutoContainer) -> bool:
+async def _kept_or_new(
+    store: ResponseRepository,
+    previous: Response | None,
+    project: str,
+    auto: CodeInterpreterAutoContainer | ShellContainerAuto,
+    made: list[AutoContainer],
+    index: int,
+) -> str:
+    """The container an `auto` gets: one another tool of this request is getting, the previous
+    response's, or a new one."""
+    if _plain(auto):
+        if made and not made[0].file_ids and made[0].memory_limit == DEFAULT_MEMORY_LIMIT:
+            return made[0].container_id  # code_interpreter and shell share it, as one conversation's
+        kept = await _previous_container(store, previous, project)
+        if kept is not None:
+            return kept
+    container_id = new_id("cntr")
+    made.append(AutoContainer(container_id, index, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.file_ids or []))
+    return container_id
+
+
+def _naming(tool: CodeInterpreterTool | ShellTool, container_id: str) -> CodeInterpreterTool | ShellTool:
+    if isinstance(tool, CodeInterpreterTool):
+        return tool.model_copy(update={"container": container_id})
+    return tool.model_copy(
+        update={"environment": ShellContainerReference(type="container_reference", container_id=container_id)}
+    )
+
+
+def _plain(auto: CodeInterpreterAutoContainer | ShellContainerAuto) -> bool:
     """Asks nothing a container kept from before might not have."""
     return not auto.file_ids and auto.memory_limit is None
 
@@ -95,7 +141,7 @@ async def _files_exist(store: ResponseRepository, file_ids: list[str], project: 
 async def _previous_container(store: ResponseRepository, previous: Response | None, project: str) -> str | None:
     """The previous response's code interpreter container, while it runs."""
     for tool in previous.tools if previous is not None else []:
-        if isinstance(tool, CodeInterpreterTool) and tool.container_id:
+        if isinstance(tool, (CodeInterpreterTool, ShellTool)) and tool.container_id:
             found = await store.containers.get(tool.container_id, project)
             if found is not None and found.status == "running":
                 return found.id

@@ -41,6 +41,7 @@ ITEM_ID_PREFIX = {
     "custom_tool_call": "ctc",
     "custom_tool_call_output": "ctco",
     **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
+    "shell_call_output": "sho",
     "tool_search_call": "tsc",
     "tool_search_output": "tso",
     "compaction": "cmp",

@@ -14,6 +14,8 @@ from models.items import (
     McpCallItem,
     McpListToolsItem,
     OutputItem,
+    ShellCallItem,
+    ShellCallOutputItem,
     WebSearchCallItem,
 )
 from models.mcp import McpFunction, McpListing
@@ -237,6 +239,26 @@ class RunCodeResult(BaseModel):
     call: CodeInterpreterCallItem
     text: str
     """What the model is told: what the code printed (cut to a bound), its error, its files."""
+    files: list[ContainerFileCreated] = Field(default_factory=list)
+
+
+class RunShellInput(BaseModel):
+    response_id: str
+    project: str
+    call: ShellCallItem
+    output_index: int
+    output_item: ShellCallOutputItem
+    """The item its results become (empty), and where it goes."""
+    output_item_index: int
+    emit_events: bool = False
+    command_seconds: float
+    """How long each command may run."""
+
+
+class RunShellResult(BaseModel):
+    call: ShellCallItem
+    output_item: ShellCallOutputItem
+    text: str
     files: list[ContainerFileCreated] = Field(default_factory=list)
 
 

@@ -23,6 +23,7 @@ DELIVER_WEBHOOK = "deliver_webhook"
 # code, then run on that host's own queue.
 PLACE_CONTAINER = "place_container"
 RUN_CODE = "run_code"
+RUN_SHELL = "run_shell"
 CONTAINER_LOST = "container_lost"
 
 # A file's ingestion into a vector store.

@@ -16,6 +16,9 @@ from models.items import (
     OutputContentPart,
     OutputItem,
     ReasoningText,
+    ShellCallItem,
+    ShellCallOutputItem,
+    ShellCommandOutput,
     WebSearchCallItem,
 )
 from models.responses import WIRE, Response
@@ -180,6 +183,34 @@ class CodeDoneEvent(StreamEvent):
     item_id: str
     output_index: int
     code: str
+
+
+class ShellCommandEvent(StreamEvent):
+    type: Literal["response.shell_call_command.added", "response.shell_call_command.done"]
+    output_index: int
+    command_index: int
+    command: str
+
+
+class ShellOutputDelta(BaseModel):
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class ShellOutputDeltaEvent(StreamEvent):
+    type: Literal["response.shell_call_output_content.delta"] = "response.shell_call_output_content.delta"
+    item_id: str
+    output_index: int
+    command_index: int
+    delta: ShellOutputDelta
+
+
+class ShellOutputDoneEvent(StreamEvent):
+    type: Literal["response.shell_call_output_content.done"] = "response.shell_call_output_content.done"
+    item_id: str
+    output_index: int
+    command_index: int
+    output: list[ShellCommandOutput]
 
 
 class CompactionProgressEvent(StreamEvent):
@@ -354,10 +385,47 @@ def code_closing(call: CodeInterpreterCallItem, index: int) -> list[StreamEvent]
     return events
 
 
+def shell_call_events(call: ShellCallItem, index: int) -> list[StreamEvent]:
+    """A shell call, whole: its commands were complete before it ran."""
+    started = call.model_copy(update={"status": "in_progress"})
+    events: list[StreamEvent] = [OutputItemEvent(type="response.output_item.added", output_index=index, item=started)]
+    for number, command in enumerate(call.action.commands):
+        for step in ("added", "done"):
+            events.append(
+                ShellCommandEvent.model_validate(
+                    {
+                        "type": f"response.shell_call_command.{step}",
+                        "output_index": index,
+                        "command_index": number,
+                        "command": command,
+                    }
+                )
+            )
+    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=call))
+    return events
+
+
+def shell_output_opening(output: ShellCallOutputItem, index: int) -> list[StreamEvent]:
+    started = output.model_copy(update={"status": "in_progress", "output": []})
+    return [OutputItemEvent(type="response.output_item.added", output_index=index, item=started)]
+
+
+def shell_output_closing(output: ShellCallOutputItem, index: int) -> list[StreamEvent]:
+    """Each command's output whole, and the item done."""
+    events: list[StreamEvent] = [
+        ShellOutputDoneEvent(item_id=output.id, output_index=index, command_index=number, output=[each])
+        for number, each in enumerate(output.output)
+    ]
+    events.append(OutputItemEvent(type="response.output_item.done", output_index=index, item=output))
+    return events
+
+
 def hosted_closing(call: Any, index: int) -> list[StreamEvent]:
-    """A hosted tool's call's last events, whichever tool's. A code call's opening comes too:
-    one that ended before it ran had none (the log keeps each step's event once, so one that
-    had keeps it as it was)."""
+    """A hosted tool's call's last events, whichever tool's. A code or shell call's opening
+    comes too: one that ended before it ran had none (the log keeps each step's event once, so
+    one that had keeps it as it was)."""
     if isinstance(call, CodeInterpreterCallItem):
         return code_opening(call, index) + code_closing(call, index)
+    if isinstance(call, ShellCallItem):
+        return shell_call_events(call, index)
     return search_closing(call, index)

@@ -27,7 +27,15 @@ from typing import Any
 
 from models import activity_names
 from models.ids import new_id
-from models.items import CodeInterpreterCallItem, FileSearchCallItem, WebSearchAction, WebSearchCallItem
+from models.items import (
+    CodeInterpreterCallItem,
+    FileSearchCallItem,
+    ShellAction,
+    ShellCallItem,
+    ShellEnvironment,
+    WebSearchAction,
+    WebSearchCallItem,
+)
 
 MAX_QUERY_CHARS = 2_000
 
@@ -68,6 +76,9 @@ class HostedTool:
     needs_setup: bool = False
     """Offered only where the server is set up to run it (`web_search`: a search provider);
     elsewhere a request's tool for it is accepted, and not offered to the model."""
+    output_item_type: str | None = None
+    """The type of the item that follows each call with what it returned (`shell_call_output`),
+    if its results are an item of their own."""
 
     def offered(self, tools: Any) -> Any | None:
         """The request's tool that asks for this one, if any."""
@@ -123,13 +134,14 @@ MAX_CODE_CHARS = 256 * 1024
 
 
 def code_of(arguments: str) -> str:
-    """The `code` of a model's call (its whole arguments, when it sent something else)."""
+    """The `code` of a model's call (its whole arguments, when it sent something else); past
+    `MAX_CODE_CHARS` it is cut one character beyond, and the call refuses it."""
     try:
         parsed = json.loads(arguments)
     except ValueError:
-        return arguments[:MAX_CODE_CHARS]
+        return arguments[: MAX_CODE_CHARS + 1]
     code = parsed.get("code") if isinstance(parsed, dict) else None
-    return (code if isinstance(code, str) else arguments)[:MAX_CODE_CHARS]
+    return (code if isinstance(code, str) else arguments)[: MAX_CODE_CHARS + 1]
 
 
 CODE_INTERPRETER = HostedTool(
@@ -149,7 +161,71 @@ CODE_INTERPRETER = HostedTool(
     needs_setup=True,
 )
 
-HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH, FILE_SEARCH, CODE_INTERPRETER)
+SHELL_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "commands": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Shell commands, run one after the other with bash -c.",
+        },
+        "timeout_ms": {"type": "integer", "description": "How long each command may run, in milliseconds."},
+        "max_output_length": {
+            "type": "integer",
+            "description": "At most this many characters of each command's output are shown to you.",
+        },
+    },
+    "required": ["commands"],
+    "additionalProperties": False,
+}
+MAX_COMMANDS = 32
+MAX_COMMAND_CHARS = 64 * 1024
+
+
+def shell_action(arguments: str) -> ShellAction:
+    """The model's commands and limits, as far as they make sense (what does not is left out;
+    a model that sent no list has its whole arguments run as one command)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return ShellAction(commands=[arguments[: MAX_COMMAND_CHARS + 1]])
+    given = parsed.get("commands")
+    commands = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    timeout, length = parsed.get("timeout_ms"), parsed.get("max_output_length")
+    return ShellAction(
+        commands=[command[: MAX_COMMAND_CHARS + 1] for command in commands if isinstance(command, str)][
+            : MAX_COMMANDS + 1
+        ],
+        timeout_ms=timeout if isinstance(timeout, int) and not isinstance(timeout, bool) and timeout > 0 else None,
+        max_output_length=length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None,
+    )
+
+
+SHELL = HostedTool(
+    name="shell",
+    tool_types=("shell",),
+    item_type="shell_call",
+    id_prefix="sh",
+    function="shell",
+    description="Run shell commands (bash) in a sandboxed Linux container, one after the other: their output and "
+    "exit codes are shown to you. The container keeps its files between calls; write files for the user to "
+    "/mnt/data and link to them as sandbox:/mnt/data/<name>. Python 3 with numpy, pandas and matplotlib is "
+    "installed. No network.",
+    parameters=SHELL_PARAMETERS,
+    activity=activity_names.RUN_SHELL,
+    call_item=lambda arguments, item_id, tool: ShellCallItem(
+        id=item_id,
+        call_id=item_id,
+        action=shell_action(arguments),
+        environment=ShellEnvironment(container_id=tool.container_id),
+    ),
+    needs_setup=True,
+    output_item_type="shell_call_output",
+)
+
+HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH, FILE_SEARCH, CODE_INTERPRETER, SHELL)
 """Every hosted tool, in the order their functions are offered."""
 BY_ITEM_TYPE = {tool.item_type: tool for tool in HOSTED_TOOLS}
 HOSTED_ITEM_TYPES = tuple(BY_ITEM_TYPE)

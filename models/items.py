@@ -179,7 +179,13 @@ class PassedBackItem(ListedAsSent):
     kept in the input as sent, with nothing in them for a chat-completions backend."""
 
     type: Literal[
-        "web_search_call", "file_search_call", "code_interpreter_call", "tool_search_call", "tool_search_output"
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "shell_call",
+        "shell_call_output",
+        "tool_search_call",
+        "tool_search_output",
     ]
     id: ItemId | None = None
 
@@ -274,6 +280,63 @@ class CodeInterpreterCallItem(SearchCall, WireModel):
     container_id: str
     outputs: list[CodeInterpreterOutput] | None = None
     status: CodeStatus = "in_progress"
+
+
+class ShellAction(WireModel):
+    commands: list[str]
+    timeout_ms: int | None = None
+    max_output_length: int | None = None
+
+
+class ShellEnvironment(WireModel):
+    type: Literal["container_reference"] = "container_reference"
+    container_id: str
+
+
+ShellStatus = Literal["in_progress", "completed", "incomplete"]
+
+
+class ShellCallItem(SearchCall, WireModel):
+    """Commands the model ran in its container (`sandbox/`), one after the other; what they
+    printed is the `shell_call_output` item after it."""
+
+    type: Literal["shell_call"] = "shell_call"
+    id: str
+    call_id: str
+    action: ShellAction
+    environment: ShellEnvironment | None = None
+    status: ShellStatus = "in_progress"
+
+    @property
+    def container_id(self) -> str:
+        return self.environment.container_id if self.environment is not None else ""
+
+
+class ShellExit(WireModel):
+    type: Literal["exit"] = "exit"
+    exit_code: int
+
+
+class ShellTimeout(WireModel):
+    type: Literal["timeout"] = "timeout"
+
+
+class ShellCommandOutput(WireModel):
+    stdout: str
+    stderr: str
+    outcome: Annotated[ShellExit | ShellTimeout, Field(discriminator="type")]
+
+
+class ShellCallOutputItem(WireModel):
+    """What each command of a `shell_call` printed, and how it ended. A command whose end is
+    unknown (its container's host was lost) is missing, and the item is `incomplete`."""
+
+    type: Literal["shell_call_output"] = "shell_call_output"
+    id: str
+    call_id: str
+    output: list[ShellCommandOutput] = Field(default_factory=list)
+    max_output_length: int | None = None
+    status: ShellStatus = "in_progress"
 
 
 class CompactionTriggerItem(ListedAsSent):
@@ -438,6 +501,8 @@ OutputItem = Annotated[
     | WebSearchCallItem
     | FileSearchCallItem
     | CodeInterpreterCallItem
+    | ShellCallItem
+    | ShellCallOutputItem
     | McpListToolsItem
     | McpCallItem
     | McpApprovalRequestItem,

@@ -131,6 +131,47 @@ class CodeInterpreterTool(WireModel):
         return self.container if isinstance(self.container, str) else ""
 
 
+class ShellContainerAuto(WireModel):
+    """A container made for the response (`environment: {"type": "container_auto", ...}`)."""
+
+    type: Literal["container_auto"]
+    memory_limit: MemoryLimit | None = None
+    file_ids: ContainerFileIds | None = None
+    network_policy: NetworkPolicy | None = None
+    skills: None = None
+
+
+class ShellContainerReference(WireModel):
+    type: Literal["container_reference"]
+    container_id: Annotated[str, Field(min_length=1, max_length=80)]
+
+
+class ShellLocalEnvironment(WireModel):
+    type: Literal["local"]
+    skills: None = None
+
+
+class ShellTool(WireModel):
+    """The hosted shell: offered to the model as a `shell(commands, timeout_ms,
+    max_output_length)` function whose calls run in a container (`sandbox/`), when the server
+    runs code. The API turns `container_auto` into a container made for the response: from
+    then on the environment is a `container_reference` (`api/code_containers.py`). A shell
+    whose commands the client runs (`local`, or no environment) is not supported yet: the API
+    refuses it, naming `environment`."""
+
+    type: Literal["shell"]
+    environment: (
+        Annotated[ShellContainerAuto | ShellContainerReference | ShellLocalEnvironment, Field(discriminator="type")]
+        | None
+    ) = None
+    allowed_callers: list[Literal["direct", "programmatic"]] | None = None
+
+    @property
+    def container_id(self) -> str:
+        """The container's id, once the API has given it one."""
+        return self.environment.container_id if isinstance(self.environment, ShellContainerReference) else ""
+
+
 class ToolSearchTool(WireModel):
     """Accepted, and not offered to the model: every function is offered at once."""
 
@@ -277,6 +318,7 @@ Tool = Annotated[
     | WebSearchTool
     | FileSearchTool
     | CodeInterpreterTool
+    | ShellTool
     | ToolSearchTool,
     Field(discriminator="type"),
 ]

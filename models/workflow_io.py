@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from models.history_budget import ToolResult
-from models.hosted_tools import CODE_INTERPRETER, WEB_SEARCH
+from models.hosted_tools import CODE_INTERPRETER, SHELL, WEB_SEARCH
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
 from models.search import Source
@@ -86,6 +86,7 @@ class ExecutionSettings(BaseModel):
             for name, ready in (
                 (WEB_SEARCH.name, self.web_search),
                 (CODE_INTERPRETER.name, self.code_execution is not None),
+                (SHELL.name, self.code_execution is not None),
             )
             if ready
         ]

@@ -30,6 +30,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.code_execution import CodeExecutionActivities
+from activities.shell_execution import ShellActivities
 from sandbox.containers import ContainerHost
 from store.repository import ResponseRepository
 from worker.housekeeping import keep_house
@@ -112,6 +113,7 @@ async def code_execution(
     host = ContainerHost.open(settings.sandbox.directory)
     this_host = host_id(settings.sandbox.directory)
     activities = CodeExecutionActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
+    shells = ShellActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
     workers = [
         Worker(
             client,
@@ -124,7 +126,7 @@ async def code_execution(
             client,
             task_queue=execution.host_task_queue(this_host),
             **as_version,
-            activities=[activities.run_code],
+            activities=[activities.run_code, shells.run_shell],
             max_concurrent_activities=MAX_CONCURRENT_COMMANDS,
             graceful_shutdown_timeout=grace,
         ),

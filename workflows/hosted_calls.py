@@ -38,6 +38,9 @@ class HostedCall:
     first_number: int
     """The number of the first result it shows the model (`[n]`), after the response's earlier ones."""
     emit: Callable[[list[StreamEvent]], Awaitable[None]]
+    follow_index: int | None = None
+    """Where the item that follows the call with its results goes (its tool has one: a
+    `shell_call_output`)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,9 @@ class Ran:
     """What it cites, numbered on from `HostedCall.first_number`."""
     parked: bool = False
     """Its fields wait in the store, under the call's id."""
+    follows: Any | None = None
+    """The item that follows the call with its results, at `HostedCall.follow_index` (always
+    one, when its tool has one: the response's items keep the places they were given)."""
 
 
 Runner = Callable[[HostedCall, Any, int], Awaitable[Ran]]

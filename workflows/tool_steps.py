@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from models.errors import ResponseFailedError
     from models.events import StreamEvent, mcp_call_closing
     from models.history_budget import ToolResult
+    from models.hosted_tools import BY_ITEM_TYPE
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError
     from models.mcp import ApprovalDecision, McpListing
     from models.tools import McpTool
@@ -116,11 +117,21 @@ class ToolSteps:
 
     async def _run_calls(self, indexes: list[int]) -> None:
         indexes = self._within_max_tool_calls(indexes)
+        follow_at = self._follow_indexes(indexes)
+        follows: dict[int, Any] = {}
         if self.state.response.parallel_tool_calls:
-            await asyncio.gather(*(self._run_call(index) for index in indexes))
+            await asyncio.gather(*(self._run_call(index, follow_at.get(index), follows) for index in indexes))
         else:
             for index in indexes:
-                await self._run_call(index)
+                await self._run_call(index, follow_at.get(index), follows)
+        self.state.response.output.extend(follows[at] for at in sorted(follows))
+
+    def _follow_indexes(self, indexes: list[int]) -> dict[int, int]:
+        """Where the item that follows each call with its results goes (a `shell_call_output`):
+        after the turn's items, in the calls' order, whatever order they end in."""
+        output = self.state.response.output
+        followed = [index for index in indexes if _output_item_type(output[index]) is not None]
+        return {index: len(output) + position for position, index in enumerate(followed)}
 
     def _within_max_tool_calls(self, indexes: list[int]) -> list[int]:
         """Calls beyond `max_tool_calls` are not run; the model is told so."""
@@ -136,11 +147,11 @@ class ToolSteps:
             )
         return allowed
 
-    async def _run_call(self, index: int) -> None:
+    async def _run_call(self, index: int, follow_index: int | None, follows: dict[int, Any]) -> None:
         response = self.state.response
         call = response.output[index]
         if call.type in RUNNERS:
-            await self._run_hosted(call, index)
+            await self._run_hosted(call, index, follow_index, follows)
             return
         assert isinstance(call, McpCallItem)
         # Every call names a server of this request: the model's calls come from its listings,
@@ -187,9 +198,10 @@ class ToolSteps:
             await self._emit(mcp_call_closing(finished, index))
             return finished, False
 
-    async def _run_hosted(self, call: Any, index: int) -> None:
+    async def _run_hosted(self, call: Any, index: int, follow_index: int | None, follows: dict[int, Any]) -> None:
         """A hosted tool's call (`workflows/hosted_calls.py`); what it cites is numbered on from
-        what the response cited before."""
+        what the response cited before; the item that follows it, if its tool has one, goes
+        where `follow_index` says."""
         run = HostedCall(
             response=self.state.response,
             project=self.state.project,
@@ -197,9 +209,12 @@ class ToolSteps:
             emit_events=self.state.emit_events,
             first_number=sum(source.number > 0 for source in self.state.sources) + 1,  # a written file is not numbered
             emit=self._emit,
+            follow_index=follow_index,
         )
         ran = await RUNNERS[call.type](run, call, index)
         self.state.response.output[index] = ran.call
+        if follow_index is not None and ran.follows is not None:
+            follows[follow_index] = ran.follows
         if ran.parked:  # its fields wait in the store, under its id
             self.state.parked[call.id] = call.id
         self.state.sources.extend(ran.sources)
@@ -244,3 +259,8 @@ class ToolSteps:
         except TimeoutError:
             return False
         return True
+
+
+def _output_item_type(call: Any) -> str | None:
+    hosted = BY_ITEM_TYPE.get(call.type)
+    return hosted.output_item_type if hosted is not None else None

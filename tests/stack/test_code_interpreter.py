@@ -234,3 +234,53 @@ async def test_bad_input_names_its_parameter_and_leaves_no_container(code_stack:
         assert answer.status_code in (400, 404), answer.text
         assert (answer.json()["error"]["param"] or "").startswith(param), answer.text
         assert (await http.get("/v1/containers", params={"limit": 100})).json()["data"] == before
+
+
+async def test_the_shell_runs_commands_in_the_container_code_shares(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[code("open('/mnt/data/made.txt', 'w').write('from python')")]),
+            Reply(
+                tool_calls=[
+                    (
+                        "shell",
+                        {
+                            "commands": ["cat /mnt/data/made.txt", "echo oops >&2; exit 3", "sleep 30"],
+                            "timeout_ms": 1000,
+                        },
+                    )
+                ]
+            ),
+            Reply(text="done"),
+        ],
+    )
+    events = []
+    async with await client.responses.create(
+        model=model,
+        input="read it",
+        tools=[
+            {"type": "code_interpreter", "container": {"type": "auto"}},
+            {"type": "shell", "environment": {"type": "container_auto"}},
+        ],
+        stream=True,
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+    response = events[-1].response
+    assert response.status == "completed"
+    ran, shell_call, shell_output, message = response.output
+    assert shell_call.type == "shell_call" and shell_call.status == "completed"
+    assert shell_call.environment.container_id == ran.container_id  # one container for both tools
+    assert shell_output.type == "shell_call_output" and shell_output.call_id == shell_call.call_id
+    first, second, third = shell_output.output
+    assert first.stdout == "from python" and first.outcome.type == "exit" and first.outcome.exit_code == 0
+    assert second.stderr.strip() == "oops" and second.outcome.exit_code == 3
+    assert third.outcome.type == "timeout"
+    said = told(backend, model, 2)[-1]
+    assert "$ cat /mnt/data/made.txt\nfrom python" in said and "(exit code 3)" in said and "(timed out)" in said
+    deltas = [event for event in events if event.type == "response.shell_call_output_content.delta"]
+    assert "".join(event.delta.stdout or "" for event in deltas if event.command_index == 0) == "from python"
+    assert {event.output_index for event in deltas} == {2}

@@ -5,17 +5,37 @@ function the model is offered under a unique name, and a call item the model's c
 
 from __future__ import annotations
 
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from activities import chat_format
 from activities.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
 from api.preparation import ITEM_ID_PREFIX
 from models import activity_names
-from models.hosted_tools import HOSTED_ITEM_TYPES, HOSTED_TOOLS
+from models.hosted_tools import (
+    HOSTED_ITEM_TYPES,
+    HOSTED_TOOLS,
+    MAX_CODE_CHARS,
+    MAX_COMMAND_CHARS,
+    MAX_COMMANDS,
+    code_of,
+    shell_action,
+)
 from models.responses import Response
+from models.search import Source
+from search.citations import annotations
 from workflows.catalogue import ToolTable
 from workflows.hosted_runners import RUNNERS
 from workflows.turn import SERVER_CALLS
 
-REQUIRED = {"file_search": {"vector_store_ids": ["vs_1"]}, "code_interpreter": {"container": "cntr_" + "0" * 32}}
+CONTAINER = "cntr_" + "0" * 32
+REQUIRED = {
+    "file_search": {"vector_store_ids": ["vs_1"]},
+    "code_interpreter": {"container": CONTAINER},
+    "shell": {"environment": {"type": "container_reference", "container_id": CONTAINER}},
+}
 """What a request's tool for each must say."""
 
 
@@ -47,7 +67,42 @@ def test_each_is_offered_as_its_function_and_a_call_becomes_its_item():
         assert offered == [hosted.function, f"{hosted.function}_2"], offered  # the client's keeps its name
         item = chat_format.call_item(table, f"{hosted.function}_2", '{"query": "durable"}')
         assert item.type == hosted.item_type and item.id.startswith(hosted.id_prefix + "_")
-        if hosted.name == "code_interpreter":  # its call runs in the tool's container
-            assert item.container_id == REQUIRED["code_interpreter"]["container"] and item.code
+        if hosted.name in ("code_interpreter", "shell"):  # its call runs in the tool's container
+            assert item.container_id == CONTAINER
         if hosted.needs_setup:  # accepted, and not offered, where the server is not set up for it
             assert ToolTable(_tools(request_tool)).chat_tools() == []
+
+
+@given(
+    st.one_of(
+        st.text(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(["commands", "timeout_ms", "max_output_length", "code"]), inner, max_size=4
+                )
+            ),
+            max_leaves=12,
+        ).map(json.dumps),
+    )
+)
+def test_whatever_a_model_sends_becomes_a_call_within_bounds(arguments: str):
+    action = shell_action(arguments)
+    assert len(action.commands) <= MAX_COMMANDS + 1 and all(
+        len(command) <= MAX_COMMAND_CHARS + 1 for command in action.commands
+    )
+    assert action.timeout_ms is None or action.timeout_ms > 0
+    assert action.max_output_length is None or action.max_output_length > 0
+    assert len(code_of(arguments)) <= MAX_CODE_CHARS + 1
+
+
+def test_a_link_to_a_written_file_is_cited_and_a_sentence_end_is_not_part_of_it():
+    written = Source(
+        number=0, container_id="cntr_1", file_id="cfile_1", path="/mnt/data/chart.png", filename="chart.png"
+    )
+    text = "Here: sandbox:/mnt/data/chart.png. And [1] and sandbox:/mnt/data/other.png"
+    (citation,) = annotations(text, [written])
+    assert citation["type"] == "container_file_citation" and citation["file_id"] == "cfile_1"
+    assert text[citation["start_index"] : citation["end_index"]] == "sandbox:/mnt/data/chart.png"
