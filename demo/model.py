@@ -5,7 +5,8 @@ It echoes the last user message; when the request offers tools and the message n
 from the message (numbers for numeric parameters, a quoted phrase or the rest of the message
 for strings); after tool results it reports what each tool answered; asked to compact a
 conversation, it lists what the user said, and it quotes such a summary when it finds one;
-after a web or file search it names what it found, citing each result as `[n]`.
+after a web or file search it names what it found, citing each result as `[n]`; told
+`Use code: <Python>` (or `Use the shell: <command>`) it runs it with the hosted tool.
 Which demo model a
 request names decides only its pace and how it fails (`DEMO_MODELS`).
 """
@@ -93,7 +94,9 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
         next((message.get("content") for message in reversed(messages) if message.get("role") == "user"), None)
     )
     tools = _functions(body)
-    calls = _calls(said, tools, body.get("tool_choice"), body.get("parallel_tool_calls", True))
+    calls = _code_calls(said, tools) or _calls(
+        said, tools, body.get("tool_choice"), body.get("parallel_tool_calls", True)
+    )
     if calls:
         return DemoReply(tool_calls=calls, finish_reason="tool_calls")
     text = f"You said: {said}" if said else "Hello! I am the demo model; say something and I will echo it."
@@ -223,6 +226,23 @@ def _calls(said: str, tools: dict[str, dict[str, Any]], choice: Any, parallel: A
     if parallel is False:
         names = names[:1]
     return [ToolCall(name, _arguments(tools[name], said, name)) for name in names]
+
+
+CODE_ASKED = re.compile(r"\buse (code|the shell)\s*:\s*", re.IGNORECASE)
+
+
+def _code_calls(said: str, tools: dict[str, dict[str, Any]]) -> list[ToolCall]:
+    """`Use code: <Python>` calls `code_interpreter` with it, `Use the shell: <command>` the
+    `shell` (when the request offers them): everything after the colon, as it was written."""
+    asked = CODE_ASKED.search(said)
+    if asked is None:
+        return []
+    source = said[asked.end() :].strip()
+    if asked.group(1).lower() == "code" and "code_interpreter" in tools:
+        return [ToolCall("code_interpreter", {"code": source})]
+    if asked.group(1).lower() == "the shell" and "shell" in tools:
+        return [ToolCall("shell", {"commands": [source]})]
+    return []
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")

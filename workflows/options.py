@@ -89,7 +89,7 @@ def search_call_options(budget: RetryBudget, task_queue: str | None = None) -> d
 
 
 PLACE_CONTAINER_SECONDS = 60.0
-CODE_HEARTBEAT_SECONDS = 30.0
+CODE_HEARTBEAT_SECONDS = 10.0
 CODE_MAXIMUM_ATTEMPTS = 10
 """A command's activity is tried again after its worker's death (it follows the command, which
 went on running: it is never run twice); ten deaths in one call are a broken host."""

@@ -4,6 +4,7 @@ tool calls, approvals through the demo MCP tools, surviving a Ctrl-C and a resta
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from tests.support.dev_stack import DevStack
 from tests.support.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.support.processes import CLI
+from tests.support.sandboxes import remove_containers
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +31,7 @@ def demo_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     if stack.process is not None and stack.process.poll() is None:
         os.killpg(stack.process.pid, signal.SIGKILL)
         stack.process.wait()
+    asyncio.run(remove_containers(stack.data_dir / "containers"))
 
 
 def test_dev_with_no_backend_says_it_answers_with_the_demo_model(demo_dev: DevStack):
@@ -235,3 +238,17 @@ def test_a_slow_demo_answer_survives_ctrl_c_and_a_restart(tmp_path: Path):
     finally:
         if dev.process is not None and dev.process.poll() is None:
             os.killpg(dev.process.pid, signal.SIGKILL)
+
+
+def test_the_demo_model_runs_code_with_nothing_configured(demo_dev: DevStack):
+    """`Use code: ...` with a code_interpreter tool: the code runs in a sandboxed container."""
+    client = demo_dev.sdk()
+    response = client.responses.create(
+        model="demo/echo",
+        input="Use code: import pandas as pd; print(pd.Series([20, 22]).sum())",
+        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+    )
+    assert response.status == "completed", response.error
+    call, message = response.output
+    assert call.type == "code_interpreter_call" and call.status == "completed"
+    assert message.content[0].text == "The tool code_interpreter answered: 42."

@@ -1,0 +1,93 @@
+"""A shell command outlives its worker: kill -9 of the worker whose host runs it, in a
+background response; the worker started again on the same host takes the command up where it
+was. It ran once, its output is whole, the response completes. With two workers on two hosts
+the other goes on serving while the command's host's worker is away. (`COMMAND_SECONDS` sets
+how long the command runs: the issue's ten minutes with `COMMAND_SECONDS=600`.)"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox.settings import SandboxSettings
+from tests.support.processes import kill, spawn_worker
+from tests.support.sandboxes import remove_containers
+from tests.support.scripted_backend import Reply, ScriptedBackend
+from tests.support.stack import EmptyStore, running_stack
+from tests.support.waiting import until_terminal
+
+pytestmark = [pytest.mark.one_store]
+
+SECONDS = int(os.environ.get("COMMAND_SECONDS", "8"))
+LINES = SECONDS * 2
+COMMAND = f"echo started >> /mnt/data/starts; for i in $(seq 1 {LINES}); do echo line $i; sleep 0.5; done; echo done"
+
+
+def worker_env(directory: Path) -> dict[str, str]:
+    return {"SANDBOX_RUNTIME": "bubblewrap", "SANDBOX_DIR": str(directory), "SANDBOX_COMMAND_SECONDS": "60"}
+
+
+async def running_on(directories: list[Path], timeout: float = 60) -> Path:
+    """The host directory where the command's run has started."""
+    for _ in range(int(timeout / 0.1)):
+        for directory in directories:
+            if any(directory.glob("cntr_*/runs/*/run.json")):
+                return directory
+        await asyncio.sleep(0.1)
+    raise AssertionError("the command never started")
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
+async def test_a_command_survives_kill_9_of_its_worker_and_runs_once(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path: Path, workers: int
+):
+    hosts = [tmp_path / f"host-{number}" for number in range(workers)]
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[("shell", {"commands": [COMMAND], "timeout_ms": (SECONDS + 120) * 1000})]),
+            Reply(text="ok"),
+        ],
+    )
+    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "api", command_seconds=60)
+    processes: dict[Path, subprocess.Popen] = {}
+    try:
+        async with (
+            running_stack(
+                temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, sandbox=sandbox
+            ) as stack,
+            stack.sdk(timeout=60) as client,
+        ):
+            processes = {host: spawn_worker(stack, env=worker_env(host)) for host in hosts}
+            created = await client.responses.create(
+                model=model,
+                input="count",
+                tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
+                background=True,
+            )
+            host = await running_on(hosts)
+            await asyncio.sleep(1)
+            kill(processes[host])
+            await asyncio.sleep(2)  # the command goes on with no worker on its host
+            processes[host] = spawn_worker(stack, env=worker_env(host))
+            final = await until_terminal(client, created.id, seconds=SECONDS + 180)
+            assert final.status == "completed", final.error
+            call, output, message = final.output
+            (only,) = output.output
+            assert only.outcome.type == "exit" and only.outcome.exit_code == 0
+            assert only.stdout.split("\n")[:-1] == [f"line {i}" for i in range(1, LINES + 1)] + ["done"]
+            files = {each.path: each async for each in client.containers.files.list(call.environment.container_id)}
+            starts = await client.containers.files.content.retrieve(
+                files["/mnt/data/starts"].id, container_id=call.environment.container_id
+            )
+            assert starts.content == b"started\n"  # it ran once
+            assert message.content[0].text == "ok"
+    finally:
+        for process in processes.values():
+            kill(process)
+        for host in hosts:
+            await remove_containers(host)
