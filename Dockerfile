@@ -4,6 +4,9 @@
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+# bubblewrap: the sandbox code_interpreter and the hosted shell run in (docs/code-execution.md:
+# a worker's container needs the security options compose.yaml gives it).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY access ./access
@@ -22,7 +25,7 @@ COPY sandbox ./sandbox
 COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows
-RUN pip install . && useradd --uid 10001 --create-home app
+RUN pip install . && useradd --uid 10001 --create-home app && install -d -o 10001 -g 10001 /home/app/containers
 USER 10001
 
 EXPOSE 8000 9000

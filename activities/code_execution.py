@@ -120,14 +120,16 @@ class CodeExecutionActivities(ContainerWork):
         await self.host.prepare(row.id, limits)
         interpreters = self.host.interpreters(row.id)
         taken = interpreters.taken(call.id)
-        if taken and interpreters.status(call.id) is None and not interpreters.alive():
-            return Ended(None, lost=True, timed_out=False, restarted=False)  # taken, never answered
+        if interpreters.handed(call.id) and interpreters.status(call.id) is None and not interpreters.alive():
+            return Ended(None, lost=True, timed_out=False, restarted=False)  # handed over, never answered
         restarted = False
-        if not taken:
+        if not interpreters.handed(call.id):
             await self.files.bring_in(row.id)
             interpreters, restarted = await self.host.start_interpreter(row.id, limits)
             interpreters.prune()
-            interpreters.submit(time.time_ns(), call.id, call.code or "")
+        interpreters.submit(
+            time.time_ns(), call.id, call.code or ""
+        )  # again, should the last attempt have died handing it
         # A call taken before this attempt (by one whose worker died) has had some of its time.
         ran = max(0.0, time.time() - interpreters.taken_at(call.id)) if taken else 0.0
         deadline = time.monotonic() + request.timeout_seconds - min(ran, request.timeout_seconds)

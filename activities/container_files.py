@@ -52,16 +52,22 @@ class ContainerFiles:
         return self.host.directory(container_id) / "manifest.json"
 
     def _manifest(self, container_id: str) -> dict[str, Seen]:
+        """What was synced, if it was synced with the files on disk now: a manifest of another
+        disk (the tmpfs was mounted again after the host restarted, and its files are gone)
+        says nothing, and every file comes in again."""
         try:
             said: dict[str, Any] = json.loads(self._manifest_path(container_id).read_text())
-        except (OSError, ValueError):
+            if said.get("device") != os.stat(self.host.data(container_id)).st_dev:
+                return {}
+            return {path: Seen(**entry) for path, entry in said["files"].items()}
+        except (OSError, ValueError, KeyError, TypeError):
             return {}
-        return {path: Seen(**entry) for path, entry in said.items()}
 
     def _save(self, container_id: str, manifest: dict[str, Seen]) -> None:
         path = self._manifest_path(container_id)
         fresh = path.with_name(".manifest.json.tmp")
-        fresh.write_text(json.dumps({key: vars(value) for key, value in manifest.items()}))
+        device = os.stat(self.host.data(container_id)).st_dev
+        fresh.write_text(json.dumps({"device": device, "files": {key: vars(value) for key, value in manifest.items()}}))
         os.replace(fresh, path)
 
     async def bring_in(self, container_id: str) -> None:
@@ -75,7 +81,7 @@ class ContainerFiles:
                 await asyncio.to_thread(_remove, data, path)
                 del manifest[path]
         for row in rows:
-            if row.synced and row.path in manifest:
+            if row.path in manifest and manifest[row.path].file_id == row.id:
                 continue
             name = row.path.removeprefix(f"{DATA_MOUNT}/")
             if "/" in name or not name or name.startswith("."):

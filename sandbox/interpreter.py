@@ -87,8 +87,15 @@ class Interpreters:
         handed = reach.names(self.control, "requests") + reach.names(self.control, "taken")
         if self.taken(call_id) or any(name.endswith(f"-{call_id}.json") for name in handed):
             return
+        (self.home / "handed").mkdir(exist_ok=True)
+        (self.home / "handed" / call_id).touch()  # out of the sandbox's reach, and off its tmpfs
         name = f"{sequence:020d}-{call_id}.json"
         reach.write(self.control, f"requests/{name}", json.dumps({"call_id": call_id, "code": code}).encode())
+
+    def handed(self, call_id: str) -> bool:
+        """Whether the call was ever handed to an interpreter of this container (its control
+        directory may have been lost since, with the host's restart)."""
+        return (self.home / "handed" / call_id).exists()
 
     def taken(self, call_id: str) -> bool:
         """Whether an interpreter took the call (it ran, runs, or was lost with its interpreter)."""

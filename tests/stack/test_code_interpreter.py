@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sandbox.settings import SandboxSettings
+from tests.stack.test_fuzz import as_json, code_tools, shell_tools
 from tests.support.histories import keep_recording, replayer
 from tests.support.sandboxes import remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
@@ -284,3 +289,32 @@ async def test_the_shell_runs_commands_in_the_container_code_shares(
     deltas = [event for event in events if event.type == "response.shell_call_output_content.delta"]
     assert "".join(event.delta.stdout or "" for event in deltas if event.command_index == 0) == "from python"
     assert {event.output_index for event in deltas} == {2}
+
+
+async def test_no_code_tool_breaks_the_server_or_leaves_a_container_when_refused(code_stack: Stack):
+    """Property, over hostile `code_interpreter` and `shell` tools (`tests/stack/test_fuzz.py`'s
+    strategies): never a 500; a refusal in OpenAI's shape that makes no container."""
+    outcomes: Counter[str] = Counter()
+    base = code_stack.base_url.removesuffix("/v1")
+
+    def containers(http: httpx.Client) -> int:
+        return len(http.get("/v1/containers", params={"limit": 100}).json()["data"])
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(tools=st.lists(st.one_of(code_tools, shell_tools), min_size=1, max_size=2))
+    def one_request(tools: list) -> None:
+        with httpx.Client(base_url=base, timeout=30) as http:
+            before = containers(http)
+            body = as_json({"model": "m", "input": "hi", "tools": tools})
+            answer = http.post("/v1/responses", content=body, headers={"content-type": "application/json"})
+            assert answer.status_code < 500, answer.text
+            if answer.status_code == 200:
+                outcomes["200"] += 1
+                return
+            error = answer.json()["error"]
+            assert set(error) == {"message", "type", "param", "code"} and error["param"], error
+            outcomes[f"{answer.status_code} {error['param']}"] += 1
+            assert containers(http) == before
+
+    await asyncio.to_thread(one_request)
+    assert outcomes["200"] > 0 and len(outcomes) > 2, outcomes

@@ -25,10 +25,16 @@ BAD_REQUESTS = [
     ({"model": "m", "input": "hi", "bogus": 1}, 400, "bogus", "Unknown parameter"),
     ({"model": "m", "input": [{"type": "teleport", "x": 1}]}, 400, "input[0].type", "teleport"),
     (
-        {"model": "m", "input": "hi", "tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
+        {"model": "m", "input": "hi", "tools": [{"type": "image_generation"}]},
         400,
         "tools[0].type",
-        "code_interpreter",
+        "image_generation",
+    ),
+    (
+        {"model": "m", "input": "hi", "tools": [{"type": "shell", "environment": {"type": "local"}}]},
+        400,
+        "tools[0].environment",
+        "local shell",
     ),
     (
         {"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]},

@@ -142,6 +142,42 @@ web_search_tools = st.fixed_dictionaries(
         ),
     },
 )
+container_options = st.fixed_dictionaries(
+    {},
+    optional={
+        "memory_limit": st.one_of(st.sampled_from(["1g", "4g", "64g", "2g"]), wrong_types),
+        "file_ids": st.one_of(st.lists(hostile_text, max_size=2), wrong_types),
+        "network_policy": st.one_of(
+            st.fixed_dictionaries(
+                {"type": st.sampled_from(["disabled", "allowlist"])},
+                optional={"allowed_domains": st.lists(hostile_text, max_size=2)},
+            ),
+            json_values,
+        ),
+    },
+)
+code_tools = st.fixed_dictionaries(
+    {
+        "type": st.just("code_interpreter"),
+        "container": st.one_of(
+            st.just("auto"),
+            container_options.map(lambda options: {"type": "auto"} | options),
+            hostile_text,
+            json_values,
+        ),
+    }
+)
+shell_tools = st.fixed_dictionaries(
+    {"type": st.just("shell")},
+    optional={
+        "environment": st.one_of(
+            container_options.map(lambda options: {"type": "container_auto"} | options),
+            st.fixed_dictionaries({"type": st.just("container_reference"), "container_id": hostile_text}),
+            st.just({"type": "local"}),
+            json_values,
+        )
+    },
+)
 hostile_bodies = st.fixed_dictionaries(
     {
         "model": st.one_of(st.just("echo"), hostile_text),
@@ -160,7 +196,9 @@ hostile_bodies = st.fixed_dictionaries(
         "background": wrong_types,
         "store": wrong_types,
         "parallel_tool_calls": wrong_types,
-        "tools": st.lists(st.one_of(function_tools, mcp_tools, web_search_tools, json_values), max_size=2),
+        "tools": st.lists(
+            st.one_of(function_tools, mcp_tools, web_search_tools, code_tools, shell_tools, json_values), max_size=2
+        ),
         "tool_choice": st.one_of(st.sampled_from(["auto", "none", "required"]), json_values),
         "text": json_values,
         "reasoning": json_values,
@@ -253,9 +291,12 @@ def dev(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend):
 
 
 def stored_rows(dev: DevStack) -> int:
+    """Responses and containers (a code tool's `"auto"` makes one only for a request kept)."""
     database = sqlite3.connect(f"file:{dev.data_dir / 'responses.db'}?mode=ro", uri=True)
     try:
-        return database.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return sum(
+            database.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in ("responses", "containers")
+        )
     finally:
         database.close()
 
