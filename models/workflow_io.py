@@ -97,13 +97,16 @@ def side_task_queues(task_queue: str) -> dict[str, str]:
     return {"mcp_task_queue": f"{task_queue}-mcp", "webhook_task_queue": f"{task_queue}-webhooks"}
 
 
-def code_execution_for(task_queue: str, command_seconds: float, max_command_seconds: float) -> CodeExecution:
+def code_execution_for(
+    task_queue: str, command_seconds: float, max_command_seconds: float, host_wait_seconds: float = 300.0
+) -> CodeExecution:
     """The queues of a deployment's code execution, named after its response queue."""
     return CodeExecution(
         sandbox_task_queue=f"{task_queue}-sandbox",
         host_task_queue_prefix=f"{task_queue}-host-",
         command_seconds=command_seconds,
         max_command_seconds=max_command_seconds,
+        host_wait_seconds=host_wait_seconds,
     )
 
 

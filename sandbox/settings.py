@@ -11,6 +11,8 @@ the workers run with it.
     SANDBOX_COMMAND_SECONDS    how long a code_interpreter call, or a shell call that says
                                nothing, may run (default 600)
     SANDBOX_MAX_COMMAND_SECONDS  the longest a shell call may ask for (`timeout_ms`; default 6 h)
+    SANDBOX_HOST_WAIT_SECONDS  how long a command waits for its container's host to take it
+                               before the host is taken to be gone (default 300)
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class SandboxSettings:
     command_seconds: float = 600.0
     max_command_seconds: float = 6 * 3600.0
     output_bytes: int = 1 * MiB
+    host_wait_seconds: float = 300.0
 
     @property
     def enabled(self) -> bool:
@@ -81,6 +84,7 @@ class SandboxSettings:
             disk_bytes=_positive_int("SANDBOX_DISK_BYTES", 1024 * MiB),
             command_seconds=_positive_float("SANDBOX_COMMAND_SECONDS", 600.0),
             max_command_seconds=_positive_float("SANDBOX_MAX_COMMAND_SECONDS", 6 * 3600.0),
+            host_wait_seconds=_positive_float("SANDBOX_HOST_WAIT_SECONDS", 300.0),
         )
 
 

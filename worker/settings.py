@@ -342,7 +342,12 @@ class Settings(BaseModel):
     def _runs_code(self) -> Settings:
         """Responses learn whether, and where, the workers run code (`sandbox/`)."""
         wanted = (
-            code_execution_for(self.task_queue, self.sandbox.command_seconds, self.sandbox.max_command_seconds)
+            code_execution_for(
+                self.task_queue,
+                self.sandbox.command_seconds,
+                self.sandbox.max_command_seconds,
+                self.sandbox.host_wait_seconds,
+            )
             if self.sandbox.enabled
             else None
         )

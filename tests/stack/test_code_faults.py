@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import openai
 import pytest
 
 from sandbox.settings import SandboxSettings
@@ -91,3 +92,54 @@ async def test_a_command_survives_kill_9_of_its_worker_and_runs_once(
             kill(process)
         for host in hosts:
             await remove_containers(host)
+
+
+async def test_a_lost_host_takes_its_containers_and_the_call_says_so(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path: Path
+):
+    hosts = [tmp_path / "host-0", tmp_path / "host-1"]
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[code_call("x = 1")]),
+            Reply(text="set"),
+            Reply(tool_calls=[code_call("x")]),
+            Reply(text="?"),
+        ],
+    )
+    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "api", host_wait_seconds=3)
+    processes: dict[Path, subprocess.Popen] = {}
+    try:
+        async with (
+            running_stack(
+                temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, sandbox=sandbox
+            ) as stack,
+            stack.sdk(timeout=60) as client,
+        ):
+            processes = {host: spawn_worker(stack, env=worker_env(host)) for host in hosts}
+            tools = [{"type": "code_interpreter", "container": {"type": "auto"}}]
+            first = await client.responses.create(model=model, input="set", tools=tools)
+            container_id = first.output[0].container_id
+            host = next(host for host in hosts if (host / container_id).is_dir())
+            kill(processes.pop(host))  # for good: the host is gone
+            second = await client.responses.create(
+                model=model, input="get", tools=[{"type": "code_interpreter", "container": container_id}]
+            )
+            call = second.output[0]
+            assert call.status == "failed"
+            said = [m["content"] for m in backend.requests(model)[3]["messages"] if m["role"] == "tool"][-1]
+            assert "host did not answer" in said and "not known" in said
+            assert (await client.containers.retrieve(container_id)).status == "expired"
+            with pytest.raises(openai.NotFoundError):
+                await client.responses.create(
+                    model=model, input="again", tools=[{"type": "code_interpreter", "container": container_id}]
+                )
+    finally:
+        for process in processes.values():
+            kill(process)
+        for host in hosts:
+            await remove_containers(host)
+
+
+def code_call(source: str) -> tuple[str, dict[str, str]]:
+    return ("code_interpreter", {"code": source})

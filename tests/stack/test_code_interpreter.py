@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,12 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sandbox.containers import ContainerHost
 from sandbox.settings import SandboxSettings
 from tests.stack.test_fuzz import as_json, code_tools, shell_tools
 from tests.support.histories import keep_recording, replayer
 from tests.support.sandboxes import remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
+from worker.code_execution import ContainerChores, HostChores, host_id
 
 pytestmark = [pytest.mark.one_store]
 
@@ -318,3 +321,36 @@ async def test_no_code_tool_breaks_the_server_or_leaves_a_container_when_refused
 
     await asyncio.to_thread(one_request)
     assert outcomes["200"] > 0 and len(outcomes) > 2, outcomes
+
+
+async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_the_host(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    repository, directory = code_stack.repository, code_stack.settings.sandbox.directory
+    chores = HostChores(repository, ContainerHost.open(directory), host_id(directory))
+    idle, busy, deleted, unplaced = [await client.containers.create(name=name) for name in ("i", "b", "d", "u")]
+    for each in (idle, deleted):
+        backend.script(model, [Reply(tool_calls=[code("1")]), Reply(text="ok")])
+        await client.responses.create(
+            model=model, input="x", tools=[{"type": "code_interpreter", "container": each.id}]
+        )
+    backend.script(model, [Reply(tool_calls=[code("import time\ntime.sleep(60)")]), Reply(text="ok")])
+    sleeping = await client.responses.create(
+        model=model, input="x", tools=[{"type": "code_interpreter", "container": busy.id}], background=True
+    )
+    while not list((directory / busy.id / "control" / "runs").glob("*")):
+        await asyncio.sleep(0.05)
+    long_ago = int(time.time()) - 3600
+    for each in (idle, busy, unplaced):
+        await repository.containers.touch(each.id, now=long_ago)
+    await client.containers.delete(deleted.id)
+
+    await chores.round()
+    assert (await client.containers.retrieve(idle.id)).status == "expired"
+    assert not (directory / idle.id).exists()  # its interpreter and files are gone from the host
+    assert (await client.containers.retrieve(busy.id)).status == "running"  # a command of it runs
+    assert not (directory / deleted.id).exists() and await repository.containers.get(deleted.id) is None
+    assert (await client.containers.retrieve(unplaced.id)).status == "running"  # no host of its own: the cluster's
+    assert await ContainerChores(repository).expire_abandoned() >= 1
+    assert (await client.containers.retrieve(unplaced.id)).status == "expired"
+    await client.responses.cancel(sleeping.id)
