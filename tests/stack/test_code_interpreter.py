@@ -292,6 +292,8 @@ async def test_the_shell_runs_commands_in_the_container_code_shares(
     deltas = [event for event in events if event.type == "response.shell_call_output_content.delta"]
     assert "".join(event.delta.stdout or "" for event in deltas if event.command_index == 0) == "from python"
     assert {event.output_index for event in deltas} == {2}
+    await code_stack.client.get_workflow_handle(response.id).result()
+    await keep_recording("shell", code_stack.client, response.id)
 
 
 async def test_no_code_tool_breaks_the_server_or_leaves_a_container_when_refused(code_stack: Stack):
