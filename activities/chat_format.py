@@ -19,7 +19,10 @@ from urllib.parse import urlparse
 from pydantic import TypeAdapter
 
 from context import compaction
-from models.hosted_tools import HOSTED_ITEM_TYPES
+from models.client_tools import BY_ITEM_TYPE as CLIENT_BY_ITEM_TYPE
+from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
+from models.client_tools import is_client_call
+from models.hosted_tools import HOSTED_ITEM_TYPES, is_hosted_call
 from models.ids import new_id
 from models.items import (
     CompactionItem,
@@ -74,6 +77,8 @@ def items_to_messages(
     results = tool_results or {}
     messages: list[ChatMessage] = []
     reasoning = ""
+    hosted_calls: set[str] = set()
+    """Calls this server ran (a `shell_call` in a container): their output items are theirs."""
     for item in items:
         match item.type:
             case "message":
@@ -102,7 +107,13 @@ def items_to_messages(
                 messages.extend(compacted(item) if compacted is not None else [])
                 reasoning = ""
                 continue
-            case kind if kind in HOSTED_ITEM_TYPES:
+            case _ if is_client_call(item):
+                typed = CLIENT_BY_ITEM_TYPE[item.type]
+                _append_tool_call(messages, item.call_id, table.typed_name(item.type), typed.arguments_of(item))
+            case kind if kind in CLIENT_BY_OUTPUT_TYPE and item.call_id not in hosted_calls:
+                messages.append(_tool_message(item.call_id, CLIENT_BY_OUTPUT_TYPE[kind].result_of(item)))
+            case kind if kind in HOSTED_ITEM_TYPES or kind in CLIENT_BY_OUTPUT_TYPE:
+                hosted_calls.add(getattr(item, "call_id", item.id))
                 continue  # the model's call and its result come back through `tool_results`
             case (
                 "mcp_list_tools"
@@ -282,7 +293,7 @@ def assistant_to_output(
     for call in message.get("tool_calls") or []:
         function = call["function"]
         item = call_item(table, function["name"], function.get("arguments") or "{}", call_id=call["id"])
-        if isinstance(item, (McpCallItem, McpApprovalRequestItem)) or item.type in HOSTED_ITEM_TYPES:
+        if isinstance(item, (McpCallItem, McpApprovalRequestItem)) or is_hosted_call(item):
             call["id"] = item.id  # a call this server runs: its item's id is the call's
         output.append(item)
     return output
@@ -296,6 +307,10 @@ def call_item(
     if hosted is not None:
         item: OutputItem = hosted.new_item(arguments, table.requested[chat_name], item_id)
         return item
+    typed = table.typed.get(chat_name)
+    if typed is not None:
+        made: OutputItem = typed.new_item(arguments, call_id or new_id("call"), item_id)
+        return made
     mcp = table.mcp.get(chat_name)
     if mcp is not None:
         return mcp_item(mcp, arguments, item_id)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activities.chat_format import REASONING_KEYS, call_item
+from models.client_tools import CLIENT_KINDS, CLIENT_TOOLS
 from models.events import (
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
@@ -58,7 +59,7 @@ from workflows.catalogue import ToolTable
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
 SERVER_RUN_KINDS = (*MCP_KINDS, *HOSTED_ITEM_TYPES)
 """Calls this server runs: the chat tool-call id is the item's id."""
-WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call")
+WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call", *CLIENT_KINDS)
 """Announced whole once the reply is complete (a hosted tool's call by the step that runs it)."""
 ID_PREFIX = {
     "message": "msg",
@@ -68,6 +69,7 @@ ID_PREFIX = {
     "mcp_call": "mcp",
     "mcp_approval_request": "mcpr",
     **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
+    **{f"client:{typed.item_type}": typed.id_prefix for typed in CLIENT_TOOLS},
 }
 TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
 
@@ -306,6 +308,9 @@ class StreamAssembler:
         hosted = self.table.hosted.get(chat_name)
         if hosted is not None:
             return hosted.item_type
+        typed = self.table.typed.get(chat_name)
+        if typed is not None:
+            return f"client:{typed.item_type}"
         mcp = self.table.mcp.get(chat_name)
         if mcp is not None:
             return "mcp_approval_request" if mcp.requires_approval else "mcp_call"
@@ -321,12 +326,16 @@ class StreamAssembler:
         """A complete call as one: added, its arguments or input, (a request) done."""
         events: list[StreamEvent] = []
         if item.earlier is None:
-            blank = {"mcp_call": {"arguments": "", "status": "in_progress"}, "custom_tool_call": {"input": ""}}
+            blank = {
+                "mcp_call": {"arguments": "", "status": "in_progress"},
+                "custom_tool_call": {"input": ""},
+                **{kind: {"status": "in_progress"} for kind in CLIENT_KINDS},
+            }
             added = final.model_copy(update=blank.get(item.type, {}))
             events.append(
                 OutputItemEvent(type="response.output_item.added", output_index=item.output_index, item=added)
             )
-        if item.type == "mcp_approval_request":
+        if item.type in ("mcp_approval_request", *CLIENT_KINDS):
             events.append(OutputItemEvent(type="response.output_item.done", output_index=item.output_index, item=final))
             return events
         already = item.earlier.text if item.earlier is not None else ""

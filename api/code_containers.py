@@ -6,7 +6,7 @@ names `tools[i].container`, or `tools[i].environment.container_id`) or asks for 
 response's, while it still runs and nothing else is asked of it (so a conversation keeps its
 Python state and files, turn after turn, and its code and shell share one), or a new one made
 for this response. The response's tools then name the container by its id, so the client
-learns it. A shell the client runs (`local`, or no environment) is refused for now.
+learns it. A shell the client runs (`local`, or no environment) needs none.
 
 A new container is decided here, with the rest of the request's checks, and made only when the
 response is kept (`make`); a request refused after that leaves none behind (`unmake`).
@@ -23,7 +23,6 @@ from api.containers import check_container_options, container_not_found, new_con
 from api.files import file_not_found
 from api.params import plausible_id, repository
 from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
-from models.errors import InvalidRequestError
 from models.ids import new_id
 from models.requests import CreateResponseRequest
 from models.responses import Response
@@ -62,16 +61,8 @@ async def code_containers(
     for index, tool in enumerate(tools):
         if isinstance(tool, CodeInterpreterTool):
             param, named, auto = f"tools[{index}].container", tool.container_id, tool.container
-        elif isinstance(tool, ShellTool):
+        elif isinstance(tool, ShellTool) and tool.runs_here:  # a local shell is the client's
             param, named, auto = f"tools[{index}].environment", tool.container_id, tool.environment
-            if not isinstance(auto, (ShellContainerAuto, ShellContainerReference)):
-                raise InvalidRequestError(
-                    "Unsupported parameter: 'environment': this server runs the shell in a container only "
-                    '(`{"type": "container_auto"}` or `{"type": "container_reference", "container_id": ...}`); '
-                    "a local shell is not supported yet.",
-                    param=param,
-                    code="unsupported_parameter",
-                )
             if named:
                 param += ".container_id"
         else:

@@ -19,6 +19,8 @@ from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
 from context.windows import ContextWindows
 from models import history_budget
+from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
+from models.client_tools import CLIENT_TOOLS, is_client_call
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
 from models.hosted_tools import HOSTED_TOOLS
 from models.ids import new_id
@@ -42,6 +44,8 @@ ITEM_ID_PREFIX = {
     "custom_tool_call_output": "ctco",
     **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
     "shell_call_output": "sho",
+    **{typed.item_type: typed.id_prefix for typed in CLIENT_TOOLS},
+    **{typed.output_type: f"{typed.id_prefix}o" for typed in CLIENT_TOOLS},
     "tool_search_call": "tsc",
     "tool_search_output": "tso",
     "compaction": "cmp",
@@ -302,7 +306,9 @@ async def resolved(items: list[Any], repository: ResponseRepository, project: st
 def _call_ids(context: list[dict[str, Any]], items: list[Any]) -> set[str]:
     """Calls a tool output may answer: those of the chat context or items a response continues."""
     known = {call["id"] for message in context for call in message.get("tool_calls") or []}
-    known.update(item.call_id for item in items if item.type in ("function_call", "custom_tool_call"))
+    known.update(
+        item.call_id for item in items if item.type in ("function_call", "custom_tool_call") or is_client_call(item)
+    )
     return known
 
 
@@ -383,6 +389,14 @@ def _check_items(items: list[Any], known_calls: set[str]) -> None:
         match item.type:
             case "function_call" | "custom_tool_call":
                 known_calls.add(item.call_id)
+            case _ if is_client_call(item):
+                known_calls.add(item.call_id)
+            case kind if kind in CLIENT_BY_OUTPUT_TYPE and item.call_id not in known_calls:
+                raise InvalidRequestError(
+                    f"No tool call found for {kind.removesuffix('_output')} output with call_id {item.call_id}.",
+                    param=param,
+                    code="invalid_value",
+                )
             case "function_call_output" | "custom_tool_call_output":
                 if item.call_id not in known_calls:
                     kind = "function" if item.type == "function_call_output" else "custom tool"

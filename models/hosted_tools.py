@@ -79,10 +79,16 @@ class HostedTool:
     output_item_type: str | None = None
     """The type of the item that follows each call with what it returned (`shell_call_output`),
     if its results are an item of their own."""
+    wanted: Callable[[Any], bool] = lambda _tool: True
+    """Whether a request's tool of one of `tool_types` asks for this one (a shell: one in a
+    container; a local one is the client's, `models/client_tools.py`)."""
+    runs: Callable[[Any], bool] = lambda _call: True
+    """Whether an item of `item_type` is a call of this one (a `shell_call` the client runs is
+    not)."""
 
     def offered(self, tools: Any) -> Any | None:
         """The request's tool that asks for this one, if any."""
-        return next((tool for tool in tools if tool.type in self.tool_types), None)
+        return next((tool for tool in tools if tool.type in self.tool_types and self.wanted(tool)), None)
 
     def chat_function(self, name: str) -> dict[str, Any]:
         """The function as a chat-completions request offers it."""
@@ -223,9 +229,17 @@ SHELL = HostedTool(
     ),
     needs_setup=True,
     output_item_type="shell_call_output",
+    wanted=lambda tool: tool.runs_here,
+    runs=lambda call: bool(getattr(call, "runs_here", False)),
 )
 
 HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH, FILE_SEARCH, CODE_INTERPRETER, SHELL)
 """Every hosted tool, in the order their functions are offered."""
 BY_ITEM_TYPE = {tool.item_type: tool for tool in HOSTED_TOOLS}
 HOSTED_ITEM_TYPES = tuple(BY_ITEM_TYPE)
+
+
+def is_hosted_call(item: Any) -> bool:
+    """A call of a hosted tool: one this server runs."""
+    hosted = BY_ITEM_TYPE.get(item.type)
+    return hosted is not None and hosted.runs(item)

@@ -179,13 +179,7 @@ class PassedBackItem(ListedAsSent):
     kept in the input as sent, with nothing in them for a chat-completions backend."""
 
     type: Literal[
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "shell_call",
-        "shell_call_output",
-        "tool_search_call",
-        "tool_search_output",
+        "web_search_call", "file_search_call", "code_interpreter_call", "tool_search_call", "tool_search_output"
     ]
     id: ItemId | None = None
 
@@ -293,23 +287,38 @@ class ShellEnvironment(WireModel):
     container_id: str
 
 
+class LocalEnvironment(WireModel):
+    type: Literal["local"] = "local"
+
+
 ShellStatus = Literal["in_progress", "completed", "incomplete"]
 
 
 class ShellCallItem(SearchCall, WireModel):
     """Commands the model ran in its container (`sandbox/`), one after the other; what they
-    printed is the `shell_call_output` item after it."""
+    printed is the `shell_call_output` item after it. Or, in a `local` environment, commands
+    for the client to run (`models/client_tools.py`): its `shell_call_output` comes back as
+    input."""
 
     type: Literal["shell_call"] = "shell_call"
     id: str
     call_id: str
     action: ShellAction
-    environment: ShellEnvironment | None = None
+    environment: Annotated[ShellEnvironment | LocalEnvironment, Field(discriminator="type")] | None = None
     status: ShellStatus = "in_progress"
 
     @property
     def container_id(self) -> str:
-        return self.environment.container_id if self.environment is not None else ""
+        return self.environment.container_id if isinstance(self.environment, ShellEnvironment) else ""
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether this server runs it (in a container), not the client."""
+        return isinstance(self.environment, ShellEnvironment)
+
+    @property
+    def chat_call_id(self) -> str:
+        return self.call_id
 
 
 class ShellExit(WireModel):
@@ -337,6 +346,118 @@ class ShellCallOutputItem(WireModel):
     output: list[ShellCommandOutput] = Field(default_factory=list)
     max_output_length: int | None = None
     status: ShellStatus = "in_progress"
+
+
+class LocalShellAction(WireModel):
+    type: Literal["exec"] = "exec"
+    command: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_ms: int | None = None
+    user: str | None = None
+    working_directory: str | None = None
+
+
+class LocalShellCallItem(WireModel):
+    """A command for the client to run (`local_shell`); its `local_shell_call_output` comes
+    back as input."""
+
+    type: Literal["local_shell_call"] = "local_shell_call"
+    id: str
+    call_id: str
+    action: LocalShellAction
+    status: ShellStatus = "completed"
+
+
+class ApplyPatchCreate(WireModel):
+    type: Literal["create_file"]
+    path: str
+    diff: str
+
+
+class ApplyPatchUpdate(WireModel):
+    type: Literal["update_file"]
+    path: str
+    diff: str
+
+
+class ApplyPatchDelete(WireModel):
+    type: Literal["delete_file"]
+    path: str
+
+
+ApplyPatchOperation = Annotated[ApplyPatchCreate | ApplyPatchUpdate | ApplyPatchDelete, Field(discriminator="type")]
+
+
+class ApplyPatchCallItem(WireModel):
+    """A file change for the client to make (`apply_patch`); its `apply_patch_call_output`
+    comes back as input."""
+
+    type: Literal["apply_patch_call"] = "apply_patch_call"
+    id: str
+    call_id: str
+    operation: ApplyPatchOperation
+    status: Literal["in_progress", "completed"] = "completed"
+
+
+# Calls the client ran, and what they returned, as a client sends them back.
+
+
+class ShellCallInput(ListedAsSent):
+    type: Literal["shell_call"]
+    id: ItemId | None = None
+    call_id: ItemId
+    action: ShellAction
+    environment: Annotated[ShellEnvironment | LocalEnvironment, Field(discriminator="type")] | None = None
+    status: ShellStatus | None = None
+
+
+class ShellCallOutputInput(ListedAsSent):
+    type: Literal["shell_call_output"]
+    id: ItemId | None = None
+    call_id: ItemId
+    output: list[ShellCommandOutput]
+    max_output_length: int | None = None
+    status: ShellStatus | None = None
+
+
+class LocalShellCallInput(ListedAsSent):
+    type: Literal["local_shell_call"]
+    id: ItemId | None = None
+    call_id: ItemId
+    action: LocalShellAction
+    status: ShellStatus | None = None
+
+
+class LocalShellCallOutputInput(ListedAsSent):
+    """`id` is the call's `call_id` (as OpenAI has it)."""
+
+    type: Literal["local_shell_call_output"]
+    id: ItemId
+    output: str
+    status: ShellStatus | None = None
+
+    @property
+    def call_id(self) -> str:
+        return self.id
+
+    def as_listed(self, item_id: str) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class ApplyPatchCallInput(ListedAsSent):
+    type: Literal["apply_patch_call"]
+    id: ItemId | None = None
+    call_id: ItemId
+    operation: ApplyPatchOperation
+    status: Literal["in_progress", "completed"] | None = None
+
+
+class ApplyPatchCallOutputInput(ListedAsSent):
+    type: Literal["apply_patch_call_output"]
+    id: ItemId | None = None
+    call_id: ItemId
+    status: Literal["completed", "failed"]
+    output: str | None = None
 
 
 class CompactionTriggerItem(ListedAsSent):
@@ -461,6 +582,12 @@ InputItem = Annotated[
     | ItemReference
     | ReasoningItem
     | PassedBackItem
+    | ShellCallInput
+    | ShellCallOutputInput
+    | LocalShellCallInput
+    | LocalShellCallOutputInput
+    | ApplyPatchCallInput
+    | ApplyPatchCallOutputInput
     | CompactionItem
     | CompactionTriggerItem
     | McpListToolsItem
@@ -503,6 +630,8 @@ OutputItem = Annotated[
     | CodeInterpreterCallItem
     | ShellCallItem
     | ShellCallOutputItem
+    | LocalShellCallItem
+    | ApplyPatchCallItem
     | McpListToolsItem
     | McpCallItem
     | McpApprovalRequestItem,

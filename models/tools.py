@@ -152,12 +152,12 @@ class ShellLocalEnvironment(WireModel):
 
 
 class ShellTool(WireModel):
-    """The hosted shell: offered to the model as a `shell(commands, timeout_ms,
-    max_output_length)` function whose calls run in a container (`sandbox/`), when the server
-    runs code. The API turns `container_auto` into a container made for the response: from
-    then on the environment is a `container_reference` (`api/code_containers.py`). A shell
-    whose commands the client runs (`local`, or no environment) is not supported yet: the API
-    refuses it, naming `environment`."""
+    """The shell: offered to the model as a `shell(commands, timeout_ms, max_output_length)`
+    function. In a container (`container_auto`, `container_reference`) its calls run here
+    (`sandbox/`), when the server runs code: the API turns `container_auto` into a container
+    made for the response, from then on a `container_reference` (`api/code_containers.py`).
+    In a `local` environment, or none, its calls go back to the client as `shell_call` items
+    (`models/client_tools.py`)."""
 
     type: Literal["shell"]
     environment: (
@@ -170,6 +170,25 @@ class ShellTool(WireModel):
     def container_id(self) -> str:
         """The container's id, once the API has given it one."""
         return self.environment.container_id if isinstance(self.environment, ShellContainerReference) else ""
+
+    @property
+    def runs_here(self) -> bool:
+        return isinstance(self.environment, (ShellContainerAuto, ShellContainerReference))
+
+
+class LocalShellTool(WireModel):
+    """Offered as a `local_shell(command, ...)` function whose calls go back to the client as
+    `local_shell_call` items (`models/client_tools.py`)."""
+
+    type: Literal["local_shell"]
+
+
+class ApplyPatchTool(WireModel):
+    """Offered as an `apply_patch(type, path, diff)` function whose calls go back to the client
+    as `apply_patch_call` items (`models/client_tools.py`)."""
+
+    type: Literal["apply_patch"]
+    allowed_callers: list[Literal["direct", "programmatic"]] | None = None
 
 
 class ToolSearchTool(WireModel):
@@ -319,6 +338,8 @@ Tool = Annotated[
     | FileSearchTool
     | CodeInterpreterTool
     | ShellTool
+    | LocalShellTool
+    | ApplyPatchTool
     | ToolSearchTool,
     Field(discriminator="type"),
 ]

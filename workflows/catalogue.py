@@ -23,6 +23,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from models.client_tools import BY_ITEM_TYPE as CLIENT_BY_ITEM_TYPE
+from models.client_tools import CLIENT_TOOLS, ClientTool
 from models.hosted_tools import HOSTED_TOOLS, HostedTool
 from models.items import McpListToolsItem
 from models.mcp import McpFunction
@@ -184,13 +186,23 @@ class ToolTable:
             if tool is not None and (hosted.name in set_up or not hosted.needs_setup):
                 name = names.claim(hosted.function)
                 self.hosted[name], self.requested[name] = hosted, tool
+        self.typed: dict[str, ClientTool] = {
+            names.claim(typed.function): typed for typed in CLIENT_TOOLS if typed.offered(tools) is not None
+        }
+        """Chat name -> the client's typed tool it calls (`models/client_tools.py`)."""
+        self._typed_names = {typed.item_type: name for name, typed in self.typed.items()}
 
     def chat_tools(self) -> list[dict[str, Any]]:
         return (
             [function.chat_tool() for function in self.client.values()]
             + [function.chat_tool() for function in self.mcp.values()]
             + [hosted.chat_function(name) for name, hosted in self.hosted.items()]
+            + [typed.chat_function(name) for name, typed in self.typed.items()]
         )
+
+    def typed_name(self, item_type: str) -> str:
+        """What the model calls a client's typed tool (also one this request no longer offers)."""
+        return self._typed_names.get(item_type) or CLIENT_BY_ITEM_TYPE[item_type].function
 
     def chat_name(self, name: str, namespace: str | None) -> str:
         """What the model calls a client tool (also one this request no longer offers)."""

@@ -10,7 +10,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from models.hosted_tools import HOSTED_ITEM_TYPES
+from models.client_tools import is_client_call
+from models.hosted_tools import HOSTED_ITEM_TYPES, is_hosted_call
 from models.items import McpApprovalRequestItem
 
 
@@ -49,7 +50,12 @@ class Infer:
 NextStep = Finish | RunTools | AwaitApproval | Infer
 
 SERVER_CALLS = ("mcp_call", *HOSTED_ITEM_TYPES)
-"""Calls this server runs for the model (an MCP tool's, a hosted tool's)."""
+"""The types of calls this server runs for the model (an MCP tool's, a hosted tool's): a
+`shell_call` is one only in a container (`is_server_call`)."""
+
+
+def is_server_call(item: Any) -> bool:
+    return item.type == "mcp_call" or is_hosted_call(item)
 
 
 def next_step(
@@ -63,16 +69,16 @@ def next_step(
         case "content_filter":
             return Finish(trigger="truncate", incomplete_reason="content_filter")
     turn = list(enumerate(output))[turn_start:]
-    unrun = tuple(index for index, item in turn if item.type in SERVER_CALLS and not item.has_run)
+    unrun = tuple(index for index, item in turn if is_server_call(item) and not item.has_run)
     if unrun:
         return RunTools(unrun)
-    if any(item.type == "function_call" for _, item in turn):
+    if any(item.type == "function_call" or is_client_call(item) for _, item in turn):
         return Finish(trigger="complete")  # function calls are the client's to run
     pending = tuple(item for _, item in turn if item.type == "mcp_approval_request" and item.id not in decided)
     if pending:
         return AwaitApproval(pending) if can_wait else Finish(trigger="complete")
     answered = any(item.type == "mcp_approval_request" for _, item in turn)
-    if answered or any(item.type in SERVER_CALLS for _, item in turn):
+    if answered or any(is_server_call(item) for _, item in turn):
         return Infer()
     return Finish(trigger="complete")
 
@@ -84,6 +90,6 @@ def within_max_tool_calls(
     the response has run already) and those it does not."""
     if max_tool_calls is None:
         return list(indexes), []
-    run_before = sum(1 for item in output if item.type in SERVER_CALLS and item.status in ("completed", "failed"))
+    run_before = sum(1 for item in output if is_server_call(item) and item.status in ("completed", "failed"))
     allowed = max(0, max_tool_calls - run_before)
     return list(indexes[:allowed]), list(indexes[allowed:])

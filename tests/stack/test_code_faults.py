@@ -42,6 +42,7 @@ async def running_on(directories: list[Path], timeout: float = 60) -> Path:
     raise AssertionError("the command never started")
 
 
+@pytest.mark.timeout(SECONDS + 300)
 @pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
 async def test_a_command_survives_kill_9_of_its_worker_and_runs_once(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path: Path, workers: int

@@ -31,10 +31,19 @@ BAD_REQUESTS = [
         "image_generation",
     ),
     (
-        {"model": "m", "input": "hi", "tools": [{"type": "shell", "environment": {"type": "local"}}]},
+        {
+            "model": "m",
+            "input": [
+                {
+                    "type": "shell_call_output",
+                    "call_id": "call_zzz",
+                    "output": [{"stdout": "", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}],
+                }
+            ],
+        },
         400,
-        "tools[0].environment",
-        "local shell",
+        "input[0]",
+        "call_zzz",
     ),
     (
         {"model": "m", "input": "hi", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]},

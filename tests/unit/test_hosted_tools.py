@@ -14,6 +14,7 @@ from activities import chat_format
 from activities.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
 from api.preparation import ITEM_ID_PREFIX
 from models import activity_names
+from models.client_tools import is_client_call
 from models.hosted_tools import (
     HOSTED_ITEM_TYPES,
     HOSTED_TOOLS,
@@ -28,7 +29,7 @@ from models.search import Source
 from search.citations import annotations
 from workflows.catalogue import ToolTable
 from workflows.hosted_runners import RUNNERS
-from workflows.turn import SERVER_CALLS
+from workflows.turn import SERVER_CALLS, Finish, RunTools, is_server_call, next_step
 
 CONTAINER = "cntr_" + "0" * 32
 REQUIRED = {
@@ -106,3 +107,30 @@ def test_a_link_to_a_written_file_is_cited_and_a_sentence_end_is_not_part_of_it(
     (citation,) = annotations(text, [written])
     assert citation["type"] == "container_file_citation" and citation["file_id"] == "cfile_1"
     assert text[citation["start_index"] : citation["end_index"]] == "sandbox:/mnt/data/chart.png"
+
+
+def test_a_shell_in_a_container_is_hosted_and_a_local_one_the_clients():
+    here = {"type": "shell", "environment": {"type": "container_reference", "container_id": CONTAINER}}
+    for local in ({"type": "shell", "environment": {"type": "local"}}, {"type": "shell"}):
+        table = ToolTable(_tools(local, {"type": "apply_patch"}, {"type": "local_shell"}), set_up=["shell"])
+        assert [tool["function"]["name"] for tool in table.chat_tools()] == ["shell", "local_shell", "apply_patch"]
+        assert not table.hosted and set(table.typed) == {"shell", "local_shell", "apply_patch"}
+        call = chat_format.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
+        assert call.type == "shell_call" and not call.runs_here and call.call_id == "call_1"
+        assert not is_server_call(call) and is_client_call(call)
+    table = ToolTable(_tools(here), set_up=["shell"])
+    assert set(table.hosted) == {"shell"} and not table.typed
+    call = chat_format.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
+    assert call.runs_here and is_server_call(call) and not is_client_call(call)
+
+
+def test_a_turn_with_a_client_call_ends_the_response_after_the_servers_calls_ran():
+    local = ToolTable(_tools({"type": "shell"}))
+    client_call = chat_format.call_item(local, "shell", '{"commands": ["ls"]}', call_id="call_1")
+    hosted = ToolTable(_tools({"type": "code_interpreter", "container": CONTAINER}), set_up=["code_interpreter"])
+    server_call = chat_format.call_item(hosted, "code_interpreter", '{"code": "1"}')
+    assert isinstance(next_step([client_call], 0, "tool_calls", set(), can_wait=False), Finish)
+    step = next_step([server_call, client_call], 0, "tool_calls", set(), can_wait=False)
+    assert isinstance(step, RunTools) and step.indexes == (0,)
+    ran = server_call.model_copy(update={"status": "completed"})
+    assert isinstance(next_step([ran, client_call], 0, "tool_calls", set(), can_wait=False), Finish)
