@@ -19,7 +19,7 @@ import functools
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -157,7 +157,7 @@ class _BoundedBody(httpx2.AsyncByteStream):
         self.inner = inner
         self.limit = limit
 
-    async def __aiter__(self):  # noqa: ANN204 - an async iterator of bytes
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
         async for chunk in self.inner:
             seen += len(chunk)

@@ -49,10 +49,13 @@ class ContainerWork:
         self.files = ContainerFiles(repository, host)
 
     def limits(self, row: ContainerRow) -> ContainerLimits:
+        policy = row.network_policy
+        domains = policy.get("allowed_domains") if policy.get("type") == "allowlist" else None
         return ContainerLimits(
             memory_bytes=MEMORY_LIMITS[row.memory_limit],
             disk_bytes=self.settings.disk_bytes,
             output_bytes=self.settings.output_bytes,
+            allowed_domains=tuple(domain for domain in domains or [] if isinstance(domain, str)),
         )
 
     async def container(self, container_id: str) -> ContainerRow | None:

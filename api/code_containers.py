@@ -16,9 +16,11 @@ Where this server runs no code, `"auto"` stays as it is: the tool is accepted an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
 
+from access.egress import EgressPolicy
 from api.containers import check_container_options, container_not_found, new_container
 from api.files import file_not_found
 from api.params import plausible_id, repository
@@ -45,6 +47,7 @@ class AutoContainer:
     tool_index: int
     memory_limit: str
     file_ids: list[str]
+    network_policy: dict[str, Any]
 
 
 async def code_containers(
@@ -53,6 +56,7 @@ async def code_containers(
     project: str,
     previous: Response | None,
     sandbox: SandboxSettings,
+    egress: EgressPolicy,
 ) -> tuple[CreateResponseRequest, list[AutoContainer]]:
     """The request with each `code_interpreter` tool's container named by id, and the
     containers to make for it."""
@@ -71,8 +75,8 @@ async def code_containers(
             await _running(store, named, project, param)
             continue
         assert isinstance(auto, (CodeInterpreterAutoContainer, ShellContainerAuto))
-        check_container_options(
-            sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, f"{param}."
+        await check_container_options(
+            sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, egress, f"{param}."
         )
         await _files_exist(store, auto.file_ids or [], project, f"{param}.file_ids")
         if not sandbox.enabled:
@@ -93,13 +97,26 @@ async def _kept_or_new(
     """The container an `auto` gets: one another tool of this request is getting, the previous
     response's, or a new one."""
     if _plain(auto):
-        if made and not made[0].file_ids and made[0].memory_limit == DEFAULT_MEMORY_LIMIT:
+        if (
+            made
+            and not made[0].file_ids
+            and made[0].memory_limit == DEFAULT_MEMORY_LIMIT
+            and not made[0].network_policy.get("allowed_domains")
+        ):
             return made[0].container_id  # code_interpreter and shell share it, as one conversation's
         kept = await _previous_container(store, previous, project)
         if kept is not None:
             return kept
     container_id = new_id("cntr")
-    made.append(AutoContainer(container_id, index, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.file_ids or []))
+    made.append(
+        AutoContainer(
+            container_id,
+            index,
+            auto.memory_limit or DEFAULT_MEMORY_LIMIT,
+            auto.file_ids or [],
+            network_policy_as_stored(auto.network_policy),
+        )
+    )
     return container_id
 
 
@@ -113,7 +130,7 @@ def _naming(tool: CodeInterpreterTool | ShellTool, container_id: str) -> CodeInt
 
 def _plain(auto: CodeInterpreterAutoContainer | ShellContainerAuto) -> bool:
     """Asks nothing a container kept from before might not have."""
-    return not auto.file_ids and auto.memory_limit is None
+    return not auto.file_ids and auto.memory_limit is None and auto.network_policy is None
 
 
 async def _running(store: ResponseRepository, container_id: str, project: str, param: str) -> None:
@@ -149,7 +166,7 @@ async def make(request: Request, response_id: str, made: list[AutoContainer]) ->
                 name=f"code_interpreter for {response_id}",
                 memory_limit=auto.memory_limit,
                 minutes=DEFAULT_EXPIRY_MINUTES,
-                network_policy=network_policy_as_stored(None),
+                network_policy=auto.network_policy,
                 file_ids=auto.file_ids,
                 param=f"tools[{auto.tool_index}].container.file_ids",
                 container_id=auto.container_id,

@@ -9,6 +9,8 @@ comes back after each command.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 import time
 from typing import Any
 
@@ -16,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
+from access.egress import EgressPolicy
 from api.body import read_model
 from api.files import file_not_found
 from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
@@ -40,9 +43,12 @@ def container_not_found(container_id: str, param: str | None = "container_id") -
     return NotFoundError(f"Container with id '{container_id}' not found.", param=param)
 
 
-def check_container_options(most: str, memory_limit: str, network_policy: Any, prefix: str = "") -> None:
-    """What this server gives a container: memory up to `most` (`SANDBOX_MAX_MEMORY`), no
-    network yet."""
+async def check_container_options(
+    most: str, memory_limit: str, network_policy: Any, egress: EgressPolicy, prefix: str = ""
+) -> None:
+    """What this server gives a container: memory up to `most` (`SANDBOX_MAX_MEMORY`), and a
+    way out only to domains the egress guard lets it reach (one that resolves to a private
+    address is refused here; one that does not resolve now is checked again at each connection)."""
     if MEMORY_LIMITS[memory_limit] > MEMORY_LIMITS[most]:
         raise InvalidRequestError(
             f"Invalid '{prefix}memory_limit': this server gives a container at most {most} (SANDBOX_MAX_MEMORY).",
@@ -50,12 +56,30 @@ def check_container_options(most: str, memory_limit: str, network_policy: Any, p
             code="invalid_value",
         )
     if isinstance(network_policy, NetworkAllowlist):
-        raise InvalidRequestError(
-            f"Unsupported parameter: '{prefix}network_policy': containers have no network on this server "
-            '(`{"type": "disabled"}` only).',
-            param=f"{prefix}network_policy",
-            code="unsupported_parameter",
+        refused = await asyncio.gather(*(_refused(domain, egress) for domain in network_policy.allowed_domains))
+        for index, (domain, no) in enumerate(zip(network_policy.allowed_domains, refused, strict=True)):
+            if no:
+                raise InvalidRequestError(
+                    f"Invalid '{prefix}network_policy.allowed_domains[{index}]': {domain} resolves to an address "
+                    "this server may not reach.",
+                    param=f"{prefix}network_policy.allowed_domains[{index}]",
+                    code="invalid_value",
+                )
+
+
+RESOLVE_SECONDS = 2.0
+
+
+async def _refused(domain: str, egress: EgressPolicy) -> bool:
+    """Whether `domain` resolves, now, to an address the egress guard refuses."""
+    try:
+        found = await asyncio.wait_for(
+            asyncio.get_running_loop().getaddrinfo(domain, 443, type=socket.SOCK_STREAM), RESOLVE_SECONDS
         )
+    except (OSError, UnicodeError, TimeoutError):
+        return False
+    addresses = {ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]) for *_, sockaddr in found}
+    return any(not egress.allows(domain, address) for address in addresses)
 
 
 async def new_container(
@@ -94,7 +118,9 @@ async def new_container(
 
 async def create_container(request: Request) -> HttpResponse:
     body = await read_model(CreateContainer, request, limits(request), most=MAX_BODY_BYTES)
-    check_container_options(request.app.state.sandbox.max_memory, body.memory_limit, body.network_policy)
+    await check_container_options(
+        request.app.state.sandbox.max_memory, body.memory_limit, body.network_policy, request.app.state.egress
+    )
     row = await new_container(
         request,
         name=body.name,

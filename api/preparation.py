@@ -167,7 +167,9 @@ async def prepare(
     _check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
     await _vector_stores_exist(request, repository, project)
-    request, containers = await code_containers(request, repository, project, previous, sandbox or SandboxSettings())
+    request, containers = await code_containers(
+        request, repository, project, previous, sandbox or SandboxSettings(), egress or EgressPolicy()
+    )
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.listings(previous.id) if previous is not None and has_mcp else []

@@ -48,6 +48,12 @@ BASE_ENVIRONMENT = {
     "TMPDIR": "/tmp",
 }
 TMP_BYTES = 64 * 1024 * 1024
+EGRESS_MOUNT = "/mnt/egress"
+PROXY_URL = "http://127.0.0.1:3128"
+PROXY_ENVIRONMENT = {
+    name: PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+} | {"NO_PROXY": "127.0.0.1,::1", "no_proxy": "127.0.0.1,::1"}
+"""Where programs inside find their way out (`sandbox/egress_forwarder.py`), when there is one."""
 
 
 def bwrap_path() -> str | None:
@@ -68,6 +74,9 @@ class Walls:
     read_only: Mapping[str, str] = field(default_factory=dict)
     """More host paths, read-only, inside at the paths given (the interpreter's program)."""
     environment: Mapping[str, str] = field(default_factory=dict)
+    egress_dir: Path | None = None
+    """Where the container's egress proxy listens (`sandbox/egress_proxy.py`): `/mnt/egress`
+    inside, read-only, when its `network_policy` allows a list of domains."""
 
 
 def write_etc(etc_dir: Path) -> None:
@@ -109,6 +118,8 @@ def argv(bwrap: str, walls: Walls, command: Sequence[str]) -> list[str]:
     args += ["--bind", str(walls.data_dir), DATA_MOUNT]
     if walls.control_dir is not None:
         args += ["--bind", str(walls.control_dir), CONTROL_MOUNT]
+    if walls.egress_dir is not None:
+        args += ["--ro-bind", str(walls.egress_dir), EGRESS_MOUNT]
     # The root bwrap builds (a tmpfs, with the mount points it made) is read-only too.
     args += ["--remount-ro", "/", "--chdir", DATA_MOUNT]
     for name, value in {**BASE_ENVIRONMENT, **walls.environment}.items():

@@ -25,7 +25,9 @@ import contextlib
 import logging
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -44,6 +46,8 @@ MiB = 1024 * 1024
 CONTAINER_ID = re.compile(r"^cntr_[0-9a-f]{16,64}$")
 INTERPRETER_PROGRAM = Path(__file__).with_name("interpreter_main.py")
 INTERPRETER_INSIDE = "/opt/durable-responses/interpreter.py"
+FORWARDER_PROGRAM = Path(__file__).with_name("egress_forwarder.py")
+FORWARDER_INSIDE = "/opt/durable-responses/egress_forwarder.py"
 CONTROL_BYTES = 64 * MiB
 CONTROL_FILES = 4096
 """The interpreter's control directory (its calls' outputs, each up to `output_bytes`, the
@@ -65,6 +69,8 @@ class ContainerLimits:
     """What of each stream of a command is kept (what goes past is counted)."""
     file_bytes: int = 512 * MiB
     open_files: int = 1024
+    allowed_domains: tuple[str, ...] = ()
+    """The domains its `network_policy` allows (through its egress proxy); none: no network."""
 
     def command(self) -> ResourceLimits:
         """The rlimits of each process in the container (its memory is its cgroup's)."""
@@ -79,8 +85,12 @@ class ContainerLimits:
 
 
 class ContainerHost:
-    def __init__(self, root: Path, *, bwrap: str | None = None, cgroups: Cgroups | None = None) -> None:
+    def __init__(
+        self, root: Path, *, bwrap: str | None = None, cgroups: Cgroups | None = None, egress_allowlist: str = ""
+    ) -> None:
         self.root = root
+        self.egress_allowlist = egress_allowlist
+        """`EGRESS_ALLOWLIST`: the private addresses a container's allowed domains may reach."""
         found = bwrap or bubblewrap.bwrap_path()
         if found is None:
             raise SandboxUnavailable("bubblewrap is not installed (Debian's package `bubblewrap`)")
@@ -90,14 +100,14 @@ class ContainerHost:
         os.chmod(self.root, 0o700)
 
     @classmethod
-    def open(cls, root: Path) -> ContainerHost:
+    def open(cls, root: Path, egress_allowlist: str = "") -> ContainerHost:
         """This host's containers under `root`, with a cgroup each where the host allows."""
         try:
             cgroups: Cgroups | None = Cgroups.open()
         except CgroupUnavailable as error:
             log.warning("containers run without cgroups (%s): their memory and processes are bounded by rlimits", error)
             cgroups = None
-        return cls(root, cgroups=cgroups)
+        return cls(root, cgroups=cgroups, egress_allowlist=egress_allowlist)
 
     def directory(self, container_id: str) -> Path:
         if not CONTAINER_ID.match(container_id):
@@ -123,19 +133,57 @@ class ContainerHost:
         bubblewrap.write_etc(home / "etc")
         if self.cgroups is not None:
             self.cgroups.make(container_id, CgroupLimits(limits.memory_bytes, limits.max_processes, limits.cpus))
+        if limits.allowed_domains:
+            await self._egress_proxy(container_id, limits.allowed_domains)
+
+    async def _egress_proxy(self, container_id: str, domains: tuple[str, ...]) -> None:
+        """The container's egress proxy, started unless it runs (it outlives the worker)."""
+        home = self.directory(container_id)
+        (home / "egress").mkdir(exist_ok=True)
+        socket_path = home / "egress" / "proxy.sock"
+        if _proxy_alive(home / "egress-proxy.pid", socket_path):
+            return
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "sandbox.egress_proxy",
+            str(socket_path),
+            ",".join(domains),
+            self.egress_allowlist,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=(home / "egress-proxy.log").open("ab"),
+            start_new_session=True,
+        )
+        (home / "egress-proxy.pid").write_text(str(process.pid))
+        for _ in range(100):  # it listens within a moment
+            if socket_path.exists():
+                return
+            await asyncio.sleep(0.02)
 
     def cgroup(self, container_id: str) -> Cgroup | None:
         return None if self.cgroups is None else self.cgroups.find(container_id)
 
     def _walls(self, container_id: str, limits: ContainerLimits, *, control: bool) -> bubblewrap.Walls:
         home = self.directory(container_id)
+        egress = bool(limits.allowed_domains)
         return bubblewrap.Walls(
             data_dir=home / "data",
             etc_dir=home / "etc",
             control_dir=home / "control" if control else None,
-            read_only={str(INTERPRETER_PROGRAM): INTERPRETER_INSIDE} if control else {},
-            environment={"OUTPUT_BYTES": str(limits.output_bytes)} if control else {},
+            read_only=({str(INTERPRETER_PROGRAM): INTERPRETER_INSIDE} if control else {})
+            | ({str(FORWARDER_PROGRAM): FORWARDER_INSIDE} if egress else {}),
+            environment=({"OUTPUT_BYTES": str(limits.output_bytes)} if control else {})
+            | (bubblewrap.PROXY_ENVIRONMENT if egress else {}),
+            egress_dir=home / "egress" if egress else None,
         )
+
+    def _command(self, limits: ContainerLimits, command: Sequence[str]) -> list[str]:
+        """`command`, after the way out is open inside (when the container has one)."""
+        if not limits.allowed_domains:
+            return list(command)
+        opening = f'{shlex.quote(sys.executable)} -I {FORWARDER_INSIDE} && exec "$@"'
+        return ["/bin/sh", "-c", opening, "sh", *command]
 
     def _cgroup_paths(self, container_id: str) -> Sequence[str]:
         cgroup = self.cgroup(container_id)
@@ -155,7 +203,9 @@ class ContainerHost:
         interpreters.reset_control()
         run = interpreters.next_run()
         argv = bubblewrap.argv(
-            self.bwrap, self._walls(container_id, limits, control=True), [sys.executable, "-I", INTERPRETER_INSIDE]
+            self.bwrap,
+            self._walls(container_id, limits, control=True),
+            self._command(limits, [sys.executable, "-I", INTERPRETER_INSIDE]),
         )
         await run.start(RunSpec(argv, limits.command(), None, self._cgroup_paths(container_id)))
         if not await interpreters.wait_ready(run):
@@ -172,7 +222,9 @@ class ContainerHost:
         """Run one shell command of a call (once: a run started before is not started again)."""
         run = self.shell_run(container_id, call_id, index)
         argv = bubblewrap.argv(
-            self.bwrap, self._walls(container_id, limits, control=False), ["/bin/bash", "-c", command]
+            self.bwrap,
+            self._walls(container_id, limits, control=False),
+            self._command(limits, ["/bin/bash", "-c", command]),
         )
         await run.start(RunSpec(argv, limits.command(), timeout_seconds, self._cgroup_paths(container_id)))
         return run
@@ -198,6 +250,10 @@ class ContainerHost:
             current.kill()
         for run_dir in (home / "runs").glob("*"):
             Run(run_dir).kill()
+        proxy = _read_pid(home / "egress-proxy.pid")
+        if proxy is not None and _proxy_alive(home / "egress-proxy.pid", home / "egress" / "proxy.sock"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proxy, signal.SIGKILL)
         cgroup = self.cgroup(container_id)
         if cgroup is not None:
             for _ in range(50):
@@ -207,6 +263,24 @@ class ContainerHost:
                 await asyncio.sleep(0.05)
             cgroup.remove()
         await asyncio.to_thread(_unmount_and_remove, home)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _proxy_alive(pid_file: Path, socket_path: Path) -> bool:
+    pid = _read_pid(pid_file)
+    if pid is None:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"sandbox.egress_proxy" in cmdline and str(socket_path).encode() in cmdline
 
 
 def _mount_tmpfs(where: Path, size: int, files: int | None = None) -> None:

@@ -110,7 +110,7 @@ async def code_execution(
     if execution is None or not settings.sandbox.enabled:
         yield []
         return
-    host = ContainerHost.open(settings.sandbox.directory)
+    host = ContainerHost.open(settings.sandbox.directory, settings.egress_allowlist)
     this_host = host_id(settings.sandbox.directory)
     activities = CodeExecutionActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
     shells = ShellActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)

@@ -227,7 +227,7 @@ async def test_a_cancel_interrupts_running_code(
         (
             {
                 "type": "code_interpreter",
-                "container": {"type": "auto", "network_policy": {"type": "allowlist", "allowed_domains": ["pypi.org"]}},
+                "container": {"type": "auto", "network_policy": {"type": "allowlist", "allowed_domains": ["a b"]}},
             },
             "tools[0].container.network_policy",
         ),

@@ -14,6 +14,13 @@ from tests.support.stack import Stack
 
 async def test_a_container_and_its_files_through_the_sdk(sdk: openai.AsyncOpenAI):
     made = await sdk.containers.create(name="analysis", expires_after={"anchor": "last_active_at", "minutes": 30})
+    opened = await sdk.containers.create(
+        name="online",
+        network_policy={"type": "allowlist", "allowed_domains": ["data.example.invalid", "api.example.invalid"]},
+    )
+    assert opened.network_policy.type == "allowlist"
+    assert opened.network_policy.allowed_domains == ["data.example.invalid", "api.example.invalid"]
+    await sdk.containers.delete(opened.id)
     assert made.id.startswith("cntr_") and made.status == "running" and made.memory_limit == "1g"
     assert made.expires_after.minutes == 30 and made.network_policy.type == "disabled"
     assert (await sdk.containers.retrieve(made.id)).name == "analysis"
@@ -43,7 +50,8 @@ async def test_a_container_and_its_files_through_the_sdk(sdk: openai.AsyncOpenAI
     [
         ({"name": "x", "memory_limit": "2g"}, "memory_limit"),
         ({"name": "x", "memory_limit": "64g"}, "memory_limit"),  # past SANDBOX_MAX_MEMORY (4g)
-        ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["pypi.org"]}}, "network_policy"),
+        ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": []}}, "network_policy"),
+        ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["10.0.0.1"]}}, "network_policy"),
         ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["not a domain"]}}, "network_policy"),
         ({"name": "x", "file_ids": ["file_missing"]}, "file_ids[0]"),
         ({"name": "x", "expires_after": {"anchor": "last_active_at", "minutes": 0}}, "expires_after.minutes"),
