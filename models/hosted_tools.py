@@ -186,6 +186,8 @@ SHELL_PARAMETERS: dict[str, Any] = {
 }
 MAX_COMMANDS = 32
 MAX_COMMAND_CHARS = 64 * 1024
+MAX_COMMANDS_CHARS = 128 * 1024
+"""A call's commands together (they travel through Temporal, within its payload limit)."""
 
 
 def shell_action(arguments: str) -> ShellAction:

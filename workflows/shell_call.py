@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from models.activity_io import RunShellInput, RunShellResult
     from models.events import hosted_closing, shell_output_closing, shell_output_opening
     from models.history_budget import ToolResult
-    from models.hosted_tools import MAX_COMMAND_CHARS, MAX_COMMANDS
+    from models.hosted_tools import MAX_COMMAND_CHARS, MAX_COMMANDS, MAX_COMMANDS_CHARS
     from models.items import ShellCallItem, ShellCallOutputItem
     from models.search import Source
     from workflows.container_calls import NotRun, run_in_container
@@ -68,6 +68,8 @@ def _refused(call: ShellCallItem) -> str | None:
         return f"a call may run at most {MAX_COMMANDS} commands"
     if any(len(command) > MAX_COMMAND_CHARS for command in commands):
         return f"a command may be at most {MAX_COMMAND_CHARS} characters"
+    if sum(len(command) for command in commands) > MAX_COMMANDS_CHARS:
+        return f"a call's commands may be at most {MAX_COMMANDS_CHARS} characters together"
     return None
 
 

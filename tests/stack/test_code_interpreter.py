@@ -356,3 +356,29 @@ async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_th
     assert await ContainerChores(repository).expire_abandoned() >= 1
     assert (await client.containers.retrieve(unplaced.id)).status == "expired"
     await client.responses.cancel(sleeping.id)
+
+
+async def test_code_or_commands_past_their_bounds_are_not_run_and_the_model_is_told(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(
+        model,
+        [
+            Reply(tool_calls=[code("x = 1\n" * 50_000)]),
+            Reply(tool_calls=[("shell", {"commands": ["true"] * 40})]),
+            Reply(text="done"),
+        ],
+    )
+    response = await client.responses.create(
+        model=model,
+        input="too much",
+        tools=[
+            {"type": "code_interpreter", "container": {"type": "auto"}},
+            {"type": "shell", "environment": {"type": "container_auto"}},
+        ],
+    )
+    long_code, shell_call, shell_output, _ = response.output
+    assert long_code.status == "failed" and shell_output.status == "incomplete" and shell_output.output == []
+    assert "longer than 262144 characters" in told(backend, model, 1)[-1]
+    assert "at most 32 commands" in told(backend, model, 2)[-1]
+    assert not list((code_stack.settings.sandbox.directory / long_code.container_id / "runs").glob("*"))
