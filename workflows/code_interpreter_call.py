@@ -13,8 +13,7 @@ with workflow.unsafe.imports_passed_through():
     from models.history_budget import ToolResult
     from models.hosted_tools import MAX_CODE_CHARS
     from models.items import CodeInterpreterCallItem
-    from models.search import Source
-    from workflows.container_calls import NotRun, run_in_container
+    from workflows.container_calls import NotRun, run_in_container, written
     from workflows.hosted_calls import HostedCall, Ran
 
 INCLUDE_OUTPUTS = "code_interpreter_call.outputs"
@@ -43,17 +42,7 @@ async def code_interpreter(run: HostedCall, call: CodeInterpreterCallItem, index
     )
     if isinstance(result, NotRun):
         return await _not_run(run, call, index, result.reason)
-    written = [
-        Source(
-            number=0,
-            container_id=call.container_id,
-            file_id=file.file_id,
-            path=file.path,
-            filename=file.path.rsplit("/", 1)[-1],
-        )
-        for file in result.files
-    ]
-    return Ran(result.call, ToolResult(text=result.text), written)
+    return Ran(result.call, ToolResult(text=result.text), written(call.container_id, result.files))
 
 
 async def _not_run(run: HostedCall, call: CodeInterpreterCallItem, index: int, reason: str) -> Ran:

@@ -17,7 +17,14 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from models import activity_names
-    from models.activity_io import ContainerLostInput, ContainerLostResult, PlaceContainerInput, PlaceContainerResult
+    from models.activity_io import (
+        ContainerFileCreated,
+        ContainerLostInput,
+        ContainerLostResult,
+        PlaceContainerInput,
+        PlaceContainerResult,
+    )
+    from models.search import Source
     from workflows.failures import application_failure, host_is_gone, is_cancel_request
     from workflows.hosted_calls import HostedCall
     from workflows.options import place_container_options, run_command_options
@@ -75,3 +82,17 @@ async def run_in_container(
         f"the container's host did not answer for {execution.host_wait_seconds:g} s: the container is gone with "
         "its files and processes, and whether the command ran is not known"
     )
+
+
+def written(container_id: str, files: list[ContainerFileCreated]) -> list[Source]:
+    """The files a command wrote, as what the answer may cite (`container_file_citation`)."""
+    return [
+        Source(
+            number=0,
+            container_id=container_id,
+            file_id=file.file_id,
+            path=file.path,
+            filename=file.path.rsplit("/", 1)[-1],
+        )
+        for file in files
+    ]

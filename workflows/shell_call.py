@@ -14,8 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from models.history_budget import ToolResult
     from models.hosted_tools import MAX_COMMAND_CHARS, MAX_COMMANDS, MAX_COMMANDS_CHARS
     from models.items import ShellCallItem, ShellCallOutputItem
-    from models.search import Source
-    from workflows.container_calls import NotRun, run_in_container
+    from workflows.container_calls import NotRun, run_in_container, written
     from workflows.hosted_calls import HostedCall, Ran
 
 
@@ -47,17 +46,9 @@ async def shell(run: HostedCall, call: ShellCallItem, index: int) -> Ran:
     )
     if isinstance(result, NotRun):
         return await _not_run(run, call, index, output, follow_index, result.reason)
-    written = [
-        Source(
-            number=0,
-            container_id=call.container_id,
-            file_id=file.file_id,
-            path=file.path,
-            filename=file.path.rsplit("/", 1)[-1],
-        )
-        for file in result.files
-    ]
-    return Ran(result.call, ToolResult(text=result.text), written, follows=result.output_item)
+    return Ran(
+        result.call, ToolResult(text=result.text), written(call.container_id, result.files), follows=result.output_item
+    )
 
 
 def _refused(call: ShellCallItem) -> str | None:
