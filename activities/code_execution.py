@@ -41,6 +41,7 @@ from store.containers import ContainerRow
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
 """A file code writes with one of these is one of the call's `image` outputs too."""
 INTERRUPT_GRACE_SECONDS = 5.0
+FIRST_POLL_SECONDS = 0.002
 
 
 @dataclass(frozen=True)
@@ -142,12 +143,14 @@ class CodeExecutionActivities(ContainerWork):
         its container from expiring); whether it ran out of time (then it was interrupted, and
         its interpreter ended if it did not stop)."""
         rhythm = Rhythm(self.repository, container_id)
+        delay = FIRST_POLL_SECONDS
         while interpreters.status(call_id) is None and interpreters.alive():
             if time.monotonic() >= deadline:
                 await _stop(interpreters, call_id)
                 return True
             await rhythm.keep()
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(delay)  # a quick call is answered at once; a long one is asked seldom
+            delay = min(delay * 1.5, POLL_SECONDS)
         return False
 
     async def _told(

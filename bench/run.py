@@ -28,7 +28,9 @@ fresh data dir, and later a `serve` process, then measures:
     memory, idle CPU, and an approval answered after its workflow left the cache;
 12. the split deployment's first token hop by hop (`bench/hops.py`);
 13. the tenant-isolation review's attacks (`bench/attacks.py`): each one's outcome and the
-    worst `/livez` answer while it runs, and the server's memory after all.
+    worst `/livez` answer while it runs, and the server's memory after all;
+14. code in containers (`bench/code_execution.py`): a cold container's first `print(1)`, a
+    warm call's round trip, 20 containers computing at once with their memory and the server's.
 
 It prints Markdown tables with the goals of issues 10 and 29 beside the figures. Timings vary by a
 few ms from run to run on a shared machine; compare figures from the same run.
@@ -51,7 +53,7 @@ import uuid
 import httpx
 import openai
 
-from bench import attacks, docs, goals, hops, load, rate_limited, relay, telemetry_cost, waiting
+from bench import attacks, code_execution, docs, goals, hops, load, rate_limited, relay, telemetry_cost, waiting
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 CHAINS = 8
@@ -207,6 +209,8 @@ async def run(args: argparse.Namespace) -> str:
     limited = "" if args.skip_rate_limited else await rate_limited.measure()
     # 13. the tenant-isolation review's attacks (their own backend and `dev`)
     attacked = await attacks.measure(quick=args.quick)
+    # 14. code in containers (`bench/code_execution.py`: its own backend and `dev`)
+    coded = await code_execution.measure(20 if args.quick else 40)
 
     lines = [
         f"durable-responses benchmark: {os.cpu_count()} cores, scripted backend "
@@ -375,6 +379,8 @@ async def run(args: argparse.Namespace) -> str:
         *hops.table(hop_rows),
         "",
         attacked,
+        "",
+        coded,
     ]
     return "\n".join(lines)
 

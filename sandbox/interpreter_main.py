@@ -33,7 +33,8 @@ from typing import Any
 
 CONTROL = Path("/mnt/control")
 DATA = Path("/mnt/data")
-POLL_SECONDS = 0.02
+POLL_SECONDS = 0.05
+FIRST_POLL_SECONDS = 0.002
 TRACEBACK_CHARS = 4000
 OUTPUT_BYTES = int(os.environ.get("OUTPUT_BYTES", 1 << 20))
 """What of a call's output is kept; the rest is read and counted, not kept."""
@@ -114,11 +115,14 @@ def serve() -> None:
     threading.Thread(target=_watch_interrupts, args=(current,), daemon=True).start()
     saved_out, saved_err = os.dup(1), os.dup(2)
     _write_atomically(CONTROL / "ready", str(os.getpid()))
+    delay = FIRST_POLL_SECONDS
     while True:
         waiting = sorted(path for path in (CONTROL / "requests").iterdir() if path.suffix == ".json")
         if not waiting:
-            time.sleep(POLL_SECONDS)
+            time.sleep(delay)  # soon after a call, often (the next comes quickly); idle, seldom
+            delay = min(delay * 1.25, POLL_SECONDS)
             continue
+        delay = FIRST_POLL_SECONDS
         taken = CONTROL / "taken" / waiting[0].name
         try:
             os.replace(waiting[0], taken)
