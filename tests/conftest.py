@@ -6,6 +6,7 @@ the client. Nothing of ours is mocked. The helpers are in `tests/support/`; the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -121,7 +122,7 @@ async def stack(
     """One stack for the session on each kind of store; tests on it run on both."""
     store = empty_store(store_kind, tmp_path_factory.mktemp(f"stack-{store_kind}"), request)
     async with running_stack(temporal_address, backend, store) as running:
-        yield running
+        yield dataclasses.replace(running, shared=True)
 
 
 @pytest.fixture

@@ -5,11 +5,14 @@ project's container unknown."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import openai
 import pytest
 
 from tests.support.keys import as_key, make_key
-from tests.support.stack import Stack
+from tests.support.scripted_backend import ScriptedBackend
+from tests.support.stack import Stack, empty_store, running_stack
 
 
 async def test_a_container_and_its_files_through_the_sdk(sdk: openai.AsyncOpenAI):
@@ -68,7 +71,22 @@ async def test_bad_input_is_a_4xx_naming_its_parameter_and_leaves_nothing(stack:
         assert (await http.get("/v1/containers", params={"limit": 100})).json()["data"] == before
 
 
-async def test_another_projects_container_is_unknown(stack: Stack):
+@pytest.fixture
+async def keyed(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store_kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[Stack]:
+    """A stack of its own: keys close a server for everyone."""
+    store = empty_store(store_kind, tmp_path_factory.mktemp("keyed"), request)
+    async with running_stack(temporal_address, backend, store) as stack:
+        yield stack
+
+
+async def test_another_projects_container_is_unknown(keyed: Stack):
+    stack = keyed
     alpha, _ = make_key(stack, "containers-alpha")
     beta, _ = make_key(stack, "containers-beta")
     async with as_key(stack, alpha) as mine, as_key(stack, beta) as theirs:
@@ -81,4 +99,11 @@ async def test_another_projects_container_is_unknown(stack: Stack):
         ):
             with pytest.raises(openai.NotFoundError):
                 await attempt
+        for tool in (
+            {"type": "code_interpreter", "container": made.id},
+            {"type": "shell", "environment": {"type": "container_reference", "container_id": made.id}},
+        ):
+            with pytest.raises(openai.NotFoundError) as refused:
+                await theirs.responses.create(model="m", input="hi", tools=[tool])
+            assert refused.value.body["param"].startswith("tools[0]")
         await mine.containers.delete(made.id)

@@ -14,6 +14,7 @@ from tests.support.stack import Stack
 
 def make_key(stack: Stack, project: str, *, approver: bool = False) -> tuple[str, str]:
     """`durable-responses keys create`, as an operator runs it: (the key, its id)."""
+    assert not stack.shared, "a key closes the session's shared stack for every later test: use a stack of its own"
     made = subprocess.run(
         [
             CLI,

@@ -78,6 +78,9 @@ class Stack:
     store: EmptyStore
     repository: ResponseRepository
     """The store as the stack's own processes use it (for cases set up by hand)."""
+    shared: bool = False
+    """The session's stack, which every test without a stack of its own uses: no API key may be
+    made on it, since one key closes a server for everyone (`make_key` refuses)."""
 
     def sdk(self, **options: object) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
