@@ -64,7 +64,7 @@ async def code_containers(
     made: list[AutoContainer] = []
     for index, tool in enumerate(tools):
         if isinstance(tool, CodeInterpreterTool):
-            param, named, auto = f"tools[{index}].container", tool.container_id, tool.container
+            param, named, auto = f"tools[{index}].container", tool.container_id, tool.auto
         elif isinstance(tool, ShellTool) and tool.runs_here:  # a local shell is the client's
             param, named, auto = f"tools[{index}].environment", tool.container_id, tool.environment
             if named:

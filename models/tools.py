@@ -128,7 +128,14 @@ class CodeInterpreterTool(WireModel):
     @property
     def container_id(self) -> str:
         """The container's id, once the API has given it one."""
-        return self.container if isinstance(self.container, str) else ""
+        return self.container if isinstance(self.container, str) and self.container != "auto" else ""
+
+    @property
+    def auto(self) -> CodeInterpreterAutoContainer | None:
+        """What a container made for the response is asked to be (`"auto"` asks nothing)."""
+        if self.container == "auto":
+            return CodeInterpreterAutoContainer(type="auto")
+        return self.container if isinstance(self.container, CodeInterpreterAutoContainer) else None
 
 
 class ShellContainerAuto(WireModel):

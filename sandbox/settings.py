@@ -71,6 +71,10 @@ class SandboxSettings:
                     "SANDBOX_RUNTIME=bubblewrap, but `bwrap` is not installed (Debian: bubblewrap)"
                 )
             runtime = "bubblewrap"
+        elif chosen in ("docker", "podman"):
+            raise SandboxSettingError(
+                f"SANDBOX_RUNTIME={chosen} (with SANDBOX_IMAGE) is not built yet: use bubblewrap (docs/code-execution.md)"
+            )
         else:
             raise SandboxSettingError(f"SANDBOX_RUNTIME must be bubblewrap or off, not {chosen!r}")
         max_memory = os.environ.get("SANDBOX_MAX_MEMORY", "4g").strip().lower()

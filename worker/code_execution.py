@@ -44,6 +44,9 @@ LOST_HOST_GRACE_SECONDS = 600
 """How long past its expiry a container's host has to expire it, before the cluster does."""
 ENDED_KEPT_SECONDS = 24 * 3600
 """How long an ended container is still listed (as `expired`)."""
+UNKNOWN_KEPT_SECONDS = 300.0
+"""A container directory no row names is removed once it is this old (a new one's row may not
+have been read yet)."""
 MAX_CONCURRENT_COMMANDS = 200
 """Commands that run at once on one host: each only waits on its sandbox, so this bounds the
 worker's polling, not the host's CPU (each container has its own cgroup)."""
@@ -63,6 +66,13 @@ def host_id(directory: Path) -> str:
     return path.read_text().strip()
 
 
+def _younger_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
 class HostChores:
     def __init__(self, repository: ResponseRepository, host: ContainerHost, host_id: str) -> None:
         self.repository = repository
@@ -80,6 +90,8 @@ class HostChores:
                 log.info("container %s expired (idle past its expires_after)", row.id)
         for container_id in self.host.containers():
             row = rows.get(container_id)
+            if row is None and _younger_than(self.host.directory(container_id), UNKNOWN_KEPT_SECONDS):
+                continue  # placed since the rows were read
             if row is None or row.status != "running":
                 await self.host.remove(container_id)
         for row in rows.values():

@@ -137,7 +137,7 @@ async def test_an_auto_container_is_made_and_kept_along_the_chain(
         model=model,
         input="x + 1?",
         previous_response_id=first.id,
-        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+        tools=[{"type": "code_interpreter", "container": "auto"}],  # the short form
     )
     assert second.output[0].container_id == container_id
     assert told(backend, model, 3)[-1] == "42"  # x was still there
