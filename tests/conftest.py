@@ -151,6 +151,10 @@ def pytest_configure(config: pytest.Config) -> None:
     install_filters()  # expected activity failures are one calm line here too, as in the CLI
     config.addinivalue_line(
         "markers",
+        "command_seconds(n): a sandboxed command's time in the test's code stack (5 s unless it says)",
+    )
+    config.addinivalue_line(
+        "markers",
         "one_store: what the test checks is not the store's (a browser, processes "
         "killed, Temporal's timing): it runs on SQLite only, to keep CI in its budget",
     )

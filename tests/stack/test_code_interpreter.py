@@ -27,6 +27,7 @@ from tests.support.histories import keep_recording, replayer
 from tests.support.sandboxes import remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
+from tests.support.waiting import eventually
 from worker.code_execution import ContainerChores, HostChores, host_id
 
 pytestmark = [pytest.mark.one_store]
@@ -39,7 +40,9 @@ async def code_stack(
     temporal_address: str, backend: ScriptedBackend, store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[Stack]:
     store: EmptyStore = empty_store(store_kind, tmp_path, request)
-    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "containers", command_seconds=5)
+    longer = request.node.get_closest_marker("command_seconds")
+    seconds = longer.args[0] if longer else 5
+    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "containers", command_seconds=seconds)
     try:
         async with running_stack(temporal_address, backend, store, sandbox=sandbox) as stack:
             yield stack
@@ -325,6 +328,7 @@ async def test_no_code_tool_breaks_the_server_or_leaves_a_container_when_refused
     assert outcomes["200"] > 0 and len(outcomes) > 2, outcomes
 
 
+@pytest.mark.command_seconds(300)  # the busy container's command runs until the test cancels it, however slow CI is
 async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_the_host(
     code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
@@ -336,12 +340,12 @@ async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_th
         await client.responses.create(
             model=model, input="x", tools=[{"type": "code_interpreter", "container": each.id}]
         )
-    backend.script(model, [Reply(tool_calls=[code("import time\ntime.sleep(60)")]), Reply(text="ok")])
+    backend.script(model, [Reply(tool_calls=[code("import time\ntime.sleep(600)")]), Reply(text="ok")])
     sleeping = await client.responses.create(
         model=model, input="x", tools=[{"type": "code_interpreter", "container": busy.id}], background=True
     )
-    while not list((directory / busy.id / "control" / "runs").glob("*")):
-        await asyncio.sleep(0.05)
+    runs = directory / busy.id / "control" / "runs"
+    await eventually(lambda: runs.exists() and list(runs.glob("*")), "the busy container's command to start")
     long_ago = int(time.time()) - 3600
     for each in (idle, busy, unplaced):
         await repository.containers.touch(each.id, now=long_ago)

@@ -198,3 +198,38 @@ def run_spec_for(host: ContainerHost, container: str):  # noqa: ANN201
     from sandbox.runs import RunSpec
 
     return RunSpec(["true"], LIMITS.command(), 1)
+
+
+async def test_a_python_under_tmp_is_seen_inside(host: ContainerHost, tmp_path: Path):
+    """The server's Python is bound into every sandbox; a venv under `/tmp` (as CI makes one with
+    `mktemp -d`) must not be hidden by the sandbox's own `/tmp`."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    (venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages" / "server.pth").write_text(
+        "\n".join(sys.path[1:]) + "\n"  # this process's packages, so the venv's Python can run the host
+    )
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    starter = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from pathlib import Path
+        from sandbox.containers import ContainerHost, ContainerLimits
+        async def main():
+            host = ContainerHost(Path({str(host.root)!r}), cgroups=None)
+            run = await host.start_shell({container!r}, "venv", 0, sys.executable + " -c 'import sys; print(sys.prefix)'",
+                                         30, ContainerLimits())
+            async for stream, data in run.follow({{}}):
+                sys.stdout.write(data.decode())
+        asyncio.run(main())
+        """
+    )
+    ran = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", starter],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == str(venv), ran.stdout
