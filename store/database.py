@@ -204,20 +204,23 @@ class SqliteDatabase:
         self.wakeups: Wakeups = LocalSocketWakeups(Path(f"{self.path}.wakeups"))
 
     def _connect(self, *, busy_timeout_ms: int, threaded: bool = False) -> sqlite3.Connection:
+        # Opening waits as long as a write would: processes starting together on a new store
+        # take turns at switching it to WAL (a second's wait failed one on a loaded machine).
         connection = sqlite3.connect(
-            self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=not threaded
+            self.path, isolation_level=None, timeout=BUSY_WAIT_SECONDS, check_same_thread=not threaded
         )
         connection.row_factory = sqlite3.Row
         # The WAL is checkpointed in a thread (`_checkpoint`); after the log restarts, SQLite
         # cuts the file back to `journal_size_limit` rather than keeping its largest size.
         # `secure_delete`: a deleted row's bytes are overwritten with zeros, not left in free pages.
+        # The connection's own wait is set last, once the store is open.
         for pragma in (
             "journal_mode=WAL",
             "synchronous=NORMAL",
-            f"busy_timeout={busy_timeout_ms}",
             "wal_autocheckpoint=0",
             f"journal_size_limit={WAL_SIZE_LIMIT_BYTES}",
             "secure_delete=ON",
+            f"busy_timeout={busy_timeout_ms}",
         ):
             connection.execute(f"PRAGMA {pragma}")
         self.vector_functions = vector_functions.install(connection)
