@@ -14,6 +14,7 @@ its code runs interrupts the code; a worker that stops leaves it running, for th
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
@@ -31,12 +32,15 @@ from models.activity_io import (
     RunCodeInput,
     RunCodeResult,
 )
-from models.errors import CancelRequestedError
+from models.errors import CancelRequestedError, SandboxFailedError
 from models.events import code_closing, code_opening, hosted_closing
 from models.items import CodeInterpreterCallItem, CodeInterpreterImage, CodeInterpreterLogs
+from sandbox.containers import InterpreterEnded
 from sandbox.interpreter import CallStatus, Interpreters
 from sandbox.runs import POLL_SECONDS
 from store.containers import ContainerRow
+
+log = logging.getLogger(__name__)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
 """A file code writes with one of these is one of the call's `image` outputs too."""
@@ -126,7 +130,16 @@ class CodeExecutionActivities(ContainerWork):
         restarted = False
         if not interpreters.handed(call.id):
             await self.files.bring_in(row.id)
-            interpreters, restarted = await self.host.start_interpreter(row.id, limits)
+            try:
+                interpreters, restarted = await self.host.start_interpreter(row.id, limits)
+            except InterpreterEnded as ended:  # the same start would end the same: not tried again
+                log.warning("container %s: %s", row.id, ended)
+                why = (
+                    f"its container's memory ({row.memory_limit}) is full"
+                    if ended.out_of_memory
+                    else "the server's log says why"
+                )
+                raise SandboxFailedError(f"the container's Python interpreter did not start ({why})") from None
             interpreters.prune()
         interpreters.submit(
             time.time_ns(), call.id, call.code or ""

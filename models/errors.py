@@ -63,6 +63,10 @@
     │                                     does not allow (`access/egress.py`)
     ├── ReplyTooLargeError                a reply from a URL a tenant chose grew past what is read
     │                                     of one (`access/egress.py`)
+    ├── SandboxFailedError                a container's sandbox ended before it was up (its runtime
+    │                                     refused, the Python it binds is not there): trying again
+    │                                     on the same host cannot mend it; the call fails and the
+    │                                     model is told, the worker's log says why
     ├── WebhookUndeliveredError           an endpoint did not take a delivery: tried again, with backoff
     ├── WebhookRefusedError               a delivery that trying again cannot mend (egress refused)
     ├── WebhookEndpointGoneError          the project's endpoint was deleted: not tried again
@@ -367,6 +371,11 @@ class ResponseFailedError(DurableResponsesError):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+class SandboxFailedError(DurableResponsesError):
+    """A container's sandbox ended before it was up: not tried again; what the runtime said is in
+    the worker's log, not in the message (it names the host's paths)."""
 
 
 class WebhookUndeliveredError(DurableResponsesError):

@@ -109,14 +109,14 @@ def argv(bwrap: str, walls: Walls, command: Sequence[str]) -> list[str]:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     args += ["--ro-bind", str(walls.etc_dir / "passwd"), "/etc/passwd"]
     args += ["--ro-bind", str(walls.etc_dir / "group"), "/etc/group"]
-    # `/tmp` before the Python: bwrap mounts in order, and a Python under `/tmp` (a venv made
-    # with `mktemp -d`, as CI's is) would be hidden by a tmpfs mounted over it afterwards.
-    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    # The sandbox's own `/tmp`, `/proc` and `/dev` before the Python: bwrap mounts in order, and
+    # a Python under one of them (a venv made with `mktemp -d`, as CI's is) would be hidden by a
+    # filesystem mounted over it afterwards.
+    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     for path in _python_paths():
         args += ["--ro-bind", path, path]
     for host, inside in walls.read_only.items():
         args += ["--ro-bind", host, inside]
-    args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--bind", str(walls.data_dir), DATA_MOUNT]
     if walls.control_dir is not None:
         args += ["--bind", str(walls.control_dir), CONTROL_MOUNT]

@@ -59,6 +59,16 @@ class SandboxUnavailable(Exception):
     """This host cannot run sandboxed code."""
 
 
+class InterpreterEnded(SandboxUnavailable):
+    """The container's interpreter ended before it said it was up (the sandbox could not start
+    it: a runtime refused, a Python not there, its container's memory full): starting it again
+    the same way ends the same."""
+
+    def __init__(self, message: str, *, out_of_memory: bool) -> None:
+        super().__init__(message)
+        self.out_of_memory = out_of_memory
+
+
 @dataclass(frozen=True)
 class ContainerLimits:
     memory_bytes: int = 1024 * MiB
@@ -209,8 +219,13 @@ class ContainerHost:
         )
         await run.start(RunSpec(argv, limits.command(), None, self._cgroup_paths(container_id)))
         if not await interpreters.wait_ready(run):
-            said = run.output("stderr", 2000).decode(errors="replace")
-            raise SandboxUnavailable(f"the container's Python interpreter did not start: {said or run.outcome()}")
+            outcome = run.outcome()
+            said = run.output("stderr", 2000).decode(errors="replace").strip() or str(outcome)
+            if outcome is not None:
+                raise InterpreterEnded(
+                    f"the container's Python interpreter did not start: {said}", out_of_memory=outcome.out_of_memory
+                )
+            raise SandboxUnavailable(f"the container's Python interpreter was not up in time: {said}")
         return interpreters, lost
 
     def shell_run(self, container_id: str, call_id: str, index: int) -> Run:

@@ -13,6 +13,7 @@ from models.errors import (
     ContextWindowExceededError,
     McpRejectedError,
     RejectedByUpstreamError,
+    SandboxFailedError,
     SecretsUnavailableError,
     StoreRefusedError,
 )
@@ -26,6 +27,7 @@ NON_RETRYABLE = [
     SecretsUnavailableError.__name__,
     ContextWindowExceededError.__name__,
     StoreRefusedError.__name__,
+    SandboxFailedError.__name__,
 ]
 
 # A local activity's retry backoff longer than this is a durable timer, not a sleep in the

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import bubblewrap
-from sandbox.containers import ContainerHost, ContainerLimits
+from sandbox.containers import ContainerHost, ContainerLimits, InterpreterEnded
 from sandbox.runs import Run
 
 pytestmark = pytest.mark.skipif(
@@ -233,3 +233,16 @@ async def test_a_python_under_tmp_is_seen_inside(host: ContainerHost, tmp_path: 
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == str(venv), ran.stdout
+
+
+async def test_an_interpreter_that_cannot_start_ends_at_once_and_says_why(host: ContainerHost):
+    """A container whose memory cannot hold a Python: the interpreter ends before it is up, which
+    starting it again would not mend (the activity fails the call without retrying it)."""
+    if host.cgroups is None:
+        pytest.skip("no cgroups here: a container's memory is not bounded")
+    container = container_id()
+    tiny = ContainerLimits(memory_bytes=4 * MiB, disk_bytes=32 * MiB, max_processes=64, output_bytes=1 * MiB)
+    await host.prepare(container, tiny)
+    with pytest.raises(InterpreterEnded) as ended:  # ended, not "not up in time"
+        await host.start_interpreter(container, tiny)
+    assert ended.value.out_of_memory
