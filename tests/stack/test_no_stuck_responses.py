@@ -34,6 +34,10 @@ EXECUTION = ExecutionSettings(
     store=RetryBudget(start_to_close_seconds=10, maximum_attempts=10, initial_interval_seconds=0.05),
 )
 MODES = ("synchronous", "stream", "background", "background_stream")
+BACKGROUND_WAIT_SECONDS = 120
+"""Background calls wait behind interactive ones while the backend's 429s and 503s hold the
+deployment's budget: with this test's storm of them, the last of ~50 background responses ends
+~55 s after it was sent (STRESS_SEED=671802567), past the default 60 s wait on a loaded machine."""
 
 
 def _script(fault: str, text: str) -> tuple[list[Reply], str]:
@@ -79,9 +83,7 @@ async def _run(client: openai.AsyncOpenAI, backend: ScriptedBackend, case: Case)
     if case.fault == "cancelled":
         created = await client.responses.create(model=case.model, input="hi", background=True)
         case.response_id = created.id
-        # A background call waits behind interactive ones while 429s hold the deployment's
-        # budget: on a loaded machine that can take longer than the default wait.
-        await until_requested(backend, case.model, seconds=120)
+        await until_requested(backend, case.model, seconds=BACKGROUND_WAIT_SECONDS)
         case.seen = await client.responses.cancel(created.id)
     elif streaming:
         events = [
@@ -94,7 +96,7 @@ async def _run(client: openai.AsyncOpenAI, backend: ScriptedBackend, case: Case)
     elif background:
         created = await client.responses.create(model=case.model, input="hi", background=True)
         case.response_id = created.id
-        case.seen = await until_terminal(client, created.id, poll_seconds=0.2)
+        case.seen = await until_terminal(client, created.id, poll_seconds=0.2, seconds=BACKGROUND_WAIT_SECONDS)
     else:
         case.seen = await client.responses.create(model=case.model, input="hi")
         case.response_id = case.seen.id
