@@ -32,9 +32,9 @@ from models.activity_io import (
     RunCodeInput,
     RunCodeResult,
 )
+from models.code_items import CodeInterpreterCallItem, CodeInterpreterImage, CodeInterpreterLogs
 from models.errors import CancelRequestedError, SandboxFailedError
 from models.events import code_closing, code_opening, hosted_closing
-from models.items import CodeInterpreterCallItem, CodeInterpreterImage, CodeInterpreterLogs
 from sandbox.containers import InterpreterEnded
 from sandbox.interpreter import CallStatus, Interpreters
 from sandbox.runs import POLL_SECONDS

@@ -24,7 +24,8 @@ from activities.cancel_watch import unless_cancelled
 from activities.chat_client import ChatBackend, HeadersSeen
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
-from activities.stream_assembler import StreamAssembler, streamed_from_events
+from activities.stream_assembler import StreamAssembler
+from activities.streamed import streamed_from_events
 from context import compaction
 from context.plan import Compact, Send, compaction_threshold, plan
 from context.windows import ContextWindows

@@ -25,6 +25,7 @@ from activities.cancel_watch import unless_cancelled
 from activities.container_work import ContainerWork, Rhythm, shown
 from models import activity_names
 from models.activity_io import RunShellInput, RunShellResult
+from models.code_items import ShellCallItem, ShellCommandOutput, ShellExit, ShellTimeout
 from models.errors import CancelRequestedError
 from models.events import (
     ShellOutputDelta,
@@ -34,7 +35,6 @@ from models.events import (
     shell_output_closing,
     shell_output_opening,
 )
-from models.items import ShellCallItem, ShellCommandOutput, ShellExit, ShellTimeout
 from sandbox.runs import Run, RunOutcome
 from store.containers import ContainerRow
 

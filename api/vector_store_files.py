@@ -17,7 +17,7 @@ from api.vector_stores import files_to_add, ingest, parsed, vector_store
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from models.vector_stores import CreateFileBatch, CreateVectorStoreFile, UpdateVectorStoreFile, chunking_as_stored
-from store.vector_stores import STATUSES, BatchRow, NewFile, VectorStoreFileRow
+from store.vector_store_rows import STATUSES, BatchRow, NewFile, VectorStoreFileRow
 
 CONTENT_PAGE_CHARS = 1024 * 1024
 

@@ -22,7 +22,7 @@ from models.errors import InvalidRequestError, NotFoundError, UnavailableError, 
 from models.ids import new_id
 from models.vector_stores import CreateVectorStore, SearchVectorStore, UpdateVectorStore, chunking_as_stored
 from retrieval.searching import search
-from store.vector_stores import NewFile, VectorStoreFileRow, VectorStoreRow
+from store.vector_store_rows import NewFile, VectorStoreFileRow, VectorStoreRow
 from telemetry import metrics
 
 MAX_BODY_BYTES = 2 * 1024 * 1024

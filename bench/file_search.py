@@ -35,7 +35,7 @@ from retrieval.vectors import LEXICAL_MODEL, lexical_vector
 from store import vector_functions
 from store.database import open_database
 from store.repository import ResponseRepository
-from store.vector_stores import VectorStoreRow
+from store.vector_store_rows import VectorStoreRow
 from upstream.clients import Upstreams
 from upstream.registry import ModelRegistry
 

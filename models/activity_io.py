@@ -7,17 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from models.code_items import CodeInterpreterCallItem, ShellCallItem, ShellCallOutputItem
 from models.history_budget import ToolResult
-from models.items import (
-    CodeInterpreterCallItem,
-    FileSearchCallItem,
-    McpCallItem,
-    McpListToolsItem,
-    OutputItem,
-    ShellCallItem,
-    ShellCallOutputItem,
-    WebSearchCallItem,
-)
+from models.items import FileSearchCallItem, McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
 from models.mcp import McpFunction, McpListing
 from models.responses import Response, ResponseStatus, Usage
 from models.search import Source

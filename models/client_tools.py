@@ -17,9 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from models.hosted_tools import SHELL_PARAMETERS, shell_action
-from models.ids import new_id
-from models.items import (
+from models.code_items import (
     ApplyPatchCallItem,
     ApplyPatchCreate,
     ApplyPatchDelete,
@@ -30,6 +28,8 @@ from models.items import (
     LocalShellCallItem,
     ShellCallItem,
 )
+from models.hosted_tools import SHELL_PARAMETERS, shell_action
+from models.ids import new_id
 
 MAX_ARGUMENT_CHARS = 256 * 1024
 

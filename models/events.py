@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from models.code_items import CodeInterpreterCallItem, ShellCallItem, ShellCallOutputItem, ShellCommandOutput
 from models.items import (
-    CodeInterpreterCallItem,
     CompactionItem,
     FileSearchCallItem,
     McpApprovalRequestItem,
@@ -16,9 +16,6 @@ from models.items import (
     OutputContentPart,
     OutputItem,
     ReasoningText,
-    ShellCallItem,
-    ShellCallOutputItem,
-    ShellCommandOutput,
     WebSearchCallItem,
 )
 from models.responses import WIRE, Response

@@ -26,16 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from models import activity_names
+from models.code_items import CodeInterpreterCallItem, ShellAction, ShellCallItem, ShellEnvironment
 from models.ids import new_id
-from models.items import (
-    CodeInterpreterCallItem,
-    FileSearchCallItem,
-    ShellAction,
-    ShellCallItem,
-    ShellEnvironment,
-    WebSearchAction,
-    WebSearchCallItem,
-)
+from models.items import FileSearchCallItem, WebSearchAction, WebSearchCallItem
 
 MAX_QUERY_CHARS = 2_000
 

@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
-from models.items import OutputItem, WireModel
+from models.items import OutputItem
 from models.requests import CompactionEntry, CreateResponseRequest, ReasoningConfig, TextConfig
 from models.tools import Tool, ToolChoice
+from models.wire import WireModel
 
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete"})

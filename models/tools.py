@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, f
 from models.containers import FileIds as ContainerFileIds
 from models.containers import MemoryLimit, NetworkPolicy
 from models.file_search import MAX_RESULTS, Filters, RankingOptions
-from models.items import WireModel
+from models.wire import WireModel
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]+$"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")

@@ -15,7 +15,7 @@ from retrieval import ranking
 from retrieval.embedder import Embedder
 from retrieval.vectors import words
 from store.repository import ResponseRepository
-from store.vector_stores import VectorStoreRow
+from store.vector_store_rows import VectorStoreRow
 
 ACTIVE_WITHIN_SECONDS = 60
 """A store active this recently is not marked active again (expiry counts in days)."""

@@ -10,7 +10,6 @@ rows when read.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from models.quotas import ProjectQuota, ProjectQuotas
@@ -18,135 +17,14 @@ from store import quota
 from store.codec import dumps, loads
 from store.database import Conflict, Database, Transaction
 from store.paging import page_of_rows
+from store.vector_store_rows import BatchRow, NewFile, VectorStoreFileRow, VectorStoreRow, counts_of, file_of
 
 Order = Literal["asc", "desc"]
-STATUSES = ("in_progress", "completed", "failed", "cancelled")
 STORE_COLUMNS = "id, project, name, metadata, created_at, last_active_at, expires_after_days, embedding_model"
 FILE_COLUMNS = (
     "vector_store_id, file_id, batch_id, status, last_error, attributes, chunking_strategy, usage_bytes, created_at, "
     "chunk_count"
 )
-DAY_SECONDS = 86_400
-
-
-def _counts(rows: list[Any]) -> dict[str, int]:
-    counts = dict.fromkeys(STATUSES, 0)
-    for row in rows:
-        counts[row["status"]] = row["n"]
-    return counts | {"total": sum(counts.values())}
-
-
-@dataclass(frozen=True)
-class VectorStoreRow:
-    id: str
-    project: str
-    name: str
-    metadata: dict[str, str]
-    created_at: int
-    last_active_at: int
-    expires_after_days: int | None
-    embedding_model: str
-    file_counts: dict[str, int] = field(default_factory=lambda: _counts([]))
-    usage_bytes: int = 0
-
-    def to_wire(self) -> dict[str, Any]:
-        expires_at = self.last_active_at + self.expires_after_days * DAY_SECONDS if self.expires_after_days else None
-        return {
-            "id": self.id,
-            "object": "vector_store",
-            "created_at": self.created_at,
-            "name": self.name,
-            "usage_bytes": self.usage_bytes,
-            "file_counts": self.file_counts,
-            "status": "in_progress" if self.file_counts["in_progress"] else "completed",
-            "expires_after": {"anchor": "last_active_at", "days": self.expires_after_days}
-            if self.expires_after_days
-            else None,
-            "expires_at": expires_at,
-            "last_active_at": self.last_active_at,
-            "metadata": self.metadata,
-        }
-
-
-@dataclass(frozen=True)
-class VectorStoreFileRow:
-    vector_store_id: str
-    file_id: str
-    batch_id: str | None
-    status: str
-    last_error: dict[str, str] | None
-    attributes: dict[str, Any]
-    chunking_strategy: dict[str, Any]
-    usage_bytes: int
-    created_at: int
-    chunk_count: int | None = None
-    """How many chunks it made, once chunked (its ingestion embeds them from then on)."""
-    fresh: bool = False
-    """Added by the call that answered it (not a file the store had already)."""
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.file_id,
-            "object": "vector_store.file",
-            "created_at": self.created_at,
-            "vector_store_id": self.vector_store_id,
-            "status": self.status,
-            "last_error": self.last_error,
-            "usage_bytes": self.usage_bytes,
-            "attributes": self.attributes,
-            "chunking_strategy": self.chunking_strategy,
-        }
-
-
-@dataclass(frozen=True)
-class BatchRow:
-    id: str
-    vector_store_id: str
-    created_at: int
-    cancelled: bool
-    file_counts: dict[str, int]
-
-    def to_wire(self) -> dict[str, Any]:
-        counts = self.file_counts
-        status = (
-            "in_progress"
-            if counts["in_progress"]
-            else "cancelled"
-            if self.cancelled and counts["cancelled"]
-            else "completed"
-        )
-        return {
-            "id": self.id,
-            "object": "vector_store.files_batch",
-            "created_at": self.created_at,
-            "vector_store_id": self.vector_store_id,
-            "status": status,
-            "file_counts": counts,
-        }
-
-
-@dataclass(frozen=True)
-class NewFile:
-    """A file going into a vector store."""
-
-    file_id: str
-    attributes: dict[str, Any]
-    chunking_strategy: dict[str, Any]
-
-
-def _file(row: Any) -> VectorStoreFileRow:
-    return VectorStoreFileRow(
-        row["vector_store_id"],
-        row["file_id"],
-        row["batch_id"],
-        row["status"],
-        loads(row["last_error"]) if row["last_error"] is not None else None,
-        loads(row["attributes"]),
-        loads(row["chunking_strategy"]),
-        row["usage_bytes"],
-        row["created_at"],
-        row["chunk_count"],
-    )
 
 
 class VectorStores:
@@ -216,7 +94,7 @@ class VectorStores:
             row["last_active_at"],
             row["expires_after_days"],
             row["embedding_model"],
-            _counts(counts),
+            counts_of(counts),
             int(usage or 0),
         )
 
@@ -324,7 +202,7 @@ class VectorStores:
                 file=new.file_id,
             )
             if existing is not None:
-                added.append(_file(existing))
+                added.append(file_of(existing))
                 continue
             row = VectorStoreFileRow(
                 vector_store_id,
@@ -363,7 +241,7 @@ class VectorStores:
                 store=vector_store_id,
                 file=file_id,
             )
-        return None if found is None else _file(found)
+        return None if found is None else file_of(found)
 
     async def files_page(
         self,
@@ -394,7 +272,7 @@ class VectorStores:
                 limit=limit,
                 order=order,
             )
-        return [_file(row) for row in rows], more
+        return [file_of(row) for row in rows], more
 
     async def attributes_of(self, vector_store_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Each completed file's attributes, by file id (for filters)."""
@@ -479,7 +357,7 @@ class VectorStores:
                 "SELECT status, count(*) AS n FROM vector_store_files WHERE batch_id = :id GROUP BY status", id=batch_id
             )
         return BatchRow(
-            found["id"], found["vector_store_id"], found["created_at"], bool(found["cancelled"]), _counts(counts)
+            found["id"], found["vector_store_id"], found["created_at"], bool(found["cancelled"]), counts_of(counts)
         )
 
     async def cancel_batch(self, batch_id: str) -> list[str]:

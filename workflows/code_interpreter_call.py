@@ -9,10 +9,10 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models import activity_names
     from models.activity_io import RunCodeInput, RunCodeResult
+    from models.code_items import CodeInterpreterCallItem
     from models.events import hosted_closing
     from models.history_budget import ToolResult
     from models.hosted_tools import MAX_CODE_CHARS
-    from models.items import CodeInterpreterCallItem
     from workflows.container_calls import NotRun, run_in_container, written
     from workflows.hosted_calls import HostedCall, Ran
 

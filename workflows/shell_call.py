@@ -10,10 +10,10 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models import activity_names
     from models.activity_io import RunShellInput, RunShellResult
+    from models.code_items import ShellCallItem, ShellCallOutputItem
     from models.events import hosted_closing, shell_output_closing, shell_output_opening
     from models.history_budget import ToolResult
     from models.hosted_tools import MAX_COMMAND_CHARS, MAX_COMMANDS, MAX_COMMANDS_CHARS
-    from models.items import ShellCallItem, ShellCallOutputItem
     from workflows.container_calls import NotRun, run_in_container, written
     from workflows.hosted_calls import HostedCall, Ran
 

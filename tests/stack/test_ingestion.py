@@ -24,7 +24,7 @@ from models.ingestion import INGESTION_WORKFLOW, FileIngestionInput, ingestion_w
 from models.quotas import ProjectQuotas
 from models.vector_stores import chunking_as_stored
 from models.workflow_io import ingestion_task_queue
-from store.vector_stores import NewFile
+from store.vector_store_rows import NewFile
 from tests.support.histories import keep_recording, replayer
 from tests.support.processes import kill, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
