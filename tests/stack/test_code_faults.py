@@ -7,9 +7,13 @@ how long the command runs: the issue's ten minutes with `COMMAND_SECONDS=600`.)"
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -18,7 +22,7 @@ from sandbox.settings import SandboxSettings
 from tests.support.processes import kill, spawn_worker
 from tests.support.sandboxes import remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
-from tests.support.stack import EmptyStore, running_stack
+from tests.support.stack import EmptyStore, Stack, running_stack
 from tests.support.waiting import until_terminal
 
 pytestmark = [pytest.mark.one_store]
@@ -42,6 +46,47 @@ async def running_on(directories: list[Path], timeout: float = 60) -> Path:
     raise AssertionError("the command never started")
 
 
+@dataclass
+class Hosts:
+    """A stack with no worker of its own, and a worker process for each host directory."""
+
+    stack: Stack
+    client: openai.AsyncOpenAI
+    workers: dict[Path, subprocess.Popen]
+
+    def start(self, host: Path) -> None:
+        self.workers[host] = spawn_worker(self.stack, env=worker_env(host))
+
+
+@contextlib.asynccontextmanager
+async def hosts_with_workers(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    store: EmptyStore,
+    tmp_path: Path,
+    hosts: list[Path],
+    **sandbox: Any,
+) -> AsyncIterator[Hosts]:
+    settings = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "api", **sandbox)
+    running = None
+    try:
+        async with (
+            running_stack(
+                temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, sandbox=settings
+            ) as stack,
+            stack.sdk(timeout=60) as client,
+        ):
+            running = Hosts(stack, client, {})
+            for host in hosts:
+                running.start(host)
+            yield running
+    finally:
+        for process in running.workers.values() if running else []:
+            kill(process)
+        for host in hosts:
+            await remove_containers(host)
+
+
 @pytest.mark.timeout(SECONDS + 300)
 @pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
 async def test_a_command_survives_kill_9_of_its_worker_and_runs_once(
@@ -55,44 +100,31 @@ async def test_a_command_survives_kill_9_of_its_worker_and_runs_once(
             Reply(text="ok"),
         ],
     )
-    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "api", command_seconds=60)
-    processes: dict[Path, subprocess.Popen] = {}
-    try:
-        async with (
-            running_stack(
-                temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, sandbox=sandbox
-            ) as stack,
-            stack.sdk(timeout=60) as client,
-        ):
-            processes = {host: spawn_worker(stack, env=worker_env(host)) for host in hosts}
-            created = await client.responses.create(
-                model=model,
-                input="count",
-                tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
-                background=True,
-            )
-            host = await running_on(hosts)
-            await asyncio.sleep(1)
-            kill(processes[host])
-            await asyncio.sleep(2)  # the command goes on with no worker on its host
-            processes[host] = spawn_worker(stack, env=worker_env(host))
-            final = await until_terminal(client, created.id, seconds=SECONDS + 180)
-            assert final.status == "completed", final.error
-            call, output, message = final.output
-            (only,) = output.output
-            assert only.outcome.type == "exit" and only.outcome.exit_code == 0
-            assert only.stdout.split("\n")[:-1] == [f"line {i}" for i in range(1, LINES + 1)] + ["done"]
-            files = {each.path: each async for each in client.containers.files.list(call.environment.container_id)}
-            starts = await client.containers.files.content.retrieve(
-                files["/mnt/data/starts"].id, container_id=call.environment.container_id
-            )
-            assert starts.content == b"started\n"  # it ran once
-            assert message.content[0].text == "ok"
-    finally:
-        for process in processes.values():
-            kill(process)
-        for host in hosts:
-            await remove_containers(host)
+    async with hosts_with_workers(temporal_address, backend, store, tmp_path, hosts, command_seconds=60) as running:
+        client = running.client
+        created = await client.responses.create(
+            model=model,
+            input="count",
+            tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
+            background=True,
+        )
+        host = await running_on(hosts)
+        await asyncio.sleep(1)
+        kill(running.workers[host])
+        await asyncio.sleep(2)  # the command goes on with no worker on its host
+        running.start(host)
+        final = await until_terminal(client, created.id, seconds=SECONDS + 180)
+        assert final.status == "completed", final.error
+        call, output, message = final.output
+        (only,) = output.output
+        assert only.outcome.type == "exit" and only.outcome.exit_code == 0
+        assert only.stdout.split("\n")[:-1] == [f"line {i}" for i in range(1, LINES + 1)] + ["done"]
+        files = {each.path: each async for each in client.containers.files.list(call.environment.container_id)}
+        starts = await client.containers.files.content.retrieve(
+            files["/mnt/data/starts"].id, container_id=call.environment.container_id
+        )
+        assert starts.content == b"started\n"  # it ran once
+        assert message.content[0].text == "ok"
 
 
 async def test_a_lost_host_takes_its_containers_and_the_call_says_so(
@@ -108,38 +140,25 @@ async def test_a_lost_host_takes_its_containers_and_the_call_says_so(
             Reply(text="?"),
         ],
     )
-    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "api", host_wait_seconds=3)
-    processes: dict[Path, subprocess.Popen] = {}
-    try:
-        async with (
-            running_stack(
-                temporal_address, backend, store, with_worker=False, task_timeout_seconds=2, sandbox=sandbox
-            ) as stack,
-            stack.sdk(timeout=60) as client,
-        ):
-            processes = {host: spawn_worker(stack, env=worker_env(host)) for host in hosts}
-            tools = [{"type": "code_interpreter", "container": {"type": "auto"}}]
-            first = await client.responses.create(model=model, input="set", tools=tools)
-            container_id = first.output[0].container_id
-            host = next(host for host in hosts if (host / container_id).is_dir())
-            kill(processes.pop(host))  # for good: the host is gone
-            second = await client.responses.create(
-                model=model, input="get", tools=[{"type": "code_interpreter", "container": container_id}]
+    async with hosts_with_workers(temporal_address, backend, store, tmp_path, hosts, host_wait_seconds=3) as running:
+        client = running.client
+        tools = [{"type": "code_interpreter", "container": {"type": "auto"}}]
+        first = await client.responses.create(model=model, input="set", tools=tools)
+        container_id = first.output[0].container_id
+        host = next(host for host in hosts if (host / container_id).is_dir())
+        kill(running.workers.pop(host))  # for good: the host is gone
+        second = await client.responses.create(
+            model=model, input="get", tools=[{"type": "code_interpreter", "container": container_id}]
+        )
+        call = second.output[0]
+        assert call.status == "failed"
+        said = [m["content"] for m in backend.requests(model)[3]["messages"] if m["role"] == "tool"][-1]
+        assert "host did not answer" in said and "not known" in said
+        assert (await client.containers.retrieve(container_id)).status == "expired"
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.create(
+                model=model, input="again", tools=[{"type": "code_interpreter", "container": container_id}]
             )
-            call = second.output[0]
-            assert call.status == "failed"
-            said = [m["content"] for m in backend.requests(model)[3]["messages"] if m["role"] == "tool"][-1]
-            assert "host did not answer" in said and "not known" in said
-            assert (await client.containers.retrieve(container_id)).status == "expired"
-            with pytest.raises(openai.NotFoundError):
-                await client.responses.create(
-                    model=model, input="again", tools=[{"type": "code_interpreter", "container": container_id}]
-                )
-    finally:
-        for process in processes.values():
-            kill(process)
-        for host in hosts:
-            await remove_containers(host)
 
 
 def code_call(source: str) -> tuple[str, dict[str, str]]:
