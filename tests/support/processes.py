@@ -57,6 +57,9 @@ def _environment(stack: Stack, task_timeout_seconds: float) -> dict[str, str]:
         "WORKFLOW_TASK_TIMEOUT_SECONDS": str(task_timeout_seconds),
         "SECRETS_KEY": stack.settings.secrets_key,
         "EGRESS_ALLOWLIST": stack.settings.egress_allowlist,
+        # The stack's own containers: never the default ./.durable-responses/containers, where a
+        # `dev` the developer runs keeps its own (a test worker's chores would remove them).
+        "SANDBOX_DIR": str(stack.settings.sandbox.directory),
     }
 
 
