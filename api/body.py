@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -165,7 +166,13 @@ def _why_not_json(body: bytes, max_depth: int) -> InvalidRequestError:
             f"{max_depth} levels.",
             code="invalid_json",
         )
-    path = _first_unencodable(lenient)
+    path, number = _first_unencodable(lenient)
+    if number:  # NaN or Infinity: Python's parser takes them, JSON has no such number
+        return InvalidRequestError(
+            f"Invalid '{path or 'body'}': NaN and Infinity are not JSON numbers.",
+            param=path or None,
+            code="invalid_value",
+        )
     return InvalidRequestError(
         f"Invalid '{path or 'body'}': the string contains a lone surrogate (\\ud800-\\udfff) that is not valid "
         "Unicode text.",
@@ -174,20 +181,24 @@ def _why_not_json(body: bytes, max_depth: int) -> InvalidRequestError:
     )
 
 
-def _first_unencodable(payload: Any) -> str:
+def _first_unencodable(payload: Any) -> tuple[str, bool]:
+    """Where the first value orjson cannot take is, and whether it is a number (NaN, Infinity)
+    rather than a string with a lone surrogate."""
     stack: list[tuple[Any, str]] = [(payload, "")]
     while stack:
         value, path = stack.pop()
         if isinstance(value, str) and not _encodable(value):
-            return path
+            return path, False
+        if isinstance(value, float) and not math.isfinite(value):
+            return path, True
         if isinstance(value, dict):
             for key, item in value.items():
                 if not _encodable(key):
-                    return path
+                    return path, False
                 stack.append((item, f"{path}.{key}" if path else key))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
-    return ""
+    return "", False
 
 
 def _encodable(text: str) -> bool:

@@ -95,6 +95,23 @@ async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_nothing(stack
         assert (await http.get("/v1/responses")).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b'{"model": "m", "input": "hi", "temperature": NaN}', "temperature"),
+        (
+            b'{"model": "m", "input": "hi", "tools": [{"type": "shell", "environment": Infinity}]}',
+            "tools[0].environment",
+        ),
+    ],
+)
+async def test_nan_or_infinity_is_refused_naming_where_not_called_a_surrogate(stack: Stack, body: bytes, param: str):
+    """Python's parser takes NaN and Infinity, JSON (and orjson) does not: the refusal names the
+    value and where it is (it once said "a lone surrogate" with no parameter)."""
+    error = refused(await post_raw(stack, body), 400, param)
+    assert "NaN and Infinity" in error["message"] and "surrogate" not in error["message"]
+
+
 async def test_a_surrogate_in_an_approval_reason_is_refused(stack: Stack, sdk: openai.AsyncOpenAI, model: str):
     response = await sdk.responses.create(model=model, input="hi")
     answer = await post_raw(
