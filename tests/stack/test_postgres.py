@@ -179,6 +179,7 @@ def _role(
         "INFERENCE_BASE_URL": backend.base_url,
         "INFERENCE_API_KEY": "test",
         "WORKFLOW_TASK_TIMEOUT_SECONDS": "2",
+        "SANDBOX_DIR": str(log.parent / "containers"),  # never the default ./.durable-responses of a developer's dev
     }
     return subprocess.Popen([CLI, *command], env=environment, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
