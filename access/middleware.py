@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from starlette.websockets import WebSocket
+
 from access.keys import KeyRing
 from access.principal import OPEN, Principal
 from access.quotas import Quotas
-from api.errors import error_response
+from api.errors import error_response, refuse_upgrade
 from models.errors import ApiError, AuthenticationError, PermissionDeniedError
 
 GUARDED_PREFIX = "/v1/"
@@ -32,8 +34,11 @@ class AccessMiddleware:
         self.quotas = quotas
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIX):
+        if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GUARDED_PREFIX):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
             return
         try:
             principal = await self._principal(scope)
@@ -51,6 +56,23 @@ class AccessMiddleware:
             for release in at_end:  # what routes took for the whole request (a stream's slot)
                 release()
 
+    async def _websocket(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """An upgrade is let in with a key as a request is (each `response.create` on it then
+        counts against the key's limits as a request does); refused, it is answered as HTTP."""
+        try:
+            principal = await self._principal(scope)
+        except ApiError as error:
+            await refuse_upgrade(WebSocket(scope, receive, send), error)
+            return
+        state = scope.setdefault("state", {})
+        state["principal"] = principal
+        state["at_end"] = at_end = []
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            for release in at_end:
+                release()
+
     async def _principal(self, scope: dict[str, Any]) -> Principal:
         if not await self.ring.closed():
             return OPEN
@@ -65,7 +87,8 @@ class AccessMiddleware:
             raise AuthenticationError("Incorrect API key provided.", code="invalid_api_key")
         principal = record.principal()
         if principal.approver and not any(
-            method == scope["method"] and path.match(scope["path"]) for method, path in APPROVER_MAY
+            method == scope.get("method", "GET") and scope["type"] == "http" and path.match(scope["path"])
+            for method, path in APPROVER_MAY
         ):
             raise PermissionDeniedError(
                 "This is an approver key: it may read its project's responses that wait for an approval "

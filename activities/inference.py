@@ -140,6 +140,10 @@ class InferenceActivities:
             messages = compaction.from_latest(conversation + context)
             if request.compact:
                 return await self._compact(request, messages, fence)
+            if not request.response.generate:  # WebSocket mode's warm-up: the input is context now
+                result = InferenceResult(output=[], finish_reason="stop", usage=Usage())
+                await self.repository.turns.record(fence, context, result.model_dump(mode="json"), base=start.base)
+                return await self._carried(request, result)
             whole = chat_format.build_chat_request(
                 request.response, messages, None, table, send_reasoning=self.send_reasoning
             )

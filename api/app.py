@@ -47,6 +47,8 @@ from upstream import known_models
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
 from upstream.clients import Upstreams
+from websocket_mode.endpoint import websocket_routes
+from websocket_mode.settings import WebSocketSettings
 
 
 def retrieval_routes() -> list[Route]:
@@ -117,6 +119,7 @@ def create_app(
     metrics_route: bool = True,
     embedding_model: str = LEXICAL_MODEL,
     sandbox: SandboxSettings | None = None,
+    websocket: WebSocketSettings | None = None,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -129,7 +132,8 @@ def create_app(
     `codec_access` who may use the codec endpoint (`api/codec.py`); `metrics_auth` the
     `Authorization` header `/metrics` requires (none: open), `metrics_route` whether it is
     served here at all (not when it has a port of its own); `embedding_model` what new vector
-    stores embed with (`EMBEDDING_MODEL`); `sandbox` how code runs (`sandbox/settings.py`)."""
+    stores embed with (`EMBEDDING_MODEL`); `sandbox` how code runs (`sandbox/settings.py`);
+    `websocket` what WebSocket mode allows (`websocket_mode/settings.py`)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -191,6 +195,7 @@ def create_app(
             Route("/codec/encode", codec.preflight, methods=["OPTIONS"]),
             *inbox_routes(),
             *mounts,
+            *websocket_routes(),
         ],
         middleware=middleware,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -212,4 +217,5 @@ def create_app(
     app.state.embedder = Embedder(embedding_model, runner.registry, Upstreams())
     app.state.ingestions = Ingestions(runner.client, runner.task_queue)
     app.state.sandbox = sandbox or SandboxSettings()
+    app.state.websocket = websocket or WebSocketSettings()
     return app

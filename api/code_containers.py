@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from access.egress import EgressPolicy
 from api.containers import check_container_options, container_not_found, new_container
@@ -156,7 +156,7 @@ async def _previous_container(store: ResponseRepository, previous: Response | No
     return None
 
 
-async def make(request: Request, response_id: str, made: list[AutoContainer]) -> None:
+async def make(request: HTTPConnection, response_id: str, made: list[AutoContainer]) -> None:
     """Make the response's new containers (a project at its quota of containers is refused
     here, before the response is kept)."""
     try:

@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
@@ -83,7 +83,7 @@ async def _refused(domain: str, egress: EgressPolicy) -> bool:
 
 
 async def new_container(
-    request: Request,
+    request: HTTPConnection,
     *,
     name: str,
     memory_limit: str,

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket
 
 from models.errors import ApiError, InvalidRequestError, StoreUnavailableError, UnavailableError
 from models.unsupported import UnsupportedParameter
@@ -66,6 +67,15 @@ def _location(location: tuple, payload: Any) -> str:
 
 def error_response(error: ApiError) -> JSONResponse:
     return JSONResponse(error.to_body(), status_code=error.status_code, headers=error.headers())
+
+
+async def refuse_upgrade(websocket: WebSocket, error: ApiError) -> None:
+    """Answer a WebSocket upgrade with the error as HTTP would (OpenAI's shape); a server that
+    cannot answer an upgrade so closes it with the message as the reason instead."""
+    try:
+        await websocket.send_denial_response(error_response(error))
+    except RuntimeError:
+        await websocket.close(1008, error.message[:120])
 
 
 async def handle_api_error(_request: Request, error: Exception) -> JSONResponse:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
@@ -17,25 +17,25 @@ from models.responses import WIRE
 from store.repository import ResponseRepository
 
 
-def repository(request: Request) -> ResponseRepository:
+def repository(request: HTTPConnection) -> ResponseRepository:
     return request.app.state.repository
 
 
-def principal(request: Request) -> Principal:
+def principal(request: HTTPConnection) -> Principal:
     """Who the request acts for (set by `access.middleware`)."""
     return request.scope.get("state", {}).get("principal", OPEN)
 
 
-def at_end(request: Request, release: Callable[[], None]) -> None:
+def at_end(request: HTTPConnection, release: Callable[[], None]) -> None:
     """Run `release` when the request's ASGI call ends, however it ends (a stream included)."""
     request.scope["state"]["at_end"].append(release)
 
 
-def limits(request: Request) -> Limits:
+def limits(request: HTTPConnection) -> Limits:
     return request.app.state.limits
 
 
-def project_quotas(request: Request) -> ProjectQuotas:
+def project_quotas(request: HTTPConnection) -> ProjectQuotas:
     """What the request's project may keep (`access/quotas.py`)."""
     return request.app.state.quotas.settings.project
 

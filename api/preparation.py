@@ -4,7 +4,7 @@ refuse a request happens here, before anything reaches Temporal."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,9 @@ class PreparedResponse:
     containers: list[AutoContainer] = field(default_factory=list)
     """Containers its `code_interpreter` tools asked for, made when it is kept
     (`api/code_containers.py`)."""
+    commits: list[str] = field(default_factory=list)
+    """Pending steers of the previous response whose input it starts with
+    (`websocket_mode/steering.py`), committed to it when it is kept."""
 
     @property
     def closes(self) -> list[str]:
@@ -134,6 +137,7 @@ async def prepare(
     windows: ContextWindows | None = None,
     compact_only: bool = False,
     sandbox: SandboxSettings | None = None,
+    held: Collection[str] = (),
 ) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
@@ -141,7 +145,8 @@ async def prepare(
     `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`).
     `compact_only`: the response compacts its context and answers nothing else (as one whose
     input ends with a `compaction_trigger` does). `sandbox`: how this server runs code (the
-    containers of `code_interpreter` tools)."""
+    containers of `code_interpreter` tools); `held`: unstored responses the
+    request may continue from all the same (those its WebSocket connection holds)."""
     request = validate(payload)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
@@ -159,7 +164,7 @@ async def prepare(
             code="invalid_value",
         )
     items = await resolved(request.input_items(), repository, project)
-    previous, known_context, known_items = await history_of(request, repository, project)
+    previous, known_context, known_items = await history_of(request, repository, project, held)
     if not items and request.previous_response_id is None and request.conversation is None:
         raise InvalidRequestError(
             "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
@@ -196,7 +201,7 @@ async def prepare(
 
 
 async def history_of(
-    request: CreateResponseRequest, repository: ResponseRepository, project: str
+    request: CreateResponseRequest, repository: ResponseRepository, project: str, held: Collection[str] = ()
 ) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
     """What the request continues: the previous response and its chat context, or the items
     of its conversation (each of `project`, or not found; not both)."""
@@ -208,7 +213,9 @@ async def history_of(
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
-        previous = await repository.get_response(request.previous_response_id, project=project)
+        previous = await repository.get_response(
+            request.previous_response_id, project=project, include_unstored=request.previous_response_id in held
+        )
         if previous is None:
             raise NotFoundError(
                 f"Previous response with id '{request.previous_response_id}' not found.",
@@ -383,6 +390,37 @@ def _within_budget(
 
 def _size(value: Any) -> int:
     return len(orjson.dumps(value, default=lambda model: model.model_dump(mode="json")))
+
+
+async def user_input(given: Any, egress: EgressPolicy) -> list[tuple[str, dict[str, Any]]]:
+    """Steering input (`response.steer`'s `input`), checked as `input` is and kept as listed:
+    text, or messages of the user's (`type`, `role`, `content` only)."""
+    if isinstance(given, str):
+        given = [{"type": "message", "role": "user", "content": given}]
+    if not isinstance(given, list) or not given:
+        raise InvalidRequestError(
+            "Invalid 'input': expected a string or a non-empty array of user messages.",
+            param="input",
+            code="invalid_value",
+        )
+    for index, item in enumerate(given):
+        if not isinstance(item, dict) or item.get("role") != "user" or item.get("type", "message") != "message":
+            raise InvalidRequestError(
+                f"Invalid 'input[{index}]': steering takes only messages with the `user` role.",
+                param=f"input[{index}]",
+                code="invalid_value",
+            )
+        if extra := sorted(set(item) - {"type", "role", "content"}):
+            raise InvalidRequestError(
+                f"Unknown parameter: 'input[{index}].{extra[0]}'.",
+                param=f"input[{index}].{extra[0]}",
+                code="unknown_parameter",
+            )
+    request = validate({"model": "-", "input": given})
+    await _reachable_urls(request, egress)
+    items = request.input_items()
+    _check_items(items, set())
+    return as_stored(items)
 
 
 def _check_items(items: list[Any], known_calls: set[str]) -> None:

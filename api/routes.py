@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
@@ -31,7 +31,7 @@ from telemetry import metrics
 log = logging.getLogger(__name__)
 
 
-def _runner(request: Request) -> ResponseRunner:
+def _runner(request: HTTPConnection) -> ResponseRunner:
     return request.app.state.runner
 
 
@@ -86,7 +86,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
 
 
 async def prepared_for(
-    request: Request, acting: Principal, payload: dict[str, Any], **options: Any
+    request: HTTPConnection, acting: Principal, payload: dict[str, Any], **options: Any
 ) -> PreparedResponse:
     """`prepare` with what this server and the key decide: the demo model's name, the key's
     project and id, the egress policy, the registry's models (`options`: the rest)."""
@@ -113,7 +113,7 @@ async def ended(request: Request, started: Started, response: Response) -> Respo
     return end
 
 
-async def kept_and_started(request: Request, prepared: PreparedResponse, acting: Principal) -> Started:
+async def kept_and_started(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Started:
     """The response kept in the store and its workflow started (or nothing left behind)."""
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
@@ -134,6 +134,7 @@ async def kept_and_started(request: Request, prepared: PreparedResponse, acting:
             decided_by=acting.key_id,
             closes=prepared.closes,
             applies=sorted(prepared.applied),
+            commits=prepared.commits,
         )
     except BaseException:
         await code_containers.unmake(repository, made)
@@ -248,7 +249,11 @@ async def list_responses(request: Request) -> HttpResponse:
     page_at = page_params(request)
     try:
         page = await _repository(request).list_responses(
-            project=principal(request).project, after=page_at.after, limit=page_at.limit, order=page_at.order
+            project=principal(request).project,
+            after=page_at.after,
+            limit=page_at.limit,
+            order=page_at.order,
+            previous_response_id=request.query_params.get("previous_response_id") or None,
         )
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None

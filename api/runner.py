@@ -19,6 +19,7 @@ from models import visibility
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
+from models.steering import SteerSignal
 from models.webhooks import WebhookSubscription
 from models.workflow_io import (
     ApprovalUpdate,
@@ -244,6 +245,17 @@ class ResponseRunner:
                     f"Response with id '{response_id}' has finished and waits for no approval.", param="response_id"
                 ) from error
             raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+
+    async def steer(self, response_id: str, steer_id: str) -> bool:
+        """Tell a running response of a steer the store keeps; False when its workflow has
+        ended (the signal is in its history once this returns True)."""
+        try:
+            await self.client.get_workflow_handle(response_id).signal("steer", SteerSignal(steer_id=steer_id))
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+        return True
 
     async def temporal_answers(self) -> None:
         """Raises unless Temporal's frontend answers (a cheap call)."""

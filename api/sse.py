@@ -44,6 +44,18 @@ async def tail(
     after: int,
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
 ) -> AsyncIterator[str]:
+    """The response's events after `after` as SSE frames (`logged_events`)."""
+    async for event in logged_events(repository, response_id, after=after, forget_at_end=forget_at_end):
+        yield frame(event)
+
+
+async def logged_events(
+    repository: ResponseRepository,
+    response_id: str,
+    *,
+    after: int,
+    forget_at_end: Callable[[str], Awaitable[None]] | None = None,
+) -> AsyncIterator[StoredEvent]:
     """The response's events after `after`, then its new ones as they come, to its terminal
     event (then `forget_at_end`, for an unstored response). A stream that cannot reach one (its
     response ended without logging it, or the store fails) ends with an `error` event instead
@@ -61,7 +73,7 @@ async def tail(
                     if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(
                         repository, response_id, last
                     ):
-                        yield _error_frame(
+                        yield _error_event(
                             last + 1,
                             "stream_ended",
                             f"Response {response_id} ended without its stream being completed.",
@@ -73,19 +85,19 @@ async def tail(
             for event in batch:
                 last = event.sequence_number
                 metrics.stream_event_sent(event.written_at, opened_at_ms)
-                yield frame(event)
+                yield event
                 if event.type in TERMINAL_EVENT_TYPES:
                     if forget_at_end is not None:
                         await forget_at_end(response_id)
                     return
     except Exception:  # noqa: BLE001 - the client learns that its stream broke, the log has the rest
         log_error.exception("stream of response %s broke after event %d", response_id, last)
-        yield _error_frame(last + 1, "server_error", "The stream broke; resume it with `starting_after`.")
+        yield _error_event(last + 1, "server_error", "The stream broke; resume it with `starting_after`.")
 
 
-def _error_frame(sequence_number: int, code: str, message: str) -> str:
+def _error_event(sequence_number: int, code: str, message: str) -> StoredEvent:
     event = ErrorEvent(code=code, message=message).wire() | {"sequence_number": sequence_number}
-    return f"event: error\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
+    return StoredEvent(sequence_number, "error", json.dumps(event, separators=(",", ":")))
 
 
 async def _ended_without_terminal_event(repository: ResponseRepository, response_id: str, last: int) -> bool:

@@ -65,7 +65,7 @@ class ResponseErrorInfo(BaseModel):
 
 
 class IncompleteDetails(BaseModel):
-    reason: Literal["max_output_tokens", "content_filter"]
+    reason: Literal["max_output_tokens", "content_filter", "steered"]
 
 
 class ConversationRef(BaseModel):
@@ -116,6 +116,15 @@ class Response(WireModel):
     """A response of `POST /v1/responses/compact`: its one model call compacts its input into
     a `compaction` item; not part of the object clients see."""
 
+    generate: bool = True
+    """False (WebSocket mode's `generate: false`): its one turn records its input as context
+    for a follow-up and asks the model nothing; not part of the object clients see."""
+
+    held_by_connection: bool = False
+    """An unstored response (`store: false`) kept, chain and all, while the WebSocket
+    connection that made it is open, so that connection may continue from it
+    (`websocket_mode/unstored.py`); not part of the object clients see."""
+
     @property
     def compaction(self) -> CompactionEntry | None:
         return self.context_management[0] if self.context_management else None
@@ -127,6 +136,8 @@ class Response(WireModel):
             data.pop("include", None)
             data.pop("context_management", None)
             data.pop("compact_only", None)
+            data.pop("generate", None)
+            data.pop("held_by_connection", None)
             for name, default in SAMPLING_DEFAULTS.items():
                 if data.get(name) is None:
                     data[name] = default

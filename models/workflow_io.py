@@ -154,6 +154,8 @@ class CarriedLoop(BaseModel):
     """Approval requests answered in earlier runs (a late second answer is refused as such)."""
     runs: int = Field(default=1, ge=1)
     """Which run of the workflow this is (the first is 1)."""
+    steers: list[str] = Field(default_factory=list)
+    """Steers taken in earlier runs (the response stops at its next safe boundary)."""
 
 
 ResponseWorkflowInput.model_rebuild()

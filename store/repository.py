@@ -39,6 +39,7 @@ from store.paging import page_of_items
 from store.parked import Parked, ParkedFields
 from store.schema import NO_PROJECT
 from store.starts import Starts
+from store.steers import Steers
 from store.turns import Turns
 from store.vector_stores import VectorStores
 from store.webhooks import WebhookEndpoints, WebhookOutbox
@@ -66,6 +67,7 @@ RESPONSE_TABLES = (
     "approval_waits",
     "open_approvals",
     "tool_dispatches",
+    "steers",
 )
 
 
@@ -119,6 +121,8 @@ class ResponseRepository:
         """MCP `headers` and `authorization`, sealed for the response's project."""
         self.dispatches = ToolDispatches(db)
         """Which tool calls were sent, so one that is not repeatable is sent at most once."""
+        self.steers = Steers(db)
+        """Input queued for running responses (WebSocket mode's steering)."""
 
     # ---- responses -------------------------------------------------------------------
 
@@ -135,6 +139,8 @@ class ResponseRepository:
         decided_by: str | None = None,
         closes: list[str] | None = None,
         applies: list[str] | None = None,
+        commits: list[str] | None = None,
+        secrets_of: str | None = None,
     ) -> None:
         """The response as created, with its input items, first events, sealed MCP secrets (by
         server label), answers to approval requests (by request id, decided by the key
@@ -142,7 +148,9 @@ class ResponseRepository:
         `project`, in one transaction
         that also takes its conversation's lock (`ConversationLockedError` when a running
         response holds it) and closes the open approval requests it answers or leaves (`closes`;
-        `applies`: those whose kept decision it applies, see `store/approvals.py`)."""
+        `applies`: those whose kept decision it applies, see `store/approvals.py`) and commits
+        the steers whose input it starts from (`commits`); `secrets_of`: a response of the same
+        project whose sealed MCP secrets it takes too (a steered response's successor)."""
         sealed = {label: self.mcp_secrets.seal(value, project) for label, value in (secrets or {}).items()}
         response_id = response.id
         async with self.db.write() as transaction:
@@ -184,6 +192,15 @@ class ResponseRepository:
                 await ParkedFields.put_in(transaction, response_id, parked)
             if closes or applies:
                 await Approvals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
+            if secrets_of is not None:
+                await transaction.run(
+                    "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
+                    "SELECT :id, server_label, sealed FROM mcp_secrets WHERE response_id = :of",
+                    id=response_id,
+                    of=secrets_of,
+                )
+            if commits:
+                await Steers.commit_in(transaction, commits, response_id)
             if first_events:
                 await self.events.append_in(transaction, response_id, first_events, new_log=True)
             if response.conversation is not None:
@@ -242,7 +259,8 @@ class ResponseRepository:
         its terminal event; for a stored response also what its chain needs (results of tools
         run after its last inference call join its chat context; its MCP listings), and its
         MCP secrets go. An unstored response keeps only its row and its event log, until the
-        request or stream that waits for it has it (`purge`) or `sweep_unstored` runs.
+        request or stream that waits for it has it (`purge`) or `sweep_unstored` runs; one a
+        WebSocket connection holds keeps its chain too, until the connection lets it go.
 
         The first end written stays: a finalize that runs again (its workflow task was retried
         after the first one wrote) changes nothing and gets the response as it was written.
@@ -267,7 +285,7 @@ class ResponseRepository:
                 )
             had_secrets = await transaction.run("DELETE FROM mcp_secrets WHERE response_id = :id", id=response_id)
             await Approvals.settle_in(transaction, response)
-            if not response.store:
+            if not (response.store or response.held_by_connection):
                 for table in RESPONSE_TABLES:
                     if table != "events":
                         await transaction.run(f"DELETE FROM {table} WHERE response_id = :id", id=response_id)
@@ -434,14 +452,20 @@ class ResponseRepository:
             )
             return project
 
-    async def list_responses(self, *, project: str, after: str | None, limit: int, order: Order) -> Page:
-        """Stored responses of `project`; an `after` of another project is unknown (LookupError)."""
+    async def list_responses(
+        self, *, project: str, after: str | None, limit: int, order: Order, previous_response_id: str | None = None
+    ) -> Page:
+        """Stored responses of `project` (those that follow `previous_response_id` only); an
+        `after` of another project is unknown (LookupError)."""
         direction, beyond = ("ASC", ">") if order == "asc" else ("DESC", "<")
         async with self.db.read() as transaction:
             where, params = (
                 "stored = :stored AND project = :project",
                 {"stored": True, "project": project, "limit": limit + 1},
             )
+            if previous_response_id is not None:
+                where += " AND previous_response_id = :previous"
+                params |= {"previous": previous_response_id}
             if after is not None:
                 sort_key = await transaction.value(
                     "SELECT sort_key FROM responses WHERE id = :id AND project = :project AND stored = :stored",

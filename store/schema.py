@@ -42,6 +42,8 @@ responses = Table(
     Column("start_confirmed", Boolean, nullable=False, server_default=text("FALSE")),
 )
 Index("ix_responses_conversation_id", responses.c.conversation_id)
+# Successors are found by the response they follow (`GET /v1/responses?previous_response_id=`).
+Index("ix_responses_previous", responses.c.previous_response_id)
 Index(
     "ix_responses_unstored", responses.c.sort_key, sqlite_where=text("NOT stored"), postgresql_where=text("NOT stored")
 )
@@ -134,6 +136,25 @@ cancel_requests = Table(
     Column("response_id", String(80), primary_key=True),
     Column("requested_at", BigInteger, nullable=False),
 )
+
+# Steers (WebSocket mode's `response.steer`): user input queued for a running response, kept
+# before its workflow takes it, until a successor starts from it (`models/steering.py`).
+steers = Table(
+    "steers",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("response_id", String(80), nullable=False),
+    Column("project", String(80), nullable=False),
+    # Arrival in microseconds: a successor's input has its steers in the order they came.
+    Column("sort_key", BigInteger, nullable=False),
+    # Its input items as listed ([item id, item]).
+    Column("items", JSON, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("successor_id", String(80), nullable=True),
+    Column("required_input", JSON, nullable=True),
+    Column("error_code", String(40), nullable=True),
+)
+Index("ix_steers_response", steers.c.response_id, steers.c.sort_key)
 
 # Secrets (MCP `headers`, `authorization`) a request carried, sealed (store/secret_box.py):
 # MCP activities open them by response id and server label. Never stored in clear.

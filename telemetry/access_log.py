@@ -33,7 +33,7 @@ class AccessLog:
         self.enabled = enabled
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
@@ -41,10 +41,17 @@ class AccessLog:
         error_body = bytearray()
 
         async def sending(message: dict[str, Any]) -> None:
+            """An upgrade's status: 101 once accepted, its answer's when refused (403 when
+            closed before it was accepted)."""
             nonlocal status
-            if message["type"] == "http.response.start":
+            kind = message["type"]
+            if kind in ("http.response.start", "websocket.http.response.start"):
                 status = message["status"]
-            elif message["type"] == "http.response.body" and status >= 400 and len(error_body) < ERROR_BODY_BYTES:
+            elif kind == "websocket.accept":
+                status = 101
+            elif kind == "websocket.close" and status == 500:
+                status = 403
+            elif kind.endswith("response.body") and status >= 400 and len(error_body) < ERROR_BODY_BYTES:
                 error_body.extend(message.get("body", b"")[: ERROR_BODY_BYTES - len(error_body)])
             await send(message)
 
@@ -55,7 +62,7 @@ class AccessLog:
 
     def _record(self, scope: dict[str, Any], status: int, seconds: float, error_body: bytes) -> None:
         route = getattr(scope.get("route"), "path", None) or UNROUTED
-        method = scope["method"]
+        method = scope.get("method", "WEBSOCKET") if scope["type"] == "http" else "WEBSOCKET"
         metrics.http_requests.labels(method, route, str(status)).inc()
         metrics.http_duration.labels(method, route).observe(seconds)
         if not self.enabled or route in QUIET_ROUTES:

@@ -412,6 +412,11 @@ async def first_delta_watch(frames: AsyncIterator[str], started: float, model: s
     waiting = True
     async for text in frames:
         if waiting and text.startswith("event: response.output_text.delta\n"):
-            first_delta.labels(models(model)).observe(time.perf_counter() - started)
+            first_delta_seen(started, model)
             waiting = False
         yield text
+
+
+def first_delta_seen(started: float, model: str) -> None:
+    """A streamed response's first text delta is sent (over SSE or a WebSocket)."""
+    first_delta.labels(models(model)).observe(time.perf_counter() - started)

@@ -26,7 +26,6 @@ from api.codec import CodecAccess
 from api.history_eraser import HistoryEraser
 from api.http_protocol import with_header_timeout
 from api.ingestions import Ingestions
-from api.runner import ResponseRunner
 from demo.model import served_model
 from models.errors import StartupError
 from sealing.payload_codec import EncryptedPayloads
@@ -46,7 +45,7 @@ from worker.retention import Retention
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
-from worker.temporal import build_worker, connect, temporal_connection, with_visibility
+from worker.temporal import build_worker, connect, response_runner, temporal_connection, with_visibility
 from worker.vector_store_chores import VectorStoreChores
 
 log = logging.getLogger(__name__)
@@ -89,22 +88,6 @@ async def connect_with_retry(settings: Settings) -> Client:
     )
 
 
-def _runner(
-    client: Client, settings: Settings, repository: ResponseRepository, outcomes: Outcomes, *, local_worker: bool
-) -> ResponseRunner:
-    return ResponseRunner(
-        client,
-        settings.task_queue,
-        settings.execution,
-        task_timeout_seconds=settings.workflow_task_timeout_seconds,
-        repository=repository,
-        local_worker=local_worker,
-        outcomes=outcomes,
-        registry=settings.registry(),
-        summary_input=settings.summary_input,
-    )
-
-
 @asynccontextmanager
 async def working(
     client: Client,
@@ -118,7 +101,7 @@ async def working(
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
-    orphans = OrphanSweeper(repository, _runner(client, settings, repository, outcomes, local_worker=True))
+    orphans = OrphanSweeper(repository, response_runner(client, settings, repository, outcomes, local_worker=True))
     retention = Retention(
         repository,
         client,
@@ -310,7 +293,7 @@ async def run_api(
         outcomes = Outcomes()  # what this process's worker hands over to its requests
         app = create_app(
             repository,
-            _runner(client, settings, repository, outcomes, local_worker=with_worker),
+            response_runner(client, settings, repository, outcomes, local_worker=with_worker),
             max_in_flight=settings.max_in_flight_responses,
             limits=settings.limits(),
             served_model=served_model if settings.uses_demo_model else None,
@@ -327,6 +310,7 @@ async def run_api(
             metrics_route=settings.metrics_port is None,
             embedding_model=settings.embedding_model,
             sandbox=settings.sandbox,
+            websocket=settings.websocket,
         )
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)

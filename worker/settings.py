@@ -30,6 +30,7 @@ from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSett
 from search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
+from websocket_mode.settings import WebSocketSettings
 
 DEFAULT_TASK_QUEUE = "durable-responses"
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
@@ -164,6 +165,8 @@ class Settings(BaseModel):
     project_quotas: ProjectQuotas = Field(default_factory=ProjectQuotas)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """How code runs (`code_interpreter`, the hosted `shell`): `sandbox/settings.py`."""
+    websocket: WebSocketSettings = Field(default_factory=WebSocketSettings)
+    """What WebSocket mode allows (`WEBSOCKET_*`: `websocket_mode/settings.py`)."""
     """What one project may keep (`PROJECT_MAX_FILES` and the rest: `models/quotas.py`)."""
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 30.0
@@ -445,6 +448,12 @@ class Settings(BaseModel):
             "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
             "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
+            "websocket": WebSocketSettings(
+                enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
+                idle_seconds=_env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
+                max_connection_seconds=_env_float("WEBSOCKET_MAX_CONNECTION_SECONDS", 3600.0),
+                messages_per_second=_env_float("WEBSOCKET_MESSAGES_PER_SECOND", 20.0),
+            ),
         }
         for name, env in (
             ("task_queue", "TEMPORAL_TASK_QUEUE"),

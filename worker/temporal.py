@@ -21,9 +21,11 @@ from activities.handover import Outcomes
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
+from activities.steering import SteeringActivities
 from activities.store import StoreActivities
 from activities.web_search import SearchActivities
 from activities.webhooks import WebhookActivities
+from api.runner import ResponseRunner
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
@@ -143,6 +145,23 @@ log = logging.getLogger(__name__)
 WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
+def response_runner(
+    client: Client, settings: Settings, repository: ResponseRepository, outcomes: Outcomes, *, local_worker: bool
+) -> ResponseRunner:
+    """What starts responses' workflows: an API's, the orphan sweep's, a steered response's successor's."""
+    return ResponseRunner(
+        client,
+        settings.task_queue,
+        settings.execution,
+        task_timeout_seconds=settings.workflow_task_timeout_seconds,
+        repository=repository,
+        local_worker=local_worker,
+        outcomes=outcomes,
+        registry=settings.registry(),
+        summary_input=settings.summary_input,
+    )
+
+
 @asynccontextmanager
 async def build_worker(
     client: Client,
@@ -163,6 +182,9 @@ async def build_worker(
     gate = UpstreamGate(settings.registry(), repository.budgets)
     inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
     store = StoreActivities(repository, outcomes)
+    steering = SteeringActivities(
+        repository, response_runner(client, settings, repository, outcomes, local_worker=False)
+    )
     mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
     searching = SearchActivities(repository, provider_for(settings.search(), settings.search_egress()))
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
@@ -197,6 +219,8 @@ async def build_worker(
             store.emit_events,
             store.finalize_response,
             store.record_approval_wait,
+            steering.resolve_steers,
+            steering.start_successor,
             webhooks.enqueue_webhooks,
             mcp.list_mcp_tools,
             mcp.call_mcp_tool,

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from models.history_budget import MAX_HISTORY_BYTES, MAX_WORKFLOW_INPUT_BYTES, size_of
     from models.mcp import ApprovalDecision
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
+    from models.steering import SteerSignal
     from models.visibility import RESPONSE_STATE, current_details
     from models.webhooks import ended_event
     from models.workflow_io import (
@@ -43,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
         ResponseEnded,
         ResponseWorkflowInput,
     )
-    from workflows import patches
+    from workflows import patches, steering
     from workflows.catalogue import mcp_functions
     from workflows.failures import application_failure, error_code, is_cancel_request
     from workflows.machine import IllegalTransition, State
@@ -95,7 +96,10 @@ class ResponseWorkflow(ToolSteps):
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
             self.state.machine.fire("cancel")
+        successor = await steering.resolve(self.state)
         final = await self._finalize()
+        if successor is not None:
+            await steering.start_successor(self.state, successor)
         await send_webhooks(
             self.state.settings.webhooks,
             self.state.settings.webhook_task_queue,
@@ -184,6 +188,10 @@ class ResponseWorkflow(ToolSteps):
             raise ApplicationError(
                 f"the response has no approval request '{request_id}'", type="UnknownApprovalRequest"
             )
+
+    @workflow.signal(name="steer")
+    def steer(self, signal: SteerSignal) -> None:
+        steering.take_steer(self.state, signal)
 
     def _show_state(self, state: State) -> None:
         """The state as the workflow's current details and, when the namespace has it and an
@@ -291,6 +299,7 @@ class ResponseWorkflow(ToolSteps):
                     result.finish_reason,
                     self.state.decisions,
                     can_wait=response.background,
+                    steered=bool(self.state.steers),
                 )
                 match step.type:
                     case "finish":
@@ -343,6 +352,7 @@ class ResponseWorkflow(ToolSteps):
                         "parked": self.state.parked,
                         "answered": sorted({*self.state.answered, *self.state.decisions}),
                         "runs": was.runs + 1,
+                        "steers": self.state.steers,
                     }
                 ),
             }
@@ -360,6 +370,7 @@ class ResponseWorkflow(ToolSteps):
         self.state.sources = list(loop.sources)
         self.state.parked.update(loop.parked)
         self.state.answered = set(loop.answered)
+        self.state.steers = [*loop.steers, *(steer for steer in self.state.steers if steer not in loop.steers)]
         self.state.machine.fire("start")
 
     # ---- the response ------------------------------------------------------------------

@@ -19,8 +19,8 @@ from models.items import McpApprovalRequestItem
 class Finish:
     """The response ends here; `trigger` is the machine's, `incomplete_reason` when truncated."""
 
-    trigger: Literal["complete", "truncate"]
-    incomplete_reason: Literal["max_output_tokens", "content_filter"] | None = None
+    trigger: Literal["complete", "truncate", "steer"]
+    incomplete_reason: Literal["max_output_tokens", "content_filter", "steered"] | None = None
     type: Literal["finish"] = "finish"
 
 
@@ -59,10 +59,18 @@ def is_server_call(item: Any) -> bool:
 
 
 def next_step(
-    output: Sequence[Any], turn_start: int, finish_reason: str, decided: Collection[str], *, can_wait: bool
+    output: Sequence[Any],
+    turn_start: int,
+    finish_reason: str,
+    decided: Collection[str],
+    *,
+    can_wait: bool,
+    steered: bool = False,
 ) -> NextStep:
     """`output[turn_start:]` is this turn's; `decided` the approval requests answered so far;
-    `can_wait`: the response may wait for approvals (background) instead of ending with them."""
+    `can_wait`: the response may wait for approvals (background) instead of ending with them;
+    `steered`: input was queued for it, so it stops at the next safe boundary (the results of
+    its tools are in, the next turn has not begun) and a successor goes on from there."""
     match finish_reason:
         case "length":
             return Finish(trigger="truncate", incomplete_reason="max_output_tokens")
@@ -79,7 +87,7 @@ def next_step(
         return AwaitApproval(pending) if can_wait else Finish(trigger="complete")
     answered = any(item.type == "mcp_approval_request" for _, item in turn)
     if answered or any(is_server_call(item) for _, item in turn):
-        return Infer()
+        return Finish(trigger="steer", incomplete_reason="steered") if steered else Infer()
     return Finish(trigger="complete")
 
 

@@ -26,6 +26,7 @@ from sandbox.settings import SandboxSettings
 from sealing.secret_box import SecretBox
 from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
+from websocket_mode.settings import WebSocketSettings
 from worker.roles import codec_access, opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect, with_visibility
@@ -118,6 +119,7 @@ async def running_stack(
     worker_deployment_name: str | None = None,
     egress_allowlist: str = TEST_EGRESS,
     sandbox: SandboxSettings | None = None,
+    websocket: WebSocketSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -169,6 +171,7 @@ async def running_stack(
             codec_access=codec_access(settings),
             embedding_model=settings.embedding_model,
             sandbox=settings.sandbox,
+            websocket=websocket,
         )
         server = uvicorn.Server(
             uvicorn.Config(

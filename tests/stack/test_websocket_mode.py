@@ -1,0 +1,275 @@
+"""WebSocket mode through the official SDK's `client.responses.connect()`, strictly validated:
+responses in sequence on one connection, a function call answered by the next
+`response.create`, lanes in parallel, a `store: false` chain the connection holds, `generate:
+false`, refused messages answered with `error` events on a connection that stays open, and
+the door (keys, other paths, the mode turned off)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import websockets
+
+from tests.support.keys import make_key
+from tests.support.scripted_backend import Reply, ScriptedBackend
+from tests.support.stack import Stack, running_stack
+from websocket_mode.settings import WebSocketSettings
+
+TERMINAL = {"response.completed", "response.failed", "response.incomplete", "response.cancelled"}
+
+
+async def until_terminal(connection: Any, *, stream_id: str | None = None) -> list[Any]:
+    """The events of one response (of one lane, when `stream_id`), through its terminal one."""
+    seen = []
+    async for event in connection:
+        if stream_id is not None and getattr(event, "stream_id", None) != stream_id:
+            continue
+        seen.append(event)
+        if event.type in TERMINAL or event.type == "error":
+            return seen
+    raise AssertionError("the connection closed before the response ended")
+
+
+def user_texts(backend: ScriptedBackend, model: str, request: int) -> list[str]:
+    return [m["content"] for m in backend.requests(model)[request]["messages"] if m["role"] == "user"]
+
+
+async def test_two_responses_in_sequence_continue_one_another(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="first answer"), Reply(text="second answer")])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="first question")
+        first = await until_terminal(connection)
+        assert [event.type for event in first][:2] == ["response.created", "response.in_progress"]
+        assert first[-1].type == "response.completed" and first[-1].response.output_text == "first answer"
+        deltas = "".join(event.delta for event in first if event.type == "response.output_text.delta")
+        assert deltas == "first answer"
+        assert all(getattr(event, "stream_id", None) is None for event in first)
+        await connection.response.create(
+            model=model, input="second question", previous_response_id=first[-1].response.id
+        )
+        second = await until_terminal(connection)
+    assert second[-1].response.output_text == "second answer"
+    assert second[-1].response.previous_response_id == first[-1].response.id
+    assert "first question" in json.dumps(backend.requests(model)[1]["messages"])
+    stored = await sdk.responses.retrieve(second[-1].response.id)
+    assert stored.status == "completed" and stored.output_text == "second answer"
+
+
+async def test_a_function_call_is_answered_by_the_next_create(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(tool_calls=[("lookup", {"q": "x"})]), Reply(text="found it")])
+    tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="look it up", tools=[tool])
+        called = (await until_terminal(connection))[-1].response
+        call = called.output[0]
+        assert call.type == "function_call" and call.name == "lookup"
+        await connection.response.create(
+            model=model,
+            previous_response_id=called.id,
+            tools=[tool],
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "42"}],
+        )
+        answered = (await until_terminal(connection))[-1].response
+    assert answered.output_text == "found it"
+    assert [m["content"] for m in backend.requests(model)[1]["messages"] if m["role"] == "tool"] == ["42"]
+
+
+async def test_lanes_run_side_by_side_and_say_which_they_are(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, stack: Stack
+):
+    """Two `stream_id`s: both responses stream at once (their events interleave), every event
+    names its lane, and each lane keeps its own order."""
+    slow = {"chunk_delay": 0.05, "chunk_chars": 2}
+    backend.script(f"{model}-a", [Reply(text="alpha " * 10, **slow)])
+    backend.script(f"{model}-b", [Reply(text="bravo " * 10, **slow)])
+    events: list[Any] = []
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=f"{model}-a", input="a", stream_id="a")
+        await connection.response.create(model=f"{model}-b", input="b", stream_id="b")
+        ended: set[str] = set()
+        async for event in connection:
+            events.append(event)
+            if event.type in TERMINAL:
+                ended.add(event.stream_id)
+            if ended == {"a", "b"}:
+                break
+    lanes = [event.stream_id for event in events]
+    assert set(lanes) == {"a", "b"}
+    first_end = min(index for index, event in enumerate(events) if event.type in TERMINAL)
+    assert {"a", "b"} <= set(lanes[:first_end]), "one lane waited for the other"
+    for lane, text in (("a", "alpha " * 10), ("b", "bravo " * 10)):
+        mine = [event for event in events if event.stream_id == lane]
+        numbers = [event.sequence_number for event in mine]
+        assert numbers == sorted(numbers) and mine[-1].response.output_text == text
+
+
+async def test_a_lane_runs_its_creates_one_after_another(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str):
+    backend.script(model, [Reply(text="one", delay=0.3), Reply(text="two")])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="1")
+        await connection.response.create(model=model, input="2")
+        first = await until_terminal(connection)
+        second = await until_terminal(connection)
+    assert first[-1].response.output_text == "one" and second[-1].response.output_text == "two"
+    assert second[0].response.created_at >= first[-1].response.created_at
+
+
+async def test_an_unstored_chain_lives_on_its_connection_only(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="remember 7"), Reply(text="it was 7")])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="the number is 7", store=False)
+        first = (await until_terminal(connection))[-1].response
+        await connection.response.create(model=model, input="what was it?", store=False, previous_response_id=first.id)
+        second = (await until_terminal(connection))[-1].response
+        assert second.output_text == "it was 7"
+        assert "the number is 7" in json.dumps(backend.requests(model)[1]["messages"])
+        with pytest.raises(openai.NotFoundError):
+            await sdk.responses.retrieve(first.id)  # never stored
+        async with sdk.responses.connect() as elsewhere:
+            await elsewhere.response.create(model=model, input="and?", previous_response_id=first.id)
+            refused = await until_terminal(elsewhere)
+    assert refused[-1].type == "error" and refused[-1].error.code == "previous_response_not_found"
+    assert refused[-1].status == 404
+
+
+async def test_generate_false_keeps_the_input_as_context_and_asks_nothing(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="warm answer")])
+    async with sdk.responses.connect() as connection:
+        await connection.send({"type": "response.create", "model": model, "input": "context only", "generate": False})
+        warmed = (await until_terminal(connection))[-1].response
+        assert warmed.status == "completed" and warmed.output == [] and backend.requests(model) == []
+        await connection.response.create(model=model, input="now answer", previous_response_id=warmed.id)
+        answered = (await until_terminal(connection))[-1].response
+    assert answered.output_text == "warm answer"
+    assert user_texts(backend, model, 0) == ["context only", "now answer"]
+
+
+@pytest.mark.parametrize(
+    ("event", "param", "code"),
+    [
+        ({"type": "response.create", "input": "no model"}, "model", "missing_required_parameter"),
+        ({"type": "response.create", "model": "m", "input": 5}, "input", "invalid_value"),
+        ({"type": "response.create", "model": "m", "input": "x", "background": True}, "background", None),
+        ({"type": "response.create", "model": "m", "input": "x", "stream_id": 7}, "stream_id", "invalid_value"),
+        ({"type": "response.create", "model": "m", "input": "x", "bogus": 1}, "bogus", "unknown_parameter"),
+        ({"type": "response.dance"}, "type", "invalid_value"),
+        ({"model": "m"}, "type", "missing_required_parameter"),
+        ({"type": "response.steer", "input": "x"}, "previous_response_id", "missing_required_parameter"),
+    ],
+)
+async def test_a_bad_message_gets_an_error_event_and_the_connection_stays_open(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, event: dict, param: str, code: str | None
+):
+    backend.script(model, [Reply(text="still here")])
+    async with sdk.responses.connect() as connection:
+        await connection.send(event)
+        refused = await until_terminal(connection)
+        assert refused[-1].type == "error" and refused[-1].status == 400
+        assert refused[-1].error.param == param and refused[-1].error.type == "invalid_request_error"
+        if code is not None:
+            assert refused[-1].error.code == code
+        await connection.response.create(model=model, input="and now?")
+        assert (await until_terminal(connection))[-1].response.output_text == "still here"
+
+
+async def test_not_json_gets_an_error_event(stack: Stack, backend: ScriptedBackend, model: str):
+    async with websockets.connect(stack.base_url.replace("http", "ws") + "/responses") as socket:
+        await socket.send("{not json")
+        refused = json.loads(await socket.recv())
+        assert refused["type"] == "error" and refused["status"] == 400
+        assert refused["error"]["code"] == "invalid_json"
+
+
+async def test_a_response_over_websocket_is_cancelled_over_http(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="never " * 200, chunk_delay=0.05, chunk_chars=3)])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="long")
+        created = None
+        async for event in connection:
+            if event.type == "response.created":
+                created = event.response.id
+            if event.type == "response.output_text.delta":
+                cancelled = await sdk.responses.cancel(created)
+                break
+        rest = await until_terminal(connection)
+    assert cancelled.status == "cancelled" and rest[-1].type == "response.failed"  # as over SSE
+    assert rest[-1].response.status == "cancelled"
+
+
+async def test_other_paths_and_a_mode_turned_off_say_why(stack: Stack, temporal_address: str, backend: ScriptedBackend):
+    base = stack.base_url.replace("http", "ws").removesuffix("/v1")
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(f"{base}/v1/chat"):
+            pass
+    assert refused.value.response.status_code == 404
+    assert b"/v1/responses" in refused.value.response.body
+    off = dataclasses.replace(stack.store, url=stack.store.url)
+    async with running_stack(temporal_address, backend, off, websocket=WebSocketSettings(enabled=False)) as closed:
+        with pytest.raises(websockets.InvalidStatus) as turned_off:
+            async with websockets.connect(closed.base_url.replace("http", "ws") + "/responses"):
+                pass
+    assert turned_off.value.response.status_code == 403
+    assert b"WEBSOCKET_MODE" in turned_off.value.response.body
+
+
+async def test_a_connection_without_a_key_is_refused_once_keys_exist(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
+):
+    backend.script(model, [Reply(text="keyed")])
+    async with running_stack(temporal_address, backend, sqlite_store) as own:
+        key, _ = make_key(own, "alpha")
+        url = own.base_url.replace("http", "ws") + "/responses"
+        for headers in ({}, {"Authorization": "Bearer sk-wrong"}):
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                async with websockets.connect(url, additional_headers=headers):
+                    pass
+            assert refused.value.response.status_code == 401
+            assert json.loads(refused.value.response.body)["error"]["type"] == "invalid_request_error"
+        keyed = openai.AsyncOpenAI(base_url=own.base_url, api_key=key, _strict_response_validation=True)
+        async with keyed.responses.connect() as connection:
+            await connection.response.create(model=model, input="hi")
+            answered = (await until_terminal(connection))[-1].response
+        assert answered.output_text == "keyed"
+        async with httpx.AsyncClient() as http:
+            log = await http.get(own.base_url + "/responses", headers={"Authorization": f"Bearer {key}"})
+        assert answered.id in log.text
+
+
+async def test_a_connection_that_sends_too_fast_or_too_much_is_closed_with_a_reason(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store
+):
+    limits = WebSocketSettings(messages_per_second=5, message_burst=5, idle_seconds=0.5)
+    async with running_stack(temporal_address, backend, sqlite_store, websocket=limits) as own:
+        url = own.base_url.replace("http", "ws") + "/responses"
+        async with websockets.connect(url) as socket:
+            for _ in range(10):
+                await socket.send('{"type": "response.dance"}')
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await socket.recv()
+        assert closed.value.rcvd.code == 1008 and "WEBSOCKET_MESSAGES_PER_SECOND" in closed.value.rcvd.reason
+        async with websockets.connect(url) as socket:
+            with pytest.raises(websockets.ConnectionClosed) as idle:
+                await asyncio.wait_for(socket.recv(), 10)
+        assert idle.value.rcvd.code == 1000 and "WEBSOCKET_IDLE_SECONDS" in idle.value.rcvd.reason
+        async with websockets.connect(url, max_size=None) as socket:
+            await socket.send("x" * (17 * 1024 * 1024))
+            with pytest.raises(websockets.ConnectionClosed) as big:
+                await asyncio.wait_for(socket.recv(), 10)
+        assert big.value.rcvd.code in (1009, 1008)

@@ -1,0 +1,212 @@
+"""One WebSocket connection: its reader (messages in, checked and rate-bounded), its writer
+(one task, so events never interleave mid-frame), its lanes.
+
+A lane is a `stream_id` (or none): its `response.create`s run one after another, first in
+first out; lanes run side by side. A steer runs at once, beside the lanes. When the
+connection ends (the client left, it idled, it lasted its most), its lanes stop following
+their responses, which go on: the event log has every event, for `GET
+/v1/responses/{id}?stream=true&starting_after=`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import orjson
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from access.principal import Principal
+from api.body import Limits
+from api.params import principal
+from api.runner import ResponseRunner
+from models.errors import InvalidRequestError
+from store.repository import ResponseRepository
+from websocket_mode.client_events import ClientEventError, CreateEvent, SteerEvent, parse
+from websocket_mode.held import HeldResponses
+from websocket_mode.server_events import Event, error_event
+from websocket_mode.settings import WebSocketSettings
+
+log = logging.getLogger(__name__)
+
+NORMAL, POLICY, TOO_BIG, GOING_AWAY = 1000, 1008, 1009, 1001
+
+
+class Closing(Exception):
+    """The server closes the connection: `code` and `reason` are sent with the close."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class Lane:
+    """A `stream_id`'s queue of `response.create`s, run one at a time by its own task."""
+
+    def __init__(self, stream_id: str | None, run: Callable[[CreateEvent, Lane], Awaitable[None]]) -> None:
+        self.stream_id = stream_id
+        self.queue: asyncio.Queue[CreateEvent] = asyncio.Queue()
+        self.busy = False
+        self.task = asyncio.create_task(self._work(run))
+
+    async def _work(self, run: Callable[[CreateEvent, Lane], Awaitable[None]]) -> None:
+        while True:
+            event = await self.queue.get()
+            self.busy = True
+            try:
+                await run(event, self)
+            except Exception:  # noqa: BLE001 - one response's trouble ends neither the lane nor the connection
+                log.exception("a response on WebSocket lane %r failed", self.stream_id)
+            finally:
+                self.busy = self.queue.qsize() > 0
+
+
+Respond = Callable[["Connection", CreateEvent, Lane], Coroutine[Any, Any, None]]
+Steer = Callable[["Connection", SteerEvent], Coroutine[Any, Any, None]]
+
+
+class Connection:
+    def __init__(self, websocket: WebSocket, settings: WebSocketSettings) -> None:
+        state = websocket.app.state
+        self.websocket = websocket
+        self.settings = settings
+        self.acting: Principal = principal(websocket)
+        self.repository: ResponseRepository = state.repository
+        self.runner: ResponseRunner = state.runner
+        self.limits: Limits = state.limits
+        self.held = HeldResponses(self.runner, settings.max_held_responses)
+        self.lanes: dict[str | None, Lane] = {}
+        self.lane_of: dict[str, str | None] = {}
+        """Responses made or followed on this connection -> their lane."""
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue(settings.outbox_events)
+        self.sequence = 0
+        """Numbers the connection's own events (`error`, `response.steer.*`)."""
+        self.told: set[str] = set()
+        """Steers whose fate the client has been told."""
+        self._tokens = float(settings.message_burst)
+        self._counted_at = time.monotonic()
+        self._steering: set[asyncio.Task[None]] = set()
+
+    async def serve(
+        self,
+        respond: Respond,
+        steer: Steer,
+    ) -> None:
+        await self.websocket.accept()
+        writer = asyncio.create_task(self._write())
+        closing = Closing(NORMAL, "")
+        try:
+            await asyncio.wait_for(self._read(respond, steer), self.settings.max_connection_seconds)
+        except Closing as reason:
+            closing = reason
+        except TimeoutError:
+            closing = Closing(GOING_AWAY, "connection lasted its most (WEBSOCKET_MAX_CONNECTION_SECONDS); reconnect")
+        except WebSocketDisconnect:
+            closing = Closing(0, "")
+        finally:
+            for task in [*(lane.task for lane in self.lanes.values()), *self._steering]:
+                task.cancel()
+            await asyncio.gather(*(lane.task for lane in self.lanes.values()), *self._steering, return_exceptions=True)
+            await self.outbox.put(None)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer, 5.0)
+            writer.cancel()
+            if closing.code:
+                with contextlib.suppress(Exception):
+                    await self.websocket.close(closing.code, closing.reason)
+            await self.held.release_all()
+
+    # ---- in ---------------------------------------------------------------------------
+
+    async def _read(
+        self,
+        respond: Respond,
+        steer: Steer,
+    ) -> None:
+        while True:
+            message = await self._next_message()
+            self._count_message()
+            try:
+                event = parse(message, self.limits)
+            except ClientEventError as error:
+                await self.send(error_event(error, error.stream_id))
+                continue
+            except InvalidRequestError as error:
+                await self.send(error_event(error))
+                continue
+            if isinstance(event, SteerEvent):
+                task = asyncio.create_task(steer(self, event))
+                self._steering.add(task)
+                task.add_done_callback(self._steering.discard)
+                continue
+            lane = self.lanes.get(event.stream_id)
+            if lane is None:
+                if len(self.lanes) >= self.settings.max_lanes:
+                    await self.send(
+                        error_event(
+                            InvalidRequestError(
+                                f"This connection has {len(self.lanes)} lanes, as many as it may; reuse a `stream_id`.",
+                                param="stream_id",
+                                code="invalid_value",
+                            ),
+                            event.stream_id,
+                        )
+                    )
+                    continue
+                lane = self.lanes[event.stream_id] = Lane(
+                    event.stream_id, lambda created, on: respond(self, created, on)
+                )
+            lane.busy = True
+            lane.queue.put_nowait(event)
+
+    async def _next_message(self) -> str | bytes:
+        """The next text or bytes; closes a connection idle past its bound, or one whose
+        message is larger than a request body may be."""
+        while True:
+            try:
+                message = await asyncio.wait_for(self.websocket.receive(), self.settings.idle_seconds)
+            except TimeoutError:
+                if any(lane.busy for lane in self.lanes.values()) or self._steering:
+                    continue
+                raise Closing(NORMAL, f"idle for {self.settings.idle_seconds:g} s (WEBSOCKET_IDLE_SECONDS)") from None
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000))
+            data: str | bytes | None = message.get("text")
+            if data is None:
+                data = message.get("bytes") or b""
+            if len(data) > self.limits.max_request_bytes:
+                raise Closing(TOO_BIG, f"message larger than {self.limits.max_request_bytes} bytes (MAX_REQUEST_BYTES)")
+            return data
+
+    def _count_message(self) -> None:
+        """A token bucket: a client may send `messages_per_second`, in bursts of `message_burst`."""
+        now = time.monotonic()
+        rate = self.settings.messages_per_second
+        self._tokens = min(float(self.settings.message_burst), self._tokens + (now - self._counted_at) * rate)
+        self._counted_at = now
+        if self._tokens < 1:
+            raise Closing(POLICY, f"more than {rate:g} messages a second (WEBSOCKET_MESSAGES_PER_SECOND)")
+        self._tokens -= 1
+
+    # ---- out --------------------------------------------------------------------------
+
+    async def send(self, event: Event) -> None:
+        """One of the connection's own events, numbered in the connection's sequence."""
+        self.sequence += 1
+        await self.outbox.put(orjson.dumps({"sequence_number": self.sequence} | event).decode())
+
+    async def send_text(self, text: str) -> None:
+        """A logged event, as its log has it."""
+        await self.outbox.put(text)
+
+    async def _write(self) -> None:
+        while (text := await self.outbox.get()) is not None:
+            try:
+                await self.websocket.send_text(text)
+            except Exception:  # noqa: BLE001 - the client is gone: the reader ends the connection
+                return

@@ -1,0 +1,86 @@
+"""A `response.create` on a lane: checked and kept as `POST /v1/responses` with `stream: true`
+is (the same admission, key limits and capacity check), then its events followed to its end
+and on through any successor its steers made (`websocket_mode/steering.py`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+from access.quotas import Quotas
+from api.admission import Admission
+from api.preparation import PreparedResponse
+from api.routes import kept_and_started, prepared_for
+from api.sse import logged_events
+from models.errors import ApiError
+from telemetry import metrics
+from websocket_mode.client_events import CreateEvent
+from websocket_mode.connection import Connection, Lane
+from websocket_mode.server_events import error_event, on_lane
+from websocket_mode.steering import after_end, pending_steers
+
+
+async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> None:
+    arrived = time.perf_counter()
+    state = connection.websocket.app.state
+    admission: Admission = state.admission
+    quotas: Quotas = state.quotas
+    key = connection.acting.limit_key
+    async with AsyncExitStack() as held:
+        try:
+            admission.enter()
+            held.callback(admission.leave)
+            quotas.enter(key)
+            held.callback(quotas.leave, key)
+            quotas.open_stream(key)
+            held.callback(quotas.close_stream, key)
+            prepared = await _prepared(connection, event)
+            if event.generate:
+                await state.capacity.check(prepared.response.model)
+            await kept_and_started(connection.websocket, prepared, connection.acting)
+        except ApiError as error:
+            await connection.send(error_event(error, lane.stream_id))
+            return
+        response = prepared.response
+        following: str | None = response.id
+        while following is not None:
+            connection.lane_of[following] = lane.stream_id
+            if not response.store:
+                await connection.held.hold(following)
+            await _follow(connection, following, lane, arrived, response.model)
+            following = await after_end(connection, following, lane)
+
+
+async def _prepared(connection: Connection, event: CreateEvent) -> PreparedResponse:
+    """The response as `prepare` makes it, with the input the steers of the response it
+    continues left pending put first (committed to it when it is kept)."""
+    payload: dict[str, Any] = dict(event.payload)
+    previous = payload.get("previous_response_id")
+    pending = await pending_steers(connection, previous) if isinstance(previous, str) else []
+    if pending:
+        given = payload.get("input", [])
+        given = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given
+        if isinstance(given, list):
+            payload["input"] = [item for steer in pending for item in steer.input_items()] + given
+    prepared = await prepared_for(
+        connection.websocket,
+        connection.acting,
+        payload,
+        windows=connection.websocket.app.state.windows,
+        held=connection.held.ids(),
+    )
+    response = prepared.response
+    response.generate = event.generate
+    response.held_by_connection = not response.store
+    return dataclasses.replace(prepared, commits=[steer.id for steer in pending]) if pending else prepared
+
+
+async def _follow(connection: Connection, response_id: str, lane: Lane, arrived: float, model: str) -> None:
+    waiting_for_delta = True
+    async for logged in logged_events(connection.repository, response_id, after=-1):
+        if waiting_for_delta and logged.type == "response.output_text.delta":
+            metrics.first_delta_seen(arrived, model)
+            waiting_for_delta = False
+        await connection.send_text(on_lane(logged.data, lane.stream_id))
