@@ -22,6 +22,7 @@ COPY sealing ./sealing
 COPY search ./search
 COPY retrieval ./retrieval
 COPY sandbox ./sandbox
+COPY websocket_mode ./websocket_mode
 COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows

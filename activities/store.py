@@ -19,6 +19,7 @@ from models.activity_io import (
     RecordStatusResult,
 )
 from store.repository import ResponseRepository
+from store.steers import SteerSettlement
 from telemetry import metrics
 
 
@@ -54,14 +55,18 @@ class StoreActivities:
         process that waits for it."""
         response = request.response
         tool_results = await self.repository.parked.tool_texts(response.id, request.tool_results)
+        steering = (
+            None if request.successor_id is None else SteerSettlement(request.successor_id, request.required_input)
+        )
         ended = await self.repository.finish(
             response,
             with_event=request.emit_events,
             parked=request.parked,
             tool_messages=tool_messages(tool_results),
             listings=request.listings,
+            steering=steering,
         )
         if ended is not None:
             self.outcomes.publish(ended)
             metrics.response_ended(ended.model, ended.status)
-        return FinalizeResult(stored=response.store)
+        return FinalizeResult(stored=response.store, successor_id=steering.made if steering else None)

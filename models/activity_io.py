@@ -104,6 +104,11 @@ class FinalizeInput(BaseModel):
     """Results of tools run after the last inference call: kept in the chat context."""
     listings: list[McpListing] = Field(default_factory=list)
     """Every MCP listing this response saw, kept for the rest of its chain."""
+    successor_id: str | None = None
+    """The id a successor gets, should steers be queued for the response (made by the
+    workflow: the same on every retry; `models/steering.py`)."""
+    required_input: list[dict[str, str]] = Field(default_factory=list)
+    """What the client owes the ended response (its steers then stay `pending`)."""
 
 
 class ListMcpToolsInput(BaseModel):
@@ -154,6 +159,8 @@ class EmitEventsResult(BaseModel):
 
 class FinalizeResult(BaseModel):
     stored: bool
+    successor_id: str | None = None
+    """The successor made from the response's steers, to be started now."""
 
 
 class WebSearchInput(BaseModel):

@@ -12,7 +12,6 @@ FINALIZE_RESPONSE = "finalize_response"
 RECORD_APPROVAL_WAIT = "record_approval_wait"
 LIST_MCP_TOOLS = "list_mcp_tools"
 ENQUEUE_WEBHOOKS = "enqueue_webhooks"
-RESOLVE_STEERS = "resolve_steers"
 START_SUCCESSOR = "start_successor"
 
 # Steps any worker may take (regular activities: retried, heartbeated, moved when a worker dies).

@@ -1,10 +1,13 @@
 """Steering: user input queued for a running response (WebSocket mode's `response.steer`).
 
-A steer is kept in the store before the response's workflow is told of it (the `steer`
-signal, which carries only its id: history is written at once, even while a model call runs), and the workflow decides what becomes of it when the response
-stops: a successor response that starts from it (`committed`), kept for the client's own
-continuation while the response waits for tool results or approvals (`pending`), or
-refused (`failed`). `queued` is every steer's first status.
+A steer is kept in the store, only while its response runs, before the response's workflow
+is told of it (the `steer` signal, which carries only its id, so that the response stops at
+its next safe boundary). The store decides: the steers it holds when the response's end is
+written are those that follow it (none can join it after). As the end is written, each
+becomes part of a successor that starts from them (`committed`), is kept for the client's
+own continuation while the response waits for tool results or approvals (`pending`), or is
+refused, the response having failed or been cancelled (`failed`). `queued` is every steer's
+first status.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ MAX_PENDING_STEERS = 16
 
 STEERABLE_STATUSES = frozenset({"queued", "in_progress"})
 
+SUCCESSOR_STATUSES = frozenset({"completed", "incomplete"})
+"""How a response may end for its steers to go on in a successor (one that failed or was
+cancelled fails them: the connection tells the client)."""
+
 ANSWERED_BY: dict[str, str] = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
@@ -39,23 +46,6 @@ class SteerSignal(BaseModel):
     """The `steer` signal: a steer the store keeps, for the response to stop for."""
 
     steer_id: str = Field(min_length=1, max_length=80)
-
-
-class ResolveSteersInput(BaseModel):
-    response_id: str
-    steer_ids: list[str]
-    """The steers the workflow took, in the order it took them."""
-    successor_id: str
-    """The id a successor gets (made by the workflow: the same on every retry)."""
-    required_input: list[dict[str, str]] = Field(default_factory=list)
-    """What the client must answer before anything may follow (`required_input`): when there
-    is some, the steers stay `pending` for the client's own continuation."""
-    project: str = ""
-
-
-class ResolveSteersResult(BaseModel):
-    successor_id: str | None = None
-    """The successor made (to be started once the response's end is written)."""
 
 
 class StartSuccessorInput(BaseModel):

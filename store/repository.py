@@ -39,7 +39,7 @@ from store.paging import page_of_items
 from store.parked import Parked, ParkedFields
 from store.schema import NO_PROJECT
 from store.starts import Starts
-from store.steers import Steers
+from store.steers import Steers, SteerSettlement
 from store.turns import Turns
 from store.vector_stores import VectorStores
 from store.webhooks import WebhookEndpoints, WebhookOutbox
@@ -152,59 +152,92 @@ class ResponseRepository:
         the steers whose input it starts from (`commits`); `secrets_of`: a response of the same
         project whose sealed MCP secrets it takes too (a steered response's successor)."""
         sealed = {label: self.mcp_secrets.seal(value, project) for label, value in (secrets or {}).items()}
-        response_id = response.id
         async with self.db.write() as transaction:
-            await transaction.run(
-                "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
-                "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
-                ":data, :project, :conversation_id)",
-                id=response_id,
-                created_at=response.created_at,
-                sort_key=time.time_ns() // 1000,
-                status=response.status,
-                stored=response.store,
-                previous=response.previous_response_id,
-                data=response.model_dump_json(),
+            await self._create_in(
+                transaction,
+                response,
+                items,
+                first_events,
+                sealed=sealed,
+                decisions=decisions,
+                parked=parked,
                 project=project,
-                conversation_id=response.conversation.id if response.conversation else None,
+                decided_by=decided_by,
+                closes=closes,
+                applies=applies,
+                commits=commits,
+                secrets_of=secrets_of,
             )
-            if items:
-                await transaction.run_many(
-                    "INSERT INTO input_items (response_id, position, item_id, data) "
-                    "VALUES (:response_id, :position, :item_id, :data)",
-                    [
-                        {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
-                        for position, (item_id, data) in enumerate(items)
-                    ],
-                )
-            if sealed:
-                await transaction.run_many(
-                    "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
-                    "VALUES (:response_id, :server_label, :sealed)",
-                    [
-                        {"response_id": response_id, "server_label": label, "sealed": value}
-                        for label, value in sealed.items()
-                    ],
-                )
-            if decisions:
-                await Approvals.answer_in(transaction, response_id, decisions, decided_by=decided_by)
-            if parked:
-                await ParkedFields.put_in(transaction, response_id, parked)
-            if closes or applies:
-                await Approvals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
-            if secrets_of is not None:
-                await transaction.run(
-                    "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
-                    "SELECT :id, server_label, sealed FROM mcp_secrets WHERE response_id = :of",
-                    id=response_id,
-                    of=secrets_of,
-                )
-            if commits:
-                await Steers.commit_in(transaction, commits, response_id)
-            if first_events:
-                await self.events.append_in(transaction, response_id, first_events, new_log=True)
-            if response.conversation is not None:
-                await Conversations.lock(transaction, response.conversation.id, response_id)
+
+    async def _create_in(
+        self,
+        transaction: Transaction,
+        response: Response,
+        items: list[tuple[str, dict[str, Any]]],
+        first_events: list[dict[str, Any]] | None,
+        *,
+        sealed: dict[str, str] | None = None,
+        decisions: dict[str, bool] | None = None,
+        parked: Parked | None = None,
+        project: str = NO_PROJECT,
+        decided_by: str | None = None,
+        closes: list[str] | None = None,
+        applies: list[str] | None = None,
+        commits: list[str] | None = None,
+        secrets_of: str | None = None,
+    ) -> None:
+        response_id = response.id
+        await transaction.run(
+            "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
+            "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
+            ":data, :project, :conversation_id)",
+            id=response_id,
+            created_at=response.created_at,
+            sort_key=time.time_ns() // 1000,
+            status=response.status,
+            stored=response.store,
+            previous=response.previous_response_id,
+            data=response.model_dump_json(),
+            project=project,
+            conversation_id=response.conversation.id if response.conversation else None,
+        )
+        if items:
+            await transaction.run_many(
+                "INSERT INTO input_items (response_id, position, item_id, data) "
+                "VALUES (:response_id, :position, :item_id, :data)",
+                [
+                    {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
+                    for position, (item_id, data) in enumerate(items)
+                ],
+            )
+        if sealed:
+            await transaction.run_many(
+                "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
+                "VALUES (:response_id, :server_label, :sealed)",
+                [
+                    {"response_id": response_id, "server_label": label, "sealed": value}
+                    for label, value in sealed.items()
+                ],
+            )
+        if decisions:
+            await Approvals.answer_in(transaction, response_id, decisions, decided_by=decided_by)
+        if parked:
+            await ParkedFields.put_in(transaction, response_id, parked)
+        if closes or applies:
+            await Approvals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
+        if secrets_of is not None:
+            await transaction.run(
+                "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
+                "SELECT :id, server_label, sealed FROM mcp_secrets WHERE response_id = :of",
+                id=response_id,
+                of=secrets_of,
+            )
+        if commits:
+            await Steers.commit_in(transaction, commits, response_id)
+        if first_events:
+            await self.events.append_in(transaction, response_id, first_events, new_log=True)
+        if response.conversation is not None:
+            await Conversations.lock(transaction, response.conversation.id, response_id)
 
     async def get_response(
         self, response_id: str, *, include_unstored: bool = False, project: str | None = None
@@ -252,6 +285,7 @@ class ResponseRepository:
         parked: dict[str, str] | None = None,
         tool_messages: list[dict[str, Any]] | None = None,
         listings: list[McpListing] | None = None,
+        steering: SteerSettlement | None = None,
     ) -> Response | None:
         """Write a response's end in one transaction: the final response, its output items
         whole again (`parked`: those that travelled as stubs -> the item their fields are parked
@@ -262,9 +296,11 @@ class ResponseRepository:
         request or stream that waits for it has it (`purge`) or `sweep_unstored` runs; one a
         WebSocket connection holds keeps its chain too, until the connection lets it go.
 
-        The first end written stays: a finalize that runs again (its workflow task was retried
-        after the first one wrote) changes nothing and gets the response as it was written.
-        Returns the response as it ends, or None when it is gone."""
+        The steers the response holds are settled in the same transaction (`steering`: its
+        `made` says which successor they made, `store/steers.py`), so whoever sees the end
+        finds them settled. The first end written stays: a finalize that runs again (its
+        workflow task was retried after the first one wrote) changes nothing and gets the
+        response as it was written. Returns the response as it ends, or None when it is gone."""
         response_id = response.id
         async with self.db.write() as transaction:
             if parked:
@@ -278,7 +314,11 @@ class ResponseRepository:
             )
             if changed == 0:
                 data = await transaction.value("SELECT data FROM responses WHERE id = :id", id=response_id)
+                if steering is not None:
+                    await steering.made_before(transaction)
                 return None if data is None else Response.model_validate_json(data)
+            if steering is not None:  # before its MCP secrets go: a successor takes them
+                await steering.settle_in(transaction, response, self._create_in)
             if response.conversation is not None:
                 await Conversations.append_turn(
                     transaction, response.conversation.id, response_id, await self._turn_items(transaction, response)

@@ -97,13 +97,9 @@ async def after_end(connection: Connection, response_id: str, lane: Lane) -> str
                 successor = kept.successor_id
             case "pending":
                 await connection.send(steer_pending(kept.id, target, kept.required_input or [], lane.stream_id))
-            case "queued" | "failed":
-                if kept.status == "queued":
-                    await connection.repository.steers.mark([kept.id], "failed", error_code="response_not_active")
+            case "failed" | "queued":  # queued: its response stopped before the store took it
                 ended = await connection.repository.get_response(response_id, include_unstored=True)
                 code, message = FAILED_BECAUSE.get(ended.status if ended else "", NOT_ACTIVE)
-                if ended is not None and ended.status in ("completed", "incomplete") and kept.status == "queued":
-                    code, message = "response_already_completed", "The response stopped before it took this input."
                 await connection.send(
                     steer_failed(
                         kept.error_code or code, message, target, given, steer_id=kept.id, stream_id=lane.stream_id

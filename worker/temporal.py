@@ -219,7 +219,6 @@ async def build_worker(
             store.emit_events,
             store.finalize_response,
             store.record_approval_wait,
-            steering.resolve_steers,
             steering.start_successor,
             webhooks.enqueue_webhooks,
             mcp.list_mcp_tools,

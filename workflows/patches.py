@@ -50,7 +50,6 @@ CONTINUES_AS_NEW = "continues-as-new"
 RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
 WEBHOOKS_OUTBOX = "webhooks-outbox"
 INGESTION_RESUMES = "ingestion-resumes"
-STEERING = "steering"
 
 PATCHES = (
     Patch(STATE_SHOWN_IN_TEMPORAL, "2026-11-22", "the state machine's state shown in the UI"),
@@ -75,6 +74,5 @@ PATCHES = (
         "2026-11-26",
         "a file's ingestion embeds the next batch after the last, continues as new, resumes from its chunks",
     ),
-    Patch(STEERING, "2026-11-26", "a steered response resolves its steers and starts its successor"),
 )
 """Every patch in force (stage 1), oldest first. None is deprecated yet."""

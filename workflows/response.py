@@ -96,8 +96,7 @@ class ResponseWorkflow(ToolSteps):
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
             self.state.machine.fire("cancel")
-        successor = await steering.resolve(self.state)
-        final = await self._finalize()
+        final, successor = await self._finalize()
         if successor is not None:
             await steering.start_successor(self.state, successor)
         await send_webhooks(
@@ -419,7 +418,8 @@ class ResponseWorkflow(ToolSteps):
             **local_activity_options(self.state.settings.store),
         )
 
-    async def _finalize(self) -> Response:
+    async def _finalize(self) -> tuple[Response, str | None]:
+        """The response as it ends, and the successor its steers made (to be started)."""
         final = self._snapshot()
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
         final = self._ended_items(final)
@@ -432,6 +432,7 @@ class ResponseWorkflow(ToolSteps):
                     tool_results=self.state.tool_results,
                     listings=self.state.listings,
                     parked=self.state.parked,
+                    **steering.settlement(self.state),
                 ),
                 result_type=FinalizeResult,
                 **local_activity_options(self.state.settings.store),
@@ -439,8 +440,8 @@ class ResponseWorkflow(ToolSteps):
         )
         while True:
             try:
-                await asyncio.shield(writing)
-                return final
+                written: FinalizeResult = await asyncio.shield(writing)
+                return final, written.successor_id
             except asyncio.CancelledError:
                 # A cancel that arrives now is too late to change the end: write it anyway.
                 continue

@@ -2,14 +2,16 @@
 
 The `steer` signal brings a steer the store already keeps (its id only: the input stays in
 the store, out of history); the response stops at its next safe boundary (`turn.next_step`).
-When it has stopped, `resolve` decides the steers' fate in one store step, before the
-response's end is written (so whoever sees that end finds them decided): a successor made
-from them when the response completed or stopped for them, or kept `pending` while the
-client owes tool results or approvals. The successor starts once the end is written
+Its end settles the steers the store holds for it in the same transaction (`settlement`,
+`store/steers.py`): a successor made from them, or kept `pending` while the client owes tool
+results or approvals, or failed. The successor starts once the end is written
 (`start_successor`); if that start is lost, the orphan sweep starts it.
 """
 
 from __future__ import annotations
+
+import hashlib
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -18,14 +20,11 @@ with workflow.unsafe.imports_passed_through():
     from models import activity_names
     from models.steering import (
         MAX_PENDING_STEERS,
-        ResolveSteersInput,
-        ResolveSteersResult,
         StartSuccessorInput,
         StartSuccessorResult,
         SteerSignal,
         required_input,
     )
-    from workflows import patches
     from workflows.options import local_activity_options
     from workflows.response_state import ResponseState
 
@@ -44,30 +43,22 @@ def take_steer(state: ResponseState, signal: SteerSignal) -> None:
         state.steers.append(signal.steer_id)
 
 
-async def resolve(state: ResponseState) -> str | None:
-    """Close the response to steering and decide its steers; the successor's id, if one was made."""
+def successor_id(response_id: str) -> str:
+    """The id of a response's successor, if it gets one (at most one: it has one end). Derived
+    from its id, not drawn from the workflow's randomness, which later steps (webhook event
+    ids) draw from as they did before steering existed."""
+    return "resp_" + hashlib.sha256(f"{response_id}/successor".encode()).hexdigest()[:48]
+
+
+def settlement(state: ResponseState) -> dict[str, Any]:
+    """What the response's end needs to settle its steers (`FinalizeInput`): the id a
+    successor would get, and what the client owes it. The store settles them, since a steer
+    the workflow has not heard of yet (its signal waits behind a model call) is one too."""
     state.steering_closed = True
-    if not state.steers or state.machine.response_status not in SUCCESSOR_STATUSES:
-        return None
-    if not workflow.patched(patches.STEERING):
-        return None
-    try:
-        resolved: ResolveSteersResult = await workflow.execute_local_activity(
-            activity_names.RESOLVE_STEERS,
-            ResolveSteersInput(
-                response_id=state.response.id,
-                steer_ids=list(state.steers),
-                successor_id=f"resp_{workflow.uuid4().hex}{workflow.uuid4().hex[:16]}",
-                required_input=required_input(state.response.output, decided={*state.decisions, *state.answered}),
-                project=state.project,
-            ),
-            result_type=ResolveSteersResult,
-            **local_activity_options(state.settings.store),
-        )
-    except ActivityError as error:  # the steers stay queued: whoever waits for them hears they failed
-        workflow.logger.warning("could not resolve the steers of %s: %s", state.response.id, error.cause)
-        return None
-    return resolved.successor_id
+    return {
+        "successor_id": successor_id(state.response.id),
+        "required_input": required_input(state.response.output, decided={*state.decisions, *state.answered}),
+    }
 
 
 async def start_successor(state: ResponseState, successor_id: str) -> None:
