@@ -10,16 +10,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.support.dev_stack import DevStack
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
+from tests.support.waiting import eventually
 
-CODEX_VERSION = "0.169.0"
+CODEX_VERSION = "0.171.0"
 CODEX_MODEL = "gpt-5.5"
 """A model Codex knows: its catalog gives it the freeform `apply_patch` tool."""
 CACHE = (
@@ -53,7 +57,8 @@ def codex_cli() -> str:
     return str(binary)
 
 
-def codex_home(directory: Path, base_url: str) -> Path:
+def codex_home(directory: Path, base_url: str, *, websockets: bool = False) -> Path:
+    """Codex's config: this server as its model provider (over a WebSocket, `websockets`)."""
     home = directory / "codex-home"
     home.mkdir()
     (home / "config.toml").write_text(f"""model = "{CODEX_MODEL}"
@@ -65,6 +70,7 @@ name = "durable-responses"
 base_url = "{base_url}"
 wire_api = "responses"
 env_key = "DURABLE_RESPONSES_KEY"
+supports_websockets = {str(websockets).lower()}
 
 [features]
 apply_patch_freeform = true
@@ -123,6 +129,46 @@ async def test_codex_exec_runs_a_command_and_edits_a_file(
     assert patch_call["name"] == "apply_patch" and json.loads(patch_call["arguments"]) == {"input": PATCH}
     patch_result = requests[2]["messages"][-1]
     assert patch_result["role"] == "tool" and "greeting.txt" in patch_result["content"]
+
+
+def websocket_upgrades(dev: DevStack) -> int:
+    """WebSocket upgrades to `/v1/responses` that `dev` accepted, from its `/metrics`."""
+    scrape = httpx.get(f"{dev.url}/metrics", timeout=10).text
+    found = re.search(
+        r'^durable_responses_http_requests_total\{method="WEBSOCKET",route="/v1/responses",status="101"\} (\S+)$',
+        scrape,
+        re.MULTILINE,
+    )
+    return int(float(found.group(1))) if found else 0
+
+
+async def test_codex_exec_over_its_websocket_transport_against_dev(
+    codex_cli: str, backend: ScriptedBackend, tmp_path: Path
+):
+    """`durable-responses dev` as a user runs it, and Codex's WebSocket transport
+    (`supports_websockets`): its turns are `response.create` messages on a connection, a
+    command's output sent back on it."""
+    backend.script(
+        CODEX_MODEL,
+        [Reply(tool_calls=[("exec_command", {"cmd": "echo over-a-websocket"})]), Reply(text="Done over a socket.")],
+    )
+    earlier = len(backend.requests(CODEX_MODEL))
+    dev = DevStack(tmp_path / "dev", backend)
+    try:
+        dev.start()
+        home = codex_home(tmp_path, f"{dev.url}/v1", websockets=True)
+        returncode, transcript = await codex_exec(codex_cli, home, tmp_path / "workspace", "echo something")
+        assert returncode == 0, transcript
+        # Counted when a connection ends: Codex's, as it exits.
+        await eventually(lambda: websocket_upgrades(dev) >= 1, "Codex's WebSocket to be counted", seconds=10)
+    finally:
+        if dev.process is not None and dev.process.poll() is None:
+            dev.stop()
+    assert transcript.rstrip().endswith("Done over a socket."), transcript
+    requests = backend.requests(CODEX_MODEL)[earlier:]
+    assert len(requests) == 2
+    shell_result = [message for message in requests[1]["messages"] if message["role"] == "tool"]
+    assert "over-a-websocket" in shell_result[-1]["content"]
 
 
 @pytest.mark.parametrize("provider_name", ["durable-responses", "OpenAI"])
