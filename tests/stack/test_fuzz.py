@@ -413,3 +413,50 @@ def test_no_compact_or_count_request_breaks_the_server(dev: DevStack):
     print("\n" + ", ".join(f"{name}: {count}" for name, count in outcomes.most_common()))
     assert any(name.endswith(" 200") for name in outcomes), "no generated request was answered"
     assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"
+
+
+def test_no_websocket_message_breaks_the_connection(dev: DevStack):
+    """The same bodies as `response.create` messages on one WebSocket connection (with the
+    mode's own fields): each is refused with an `error` event in OpenAI's shape that leaves no
+    row, or streams to a terminal event; the connection stays open through all of them."""
+    from websockets.sync.client import connect
+
+    outcomes: Counter[str] = Counter()
+    envelope = st.fixed_dictionaries(
+        {},
+        optional={
+            "stream_id": st.one_of(st.text(max_size=130), st.integers(), st.none()),
+            "generate": st.one_of(st.booleans(), st.text(max_size=3)),
+            "background": st.booleans(),
+        },
+    )
+    with connect(f"ws://127.0.0.1:{dev.port}/v1/responses", max_size=None, open_timeout=30) as socket:
+
+        @settings(
+            max_examples=max(EXAMPLES // 3, 20),
+            deadline=None,
+            database=None,
+            derandomize=os.environ.get("CI") is not None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+        )
+        @given(body=request_bodies, extra=envelope)
+        def one_message(body: dict[str, Any], extra: dict[str, Any]) -> None:
+            rows_before = stored_rows(dev)
+            message = {**body, **extra, "type": "response.create"}
+            message.pop("stream", None)
+            socket.send(as_json(message).decode())
+            while True:
+                event = json.loads(socket.recv(timeout=ACCEPTED_WITHIN_SECONDS))
+                if event["type"] == "error" and "status" in event:  # refused (a stream's own has none)
+                    assert event["status"] < 500, event
+                    assert set(event["error"]) >= {"message", "type", "param", "code"}, event
+                    assert stored_rows(dev) == rows_before, f"a refused message left a row: {event}"
+                    outcomes[f"error {event['status']} {event['error']['code']}"] += 1
+                    return
+                if event["type"] in TERMINAL_EVENTS:
+                    outcomes[f"streamed {event['type']}"] += 1
+                    return
+
+        one_message()
+    print("\nWebSocket: " + ", ".join(f"{name}: {count}" for name, count in outcomes.most_common()))
+    assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"

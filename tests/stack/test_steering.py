@@ -149,3 +149,32 @@ async def test_a_steer_while_the_model_writes_is_applied_after_its_answer(
     assert ended.id == first[0].response.id and ended.output_text == "a long answer " * 5
     assert rest[-1].response.previous_response_id == ended.id and rest[-1].response.output_text == "and more"
     assert not any(event.type in TERMINAL for event in rest[:-1])
+
+
+async def test_a_response_that_compacts_its_context_cannot_be_steered(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="compacting kind")])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(
+            model=model, input="hi", context_management=[{"type": "compaction", "compact_threshold": 100_000}]
+        )
+        created = await events_until(connection, "response.created")
+        await connection.response.steer(previous_response_id=created[0].response.id, input="steer me")
+        refused = await events_until(connection, "response.steer.failed")
+        await until_terminal(connection)
+    assert refused[-1].error.code == "steering_not_supported"
+    assert refused[-1].steer.previous_response_id == created[0].response.id
+
+
+async def test_a_steer_for_a_response_of_another_connection_is_not_found(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    backend.script(model, [Reply(text="mine")])
+    async with sdk.responses.connect() as mine:
+        await mine.response.create(model=model, input="hi")
+        ended = (await until_terminal(mine))[-1].response
+    async with sdk.responses.connect() as other:
+        await other.response.steer(previous_response_id=ended.id, input="not yours")
+        refused = await events_until(other, "response.steer.failed")
+    assert refused[-1].error.code == "response_not_found" and refused[-1].steer.id is None

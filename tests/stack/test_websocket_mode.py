@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -16,9 +17,12 @@ import openai
 import pytest
 import websockets
 
+from access.quotas import QuotaSettings
+from telemetry import metrics
 from tests.support.keys import make_key
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack, running_stack
+from tests.support.waiting import until_terminal as until_stored_end
 from websocket_mode.settings import WebSocketSettings
 
 TERMINAL = {"response.completed", "response.failed", "response.incomplete", "response.cancelled"}
@@ -273,3 +277,67 @@ async def test_a_connection_that_sends_too_fast_or_too_much_is_closed_with_a_rea
             with pytest.raises(websockets.ConnectionClosed) as big:
                 await asyncio.wait_for(socket.recv(), 10)
         assert big.value.rcvd.code in (1009, 1008)
+
+
+async def test_a_dropped_connection_leaves_its_response_running_and_resumable(
+    sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
+):
+    """The client goes away mid-answer: the response carries on, and its events are read
+    again from the log where the client left off."""
+    text = "keeps going " * 20
+    backend.script(model, [Reply(text=text, chunk_delay=0.02, chunk_chars=4)])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="long")
+        seen = []
+        async for event in connection:
+            seen.append(event)
+            if event.type == "response.output_text.delta":
+                break
+    response_id, last = seen[0].response.id, seen[-1].sequence_number
+    ended = await until_stored_end(sdk, response_id)
+    assert ended.status == "completed" and ended.output_text == text
+    rest = [event async for event in await sdk.responses.retrieve(response_id, stream=True, starting_after=last)]
+    deltas = [event.delta for event in seen + rest if event.type == "response.output_text.delta"]
+    assert "".join(deltas) == text and rest[-1].type == "response.completed"
+
+
+async def test_the_keys_limits_apply_to_each_create(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
+):
+    """A key's streams (`MAX_STREAMS_PER_KEY`) count a connection's running responses: past the
+    limit a create is refused with a 429 `error` event on its lane, and the connection goes on."""
+    backend.script(model, [Reply(text="slow " * 30, chunk_delay=0.02, chunk_chars=5), Reply(text="after")])
+    async with running_stack(
+        temporal_address, backend, sqlite_store, quotas=QuotaSettings(max_streams_per_key=1)
+    ) as own:
+        async with own.sdk().responses.connect() as connection:
+            await connection.response.create(model=model, input="one", stream_id="a")
+            await until_event(connection, "response.output_text.delta")
+            await connection.response.create(model=model, input="two", stream_id="b")
+            refused = await until_terminal(connection, stream_id="b")
+            assert refused[-1].type == "error" and refused[-1].status == 429
+            await until_terminal(connection, stream_id="a")
+            await connection.response.create(model=model, input="three", stream_id="b")
+            assert (await until_terminal(connection, stream_id="b"))[-1].response.output_text == "after"
+
+
+async def until_event(connection: Any, wanted: str) -> Any:
+    async for event in connection:
+        if event.type == wanted:
+            return event
+    raise AssertionError(f"the connection closed before {wanted}")
+
+
+async def test_refused_and_accepted_upgrades_are_logged_and_counted(stack: Stack, caplog: pytest.LogCaptureFixture):
+    def counted(status: str) -> float:
+        labels = {"method": "WEBSOCKET", "route": "/v1/responses", "status": status}
+        return metrics.REGISTRY.get_sample_value("durable_responses_http_requests_total", labels) or 0.0
+
+    before = counted("101")
+    caplog.set_level(logging.INFO, logger="durable_responses.access")
+    async with websockets.connect(stack.base_url.replace("http", "ws") + "/responses") as socket:
+        await socket.send('{"type": "response.dance"}')
+        await socket.recv()
+    await asyncio.sleep(0.2)
+    assert counted("101") == before + 1
+    assert any(record.getMessage().startswith("WEBSOCKET /v1/responses 101") for record in caplog.records)
