@@ -13,6 +13,7 @@ import httpx
 import openai
 
 from tests.stack.test_websocket_mode import TERMINAL, until_terminal
+from tests.support.histories import keep_recording
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
@@ -71,10 +72,12 @@ async def test_a_steer_during_a_tool_call_stops_the_response_and_its_successor_a
     assert [response["id"] for response in listed["data"]] == [successor.id]
     items = await sdk.responses.input_items.list(successor.id)
     assert [item.content[0].text for item in items.data] == [STEER]
+    await keep_recording("steered", stack.client, steered_id)
+    await keep_recording("steered_successor", stack.client, successor.id)
 
 
 async def test_a_steer_for_a_response_waiting_for_function_output_stays_pending(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+    sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
     tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
     backend.script(
@@ -105,6 +108,7 @@ async def test_a_steer_for_a_response_waiting_for_function_output_stays_pending(
         )
         answered = (await until_terminal(connection))[-1].response
     assert answered.output_text == "looked up, steered"
+    await keep_recording("steer_pending", stack.client, created[0].response.id)
     messages = backend.requests(model)[1]["messages"]
     assert [m["role"] for m in messages[-2:]] == ["user", "tool"] and STEER in json.dumps(messages[-2])
 
