@@ -37,14 +37,18 @@ class AccessMiddleware:
         if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GUARDED_PREFIX):
             await self.app(scope, receive, send)
             return
-        if scope["type"] == "websocket":
-            await self._websocket(scope, receive, send)
-            return
+        # A WebSocket upgrade is let in with a key as a request is; its `response.create`s
+        # then count against the key's limits one by one (`websocket_mode/responding.py`).
+        counted = scope["type"] == "http"
         try:
             principal = await self._principal(scope)
-            self.quotas.enter(principal.limit_key)
+            if counted:
+                self.quotas.enter(principal.limit_key)
         except ApiError as error:
-            await error_response(error)(scope, receive, send)
+            if counted:
+                await error_response(error)(scope, receive, send)
+            else:
+                await refuse_upgrade(WebSocket(scope, receive, send), error)
             return
         state = scope.setdefault("state", {})
         state["principal"] = principal
@@ -52,25 +56,9 @@ class AccessMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            self.quotas.leave(principal.limit_key)
+            if counted:
+                self.quotas.leave(principal.limit_key)
             for release in at_end:  # what routes took for the whole request (a stream's slot)
-                release()
-
-    async def _websocket(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """An upgrade is let in with a key as a request is (each `response.create` on it then
-        counts against the key's limits as a request does); refused, it is answered as HTTP."""
-        try:
-            principal = await self._principal(scope)
-        except ApiError as error:
-            await refuse_upgrade(WebSocket(scope, receive, send), error)
-            return
-        state = scope.setdefault("state", {})
-        state["principal"] = principal
-        state["at_end"] = at_end = []
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            for release in at_end:
                 release()
 
     async def _principal(self, scope: dict[str, Any]) -> Principal:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import openai
@@ -67,6 +69,38 @@ def first_delta(http: httpx.AsyncClient, url: str, body: dict, marker: str) -> C
         raise AssertionError(f"no {marker} in the stream from {url}")
 
     return call
+
+
+class WebSocketFirstDelta:
+    """Calls on one WebSocket connection (WebSocket mode: opened once, reused, as
+    `client.responses.connect()` is): each sends a `response.create` and is timed to its
+    first text delta (the rest of the response is read afterwards, untimed)."""
+
+    def __init__(self, url: str, body: dict) -> None:
+        self.url = url
+        self.message = json.dumps({"type": "response.create", **body})
+        self.connection: Any = None
+
+    async def __call__(self) -> float:
+        import websockets
+
+        if self.connection is None:
+            self.connection = await websockets.connect(self.url, max_size=None)
+        started = time.perf_counter()
+        await self.connection.send(self.message)
+        elapsed = None
+        while True:
+            event = json.loads(await self.connection.recv())
+            if elapsed is None and event["type"] == "response.output_text.delta":
+                elapsed = (time.perf_counter() - started) * 1000
+            if event["type"] in ("response.completed", "response.failed", "response.incomplete", "error"):
+                if elapsed is None:
+                    raise AssertionError(f"no text delta over the WebSocket at {self.url}: {event}")
+                return elapsed
+
+    async def close(self) -> None:
+        if self.connection is not None:
+            await self.connection.close()
 
 
 async def alternating_first_delta(direct: Call, durable: Call, count: int, warmup: int):

@@ -136,6 +136,16 @@ async def run(args: argparse.Namespace) -> str:
                 "response.output_text.delta",
             )
             first_direct, first_dev = await load.alternating_first_delta(delta_direct, delta_dev, requests, warmup)
+            # 2a. first delta through dev over one WebSocket connection (WebSocket mode)
+            delta_socket = load.WebSocketFirstDelta(
+                dev.url.replace("http", "ws", 1) + "/v1/responses", {"model": "bench", "input": "hi"}
+            )
+            try:
+                socket_direct, first_socket = await load.alternating_first_delta(
+                    delta_direct, delta_socket, requests, warmup
+                )
+            finally:
+                await delta_socket.close()
 
             # 3. throughput
             loads = {}
@@ -221,6 +231,7 @@ async def run(args: argparse.Namespace) -> str:
     ]
     plain_overhead = report.latency("non-streaming", plain_direct, plain_durable, "≤ +20 / +30 ms")
     report.latency("first text delta, `dev`", first_direct, first_dev, "≤ +12 ms p50")
+    report.latency("first text delta, `dev`, WebSocket mode", socket_direct, first_socket, "")
     report.latency("first text delta, `serve` (another process)", serve_direct, serve_first, "")
     report.latency("an MCP turn: list, call, answer", mcp_direct, mcp_durable, "")
     lines += report.lines

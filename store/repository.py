@@ -11,9 +11,8 @@ handover of ends to waiting requests is `activities/handover.py`'s."""
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from models.events import TERMINAL_TYPE_BY_STATUS, LifecycleEvent
 from models.history_budget import restored
@@ -36,7 +35,8 @@ from store.files import Files
 from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
 from store.paging import page_of_items
-from store.parked import Parked, ParkedFields
+from store.parked import ParkedFields
+from store.response_rows import CreationParts, insert_response
 from store.schema import NO_PROJECT
 from store.starts import Starts
 from store.steers import Steers, SteerSettlement
@@ -133,41 +133,15 @@ class ResponseRepository:
         first_events: list[dict[str, Any]] | None = None,
         *,
         secrets: dict[str, McpSecrets] | None = None,
-        decisions: dict[str, bool] | None = None,
-        parked: Parked | None = None,
         project: str = NO_PROJECT,
-        decided_by: str | None = None,
-        closes: list[str] | None = None,
-        applies: list[str] | None = None,
-        commits: list[str] | None = None,
-        secrets_of: str | None = None,
+        **parts: Unpack[CreationParts],
     ) -> None:
-        """The response as created, with its input items, first events, sealed MCP secrets (by
-        server label), answers to approval requests (by request id, decided by the key
-        `decided_by`) and the parked fields of approval requests it carries as stubs, for
-        `project`, in one transaction
-        that also takes its conversation's lock (`ConversationLockedError` when a running
-        response holds it) and closes the open approval requests it answers or leaves (`closes`;
-        `applies`: those whose kept decision it applies, see `store/approvals.py`) and commits
-        the steers whose input it starts from (`commits`); `secrets_of`: a response of the same
-        project whose sealed MCP secrets it takes too (a steered response's successor)."""
+        """The response as created, with its input items, first events and sealed MCP secrets
+        (by server label), for `project`, in one transaction with the rest of what it brings
+        (`parts`: `store/response_rows.py`)."""
         sealed = {label: self.mcp_secrets.seal(value, project) for label, value in (secrets or {}).items()}
         async with self.db.write() as transaction:
-            await self._create_in(
-                transaction,
-                response,
-                items,
-                first_events,
-                sealed=sealed,
-                decisions=decisions,
-                parked=parked,
-                project=project,
-                decided_by=decided_by,
-                closes=closes,
-                applies=applies,
-                commits=commits,
-                secrets_of=secrets_of,
-            )
+            await insert_response(transaction, self.events, response, items, first_events, sealed, project, **parts)
 
     async def _create_in(
         self,
@@ -176,68 +150,11 @@ class ResponseRepository:
         items: list[tuple[str, dict[str, Any]]],
         first_events: list[dict[str, Any]] | None,
         *,
-        sealed: dict[str, str] | None = None,
-        decisions: dict[str, bool] | None = None,
-        parked: Parked | None = None,
         project: str = NO_PROJECT,
-        decided_by: str | None = None,
-        closes: list[str] | None = None,
-        applies: list[str] | None = None,
-        commits: list[str] | None = None,
-        secrets_of: str | None = None,
+        **parts: Unpack[CreationParts],
     ) -> None:
-        response_id = response.id
-        await transaction.run(
-            "INSERT INTO responses (id, created_at, sort_key, status, stored, previous_response_id, data, "
-            "project, conversation_id) VALUES (:id, :created_at, :sort_key, :status, :stored, :previous, "
-            ":data, :project, :conversation_id)",
-            id=response_id,
-            created_at=response.created_at,
-            sort_key=time.time_ns() // 1000,
-            status=response.status,
-            stored=response.store,
-            previous=response.previous_response_id,
-            data=response.model_dump_json(),
-            project=project,
-            conversation_id=response.conversation.id if response.conversation else None,
-        )
-        if items:
-            await transaction.run_many(
-                "INSERT INTO input_items (response_id, position, item_id, data) "
-                "VALUES (:response_id, :position, :item_id, :data)",
-                [
-                    {"response_id": response_id, "position": position, "item_id": item_id, "data": dumps(data)}
-                    for position, (item_id, data) in enumerate(items)
-                ],
-            )
-        if sealed:
-            await transaction.run_many(
-                "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
-                "VALUES (:response_id, :server_label, :sealed)",
-                [
-                    {"response_id": response_id, "server_label": label, "sealed": value}
-                    for label, value in sealed.items()
-                ],
-            )
-        if decisions:
-            await Approvals.answer_in(transaction, response_id, decisions, decided_by=decided_by)
-        if parked:
-            await ParkedFields.put_in(transaction, response_id, parked)
-        if closes or applies:
-            await Approvals.close_in(transaction, closes or [], by=response_id, applied=applies or [])
-        if secrets_of is not None:
-            await transaction.run(
-                "INSERT INTO mcp_secrets (response_id, server_label, sealed) "
-                "SELECT :id, server_label, sealed FROM mcp_secrets WHERE response_id = :of",
-                id=response_id,
-                of=secrets_of,
-            )
-        if commits:
-            await Steers.commit_in(transaction, commits, response_id)
-        if first_events:
-            await self.events.append_in(transaction, response_id, first_events, new_log=True)
-        if response.conversation is not None:
-            await Conversations.lock(transaction, response.conversation.id, response_id)
+        """`create_response` within a transaction (a steered response's successor, kept with its end)."""
+        await insert_response(transaction, self.events, response, items, first_events, {}, project, **parts)
 
     async def get_response(
         self, response_id: str, *, include_unstored: bool = False, project: str | None = None

@@ -24,7 +24,7 @@ from access.principal import Principal
 from api.body import Limits
 from api.params import principal
 from api.runner import ResponseRunner
-from models.errors import InvalidRequestError
+from models.errors import ApiError, InvalidRequestError, StoreUnavailableError, UnavailableError
 from store.repository import ResponseRepository
 from websocket_mode.client_events import ClientEventError, CreateEvent, SteerEvent, parse
 from websocket_mode.held import HeldResponses
@@ -34,6 +34,11 @@ from websocket_mode.settings import WebSocketSettings
 log = logging.getLogger(__name__)
 
 NORMAL, POLICY, TOO_BIG, GOING_AWAY = 1000, 1008, 1009, 1001
+
+SERVER_ERROR = "The server had an error while processing your request."
+STORE_DOWN = "The store is unavailable for a moment; retry the request."
+WRITE_OUT_SECONDS = 5.0
+"""How long a closing connection's queued events may take to be written."""
 
 
 class Closing(Exception):
@@ -112,10 +117,11 @@ class Connection:
             for task in [*(lane.task for lane in self.lanes.values()), *self._steering]:
                 task.cancel()
             await asyncio.gather(*(lane.task for lane in self.lanes.values()), *self._steering, return_exceptions=True)
-            await self.outbox.put(None)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer, 5.0)
-            writer.cancel()
+            try:  # what is queued is written first (a client that reads nothing more: at most 5 s)
+                self.outbox.put_nowait(None)
+                await asyncio.wait_for(writer, WRITE_OUT_SECONDS)
+            except (asyncio.QueueFull, TimeoutError):
+                writer.cancel()
             if closing.code:
                 with contextlib.suppress(Exception):
                     await self.websocket.close(closing.code, closing.reason)
@@ -140,7 +146,7 @@ class Connection:
                 await self.send(error_event(error))
                 continue
             if isinstance(event, SteerEvent):
-                task = asyncio.create_task(steer(self, event))
+                task = asyncio.create_task(self._answered(steer(self, event), stream_id=None))
                 self._steering.add(task)
                 task.add_done_callback(self._steering.discard)
                 continue
@@ -159,7 +165,7 @@ class Connection:
                     )
                     continue
                 lane = self.lanes[event.stream_id] = Lane(
-                    event.stream_id, lambda created, on: respond(self, created, on)
+                    event.stream_id, lambda created, on: self._answered(respond(self, created, on), on.stream_id)
                 )
             lane.busy = True
             lane.queue.put_nowait(event)
@@ -192,6 +198,20 @@ class Connection:
         if self._tokens < 1:
             raise Closing(POLICY, f"more than {rate:g} messages a second (WEBSOCKET_MESSAGES_PER_SECOND)")
         self._tokens -= 1
+
+    async def _answered(self, work: Coroutine[Any, Any, None], stream_id: str | None) -> None:
+        """Run a message's work; what it could not do is told as an `error` event, as HTTP
+        would have answered (a store that is down: 503; anything else: 500, logged)."""
+        try:
+            await work
+        except ApiError as error:
+            await self.send(error_event(error, stream_id))
+        except StoreUnavailableError as error:
+            log.warning("store unavailable: %s", error)
+            await self.send(error_event(UnavailableError(STORE_DOWN, code="store_unavailable"), stream_id))
+        except Exception:  # noqa: BLE001 - the client is told; the log has what happened
+            log.exception("a WebSocket message failed")
+            await self.send(error_event(ApiError(SERVER_ERROR), stream_id))
 
     # ---- out --------------------------------------------------------------------------
 

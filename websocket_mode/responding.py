@@ -40,7 +40,7 @@ async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> Non
             if event.generate:
                 await state.capacity.check(prepared.response.model)
             await kept_and_started(connection.websocket, prepared, connection.acting)
-        except ApiError as error:
+        except ApiError as error:  # refused before anything was kept: the lane goes on
             await connection.send(error_event(error, lane.stream_id))
             return
         response = prepared.response

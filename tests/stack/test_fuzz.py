@@ -301,6 +301,18 @@ def stored_rows(dev: DevStack) -> int:
         database.close()
 
 
+def fuzz_settings(examples: int) -> Any:
+    """Hypothesis as every fuzz test here runs it: no deadline, nothing kept between runs, the
+    same examples in CI."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=os.environ.get("CI") is not None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
+
+
 def until_terminal(http: httpx.Client, response_id: str) -> str:
     deadline = time.monotonic() + ACCEPTED_WITHIN_SECONDS
     while True:
@@ -331,13 +343,7 @@ def test_no_request_breaks_the_server(dev: DevStack):
     outcomes: Counter[str] = Counter()
     accepted: list[str] = []
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=os.environ.get("CI") is not None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-    )
+    @fuzz_settings(EXAMPLES)
     @given(body=request_bodies)
     def one_request(body: dict[str, Any]) -> None:
         rows_before = stored_rows(dev)
@@ -386,13 +392,7 @@ def test_no_compact_or_count_request_breaks_the_server(dev: DevStack):
     500, a refusal in OpenAI's shape that leaves no row, an answer of the documented object."""
     outcomes: Counter[str] = Counter()
 
-    @settings(
-        max_examples=max(EXAMPLES // 3, 20),
-        deadline=None,
-        database=None,
-        derandomize=os.environ.get("CI") is not None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-    )
+    @fuzz_settings(max(EXAMPLES // 3, 20))
     @given(body=request_bodies, path=st.sampled_from(CONTEXT_PATHS))
     def one_request(body: dict[str, Any], path: str) -> None:
         rows_before = stored_rows(dev)
@@ -432,13 +432,7 @@ def test_no_websocket_message_breaks_the_connection(dev: DevStack):
     )
     with connect(f"ws://127.0.0.1:{dev.port}/v1/responses", max_size=None, open_timeout=30) as socket:
 
-        @settings(
-            max_examples=max(EXAMPLES // 3, 20),
-            deadline=None,
-            database=None,
-            derandomize=os.environ.get("CI") is not None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-        )
+        @fuzz_settings(max(EXAMPLES // 3, 20))
         @given(body=request_bodies, extra=envelope)
         def one_message(body: dict[str, Any], extra: dict[str, Any]) -> None:
             rows_before = stored_rows(dev)
