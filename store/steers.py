@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from models.events import opening_events
 from models.responses import Response
@@ -56,12 +56,14 @@ class Steers:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def add(self, steer_id: str, response_id: str, project: str, items: list[tuple[str, dict[str, Any]]]) -> bool:
-        """Keep a steer for a response of `project` that runs; False when it does not (it
-        ended, or is not the project's)."""
+    async def add(
+        self, steer_id: str, response_id: str, project: str, items: list[tuple[str, dict[str, Any]]], *, most: int
+    ) -> Literal["added", "not_running", "full"]:
+        """Keep a steer for a response of `project` that runs and holds fewer than `most`
+        queued steers."""
         async with self.db.write() as transaction:
             # A write to the response's row takes its lock: a steer and the response's end
-            # (`ResponseRepository.finish`) are one after the other, never interleaved.
+            # (`ResponseRepository.finish`), or two steers, are one after the other.
             running = await transaction.run(
                 "UPDATE responses SET status = status "
                 "WHERE id = :response_id AND project = :project AND status IN (:steerable)",
@@ -70,7 +72,13 @@ class Steers:
                 steerable=sorted(STEERABLE_STATUSES),
             )
             if not running:
-                return False
+                return "not_running"
+            queued = await transaction.value(
+                "SELECT COUNT(*) FROM steers WHERE response_id = :response_id AND status = 'queued'",
+                response_id=response_id,
+            )
+            if queued >= most:
+                return "full"
             await transaction.run(
                 "INSERT INTO steers (id, response_id, project, sort_key, items, status) "
                 "VALUES (:id, :response_id, :project, :sort_key, :items, 'queued')",
@@ -80,7 +88,7 @@ class Steers:
                 sort_key=time.time_ns() // 1000,
                 items=dumps([[item_id, item] for item_id, item in items]),
             )
-        return True
+        return "added"
 
     async def some(self, steer_ids: list[str]) -> list[Steer]:
         """These steers, in the order they came."""

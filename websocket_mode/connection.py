@@ -96,6 +96,7 @@ class Connection:
         self._tokens = float(settings.message_burst)
         self._counted_at = time.monotonic()
         self._steering: set[asyncio.Task[None]] = set()
+        self._steer_order = asyncio.Lock()
 
     async def serve(
         self,
@@ -146,7 +147,7 @@ class Connection:
                 await self.send(error_event(error))
                 continue
             if isinstance(event, SteerEvent):
-                task = asyncio.create_task(self._answered(steer(self, event), stream_id=None))
+                task = asyncio.create_task(self._answered(self._in_order(steer(self, event)), stream_id=None))
                 self._steering.add(task)
                 task.add_done_callback(self._steering.discard)
                 continue
@@ -198,6 +199,11 @@ class Connection:
         if self._tokens < 1:
             raise Closing(POLICY, f"more than {rate:g} messages a second (WEBSOCKET_MESSAGES_PER_SECOND)")
         self._tokens -= 1
+
+    async def _in_order(self, work: Coroutine[Any, Any, None]) -> None:
+        """Steers are taken one at a time, in the order they came (a successor's input keeps it)."""
+        async with self._steer_order:
+            await work
 
     async def _answered(self, work: Coroutine[Any, Any, None], stream_id: str | None) -> None:
         """Run a message's work; what it could not do is told as an `error` event, as HTTP

@@ -61,11 +61,12 @@ async def steer(connection: Connection, event: SteerEvent) -> None:
             "A response bound to a conversation or that compacts its context cannot be steered.",
         )
         return
-    if len(await repository.steers.of_response(target, "queued")) >= MAX_PENDING_STEERS:
+    steer_id = new_id("steer")
+    kept = await repository.steers.add(steer_id, target, connection.acting.project, items, most=MAX_PENDING_STEERS)
+    if kept == "full":
         await failed("too_many_pending_steers", f"The response holds {MAX_PENDING_STEERS} steers already.")
         return
-    steer_id = new_id("steer")
-    if not await repository.steers.add(steer_id, target, connection.acting.project, items):
+    if kept == "not_running":
         ended = await repository.get_response(target, include_unstored=True)
         await failed(*FAILED_BECAUSE.get(ended.status if ended else "", NOT_ACTIVE))
         return

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import openai
 
+from models.steering import MAX_PENDING_STEERS
 from tests.stack.test_websocket_mode import TERMINAL, until_terminal
 from tests.support.histories import keep_recording
 from tests.support.mcp_servers import McpTestServer
@@ -182,3 +183,29 @@ async def test_a_steer_for_a_response_of_another_connection_is_not_found(
         await other.response.steer(previous_response_id=ended.id, input="not yours")
         refused = await events_until(other, "response.steer.failed")
     assert refused[-1].error.code == "response_not_found" and refused[-1].steer.id is None
+
+
+async def test_a_response_holds_at_most_sixteen_steers(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("slow", {"seconds": 2})]), Reply(text="took them all")])
+    async with sdk.responses.connect() as connection:
+        await connection.response.create(model=model, input="go", tools=[mcp_tool(mcp_server)])
+        before = await events_until(connection, "response.mcp_call.in_progress")
+        target = before[0].response.id
+        for index in range(MAX_PENDING_STEERS + 1):
+            await connection.response.steer(previous_response_id=target, input=f"steer {index}")
+        answers = []
+        async for event in connection:
+            if event.type.startswith("response.steer."):
+                answers.append(event)
+            if len(answers) == MAX_PENDING_STEERS + 1:
+                break
+        successor = (await events_until(connection, "response.completed"))[-1].response
+    kinds = [answer.type for answer in answers]
+    assert kinds.count("response.steer.accepted") == MAX_PENDING_STEERS
+    refused = [answer for answer in answers if answer.type == "response.steer.failed"]
+    assert [answer.error.code for answer in refused] == ["too_many_pending_steers"]
+    assert successor.previous_response_id == target and successor.output_text == "took them all"
+    items = await sdk.responses.input_items.list(successor.id, order="asc", limit=100)
+    assert [item.content[0].text for item in items.data] == [f"steer {index}" for index in range(MAX_PENDING_STEERS)]
