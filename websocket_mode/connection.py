@@ -24,7 +24,7 @@ from access.principal import Principal
 from api.body import Limits
 from api.params import principal
 from api.runner import ResponseRunner
-from models.errors import ApiError, InvalidRequestError, StoreUnavailableError, UnavailableError
+from models.errors import ApiError, InvalidRequestError, RateLimitedError, StoreUnavailableError, UnavailableError
 from store.repository import ResponseRepository
 from websocket_mode.client_events import ClientEventError, CreateEvent, SteerEvent, parse
 from websocket_mode.held import HeldResponses
@@ -168,6 +168,14 @@ class Connection:
                 lane = self.lanes[event.stream_id] = Lane(
                     event.stream_id, lambda created, on: self._answered(respond(self, created, on), on.stream_id)
                 )
+            waiting = sum(other.queue.qsize() for other in self.lanes.values())
+            if waiting >= self.settings.max_waiting_creates:
+                refused = RateLimitedError(
+                    f"This connection has {waiting} `response.create`s waiting for their lanes, as many as it may; "
+                    "send more once some have started."
+                )
+                await self.send(error_event(refused, event.stream_id))
+                continue
             lane.busy = True
             lane.queue.put_nowait(event)
 

@@ -452,7 +452,7 @@ class Settings(BaseModel):
                 enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
                 idle_seconds=_env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
                 max_connection_seconds=_env_float("WEBSOCKET_MAX_CONNECTION_SECONDS", 3600.0),
-                messages_per_second=_env_float("WEBSOCKET_MESSAGES_PER_SECOND", 20.0),
+                messages_per_second=_env_float("WEBSOCKET_MESSAGES_PER_SECOND", 100.0),
             ),
         }
         for name, env in (

@@ -341,3 +341,21 @@ async def test_refused_and_accepted_upgrades_are_logged_and_counted(stack: Stack
     await asyncio.sleep(0.2)
     assert counted("101") == before + 1
     assert any(record.getMessage().startswith("WEBSOCKET /v1/responses 101") for record in caplog.records)
+
+
+async def test_creates_waiting_for_their_lanes_are_bounded(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
+):
+    backend.script(model, [Reply(text="first", delay=1.0), Reply(text="second"), Reply(text="third")])
+    async with running_stack(
+        temporal_address, backend, sqlite_store, websocket=WebSocketSettings(max_waiting_creates=2)
+    ) as own:
+        async with own.sdk().responses.connect() as connection:
+            await connection.response.create(model=model, input="1")
+            await until_event(connection, "response.created")  # running: no longer waiting
+            for index in (2, 3, 4):
+                await connection.response.create(model=model, input=str(index))
+            refused = await until_event(connection, "error")
+            assert refused.status == 429 and "waiting for their lanes" in refused.error.message
+            answers = [(await until_terminal(connection))[-1].response.output_text for _ in range(3)]
+    assert answers == ["first", "second", "third"]
