@@ -33,6 +33,7 @@ from api.body import Limits
 from api.codec import CodecAccess
 from api.errors import EXCEPTION_HANDLERS
 from api.ingestions import Ingestions
+from api.prompts import prompt_routes
 from api.runner import ResponseRunner
 from context.windows import ContextWindows
 from inbox.routes import inbox_routes
@@ -184,6 +185,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.retrieve_item, methods=["GET"]),
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item, methods=["DELETE"]),
             *retrieval_routes(),
+            *prompt_routes(),
             *container_routes(),
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),

@@ -17,6 +17,7 @@ from api.body import Limits
 from api.code_containers import AutoContainer, code_containers
 from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
+from api.prompt_rendering import with_prompt
 from context.windows import ContextWindows
 from models import history_budget
 from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
@@ -147,7 +148,7 @@ async def prepare(
     input ends with a `compaction_trigger` does). `sandbox`: how this server runs code (the
     containers of `code_interpreter` tools); `held`: unstored responses the
     request may continue from all the same (those its WebSocket connection holds)."""
-    request = validate(payload)
+    request, prompt = await with_prompt(validate(payload), repository, project)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
     if known_model is not None and not known_model(request.model):
@@ -183,6 +184,7 @@ async def prepare(
     )
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     response.compact_only = compact_only or bool(items and items[-1].type == "compaction_trigger")
+    response.prompt = prompt
     if windows is not None:
         await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
     approvals, listings, parked = _stubbed(approvals, listings)

@@ -1,5 +1,5 @@
 """What one project may keep: files, their bytes, vector stores, files in one store, webhook
-endpoints, running containers and files in one container. The server's settings give each a limit (`access/quotas.py` reads them); the store
+endpoints, running containers and files in one container, prompts and versions of one prompt. The server's settings give each a limit (`access/quotas.py` reads them); the store
 checks them in the transaction that adds (`store/quota.py`), so two requests at once cannot
 both take the last place. Past one, the request gets a 400 `limit_exceeded` that names the
 limit and its setting (`QuotaExceededError`)."""
@@ -20,6 +20,8 @@ class ProjectQuota(str, Enum):
     WEBHOOK_ENDPOINTS = "webhook_endpoints"
     CONTAINERS = "containers"
     CONTAINER_FILES = "container_files"
+    PROMPTS = "prompts"
+    PROMPT_VERSIONS = "prompt_versions"
 
     @property
     def field(self) -> str:
@@ -27,6 +29,7 @@ class ProjectQuota(str, Enum):
         return {
             ProjectQuota.FILES_PER_VECTOR_STORE: "max_files_per_vector_store",
             ProjectQuota.CONTAINER_FILES: "max_files_per_container",
+            ProjectQuota.PROMPT_VERSIONS: "max_versions_per_prompt",
         }.get(self, "max_" + self.value)
 
     @property
@@ -40,6 +43,8 @@ class ProjectQuota(str, Enum):
             ProjectQuota.WEBHOOK_ENDPOINTS: "PROJECT_MAX_WEBHOOK_ENDPOINTS",
             ProjectQuota.CONTAINERS: "PROJECT_MAX_CONTAINERS",
             ProjectQuota.CONTAINER_FILES: "CONTAINER_MAX_FILES",
+            ProjectQuota.PROMPTS: "PROJECT_MAX_PROMPTS",
+            ProjectQuota.PROMPT_VERSIONS: "PROMPT_MAX_VERSIONS",
         }[self]
 
     def described(self, limit: int) -> str:
@@ -53,6 +58,8 @@ class ProjectQuota(str, Enum):
             ProjectQuota.WEBHOOK_ENDPOINTS: "webhook endpoints",
             ProjectQuota.CONTAINERS: "running containers",
             ProjectQuota.CONTAINER_FILES: "files in one container",
+            ProjectQuota.PROMPTS: "prompts",
+            ProjectQuota.PROMPT_VERSIONS: "versions of one prompt",
         }[self]
         return f"at most {limit} {things}"
 
@@ -66,6 +73,8 @@ class ProjectQuotas:
     max_webhook_endpoints: int = 20
     max_containers: int = 20
     max_files_per_container: int = 1_000
+    max_prompts: int = 1_000
+    max_versions_per_prompt: int = 100
 
     def limit(self, quota: ProjectQuota) -> int:
         limit: int = getattr(self, quota.field)

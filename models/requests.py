@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from models.items import InputItem, MessageItem
+from models.prompts import PromptReference
 from models.tools import Tool, ToolChoice
 from models.unsupported import UnsupportedParameter
 
@@ -29,7 +30,6 @@ ADVISORY_PARAMETERS = (
 
 # Known to OpenAI, not implemented here: a request that sets them is refused, naming them.
 REJECTED_PARAMETERS = {
-    "prompt": "prompt templates are stored on OpenAI's platform; send `input` and `instructions` instead",
     "image": "image generation options are not implemented",
     "moderation": "moderation policies are not implemented",
     "access_programs": "access programs are not implemented",
@@ -154,7 +154,7 @@ class CreateResponseRequest(BaseModel):
 
     context_management: list[CompactionEntry] | None = Field(default=None, max_length=1)
 
-    prompt: Any = None
+    prompt: PromptReference | None = None
     image: Any = None
     moderation: Any = None
     access_programs: Any = None

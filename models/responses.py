@@ -92,6 +92,8 @@ class Response(WireModel):
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+    prompt: dict[str, Any] | None = None
+    """The prompt the response was made from: `{id, version, variables}` (`models/prompts.py`)."""
     service_tier: str = "default"
     store: bool = True
     temperature: float | None = None

@@ -36,6 +36,7 @@ from store.history_deletions import HistoryDeletions
 from store.mcp_secrets import McpSecretsStore
 from store.paging import page_of_items
 from store.parked import ParkedFields
+from store.prompts import Prompts
 from store.response_rows import CreationParts, insert_response
 from store.schema import NO_PROJECT
 from store.starts import Starts
@@ -121,6 +122,8 @@ class ResponseRepository:
         """MCP `headers` and `authorization`, sealed for the response's project."""
         self.dispatches = ToolDispatches(db)
         """Which tool calls were sent, so one that is not repeatable is sent at most once."""
+        self.prompts = Prompts(db)
+        """Prompts kept on the server, in versions (the Prompts API)."""
         self.steers = Steers(db)
         """Input queued for running responses (WebSocket mode's steering)."""
 

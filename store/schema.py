@@ -137,6 +137,22 @@ cancel_requests = Table(
     Column("requested_at", BigInteger, nullable=False),
 )
 
+# Prompts (the Prompts API, `store/prompts.py`): a row a version of a project's prompt; one
+# version of each is its default.
+prompts = Table(
+    "prompts",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("variables", JSON, nullable=False),
+    Column("is_default", Boolean, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("sort_key", BigInteger, nullable=False),
+)
+Index("ix_prompts_project", prompts.c.project, prompts.c.sort_key)
+
 # Steers (WebSocket mode's `response.steer`): user input queued for a running response, kept
 # before its workflow takes it, until a successor starts from it (`models/steering.py`).
 steers = Table(

@@ -1,0 +1,52 @@
+"""Prompt templates: placeholders found once each, rendering in one pass (a value that looks
+like a placeholder stays as it is), and the declarations a version must make."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from models.prompts import CreatePrompt, placeholders, render
+
+NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
+
+
+def test_placeholders_are_named_once_in_order():
+    assert placeholders("{{b}} and {{ a }} and {{b}} but not {b} or {{1x}}") == ["b", "a"]
+
+
+@given(values=st.dictionaries(NAMES, st.text(max_size=30), max_size=5))
+def test_rendering_is_one_pass(values):
+    template = " ".join(f"[{{{{{name}}}}}]" for name in values)
+    rendered = render(template, values)
+    assert rendered == " ".join(f"[{value}]" for value in values.values())
+
+
+def test_a_value_that_looks_like_a_placeholder_is_not_rendered_again():
+    assert render("{{a}} {{b}}", {"a": "{{b}}", "b": "B"}) == "{{b}} B"
+
+
+def test_rendering_a_large_template_is_linear():
+    template = "{{v}}" * 20_000
+    assert render(template, {"v": "xy"}) == "xy" * 20_000
+
+
+@pytest.mark.parametrize(
+    ("prompt", "variables", "valid"),
+    [
+        ("Hi {{name}}", ["name"], True),
+        ("Hi", ["unused"], True),
+        ("Hi {{name}}", [], False),
+        ("Hi", ["a", "a"], False),
+        ("Hi", ["1st"], False),
+    ],
+)
+def test_what_a_version_must_declare(prompt, variables, valid):
+    try:
+        CreatePrompt(prompt=prompt, variables=variables)
+    except ValidationError:
+        assert not valid
+    else:
+        assert valid
