@@ -96,7 +96,8 @@ class Connection:
         self._tokens = float(settings.message_burst)
         self._counted_at = time.monotonic()
         self._steering: set[asyncio.Task[None]] = set()
-        self._steer_order = asyncio.Lock()
+        self.steer_order = asyncio.Lock()
+        """Steers are taken one at a time, and a lane reads its response's steers between two."""
 
     async def serve(
         self,
@@ -210,7 +211,7 @@ class Connection:
 
     async def _in_order(self, work: Coroutine[Any, Any, None]) -> None:
         """Steers are taken one at a time, in the order they came (a successor's input keeps it)."""
-        async with self._steer_order:
+        async with self.steer_order:
             await work
 
     async def _answered(self, work: Coroutine[Any, Any, None], stream_id: str | None) -> None:

@@ -72,15 +72,15 @@ async def steer(connection: Connection, event: SteerEvent) -> None:
         return
     try:
         signalled = await connection.runner.steer(target, steer_id)
-    except ApiError as error:
-        signalled = False
-        message = error.message
-    else:
-        message = "The response has ended."
-    if not signalled:
+    except ApiError as error:  # Temporal is unreachable: the steer must not apply later
         await repository.steers.mark([steer_id], "failed", error_code="response_not_active")
-        await failed("response_not_active", message, steer_id)
+        await failed("response_not_active", error.message, steer_id)
         return
+    if not signalled:  # the workflow has ended since: its end settled the steer, one way or the other
+        settled = await repository.steers.some([steer_id])
+        if not settled or settled[0].status == "failed":
+            await failed((settled[0].error_code if settled else None) or NOT_ACTIVE[0], NOT_ACTIVE[1], steer_id)
+            return
     await connection.send(steer_accepted(steer_id, target, stream_id))
 
 
@@ -88,7 +88,9 @@ async def after_end(connection: Connection, response_id: str, lane: Lane) -> str
     """Once a response's terminal event is sent: what became of its steers, told; the
     successor they made, if any, for the lane to follow."""
     successor = None
-    for kept in await connection.repository.steers.of_response(response_id):
+    async with connection.steer_order:  # a steer being taken now is answered first
+        steers = await connection.repository.steers.of_response(response_id)
+    for kept in steers:
         if kept.id in connection.told:
             continue
         connection.told.add(kept.id)
