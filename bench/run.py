@@ -53,7 +53,19 @@ import uuid
 import httpx
 import openai
 
-from bench import attacks, code_execution, docs, goals, hops, load, rate_limited, relay, telemetry_cost, waiting
+from bench import (
+    attacks,
+    code_execution,
+    docs,
+    goals,
+    hops,
+    load,
+    mcp_turn,
+    rate_limited,
+    relay,
+    telemetry_cost,
+    waiting,
+)
 from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 CHAINS = 8
@@ -193,7 +205,7 @@ async def run(args: argparse.Namespace) -> str:
             )
 
             # 7. an MCP turn
-            mcp_direct, mcp_durable = await mcp_turns(backend, durable, direct, requests // 4, warmup // 2)
+            mcp_direct, mcp_durable = await mcp_turn.measure(backend, durable, direct, requests // 4, warmup // 2)
             await http.aclose()
         finally:
             if serve is not None:
@@ -428,45 +440,6 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
         out, _ = sink.communicate(timeout=10)
     exported = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"exports": 0, "bytes": 0}
     return [label for label, _ in setups], timings, exported
-
-
-async def mcp_turns(
-    backend: Backend, durable: openai.AsyncOpenAI, direct: openai.AsyncOpenAI, count: int, warmup: int
-) -> tuple[list[float], list[float]]:
-    """(direct, durable) ms of one MCP turn: a response that lists a server, calls one tool and
-    answers, against two chat completions and one MCP session that lists and calls."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    from tests.support.mcp_servers import McpTestServer
-
-    server = McpTestServer().start()
-    tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
-    backend.script(
-        "bench-mcp",
-        [
-            reply
-            for _ in range(count + warmup)
-            for reply in ({"tool_calls": [["add", {"a": 1, "b": 2}]]}, {"text": "3"})
-        ],
-    )
-    hi = [{"role": "user", "content": "hi"}]
-
-    async def directly() -> None:
-        await direct.chat.completions.create(model="bench", messages=hi)
-        async with Client(streamable_http_client(server.url), mode="legacy") as session:
-            await session.list_tools()
-            await session.call_tool("add", {"a": 1, "b": 2})
-        await direct.chat.completions.create(model="bench", messages=hi)
-
-    async def durably() -> None:
-        answer = await durable.responses.create(model="bench-mcp", input="add", tools=[tool])
-        assert answer.status == "completed" and answer.output[1].output == "3", answer
-
-    try:
-        return await load.alternating(directly, durably, count, warmup)
-    finally:
-        server.stop()
 
 
 def main() -> None:
