@@ -13,7 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 
 from tests.support.histories import decoded_history, keep_recording, patches_in, recorded, replayer
 from tests.support.mcp_servers import McpTestServer
@@ -173,6 +173,17 @@ async def test_fresh_histories_replay(
         await keep_recording(name, stack.client, response_id)
 
 
+async def cancel_taken(handle: WorkflowHandle) -> bool:
+    """Whether a workflow task completed after the workflow's cancel request."""
+    requested = False
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+            requested = True
+        elif requested and event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            return True
+    return False
+
+
 async def test_both_orders_of_a_cancel_are_recorded_and_replay(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
@@ -190,7 +201,11 @@ async def test_both_orders_of_a_cancel_are_recorded_and_replay(
     calls_before = len(mcp_server.calls_of("slow"))
     by_temporal = await sdk.responses.create(model=f"{model}-slow-tool", input="slow", tools=never, background=True)
     await eventually(lambda: len(mcp_server.calls_of("slow")) > calls_before, "the slow tool call to start")
-    await stack.client.get_workflow_handle(by_temporal.id).cancel()
+    handle = stack.client.get_workflow_handle(by_temporal.id)
+    await handle.cancel()
+    # The store's cancel only once the workflow has taken Temporal's (a workflow task completed
+    # after the request): sent at once, it could stop the call first, and take the other branch.
+    await eventually(lambda: cancel_taken(handle), "the workflow to take Temporal's cancel request")
     await stack.repository.cancels.request(by_temporal.id)
     assert (await until_terminal(sdk, by_temporal.id)).status == "cancelled"
     for name, response_id, patch in [
