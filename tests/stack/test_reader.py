@@ -16,6 +16,7 @@ from models.errors import UnreadableFileError
 from retrieval.limits import LIMITS
 from retrieval.reader import read_chunks
 from sandbox.limits import ResourceLimits
+from tests.support.waiting import eventually
 
 
 async def parts_of(data: bytes, pause: float = 0.0) -> AsyncIterator[bytes]:
@@ -109,7 +110,10 @@ async def test_a_reader_killed_from_outside_is_worth_another_try():
 
     async def killing() -> AsyncIterator[bytes]:
         yield b"word " * 1000
-        for pid in our_readers():  # as the system's out-of-memory killer would
+        # The reader is there once its command line says so: on a loaded machine it may still
+        # be between fork and exec when the first bytes are taken (then none was killed).
+        readers = await eventually(our_readers, "the reader to be running", seconds=60, poll_seconds=0.02)
+        for pid in readers:  # as the system's out-of-memory killer would
             os.kill(pid, signal.SIGKILL)
         await asyncio.sleep(3600)
 
