@@ -62,7 +62,7 @@ class AccessLog:
 
     def _record(self, scope: dict[str, Any], status: int, seconds: float, error_body: bytes) -> None:
         route = getattr(scope.get("route"), "path", None) or UNROUTED
-        method = scope.get("method", "WEBSOCKET") if scope["type"] == "http" else "WEBSOCKET"
+        method = scope["method"] if scope["type"] == "http" else "WEBSOCKET"
         metrics.http_requests.labels(method, route, str(status)).inc()
         metrics.http_duration.labels(method, route).observe(seconds)
         if not self.enabled or route in QUIET_ROUTES:

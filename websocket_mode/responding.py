@@ -19,7 +19,7 @@ from telemetry import metrics
 from websocket_mode.client_events import CreateEvent
 from websocket_mode.connection import Connection, Lane
 from websocket_mode.server_events import error_event, on_lane
-from websocket_mode.steering import after_end, pending_steers
+from websocket_mode.steering import after_end
 
 
 async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> None:
@@ -58,7 +58,7 @@ async def _prepared(connection: Connection, event: CreateEvent) -> PreparedRespo
     continues left pending put first (committed to it when it is kept)."""
     payload: dict[str, Any] = dict(event.payload)
     previous = payload.get("previous_response_id")
-    pending = await pending_steers(connection, previous) if isinstance(previous, str) else []
+    pending = await connection.repository.steers.of_response(previous, "pending") if isinstance(previous, str) else []
     if pending:
         given = payload.get("input", [])
         given = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given

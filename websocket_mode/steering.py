@@ -18,7 +18,6 @@ from api.preparation import user_input
 from models.errors import ApiError
 from models.ids import new_id
 from models.steering import MAX_PENDING_STEERS
-from store.steers import Steer
 from websocket_mode.client_events import SteerEvent
 from websocket_mode.connection import Connection, Lane
 from websocket_mode.server_events import steer_accepted, steer_failed, steer_pending
@@ -100,18 +99,15 @@ async def after_end(connection: Connection, response_id: str, lane: Lane) -> str
                 successor = kept.successor_id
             case "pending":
                 await connection.send(steer_pending(kept.id, target, kept.required_input or [], lane.stream_id))
-            case "failed" | "queued":  # queued: its response stopped before the store took it
-                ended = await connection.repository.get_response(response_id, include_unstored=True)
-                code, message = FAILED_BECAUSE.get(ended.status if ended else "", NOT_ACTIVE)
+            case "failed" | "queued":  # its response failed or was cancelled (settled with its end)
                 await connection.send(
                     steer_failed(
-                        kept.error_code or code, message, target, given, steer_id=kept.id, stream_id=lane.stream_id
+                        kept.error_code or NOT_ACTIVE[0],
+                        NOT_ACTIVE[1],
+                        target,
+                        given,
+                        steer_id=kept.id,
+                        stream_id=lane.stream_id,
                     )
                 )
     return successor
-
-
-async def pending_steers(connection: Connection, previous_response_id: str) -> list[Steer]:
-    """Steers of the response a `response.create` continues, kept for the client's own
-    continuation: their input goes first."""
-    return await connection.repository.steers.of_response(previous_response_id, "pending")

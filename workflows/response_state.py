@@ -49,9 +49,7 @@ class ResponseState:
     answered: set[str] = field(default_factory=set)
     """Approval requests answered in the runs before this one (it continued as new)."""
     steers: list[str] = field(default_factory=list)
-    """Steers taken (`steer` update), in order: the response stops at its next safe boundary."""
-    steering_closed: bool = False
-    """The response has stopped: no steer is taken any more."""
+    """Steers taken (the `steer` signal), in order: the response stops at its next safe boundary."""
 
     @classmethod
     def of(cls, request: ResponseWorkflowInput) -> ResponseState:

@@ -34,10 +34,10 @@ cancelled fails them: the client is told so)."""
 
 
 def take_steer(state: ResponseState, signal: SteerSignal) -> None:
-    """Take a steer, unless the response has stopped or holds as many as it may: one not
-    taken stays `queued` in the store, and the connection that waits for the response's end
-    reports it failed."""
-    if signal.steer_id in state.steers or state.steering_closed or state.machine.is_terminal:
+    """Take a steer (the response stops at its next safe boundary), unless it has stopped or
+    holds as many as it may. Only the stop hangs on this: the response's end settles every
+    steer the store holds, taken here or not."""
+    if signal.steer_id in state.steers or state.machine.is_terminal:
         return
     if len(state.steers) < MAX_PENDING_STEERS:
         state.steers.append(signal.steer_id)
@@ -54,7 +54,6 @@ def settlement(state: ResponseState) -> dict[str, Any]:
     """What the response's end needs to settle its steers (`FinalizeInput`): the id a
     successor would get, and what the client owes it. The store settles them, since a steer
     the workflow has not heard of yet (its signal waits behind a model call) is one too."""
-    state.steering_closed = True
     return {
         "successor_id": successor_id(state.response.id),
         "required_input": required_input(state.response.output, decided={*state.decisions, *state.answered}),
