@@ -23,6 +23,7 @@ COPY search ./search
 COPY retrieval ./retrieval
 COPY sandbox ./sandbox
 COPY websocket_mode ./websocket_mode
+COPY guardrails ./guardrails
 COPY inbox ./inbox
 COPY worker ./worker
 COPY workflows ./workflows

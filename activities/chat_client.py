@@ -65,6 +65,8 @@ class ChatBackend(Protocol):
 
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
+    async def moderations(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
     def stream(
         self, body: dict[str, Any], on_headers: HeadersSeen | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[list[Chunk]]]:
@@ -124,8 +126,15 @@ class ChatClient:
 
     async def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         """One call of the backend's `/embeddings`."""
+        return await self._post_json("embeddings", body)
+
+    async def moderations(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One call of the backend's `/moderations` (OpenAI's shape)."""
+        return await self._post_json("moderations", body)
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            async with self._http().post(f"{self.base_url}/embeddings", data=orjson.dumps(body)) as answer:
+            async with self._http().post(f"{self.base_url}/{path}", data=orjson.dumps(body)) as answer:
                 content = await answer.read()
                 if answer.status >= 400:
                     raise self._status_failure(answer.status, answer.headers, content, body)

@@ -29,6 +29,9 @@ from activities.streamed import streamed_from_events
 from context import compaction
 from context.plan import Compact, Send, compaction_threshold, plan
 from context.windows import ContextWindows
+from guardrails.held_output import HeldOutput
+from guardrails.moderator import Moderator
+from guardrails.output_checks import checked_whole
 from models import activity_names, history_budget
 from models.activity_io import InferenceInput, InferenceResult
 from models.errors import (
@@ -68,8 +71,11 @@ class InferenceActivities:
         *,
         send_reasoning: bool = False,
         windows: ContextWindows | None = None,
+        moderator: Moderator | None = None,
     ) -> None:
         self.repository = repository
+        self.moderator = moderator or Moderator(gate.registry, upstreams, gate)
+        """Checks the output of a response with a moderation plan (`guardrails/`)."""
         self.gate = gate
         self.upstreams = upstreams
         self.windows = windows or ContextWindows(gate.registry)
@@ -164,6 +170,9 @@ class InferenceActivities:
                 return whole | {"messages": sent} | chat_format.max_tokens_field(request.response, base_url)
 
             result, message = await self._call_upstream(request, body_for, table, fence)
+            plan = request.response.moderation_plan
+            if plan is not None and plan.output is not None and result.moderation is None:
+                result, message = await checked_whole(self.moderator, plan, request, result, message)
             await self.repository.turns.record(
                 fence,
                 context + [chat_format.assistant_message(message)],
@@ -405,6 +414,9 @@ class InferenceActivities:
             sources=request.sources,
         )
         emitter = EventEmitter(self.repository.events, response_id, fence, pending_deltas=assembler.pending_deltas)
+        held = HeldOutput.of(self.moderator, request.response, request.project, lambda: emitter.emit([]))
+        if held is not None:
+            assembler.ceiling = held.ceiling
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
         try:
@@ -415,13 +427,25 @@ class InferenceActivities:
                         for choice in chunk.get("choices") or []:
                             finish_reason = choice.get("finish_reason") or finish_reason
                             emitter.emit(assembler.feed(choice.get("delta") or {}, chat_reply.logprobs(choice)))
+                    if held is not None:
+                        held.offer(assembler.items)
+                        if held.blocked:
+                            break  # the rest of the reply is not read: the stream stops here
+            if held is not None:
+                await held.finish(assembler.items)
+                if held.blocked:
+                    emitter.emit(assembler.withhold())
             events, output, message = assembler.finish()
             emitter.emit(events)
         finally:
+            if held is not None:
+                await held.close()
             await emitter.close()
         result = InferenceResult(
             output=output, finish_reason=chat_reply.finish_reason(finish_reason, message), usage=chat_reply.usage(usage)
         )
+        if held is not None:
+            result = result.model_copy(update={"moderation": held.found(), "blocked": held.blocked})
         return result, message
 
     def _sealer(self, request: InferenceInput) -> Callable[[str], str] | None:

@@ -69,4 +69,26 @@ class StoreActivities:
         if ended is not None:
             self.outcomes.publish(ended)
             metrics.response_ended(ended.model, ended.status)
-        return FinalizeResult(stored=response.store, successor_id=steering.made if steering else None)
+        return FinalizeResult(
+            stored=response.store,
+            successor_id=steering.made if steering else None,
+            identifier_blocked=await self._struck(request),
+        )
+
+    async def _struck(self, request: FinalizeInput) -> bool:
+        """A response a moderation check blocked is a strike against its `safety_identifier`;
+        whether this strike is the one that blocks the identifier."""
+        response, limit = request.response, request.safety
+        if not (
+            limit is not None
+            and limit.blocks
+            and response.safety_identifier
+            and response.moderation is not None
+            and response.incomplete_details is not None
+            and response.incomplete_details.reason == "content_filter"
+        ):
+            return False
+        added, count = await self.repository.strikes.record(
+            request.project, response.safety_identifier, response.id, limit.window_seconds
+        )
+        return added and count == limit.blocks

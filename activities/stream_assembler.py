@@ -138,6 +138,11 @@ class StreamAssembler:
     """Seals reasoning into `encrypted_content`, for a client that asked to carry it."""
     sources: list[Source] = field(default_factory=list)
     """Search results shown to the model: its `[n]` become `url_citation` annotations."""
+    ceiling: Callable[[_Item], int] | None = None
+    """How much of an item's text may be sent yet (an output guardrail's: `guardrails/
+    held_output.py`); None: all of it, as it comes."""
+    withheld: bool = False
+    """A guardrail blocked the reply: it ends with the text that was sent (`withhold`)."""
     items: list[_Item] = field(default_factory=list)
     _message: _Item | None = None
     _reasoning: _Item | None = None
@@ -178,15 +183,43 @@ class StreamAssembler:
         events: list[StreamEvent] = []
         for item in self.items:
             if item.growing.length > item.sent and item.type in TEXT_DELTAS:
-                events.extend(self._text_beyond_sent(item, item.unsent_logprobs))
-                item.unsent_logprobs = []
+                sent = self._text_beyond_sent(item, item.unsent_logprobs)
+                if sent:
+                    events.extend(sent)
+                    item.unsent_logprobs = []
+        return events
+
+    def withhold(self) -> list[StreamEvent]:
+        """A guardrail blocked the reply: each text keeps only what was sent, calls are left out
+        (one the client saw begin is closed `incomplete`); the events that closes them with."""
+        events: list[StreamEvent] = []
+        kept: list[_Item] = []
+        for item in self.items:
+            if item.type in TEXT_DELTAS:
+                if item.growing.length > item.sent:
+                    item.growing = Text(item.growing.tail(item.growing.length)[: item.sent])
+                kept.append(item)
+            elif item.type not in WHOLE_KINDS:
+                started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)
+                events.append(
+                    OutputItemEvent(
+                        type="response.output_item.done",
+                        output_index=item.output_index,
+                        item=started.model_copy(update={"status": "incomplete"}),
+                    )
+                )
+        self.items, self.withheld = kept, True
+        self._calls = {}
         return events
 
     def finish(self) -> tuple[list[StreamEvent], list[OutputItem], dict[str, Any]]:
         events: list[StreamEvent] = self.pending_deltas()
         output: list[OutputItem] = []
         for item in sorted(self.items, key=lambda each: each.output_index):
+            events.extend(self._text_beyond_sent(item))  # a call's arguments a guardrail held
             final = self._final_item(item)
+            if self.withheld:
+                final = final.model_copy(update={"status": "incomplete"})
             output.append(final)
             if item.earlier is not None and item.earlier.done and item.earlier.text == self._streamed_text(item, final):
                 continue  # an earlier attempt finished this very item
@@ -364,10 +397,14 @@ class StreamAssembler:
         return started.model_copy(update={"status": "in_progress"})
 
     def _text_beyond_sent(self, item: _Item, logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
-        length = item.growing.length
+        total = item.growing.length
+        length = total if self.ceiling is None else min(total, self.ceiling(item))
         if length <= item.sent or item.type in WHOLE_KINDS:
             return []
-        delta, item.sent = item.growing.tail(length - item.sent), length
+        delta = item.growing.tail(total - item.sent)
+        if length < total:
+            delta = delta[: length - item.sent]
+        item.sent = length
         if item.type in TEXT_DELTAS:  # built as validated values: one per write of a long reply
             return [
                 TextDeltaEvent.model_construct(

@@ -33,9 +33,13 @@ from api.body import Limits
 from api.codec import CodecAccess
 from api.errors import EXCEPTION_HANDLERS
 from api.ingestions import Ingestions
+from api.moderations import moderation_routes
 from api.prompts import prompt_routes
 from api.runner import ResponseRunner
 from context.windows import ContextWindows
+from guardrails.moderator import Moderator
+from guardrails.policy import GuardrailPolicy
+from guardrails.settings import ModerationSettings
 from inbox.routes import inbox_routes
 from retrieval.embedder import Embedder
 from retrieval.vectors import LEXICAL_MODEL
@@ -48,6 +52,7 @@ from upstream import known_models
 from upstream.admission import CapacityCheck
 from upstream.catalog import ModelCatalog
 from upstream.clients import Upstreams
+from upstream.gate import UpstreamGate
 from websocket_mode.endpoint import websocket_routes
 from websocket_mode.settings import WebSocketSettings
 
@@ -121,6 +126,7 @@ def create_app(
     embedding_model: str = LEXICAL_MODEL,
     sandbox: SandboxSettings | None = None,
     websocket: WebSocketSettings | None = None,
+    moderation: ModerationSettings | None = None,
 ) -> Starlette:
     """`served_model` names the model that answers for the one a request asks for (the demo
     model answers for every model); `mounts` are routes of other apps (`dev`'s demo tools);
@@ -134,7 +140,8 @@ def create_app(
     `Authorization` header `/metrics` requires (none: open), `metrics_route` whether it is
     served here at all (not when it has a port of its own); `embedding_model` what new vector
     stores embed with (`EMBEDDING_MODEL`); `sandbox` how code runs (`sandbox/settings.py`);
-    `websocket` what WebSocket mode allows (`websocket_mode/settings.py`)."""
+    `websocket` what WebSocket mode allows (`websocket_mode/settings.py`); `moderation` how
+    responses are moderated (`guardrails/settings.py`)."""
     ring = KeyRing(KeyStore(repository.db))
     per_key = Quotas(quotas or QuotaSettings())
     middleware = [Middleware(AccessLog, enabled=access_log)]
@@ -186,6 +193,7 @@ def create_app(
             Route("/v1/conversations/{conversation_id}/items/{item_id}", conversations.delete_item, methods=["DELETE"]),
             *retrieval_routes(),
             *prompt_routes(),
+            *moderation_routes(),
             *container_routes(),
             Route("/health", health.readyz, methods=["GET"]),
             Route("/readyz", health.readyz, methods=["GET"]),
@@ -220,4 +228,6 @@ def create_app(
     app.state.ingestions = Ingestions(runner.client, runner.task_queue)
     app.state.sandbox = sandbox or SandboxSettings()
     app.state.websocket = websocket or WebSocketSettings()
+    app.state.guardrails = GuardrailPolicy(moderation or ModerationSettings(), runner.registry, repository.strikes)
+    app.state.moderator = Moderator(runner.registry, Upstreams(), UpstreamGate(runner.registry, repository.budgets))
     return app

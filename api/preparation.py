@@ -19,6 +19,7 @@ from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
 from api.prompt_rendering import with_prompt
 from context.windows import ContextWindows
+from guardrails.policy import GuardrailPolicy
 from models import history_budget
 from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
 from models.client_tools import CLIENT_TOOLS, is_client_call
@@ -139,6 +140,7 @@ async def prepare(
     compact_only: bool = False,
     sandbox: SandboxSettings | None = None,
     held: Collection[str] = (),
+    guardrails: GuardrailPolicy | None = None,
 ) -> PreparedResponse:
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
@@ -147,8 +149,11 @@ async def prepare(
     `compact_only`: the response compacts its context and answers nothing else (as one whose
     input ends with a `compaction_trigger` does). `sandbox`: how this server runs code (the
     containers of `code_interpreter` tools); `held`: unstored responses the
-    request may continue from all the same (those its WebSocket connection holds)."""
+    request may continue from all the same (those its WebSocket connection holds);
+    `guardrails`: the moderation a response runs and who may ask (`guardrails/policy.py`)."""
     request, prompt = await with_prompt(validate(payload), repository, project)
+    if guardrails is not None:
+        await guardrails.admit_identifier(project, request.safety_identifier)
     if served_model is not None:
         request = request.model_copy(update={"model": served_model(request.model)})
     if known_model is not None and not known_model(request.model):
@@ -185,6 +190,8 @@ async def prepare(
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     response.compact_only = compact_only or bool(items and items[-1].type == "compaction_trigger")
     response.prompt = prompt
+    if guardrails is not None:
+        response.moderation_plan = guardrails.plan_for(project, response.moderation_plan)
     if windows is not None:
         await check_fits(response, known_context, known_items, items, repository.secret_box, project, windows)
     approvals, listings, parked = _stubbed(approvals, listings)

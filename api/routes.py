@@ -100,6 +100,7 @@ async def prepared_for(
         egress=request.app.state.egress,
         known_model=request.app.state.registry.knows,
         sandbox=request.app.state.sandbox,
+        guardrails=request.app.state.guardrails,
         **options,
     )
 

@@ -11,6 +11,7 @@ from models.code_items import CodeInterpreterCallItem, ShellCallItem, ShellCallO
 from models.history_budget import ToolResult
 from models.items import FileSearchCallItem, McpCallItem, McpListToolsItem, OutputItem, WebSearchCallItem
 from models.mcp import McpFunction, McpListing
+from models.moderation import ModerationPlan, SafetyLimit, SideResult
 from models.responses import Response, ResponseStatus, Usage
 from models.search import Source
 from models.tools import FileSearchTool, McpTool, WebSearchTool
@@ -73,6 +74,26 @@ class InferenceResult(BaseModel):
     compaction_due: bool = False
     """Nothing was asked: the context passed the compaction threshold, so the workflow
     compacts it first (and then runs the turn again)."""
+    moderation: SideResult | None = None
+    """What the output checks of the turn found (a moderation plan with an output mode)."""
+    blocked: bool = False
+    """A check blocked the output: `output` holds what passed, and the response ends."""
+
+
+class ModerateInputRequest(BaseModel):
+    """Check what is new to the model in a turn (`activities/moderation.py`)."""
+
+    response_id: str
+    project: str
+    plan: ModerationPlan
+    first: bool
+    """The response's first turn: its input items are new."""
+    tool_results: dict[str, ToolResult] = Field(default_factory=dict)
+    """The results of the tools that ran since the last turn (by chat tool-call id)."""
+
+
+class ModerateInputResult(BaseModel):
+    result: SideResult
 
 
 class RecordStatusInput(BaseModel):
@@ -109,6 +130,9 @@ class FinalizeInput(BaseModel):
     workflow: the same on every retry; `models/steering.py`)."""
     required_input: list[dict[str, str]] = Field(default_factory=list)
     """What the client owes the ended response (its steers then stay `pending`)."""
+    project: str = ""
+    safety: SafetyLimit | None = None
+    """When a blocked response counts against its `safety_identifier` (None: never)."""
 
 
 class ListMcpToolsInput(BaseModel):
@@ -161,6 +185,8 @@ class FinalizeResult(BaseModel):
     stored: bool
     successor_id: str | None = None
     """The successor made from the response's steers, to be started now."""
+    identifier_blocked: bool = False
+    """This response's block was the one that blocked its `safety_identifier`."""
 
 
 class WebSearchInput(BaseModel):

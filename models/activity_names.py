@@ -13,6 +13,7 @@ RECORD_APPROVAL_WAIT = "record_approval_wait"
 LIST_MCP_TOOLS = "list_mcp_tools"
 ENQUEUE_WEBHOOKS = "enqueue_webhooks"
 START_SUCCESSOR = "start_successor"
+MODERATE_INPUT = "moderate_input"
 
 # Steps any worker may take (regular activities: retried, heartbeated, moved when a worker dies).
 CALL_MCP_TOOL = "call_mcp_tool"

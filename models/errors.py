@@ -17,6 +17,8 @@
     │   ├── RateLimitedError              429  with `retry-after`: a key's rate or concurrency limit
     │   ├── PayloadTooLargeError          413  the request body is larger than the server takes
     │   ├── ConflictError                 409  the response is not in a state that allows this
+    │   ├── BadGatewayError               502  a backend answered what cannot be used (a moderation
+    │   │                                      model's answer that is no verdict)
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
     │       ├── OverloadedError           503  with `retry-after`: as many responses in flight as
     │       │                                  this API process takes
@@ -41,6 +43,8 @@
     │   ├── McpRejectedError              other 4xx, protocol errors: retrying cannot help
     │   └── McpSentBeforeError            an earlier attempt sent a call that must run at most
     │                                     once: its outcome is unknown, it is not sent again
+    ├── ModerationError                   a moderation call failed (`retryable` says whether trying
+    │                                     again can help); past its budget, the check fails closed
     ├── SearchError                       raised inside the web search activity about its provider
     │   ├── SearchUnavailableError        5xx, 429, timeouts, refused connections: Temporal retries
     │   └── SearchRefusedError            a refused key, other 4xx, an answer not understood: the
@@ -211,6 +215,13 @@ class ConflictError(ApiError):
 
 class UnavailableError(ApiError):
     status_code = 503
+    error_type = "server_error"
+
+
+class BadGatewayError(ApiError):
+    """A backend this server asked answered what it cannot use (no retry mends it)."""
+
+    status_code = 502
     error_type = "server_error"
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from models.items import InputItem, MessageItem
+from models.moderation import ModerationSetting
 from models.prompts import PromptReference
 from models.tools import Tool, ToolChoice
 from models.unsupported import UnsupportedParameter
@@ -31,7 +32,6 @@ ADVISORY_PARAMETERS = (
 # Known to OpenAI, not implemented here: a request that sets them is refused, naming them.
 REJECTED_PARAMETERS = {
     "image": "image generation options are not implemented",
-    "moderation": "moderation policies are not implemented",
     "access_programs": "access programs are not implemented",
     "background_options": "background options are not implemented; `background: true` alone is supported",
 }
@@ -142,7 +142,7 @@ class CreateResponseRequest(BaseModel):
     metadata: Metadata | None = None
 
     user: str | None = None
-    safety_identifier: str | None = None
+    safety_identifier: str | None = Field(default=None, max_length=256)
     prompt_cache_key: str | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     prompt_cache_options: dict[str, Any] | None = None
@@ -156,7 +156,7 @@ class CreateResponseRequest(BaseModel):
 
     prompt: PromptReference | None = None
     image: Any = None
-    moderation: Any = None
+    moderation: ModerationSetting | None = None
     access_programs: Any = None
     background_options: Any = None
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from models.items import OutputItem
+from models.moderation import ModerationPlan, ModerationProgress, ResponseModeration
 from models.requests import CompactionEntry, CreateResponseRequest, ReasoningConfig, TextConfig
 from models.tools import Tool, ToolChoice
 from models.wire import WireModel
@@ -94,6 +95,8 @@ class Response(WireModel):
     prompt_cache_key: str | None = None
     prompt: dict[str, Any] | None = None
     """The prompt the response was made from: `{id, version, variables}` (`models/prompts.py`)."""
+    moderation: ResponseModeration | None = None
+    """What its moderation checks found (`models/moderation.py`); set once it ends."""
     service_tier: str = "default"
     store: bool = True
     temperature: float | None = None
@@ -122,6 +125,13 @@ class Response(WireModel):
     """False (WebSocket mode's `generate: false`): its one turn records its input as context
     for a follow-up and asks the model nothing; not part of the object clients see."""
 
+    moderation_plan: ModerationPlan | None = None
+    """The checks it runs (the request's `moderation`, no weaker than its project's policy:
+    `guardrails/`); not part of the object clients see."""
+
+    moderation_progress: ModerationProgress | None = None
+    """Its moderation checks so far (`workflows/moderation.py`); not part of the object clients see."""
+
     held_by_connection: bool = False
     """An unstored response (`store: false`) kept, chain and all, while the WebSocket
     connection that made it is open, so that connection may continue from it
@@ -140,6 +150,8 @@ class Response(WireModel):
             data.pop("compact_only", None)
             data.pop("generate", None)
             data.pop("held_by_connection", None)
+            data.pop("moderation_plan", None)
+            data.pop("moderation_progress", None)
             for name, default in SAMPLING_DEFAULTS.items():
                 if data.get(name) is None:
                     data[name] = default
@@ -186,6 +198,7 @@ class Response(WireModel):
             conversation=ConversationRef(id=conversation_id) if conversation_id else None,
             include=list(request.include or []),
             context_management=request.context_management,
+            moderation_plan=ModerationPlan.of(request.moderation) if request.moderation else None,
             **echoed,
         )
 

@@ -31,9 +31,16 @@ ENDED_EVENT_TYPES = {
 """A background response's final status -> its event."""
 
 ACTION_REQUIRED = "response.action_required"
+IDENTIFIER_BLOCKED = "safety_identifier.blocked"
+"""A project's end user (`safety_identifier`) had too many responses blocked: now refused."""
 
 WebhookEventType = Literal[
-    "response.completed", "response.failed", "response.cancelled", "response.incomplete", "response.action_required"
+    "response.completed",
+    "response.failed",
+    "response.cancelled",
+    "response.incomplete",
+    "response.action_required",
+    "safety_identifier.blocked",
 ]
 """Every event a response sends; a project's endpoint takes those it names."""
 
@@ -72,6 +79,15 @@ def action_required_event(event_id: str, response_id: str, approval_request_id: 
             "id": response_id,
             "required_action": {"type": "mcp_approval_request", "approval_request_id": approval_request_id},
         },
+    )
+
+
+def identifier_blocked_event(event_id: str, response_id: str, identifier: str, created_at: int) -> WebhookEvent:
+    return WebhookEvent(
+        id=event_id,
+        created_at=created_at,
+        type=IDENTIFIER_BLOCKED,
+        data={"id": response_id, "safety_identifier": identifier},
     )
 
 

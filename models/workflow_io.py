@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from models.history_budget import ToolResult
 from models.hosted_tools import CODE_INTERPRETER, SHELL, WEB_SEARCH
 from models.mcp import ApprovalDecision, McpListing
+from models.moderation import SafetyLimit
 from models.responses import Response
 from models.search import Source
 from models.webhooks import WebhookPolicy
@@ -75,6 +76,8 @@ class ExecutionSettings(BaseModel):
     code_execution: CodeExecution | None = None
     """Where code runs (`code_interpreter`, the hosted `shell`); None: the workers run no code,
     and those tools are accepted and not offered."""
+    safety: SafetyLimit = Field(default_factory=SafetyLimit)
+    """When blocked responses block their `safety_identifier` (`store/safety_strikes.py`)."""
     search_attributes: bool = False
     """Whether the namespace has the response search attributes (`models/visibility.py`), so
     the workflow keeps `ResponseState` current."""

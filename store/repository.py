@@ -38,6 +38,7 @@ from store.paging import page_of_items
 from store.parked import ParkedFields
 from store.prompts import Prompts
 from store.response_rows import CreationParts, insert_response
+from store.safety_strikes import SafetyStrikes
 from store.schema import NO_PROJECT
 from store.starts import Starts
 from store.steers import Steers, SteerSettlement
@@ -125,6 +126,7 @@ class ResponseRepository:
         self.prompts = Prompts(db)
         """Prompts kept on the server, in versions (the Prompts API)."""
         self.steers = Steers(db)
+        self.strikes = SafetyStrikes(db)
         """Input queued for running responses (WebSocket mode's steering)."""
 
     # ---- responses -------------------------------------------------------------------
@@ -453,6 +455,14 @@ class ResponseRepository:
                 transaction, "input_items", response_id, after=after, before=before, limit=limit, order=order
             )
         return Page(data=items, has_more=has_more)
+
+    async def input_items_of(self, response_id: str) -> list[dict[str, Any]]:
+        """A response's input items, as listed, in order."""
+        async with self.db.read() as transaction:
+            rows = await transaction.all(
+                "SELECT data FROM input_items WHERE response_id = :id ORDER BY position", id=response_id
+            )
+        return [loads(row["data"]) for row in rows]
 
     # ---- chat context ----------------------------------------------------------------
 

@@ -153,6 +153,23 @@ prompts = Table(
 )
 Index("ix_prompts_project", prompts.c.project, prompts.c.sort_key)
 
+# Safety strikes (`store/safety_strikes.py`): responses a moderation check blocked, counted
+# against their project's `safety_identifier`.
+safety_strikes = Table(
+    "safety_strikes",
+    metadata,
+    Column("response_id", String(80), primary_key=True),
+    Column("project", String(80), nullable=False),
+    Column("safety_identifier", String(256), nullable=False),
+    Column("struck_at", Float, nullable=False),
+)
+Index(
+    "ix_safety_strikes_identifier",
+    safety_strikes.c.project,
+    safety_strikes.c.safety_identifier,
+    safety_strikes.c.struck_at,
+)
+
 # Steers (WebSocket mode's `response.steer`): user input queued for a running response, kept
 # before its workflow takes it, until a successor starts from it (`models/steering.py`).
 steers = Table(

@@ -46,7 +46,13 @@ PROVIDER_BASES = {"openai": "https://api.openai.com/v1"}
 """Providers whose API has a well-known base; any other needs `api_base`."""
 KNOWN_ENTRY_KEYS = {"model_name", "litellm_params", "model_info"}
 KNOWN_PARAMS = {"model", "api_base", "api_key", "rpm", "tpm", "timeout"}
-KNOWN_INFO = {"max_input_tokens", "id"}
+KNOWN_INFO = {"max_input_tokens", "id", "mode", "moderation_format"}
+MODES = ("chat", "moderation")
+MODERATION_FORMATS = ("openai", "llama_guard")
+OPENAI_MODERATION_MODELS = frozenset(
+    {"omni-moderation-latest", "omni-moderation-2024-09-26", "text-moderation-latest", "text-moderation-stable"}
+)
+"""OpenAI's moderation models: a `*` deployment serves them at its `/moderations`."""
 KNOWN_TOP = {"model_list", "router_settings"}
 KNOWN_ROUTER = {"fallbacks"}
 MAX_DEPLOYMENTS = 1000
@@ -73,6 +79,11 @@ class Deployment:
     max_input_tokens: int | None = None
     provider: str = "openai"
     """The `<provider>/` of `litellm_params.model` (`/v1/models` says it as `owned_by`)."""
+    mode: str = "chat"
+    """`model_info.mode` (LiteLLM's field): `moderation` serves moderation checks only."""
+    moderation_format: str = "openai"
+    """How a moderation deployment is asked (`model_info.moderation_format`): `openai`, at its
+    `/moderations`; `llama_guard`, Llama Guard's prompt at its chat completions."""
 
     def upstream_name(self, asked: str) -> str:
         return self.upstream_model or asked
@@ -151,6 +162,16 @@ class ModelRegistry:
     @property
     def serves_any(self) -> bool:
         return any(deployment.model_name == ANY_MODEL for deployment in self.deployments)
+
+    def moderation_deployments(self, model: str) -> list[Deployment]:
+        """The deployments that classify for `model`: its entries with `mode: moderation`, else,
+        for OpenAI's moderation model names, the `*` entry's (empty: not a moderation model)."""
+        named = [deployment for deployment in self.deployments if deployment.model_name == model]
+        if named:
+            return [deployment for deployment in named if deployment.mode == "moderation"]
+        if model in OPENAI_MODERATION_MODELS:
+            return [deployment for deployment in self.deployments if deployment.model_name == ANY_MODEL]
+        return []
 
     def fallbacks_of(self, model: str) -> list[str]:
         """The names a response for `model` fails over to, in order (each one known here)."""
@@ -259,8 +280,16 @@ def _deployment(
     deployment_id = info.get("id", f"{name}/{position}")
     if not isinstance(deployment_id, str) or not deployment_id or len(deployment_id) > 200:
         raise StartupError(f"{place}: `model_info.id` must be a string of 1 to 200 characters")
+    mode = info.get("mode", "chat")
+    if mode not in MODES:
+        raise StartupError(f"{place}: `model_info.mode` must be one of {', '.join(MODES)}")
+    moderation_format = info.get("moderation_format", "openai")
+    if moderation_format not in MODERATION_FORMATS:
+        raise StartupError(f"{place}: `model_info.moderation_format` must be one of {', '.join(MODERATION_FORMATS)}")
     return Deployment(
         id=deployment_id,
+        mode=mode,
+        moderation_format=moderation_format,
         model_name=name,
         upstream_model=None if upstream == ANY_MODEL else upstream,
         api_base=api_base.rstrip("/"),

@@ -311,6 +311,7 @@ async def run_api(
             embedding_model=settings.embedding_model,
             sandbox=settings.sandbox,
             websocket=settings.websocket,
+            moderation=settings.moderation,
         )
         shutdown.track("open request", lambda: app.state.admission.in_flight)
         announce_backend(settings)

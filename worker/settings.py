@@ -17,6 +17,7 @@ from activities.chat_client import shown_url
 from api.body import Limits
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
+from guardrails.settings import ModerationSettingError, ModerationSettings
 from models.errors import StartupError
 from models.quotas import MAX_WEBHOOK_ENDPOINTS, ProjectQuota, ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
@@ -167,6 +168,8 @@ class Settings(BaseModel):
     """How code runs (`code_interpreter`, the hosted `shell`): `sandbox/settings.py`."""
     websocket: WebSocketSettings = Field(default_factory=WebSocketSettings)
     """What WebSocket mode allows (`WEBSOCKET_*`: `websocket_mode/settings.py`)."""
+    moderation: ModerationSettings = Field(default_factory=ModerationSettings)
+    """How responses are moderated (`MODERATION_*`, `SAFETY_IDENTIFIER_*`: `guardrails/settings.py`)."""
     """What one project may keep (`PROJECT_MAX_FILES` and the rest: `models/quotas.py`)."""
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 30.0
@@ -342,6 +345,13 @@ class Settings(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _limits_identifiers(self) -> Settings:
+        """Responses learn when their blocks block their `safety_identifier`."""
+        if self.execution.safety != self.moderation.safety:
+            self.execution = self.execution.model_copy(update={"safety": self.moderation.safety})
+        return self
+
+    @model_validator(mode="after")
     def _runs_code(self) -> Settings:
         """Responses learn whether, and where, the workers run code (`sandbox/`)."""
         wanted = (
@@ -448,6 +458,7 @@ class Settings(BaseModel):
             "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
             "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
+            "moderation": _moderation(),
             "websocket": WebSocketSettings(
                 enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
                 idle_seconds=_env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
@@ -472,6 +483,13 @@ def _sandbox(database_url: object) -> SandboxSettings:
     try:
         return SandboxSettings.from_env(data_dir)
     except SandboxSettingError as error:
+        raise StartupError(str(error)) from None
+
+
+def _moderation() -> ModerationSettings:
+    try:
+        return ModerationSettings.from_env(os.environ)
+    except ModerationSettingError as error:
         raise StartupError(str(error)) from None
 
 

@@ -21,11 +21,13 @@ from activities.handover import Outcomes
 from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
+from activities.moderation import ModerationActivities
 from activities.steering import SteeringActivities
 from activities.store import StoreActivities
 from activities.web_search import SearchActivities
 from activities.webhooks import WebhookActivities
 from api.runner import ResponseRunner
+from guardrails.moderator import Moderator
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
@@ -180,7 +182,11 @@ async def build_worker(
     upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
     known_models.start(settings.registry().names())
     gate = UpstreamGate(settings.registry(), repository.budgets)
-    inference = InferenceActivities(repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning)
+    moderator = Moderator(settings.registry(), upstreams, gate)
+    inference = InferenceActivities(
+        repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning, moderator=moderator
+    )
+    moderating = ModerationActivities(repository, moderator)
     store = StoreActivities(repository, outcomes)
     steering = SteeringActivities(
         repository, response_runner(client, settings, repository, outcomes, local_worker=False)
@@ -220,6 +226,7 @@ async def build_worker(
             store.finalize_response,
             store.record_approval_wait,
             steering.start_successor,
+            moderating.moderate_input,
             webhooks.enqueue_webhooks,
             mcp.list_mcp_tools,
             mcp.call_mcp_tool,

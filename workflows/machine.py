@@ -48,6 +48,8 @@ TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "truncate", "source": State.INFERRING, "dest": State.INCOMPLETE},
     # Steering input came: the response stops after its tools' results, before the next turn.
     {"trigger": "steer", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.INCOMPLETE},
+    # A guardrail blocked the turn's input or output (`workflows/moderation.py`).
+    {"trigger": "block", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.INCOMPLETE},
     {"trigger": "fail", "source": LIVE, "dest": State.FAILED},
     {"trigger": "cancel", "source": LIVE, "dest": State.CANCELLED},
 ]

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.steering import SteerSignal
     from models.visibility import RESPONSE_STATE, current_details
-    from models.webhooks import ended_event
+    from models.webhooks import ended_event, identifier_blocked_event
     from models.workflow_io import (
         ApprovalUpdate,
         ApprovalUpdateResult,
@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
         ResponseEnded,
         ResponseWorkflowInput,
     )
-    from workflows import patches, steering
+    from workflows import moderation, patches, steering
     from workflows.catalogue import mcp_functions
     from workflows.failures import application_failure, error_code, is_cancel_request
     from workflows.machine import IllegalTransition, State
@@ -96,9 +96,19 @@ class ResponseWorkflow(ToolSteps):
             self._fail(f"internal state error: {error}")
         except asyncio.CancelledError:
             self.state.machine.fire("cancel")
-        final, successor = await self._finalize()
-        if successor is not None:
-            await steering.start_successor(self.state, successor)
+        final, written = await self._finalize()
+        if written.successor_id is not None:
+            await steering.start_successor(self.state, written.successor_id)
+        if written.identifier_blocked and final.safety_identifier:
+            identifier = final.safety_identifier
+            await send_webhooks(
+                self.state.settings.webhooks,
+                self.state.settings.webhook_task_queue,
+                final,
+                lambda event_id, now: [identifier_blocked_event(event_id, final.id, identifier, now)],
+                self.state.settings.store,
+                any_response=True,
+            )
         await send_webhooks(
             self.state.settings.webhooks,
             self.state.settings.webhook_task_queue,
@@ -251,6 +261,9 @@ class ResponseWorkflow(ToolSteps):
                     f"passed {MAX_HISTORY_BYTES // (1024 * 1024)} MiB); stopped"
                 )
             turn_start = len(response.output)
+            if not compact and not await moderation.input_passes(self.state, request.project, first=turn == 0):
+                self.state.machine.fire("block")
+                return
             result, detailed = await call_model(
                 InferenceInput(
                     response=response,
@@ -284,6 +297,9 @@ class ResponseWorkflow(ToolSteps):
             self.state.parked.update({item_id: item_id for item_id in result.parked})
             response.usage = (response.usage or Usage()) + result.usage
             recorded = True
+            if moderation.output_checked(response, result.moderation, result.blocked):
+                self.state.machine.fire("block")
+                return
             if response.compact_only:
                 self.state.machine.fire("complete")
                 return
@@ -418,9 +434,10 @@ class ResponseWorkflow(ToolSteps):
             **local_activity_options(self.state.settings.store),
         )
 
-    async def _finalize(self) -> tuple[Response, str | None]:
-        """The response as it ends, and the successor its steers made (to be started)."""
-        final = self._snapshot()
+    async def _finalize(self) -> tuple[Response, FinalizeResult]:
+        """The response as it ends, and what writing it did (the successor its steers made, to
+        be started; whether it blocked its `safety_identifier`)."""
+        final = moderation.concluded(self._snapshot())
         final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
         final = self._ended_items(final)
         writing = asyncio.ensure_future(
@@ -432,6 +449,8 @@ class ResponseWorkflow(ToolSteps):
                     tool_results=self.state.tool_results,
                     listings=self.state.listings,
                     parked=self.state.parked,
+                    project=self.state.project,
+                    safety=self.state.settings.safety if final.moderation is not None else None,
                     **steering.settlement(self.state),
                 ),
                 result_type=FinalizeResult,
@@ -441,7 +460,7 @@ class ResponseWorkflow(ToolSteps):
         while True:
             try:
                 written: FinalizeResult = await asyncio.shield(writing)
-                return final, written.successor_id
+                return final, written
             except asyncio.CancelledError:
                 # A cancel that arrives now is too late to change the end: write it anyway.
                 continue

@@ -48,11 +48,19 @@ so a response without webhooks draws no id from the workflow's random stream."""
 
 
 async def send_webhooks(
-    policy: WebhookPolicy, task_queue: str | None, response: Response, events: Events, store: RetryBudget
+    policy: WebhookPolicy,
+    task_queue: str | None,
+    response: Response,
+    events: Events,
+    store: RetryBudget,
+    *,
+    any_response: bool = False,
 ) -> None:
     """`task_queue`: where the deliveries of a response that started before the outbox run
-    (None: the response's own queue); `store`: the outbox write's budget."""
-    if not policy.sends or not response.background or not workflow.patched(patches.WEBHOOKS_SENT):
+    (None: the response's own queue); `store`: the outbox write's budget; `any_response`:
+    events that are not the response's own (a blocked `safety_identifier`), sent whether it
+    runs in the background or not."""
+    if not policy.sends or not (response.background or any_response) or not workflow.patched(patches.WEBHOOKS_SENT):
         return
     made = events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp()))
     if workflow.patched(patches.WEBHOOKS_OUTBOX):

@@ -59,7 +59,7 @@ BAD_REQUESTS = [
     ),
     ({"model": "m", "input": "hi", "temperature": 7}, 400, "temperature", "less than or equal to 2"),
     ({"model": "m", "input": "hi", "prompt": {"id": "pmpt_1"}}, 404, "prompt.id", "not found"),
-    ({"model": "m", "input": "hi", "moderation": {"model": "omni"}}, 400, "moderation", "not implemented"),
+    ({"model": "m", "input": "hi", "moderation": {"model": "omni"}}, 400, "moderation.model", "not a moderation model"),
     ({"model": "m", "input": "hi", "conversation": "conv_1"}, 404, "conversation", "not found"),
     (
         {"model": "m", "input": "hi", "conversation": "conv_1", "previous_response_id": "resp_1"},

@@ -66,7 +66,7 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
     """A store as the version before migrations left it: no version table, no API keys,
     workers, approval waits, open approvals, webhook endpoints, upstream budgets, tool
     dispatches, history deletions, files or vector stores, chore leases, webhook outbox,
-    steers or prompts tables, no `conversation_id`, `project`, `decided_by`,
+    steers, prompts or safety strikes tables, no `conversation_id`, `project`, `decided_by`,
     `reason` or `written_at` columns; and a response in it."""
     await migrated(store.url)
     await store_probe.execute(
@@ -94,6 +94,7 @@ async def test_a_store_made_before_migrations_is_adopted_with_its_rows(store: Em
         "DROP TABLE webhook_queues",
         "DROP TABLE steers",
         "DROP TABLE prompts",
+        "DROP TABLE safety_strikes",
         "DROP INDEX ix_responses_previous",
         "DROP INDEX ix_responses_conversation_id",
         "ALTER TABLE responses DROP COLUMN conversation_id",

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from context.compaction import is_summariser_request
+from guardrails.keywords import moderations_answer
 from retrieval.vectors import lexical_vector
 from tests.support.threaded_server import ThreadedServer
 
@@ -102,6 +103,8 @@ class ScriptedBackend:
         self.embedding_calls = 0
         self.embedding_delay = 0.0
         self._embeddings_refused_until = 0.0
+        self.moderated: list[dict[str, Any]] = []
+        """The body of every `/v1/moderations` request, in order."""
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
         self.port = 0
@@ -141,6 +144,7 @@ class ScriptedBackend:
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/moderations", self._moderations, methods=["POST"]),
                 Route("/v1/_script", self._script_over_http, methods=["POST"]),
                 Route("/v1/_calls", self._calls_over_http, methods=["GET"]),
                 Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
@@ -187,6 +191,21 @@ class ScriptedBackend:
                 "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
             }
         )
+
+    async def _moderations(self, request: Request) -> Response:
+        """OpenAI's `/v1/moderations`, classified by the demo's keyword classifier. A model named
+        `down...` answers 503 (a moderation backend that is down); `slow...` waits a second first."""
+        body = await request.json()
+        with self._lock:
+            self.moderated.append(body)
+        model = str(body.get("model") or "")
+        if model.startswith("down"):
+            return JSONResponse(
+                {"error": {"message": "moderation is down", "type": "server_error", "code": None}}, status_code=503
+            )
+        if model.startswith("slow"):
+            await asyncio.sleep(1.0)
+        return JSONResponse(moderations_answer(body))
 
     async def _models(self, _request: Request) -> Response:
         """The backend's own model list (`GET /v1/models`), as OpenAI-compatible servers answer it."""

@@ -21,6 +21,7 @@ from access.quotas import QuotaSettings
 from activities.handover import Outcomes
 from api.app import create_app
 from api.runner import ResponseRunner
+from guardrails.settings import ModerationSettings
 from models.workflow_io import ExecutionSettings, RetryBudget
 from sandbox.settings import SandboxSettings
 from sealing.secret_box import SecretBox
@@ -120,6 +121,7 @@ async def running_stack(
     egress_allowlist: str = TEST_EGRESS,
     sandbox: SandboxSettings | None = None,
     websocket: WebSocketSettings | None = None,
+    moderation: ModerationSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """The API (and, `with_worker`, a worker) in this process, asking `backend` (or the
     backend at `inference_base_url`) for inference."""
@@ -145,6 +147,7 @@ async def running_stack(
         worker_deployment_name=worker_deployment_name,
         embedding_model=embedding_model,
         sandbox=sandbox or SandboxSettings(directory=store.data_dir / "containers"),
+        moderation=moderation or ModerationSettings(),
     )
     client = await connect(settings)
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
@@ -172,6 +175,7 @@ async def running_stack(
             embedding_model=settings.embedding_model,
             sandbox=settings.sandbox,
             websocket=websocket,
+            moderation=settings.moderation,
         )
         server = uvicorn.Server(
             uvicorn.Config(

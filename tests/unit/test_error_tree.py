@@ -30,6 +30,7 @@ PACKAGES = [
     "inbox",
     "upstream",
     "sealing",
+    "guardrails",
 ]
 LINE = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z][A-Za-z]+(?:Error|Transition))\b")
 
