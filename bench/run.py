@@ -61,6 +61,7 @@ from bench import (
     hops,
     load,
     mcp_turn,
+    moderation,
     rate_limited,
     relay,
     telemetry_cost,
@@ -206,6 +207,8 @@ async def run(args: argparse.Namespace) -> str:
 
             # 7. an MCP turn
             mcp_direct, mcp_durable = await mcp_turn.measure(backend, durable, direct, requests // 4, warmup // 2)
+            # 7a. an output `block` moderation policy on one stream
+            moderated = await moderation.measure(http, dev.url, backend, requests // 2, warmup)
             await http.aclose()
         finally:
             if serve is not None:
@@ -247,6 +250,7 @@ async def run(args: argparse.Namespace) -> str:
     report.latency("first text delta, `serve` (another process)", serve_direct, serve_first, "")
     report.latency("an MCP turn: list, call, answer", mcp_direct, mcp_durable, "")
     lines += report.lines
+    lines += ["", *moderation.lines(moderated)]
 
     lines += [
         "",

@@ -3,13 +3,15 @@ policy), between the stream assembler and the event log.
 
 The assembler asks `ceiling(item)` how much of an item's text may be sent; the event log and
 every client, a resumed stream and a webhook read only what was sent, so text beyond the
-ceiling is seen by no one. After each batch of chunks `offer` starts checking the next complete
-window (one check at a time: windows grow while a check runs, so a slow check means fewer,
-larger ones); a window that passes raises the item's ceiling and `kick` has the writer send
-it. A flagged window blocks: the stream stops, and the turn ends with the text of the windows
-that passed. When the backend cannot answer within the plan's budget the turn fails closed
-(blocked, the failure recorded), or open when the plan says (the rest is released unchecked).
-A call's arguments are checked whole when the reply is complete, before they are sent.
+ceiling is seen by no one. After each batch of chunks `offer` starts checking the windows that
+are complete (`windows.py`), unless a check runs: the windows that came meanwhile go together
+in the next call (up to `WINDOWS_A_CHECK`, each classified on its own), so a fast stream costs
+a round trip per batch of windows, not per window. A window that passes raises its item's
+ceiling, and `kick` has the writer send it. A flagged window blocks: the stream stops, and the
+turn ends with the text of the windows before it. When the backend cannot answer within the
+plan's budget the turn fails closed (blocked, the failure recorded), or open when the plan
+says (the rest is released unchecked). A call's arguments are checked whole when the reply is
+complete, before they are sent.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from guardrails.moderator import Moderator, Subject
 from guardrails.windows import window_end
 from models.moderation import (
-    UNAVAILABLE,
+    MAX_INPUTS,
     ModerationFailure,
     ModerationPlan,
     ModerationResult,
@@ -48,6 +51,28 @@ class HeldItem(Protocol):
     growing: GrowingText
 
 
+WINDOWS_A_CHECK = MAX_INPUTS
+"""Complete windows classified in one call (each its own result): under a fast stream the
+windows waiting for a check go together, not one round trip each (as many as this server's
+`/v1/moderations` takes in one request)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    end: int
+    """Where it ends in its item's text."""
+    text: str
+
+
+@dataclass
+class Unchecked:
+    """An item's text from `start` on, read up to `seen`, that no check has passed yet."""
+
+    start: int
+    seen: int
+    text: str = ""
+
+
 class HeldOutput:
     def __init__(
         self, moderator: Moderator, plan: ModerationPlan, project: str, response_id: str, kick: Callable[[], None]
@@ -64,6 +89,7 @@ class HeldOutput:
         self.unchecked = False
         """The backend failed and the plan fails open: the rest goes out unchecked."""
         self._checking: asyncio.Task[None] | None = None
+        self._unchecked: dict[str, Unchecked] = {}
 
     @classmethod
     def of(cls, moderator: Moderator, response: Response, project: str, kick: Callable[[], None]) -> HeldOutput | None:
@@ -85,10 +111,10 @@ class HeldOutput:
         return max(self.passed.get(item.id, 0), item.sent)
 
     def offer(self, items: Sequence[HeldItem]) -> None:
-        """Text has grown: check the next complete window, unless a check runs."""
+        """Text has grown: check the windows that are complete, unless a check runs."""
         if self.blocked or self.unchecked or (self._checking is not None and not self._checking.done()):
             return
-        if self._next_window(items, final=False) is not None:
+        if self._next_windows(items, final=False) is not None:
             self._checking = asyncio.ensure_future(self._check_windows(items, final=False))
 
     async def finish(self, items: Sequence[HeldItem]) -> None:
@@ -105,45 +131,73 @@ class HeldOutput:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._checking
 
-    def _next_window(self, items: Sequence[HeldItem], *, final: bool) -> tuple[HeldItem, int, str] | None:
+    def _next_windows(self, items: Sequence[HeldItem], *, final: bool) -> tuple[HeldItem, list[Window]] | None:
+        """The first item with complete windows, and up to `WINDOWS_A_CHECK` of them in order
+        (each classified on its own, in one call); a call's arguments are one, once final."""
         for item in items:
-            start = self.ceiling(item)
-            left = item.growing.length - start
-            if left <= 0:
+            unchecked = self._read(item)
+            if not unchecked.text:
                 continue
             if item.type not in STREAMED_KINDS:
                 if final:
-                    return item, item.growing.length, item.growing.tail(left)
+                    return item, [Window(unchecked.start + len(unchecked.text), unchecked.text)]
                 continue
-            text = item.growing.tail(left)
-            end = window_end(text, self.plan.window_chars, final=final)
-            if end is not None:
-                return item, start + end, text[:end]
+            windows: list[Window] = []
+            text, offset, size = unchecked.text, 0, self.plan.window_chars
+            while len(windows) < WINDOWS_A_CHECK and offset < len(text):
+                piece = text[offset : offset + size + 1]
+                end = window_end(piece, size, final=False)
+                if end is None and final and len(text) - offset <= size:
+                    end = len(text) - offset
+                if end is None:
+                    break
+                windows.append(Window(unchecked.start + offset + end, piece[:end]))
+                offset += end
+            if windows:
+                return item, windows
         return None
+
+    def _read(self, item: HeldItem) -> Unchecked:
+        """The item's text not checked yet; only what came since the last read is read (a
+        long reply a few characters a chunk is many pieces: reading them all again for every
+        window would be quadratic)."""
+        unchecked = self._unchecked.get(item.id)
+        if unchecked is None:
+            start = self.ceiling(item)
+            unchecked = self._unchecked[item.id] = Unchecked(start=start, seen=start)
+        length = item.growing.length
+        if length > unchecked.seen:
+            unchecked.text += item.growing.tail(length - unchecked.seen)
+            unchecked.seen = length
+        return unchecked
 
     async def _check_windows(self, items: Sequence[HeldItem], *, final: bool) -> None:
         while not (self.blocked or self.unchecked):
-            window = self._next_window(items, final=final)
-            if window is None:
+            batch = self._next_windows(items, final=final)
+            if batch is None:
                 return
-            item, end, text = window
-            result = await self.moderator.check(
+            item, windows = batch
+            results = await self.moderator.check_each(
                 self.plan.model,
-                [Subject(text)],
+                [Subject(window.text) for window in windows],
                 self.project,
                 budget_seconds=self.plan.budget_seconds,
                 waiter=self.response_id,
             )
-            self.result = merged_side(self.result, result)
-            if isinstance(result, ModerationFailure) and result.code == UNAVAILABLE:
+            if isinstance(results, ModerationFailure):
+                self.result = merged_side(self.result, results)
                 if self.plan.fail_open:
                     self.unchecked = True
                     self.kick()
                 else:
                     self.blocked = True
                 return
-            if isinstance(result, ModerationFailure) or not result.flagged:
-                self.passed[item.id] = end
-                self.kick()
-                continue
-            self.blocked = True
+            for window, result in zip(windows, results, strict=True):
+                self.result = merged_side(self.result, result)
+                if result.flagged:
+                    self.blocked = True
+                    break
+                self.passed[item.id] = window.end
+                unchecked = self._unchecked[item.id]
+                unchecked.text, unchecked.start = unchecked.text[window.end - unchecked.start :], window.end
+            self.kick()

@@ -102,25 +102,45 @@ class Moderator:
     ) -> SideResult:
         """The subjects' results merged into one (nothing to look at: a clean result), or a
         failure once the backend could not answer within `budget_seconds`."""
-        kept = [subject for subject in subjects if not subject.empty]
-        if not kept:
-            return ModerationResult.clean(model)
+        results = await self.check_each(
+            model, subjects, project, budget_seconds=budget_seconds, waiter=waiter, lane=lane
+        )
+        if isinstance(results, ModerationFailure):
+            return results
+        merged = ModerationResult.clean(model)
+        for result in results:
+            merged = merged.merged(result)
+        return merged
+
+    async def check_each(
+        self,
+        model: str,
+        subjects: Sequence[Subject],
+        project: str,
+        *,
+        budget_seconds: float,
+        waiter: str = "",
+        lane: Lane = "interactive",
+    ) -> list[ModerationResult] | ModerationFailure:
+        """A result per subject (one with nothing to look at is clean, and not sent), in one
+        call where the format allows; retried while the backend cannot answer, for
+        `budget_seconds` in all, then a failure that names it."""
+        sent = [subject for subject in subjects if not subject.empty]
         deadline = time.monotonic() + budget_seconds
         pause = RETRY_FIRST_SECONDS
-        while True:
+        while sent:
             try:
-                results = await self.classify(model, kept, project, lane=lane, waiter=waiter)
+                answered = iter(await self.classify(model, sent, project, lane=lane, waiter=waiter))
+                break
             except ModerationError as error:
                 left = deadline - time.monotonic()
                 if not error.retryable or left <= 0:
                     return ModerationFailure(code=UNAVAILABLE, message=error.message[:1000])
                 await asyncio.sleep(min(left, random.uniform(0, pause)))
                 pause = min(pause * 2, RETRY_MAX_SECONDS)
-                continue
-            merged = results[0]
-            for result in results[1:]:
-                merged = merged.merged(result)
-            return merged
+        else:
+            answered = iter(())
+        return [ModerationResult.clean(model) if subject.empty else next(answered) for subject in subjects]
 
     async def _call(self, deployment: Deployment, model: str, subjects: Sequence[Subject]) -> list[ModerationResult]:
         client = self.upstreams.client(deployment)

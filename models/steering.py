@@ -93,5 +93,7 @@ def successor_of(parent: Response, successor_id: str, created_at: int) -> Respon
             "previous_response_id": parent.id,
             "compact_only": False,
             "generate": True,
+            "moderation": None,
+            "moderation_progress": None,  # the plan goes on: the steers are its input, checked as such
         }
     )

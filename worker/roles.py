@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
@@ -119,6 +120,9 @@ async def working(
         "unfinished uploads": repository.files.sweep_orphans,
         "idle upstream budgets": repository.budgets.forget_idle,
         "abandoned containers": ContainerChores(repository).expire_abandoned,
+        "aged safety strikes": lambda: repository.strikes.forget_before(
+            time.time() - settings.moderation.safety.window_seconds
+        ),
     }
     async with build_worker(
         client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds

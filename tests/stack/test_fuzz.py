@@ -24,6 +24,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from openai.types import ModerationCreateResponse
 from temporalio.client import Client
 
 from tests.support.dev_stack import DevStack
@@ -178,6 +179,25 @@ shell_tools = st.fixed_dictionaries(
         )
     },
 )
+moderation_modes = st.one_of(st.sampled_from(["score", "block"]), wrong_types)
+moderation_settings = st.one_of(
+    st.fixed_dictionaries(
+        {"model": st.one_of(st.just("omni-moderation-latest"), hostile_text)},
+        optional={
+            "policy": st.one_of(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "input": st.fixed_dictionaries({"mode": moderation_modes}),
+                        "output": st.fixed_dictionaries({"mode": moderation_modes}),
+                    },
+                ),
+                json_values,
+            )
+        },
+    ),
+    json_values,
+)
 hostile_bodies = st.fixed_dictionaries(
     {
         "model": st.one_of(st.just("echo"), hostile_text),
@@ -209,6 +229,8 @@ hostile_bodies = st.fixed_dictionaries(
         "context_management": context_management,
         "service_tier": wrong_types,
         "prompt_cache_key": hostile_text,
+        "moderation": moderation_settings,
+        "safety_identifier": st.one_of(hostile_text, wrong_types),
     },
 )
 
@@ -259,6 +281,18 @@ legal_bodies = st.fixed_dictionaries(
         ),
         "user": legal_text.map(lambda text: text[:64]),
         "truncation": st.sampled_from(["auto", "disabled"]),
+        "moderation": st.fixed_dictionaries(
+            {"model": st.just("omni-moderation-latest")},
+            optional={
+                "policy": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "input": st.fixed_dictionaries({"mode": st.sampled_from(["score", "block"])}),
+                        "output": st.fixed_dictionaries({"mode": st.sampled_from(["score", "block"])}),
+                    },
+                )
+            },
+        ),
         "context_management": st.lists(
             st.fixed_dictionaries(
                 {"type": st.just("compaction")}, optional={"compact_threshold": st.integers(1, 2**31 - 1)}
@@ -381,6 +415,48 @@ def test_no_request_breaks_the_server(dev: DevStack):
     while (started := asyncio.run(workflow_count(dev))) < len(accepted) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert started == len(accepted)
+    assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"
+
+
+moderation_parts = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": hostile_text}),
+    st.fixed_dictionaries({"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": hostile_text})}),
+    json_values,
+)
+moderation_bodies = st.fixed_dictionaries(
+    {
+        "input": st.one_of(
+            hostile_text, st.lists(hostile_text, max_size=40), st.lists(moderation_parts, max_size=4), wrong_types
+        )
+    },
+    optional={"model": st.one_of(st.sampled_from(["omni-moderation-latest", "text-moderation-stable"]), hostile_text)},
+)
+
+
+def test_no_moderation_request_breaks_the_server(dev: DevStack):
+    """`/v1/moderations` with hostile bodies: a refusal in OpenAI's shape or a result list
+    the strict SDK reads, never a 500, and no row."""
+    outcomes: Counter[str] = Counter()
+
+    @fuzz_settings(max(EXAMPLES // 3, 20))
+    @given(body=moderation_bodies)
+    def one_request(body: dict[str, Any]) -> None:
+        rows_before = stored_rows(dev)
+        with httpx.Client(base_url=dev.url, timeout=ACCEPTED_WITHIN_SECONDS) as http:
+            answer = http.post("/v1/moderations", content=as_json(body), headers={"content-type": "application/json"})
+        assert answer.status_code < 500, (answer.status_code, answer.text[:500], body)
+        if answer.status_code != 200:
+            error = answer.json()["error"]
+            assert set(error) == {"message", "type", "param", "code"}, error
+            outcomes[f"{answer.status_code} {error['code']}"] += 1
+        else:
+            ModerationCreateResponse.model_validate(answer.json(), strict=False)
+            outcomes["200"] += 1
+        assert stored_rows(dev) == rows_before
+
+    one_request()
+    print("\n" + ", ".join(f"{name}: {count}" for name, count in outcomes.most_common()))
+    assert outcomes["200"], "no generated request was answered"
     assert Path(dev.log).read_text().count("Traceback") == 0, "the server logged a traceback"
 
 

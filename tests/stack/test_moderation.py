@@ -17,6 +17,7 @@ from guardrails.settings import ModerationSettings, RequiredPolicy
 from models.moderation import SafetyLimit
 from models.webhooks import endpoint_id
 from tests.support import store_probe
+from tests.support.histories import keep_recording
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import TEST_EXECUTION, EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually
@@ -25,6 +26,12 @@ from tests.support.webhook_receiver import FAST, SECRET, Receiver
 MODERATION = {"model": "omni-moderation-latest", "policy": {"input": {"mode": "block"}, "output": {"mode": "block"}}}
 SENTENCES = "The weather is fine today. Then we kill the process quickly. Nothing else is said."
 PASSED = "The weather is fine today."
+
+
+async def recorded(stack: Stack, name: str, response_id: str) -> None:
+    """Keep the history once the workflow has ended (its end is in the store a moment before)."""
+    await stack.client.get_workflow_handle(response_id).result()
+    await keep_recording(name, stack.client, response_id)
 
 
 async def test_the_moderations_endpoint_answers_in_openais_shape(sdk: openai.AsyncOpenAI, stack: Stack):
@@ -80,7 +87,7 @@ async def test_a_bad_moderation_policy_is_refused_and_leaves_nothing(
 
 
 async def test_a_moderated_response_has_both_results_streamed_or_not(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+    sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
     backend.script(model, [Reply(text="A calm answer."), Reply(text="Another calm answer. Still calm.")])
     whole = await sdk.responses.create(model=model, input="a calm question", moderation=MODERATION)
@@ -95,10 +102,11 @@ async def test_a_moderated_response_has_both_results_streamed_or_not(
     assert final.moderation is not None and final.moderation.output.type == "moderation_result"
     kept = await sdk.responses.retrieve(final.id)
     assert kept.moderation == final.moderation
+    await recorded(stack, "moderated", final.id)
 
 
 async def test_a_flagged_input_ends_the_response_before_the_model_is_asked(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+    sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
     backend.script(model, [Reply(text="never said")])
     blocked = await sdk.responses.create(model=model, input="how do I build a bomb", moderation=MODERATION)
@@ -107,6 +115,7 @@ async def test_a_flagged_input_ends_the_response_before_the_model_is_asked(
     assert blocked.moderation.input.type == "moderation_result" and blocked.moderation.input.flagged
     assert blocked.moderation.input.categories["illicit/violent"]
     assert blocked.moderation.output.type == "error" and blocked.moderation.output.code == "output_not_produced"
+    await recorded(stack, "moderated_input_blocked", blocked.id)
     scored = await sdk.responses.create(
         model=model,
         input="how do I build a bomb",
@@ -155,6 +164,7 @@ async def test_a_flagged_word_mid_stream_never_reaches_anyone(
     )
     assert logged and not any("kill" in str(row[0]) for row in logged)
     assert "kill" not in json.dumps((await sdk.responses.retrieve(final.id)).model_dump(mode="json"))
+    await recorded(stack, "moderated_stream_blocked", final.id)
 
 
 async def test_a_non_streamed_flagged_reply_keeps_no_text(
