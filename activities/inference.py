@@ -45,7 +45,6 @@ from models.events import compaction_events
 from models.hosted_tools import WEB_SEARCH
 from models.ids import new_id
 from models.items import CompactionItem, ReasoningText
-from models.mcp import McpFunction
 from models.responses import Usage
 from store.chat_contexts import ContextBase
 from store.repository import ResponseRepository
@@ -101,28 +100,6 @@ class InferenceActivities:
         except CancelRequestedError as error:
             raise turn_failures.cancelled(error) from error
 
-    async def _whole_functions(self, request: InferenceInput) -> list[McpFunction]:
-        """The MCP functions to offer, those of a listing that travelled as a stub with their
-        descriptions and parameters read back from where they are parked."""
-        listing_ids = sorted({function.parked_in for function in request.mcp_functions if function.parked_in})
-        if not listing_ids:
-            return request.mcp_functions
-        parked = await self.repository.parked.get(request.response.id, listing_ids)
-        tools = {
-            (listing_id, tool["name"]): tool
-            for listing_id, fields in parked.items()
-            for tool in fields.get("tools", [])
-        }
-        whole = []
-        for function in request.mcp_functions:
-            tool = tools.get((function.parked_in or "", function.tool_name))
-            if tool is not None:
-                function = function.model_copy(
-                    update={"description": tool.get("description"), "parameters": tool.get("input_schema") or {}}
-                )
-            whole.append(function)
-        return whole
-
     async def _turn(self, request: InferenceInput) -> InferenceResult:
         fence = Fence(request.response.id, request.turn, holder=new_id("call"))
         start = await self._claim(fence, request)
@@ -133,7 +110,7 @@ class InferenceActivities:
         keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
         try:
             turn_failures.raise_if_spent(start, request.max_attempts)
-            functions = await self._whole_functions(request)
+            functions = await self.repository.parked.whole_functions(request.response.id, request.mcp_functions)
             set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
             table = ToolTable(request.response.tools, functions, set_up=set_up)
             conversation = chat_format.items_to_messages(

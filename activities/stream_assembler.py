@@ -190,14 +190,16 @@ class StreamAssembler:
         return events
 
     def withhold(self) -> list[StreamEvent]:
-        """A guardrail blocked the reply: each text keeps only what was sent, calls are left out
-        (one the client saw begin is closed `incomplete`); the events that closes them with."""
+        """A guardrail blocked the reply: each text keeps only what passed (what may be sent),
+        calls are left out (one the client saw begin is closed `incomplete`); the events that
+        close them."""
         events: list[StreamEvent] = []
         kept: list[_Item] = []
         for item in self.items:
             if item.type in TEXT_DELTAS:
-                if item.growing.length > item.sent:
-                    item.growing = Text(item.growing.tail(item.growing.length)[: item.sent])
+                passed = max(item.sent, self.ceiling(item) if self.ceiling is not None else 0)
+                if item.growing.length > passed:
+                    item.growing = Text(str(item.growing)[:passed])
                 kept.append(item)
             elif item.type not in WHOLE_KINDS:
                 started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from models.errors import StartupError
 from models.moderation import ModerationMode, ModerationPlan, SafetyLimit
 
 ANY_PROJECT = "*"
@@ -23,7 +24,7 @@ class RequiredPolicy(BaseModel):
     output: ModerationMode | None = None
 
 
-class ModerationSettingError(ValueError):
+class ModerationSettingError(StartupError):
     """A moderation setting the process cannot start with (the message names it)."""
 
 

@@ -77,7 +77,8 @@
     ├── IllegalTransition                 a trigger the response's state machine does not allow
     │                                     in its state (`workflows/machine.py`)
     ├── StartupError                      a process cannot start: a setting names what does not
-    │                                     exist or cannot be reached; the CLI says so in one line
+    │   │                                 exist or cannot be reached; the CLI says so in one line
+    │   └── ModerationSettingError        a moderation setting (`MODERATION_*`) out of range
     ├── ResponseFailedError               raised in the workflow to end a response `failed` with
     │                                     its message (an MCP server that cannot be listed)
     └── CancelRequestedError              raised inside an activity that stopped because the

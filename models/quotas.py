@@ -6,8 +6,11 @@ limit and its setting (`QuotaExceededError`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+
+from models.errors import StartupError
 
 GiB = 1024 * 1024 * 1024
 
@@ -79,6 +82,21 @@ class ProjectQuotas:
     def limit(self, quota: ProjectQuota) -> int:
         limit: int = getattr(self, quota.field)
         return limit
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ProjectQuotas:
+        """`PROJECT_MAX_FILES` and the rest, each a whole number of at least 1."""
+        defaults, given = cls(), {}
+        for quota in ProjectQuota:
+            value = environ.get(quota.setting, "").strip()
+            if value and not value.lstrip("-").isdigit():
+                raise StartupError(f"{quota.setting} must be a whole number, not {value[:40]!r}")
+            given[quota.field] = int(value) if value else defaults.limit(quota)
+            if given[quota.field] < 1:
+                raise StartupError(f"{quota.setting} must be at least 1")
+        if given["max_webhook_endpoints"] > MAX_WEBHOOK_ENDPOINTS:
+            raise StartupError(f"PROJECT_MAX_WEBHOOK_ENDPOINTS may be at most {MAX_WEBHOOK_ENDPOINTS}")
+        return cls(**given)
 
 
 MAX_WEBHOOK_ENDPOINTS = 100

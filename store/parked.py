@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.history_budget import ToolResult, call_result_text
+from models.mcp import McpFunction
 from store.codec import dumps, loads
 from store.database import Database, Transaction
 
@@ -53,6 +54,28 @@ class ParkedFields:
         for row in rows:
             parked.setdefault(row["item_id"], {})[row["field"]] = loads(row["value"])
         return parked
+
+    async def whole_functions(self, response_id: str, functions: list[McpFunction]) -> list[McpFunction]:
+        """MCP functions to offer, those of a listing that travelled as a stub with their
+        descriptions and parameters read back from where they are parked."""
+        listing_ids = sorted({function.parked_in for function in functions if function.parked_in})
+        if not listing_ids:
+            return functions
+        parked = await self.get(response_id, listing_ids)
+        tools = {
+            (listing_id, tool["name"]): tool
+            for listing_id, fields in parked.items()
+            for tool in fields.get("tools", [])
+        }
+        whole = []
+        for function in functions:
+            tool = tools.get((function.parked_in or "", function.tool_name))
+            if tool is not None:
+                function = function.model_copy(
+                    update={"description": tool.get("description"), "parameters": tool.get("input_schema") or {}}
+                )
+            whole.append(function)
+        return whole
 
     async def tool_texts(self, response_id: str, results: dict[str, ToolResult]) -> dict[str, str]:
         """What the model is told each tool returned (by chat tool-call id, in order), with

@@ -17,9 +17,9 @@ from activities.chat_client import shown_url
 from api.body import Limits
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
-from guardrails.settings import ModerationSettingError, ModerationSettings
+from guardrails.settings import ModerationSettings
 from models.errors import StartupError
-from models.quotas import MAX_WEBHOOK_ENDPOINTS, ProjectQuota, ProjectQuotas
+from models.quotas import ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget, code_execution_for
 from retrieval.vectors import LEXICAL_MODEL
@@ -347,8 +347,7 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _limits_identifiers(self) -> Settings:
         """Responses learn when their blocks block their `safety_identifier`."""
-        if self.execution.safety != self.moderation.safety:
-            self.execution = self.execution.model_copy(update={"safety": self.moderation.safety})
+        self.execution = self.execution.model_copy(update={"safety": self.moderation.safety})
         return self
 
     @model_validator(mode="after")
@@ -446,7 +445,7 @@ class Settings(BaseModel):
             "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
             "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
             "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
-            "project_quotas": _project_quotas(),
+            "project_quotas": ProjectQuotas.from_env(os.environ),
             "sandbox": _sandbox(overrides.get("database_url") or os.environ.get("DATABASE_URL")),
             "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
             "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
@@ -458,7 +457,7 @@ class Settings(BaseModel):
             "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
             "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
-            "moderation": _moderation(),
+            "moderation": ModerationSettings.from_env(os.environ),
             "websocket": WebSocketSettings(
                 enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
                 idle_seconds=_env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
@@ -484,25 +483,6 @@ def _sandbox(database_url: object) -> SandboxSettings:
         return SandboxSettings.from_env(data_dir)
     except SandboxSettingError as error:
         raise StartupError(str(error)) from None
-
-
-def _moderation() -> ModerationSettings:
-    try:
-        return ModerationSettings.from_env(os.environ)
-    except ModerationSettingError as error:
-        raise StartupError(str(error)) from None
-
-
-def _project_quotas() -> ProjectQuotas:
-    """`PROJECT_MAX_FILES` and the rest, each a whole number of at least 1."""
-    defaults = ProjectQuotas()
-    given = {quota.field: _env_int(quota.setting, defaults.limit(quota)) for quota in ProjectQuota}
-    for quota in ProjectQuota:
-        if given[quota.field] < 1:
-            raise StartupError(f"{quota.setting} must be at least 1")
-    if given["max_webhook_endpoints"] > MAX_WEBHOOK_ENDPOINTS:
-        raise StartupError(f"PROJECT_MAX_WEBHOOK_ENDPOINTS may be at most {MAX_WEBHOOK_ENDPOINTS}")
-    return ProjectQuotas(**given)
 
 
 def _web_search_provider() -> str | None:

@@ -38,7 +38,7 @@ async def input_passes(state: ResponseState, project: str, *, first: bool) -> bo
     if plan is None or plan.input is None or response.compact_only:
         return True
     first = first and (response.moderation_progress is None or response.moderation_progress.input is None)
-    fresh = {call: result for call, result in state.tool_results.items() if call not in state.moderated_results}
+    fresh = {call: result for call, result in state.tool_results.items() if call not in state.moderated_calls}
     if not first and not fresh:
         return True
     checked: ModerateInputResult = await workflow.execute_local_activity(
@@ -49,7 +49,7 @@ async def input_passes(state: ResponseState, project: str, *, first: bool) -> bo
             RetryBudget(start_to_close_seconds=plan.budget_seconds + CHECK_MARGIN_SECONDS, maximum_attempts=3)
         ),
     )
-    state.moderated_results.update(fresh)
+    state.moderated_calls.update(fresh)
     progress = _progress(response)
     progress.input = merged_side(progress.input, checked.result)
     if blocks(plan.input, checked.result, fail_open=plan.fail_open):

@@ -50,8 +50,8 @@ class ResponseState:
     """Approval requests answered in the runs before this one (it continued as new)."""
     steers: list[str] = field(default_factory=list)
     """Steers taken (the `steer` signal), in order: the response stops at its next safe boundary."""
-    moderated_results: dict[str, ToolResult] = field(default_factory=dict)
-    """Tool results an input check has looked at (`workflows/moderation.py`)."""
+    moderated_calls: set[str] = field(default_factory=set)
+    """Calls whose results an input check has looked at (`workflows/moderation.py`)."""
 
     @classmethod
     def of(cls, request: ResponseWorkflowInput) -> ResponseState:
