@@ -18,6 +18,7 @@ from models.moderation import SafetyLimit
 from models.webhooks import endpoint_id
 from tests.support import store_probe
 from tests.support.histories import keep_recording
+from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import TEST_EXECUTION, EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually
@@ -141,6 +142,24 @@ async def test_a_tool_output_that_comes_back_is_input_checked_too(
     )
     assert answered.status == "incomplete" and answered.incomplete_details.reason == "content_filter"
     assert len(backend.requests(model)) == 1
+
+
+async def test_a_server_run_tools_result_is_checked_before_the_model_sees_it(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    backend.script(model, [Reply(tool_calls=[("weather", {"city": "Murder Bay"})]), Reply(text="never said")])
+    tool = {"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}
+    checked = await sdk.responses.create(
+        model=model,
+        input="the weather, please",
+        tools=[tool],
+        moderation={"model": "omni-moderation-latest", "policy": {"input": {"mode": "block"}}},
+    )
+    assert checked.status == "incomplete" and checked.incomplete_details.reason == "content_filter"
+    call = next(item for item in checked.output if item.type == "mcp_call")
+    assert call.output == "sunny in Murder Bay"  # it ran; the model was not shown what it gave
+    assert len(backend.requests(model)) == 1
+    assert checked.moderation.input.flagged and checked.moderation.input.categories["violence"]
 
 
 async def test_a_flagged_word_mid_stream_never_reaches_anyone(
