@@ -58,6 +58,9 @@ class StoreActivities:
         steering = (
             None if request.successor_id is None else SteerSettlement(request.successor_id, request.required_input)
         )
+        # A strike is kept before the end is written: whoever sees this block (here, through the
+        # store, in another process) finds its identifier counted when it asks again.
+        identifier_blocked = await self._struck(request)
         ended = await self.repository.finish(
             response,
             with_event=request.emit_events,
@@ -72,7 +75,7 @@ class StoreActivities:
         return FinalizeResult(
             stored=response.store,
             successor_id=steering.made if steering else None,
-            identifier_blocked=await self._struck(request),
+            identifier_blocked=identifier_blocked,
         )
 
     async def _struck(self, request: FinalizeInput) -> bool:
@@ -88,7 +91,7 @@ class StoreActivities:
             and response.incomplete_details.reason == "content_filter"
         ):
             return False
-        added, count = await self.repository.strikes.record(
+        place = await self.repository.strikes.record(
             request.project, response.safety_identifier, response.id, limit.window_seconds
         )
-        return added and count == limit.blocks
+        return place == limit.blocks  # the same answer when a retried finalize asks again

@@ -17,11 +17,12 @@ class SafetyStrikes:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def record(self, project: str, identifier: str, response_id: str, window_seconds: float) -> tuple[bool, int]:
-        """Keep the response's strike; whether it was new, and the strikes within the window."""
+    async def record(self, project: str, identifier: str, response_id: str, window_seconds: float) -> int:
+        """Keep the response's strike (once); its place among the identifier's strikes within
+        the window (1: the first), the same when it is recorded again."""
         now = time.time()
         async with self.db.write() as transaction:
-            added = await transaction.run(
+            await transaction.run(
                 "INSERT INTO safety_strikes (response_id, project, safety_identifier, struck_at) "
                 "VALUES (:response_id, :project, :identifier, :at) ON CONFLICT (response_id) DO NOTHING",
                 response_id=response_id,
@@ -29,14 +30,15 @@ class SafetyStrikes:
                 identifier=identifier,
                 at=now,
             )
-            count = await transaction.value(
-                "SELECT COUNT(*) FROM safety_strikes WHERE project = :project AND safety_identifier = :identifier "
-                "AND struck_at > :since",
+            rows = await transaction.all(
+                "SELECT response_id FROM safety_strikes WHERE project = :project AND safety_identifier = :identifier "
+                "AND struck_at > :since ORDER BY struck_at, response_id",
                 project=project,
                 identifier=identifier,
                 since=now - window_seconds,
             )
-        return bool(added), int(count or 0)
+        ids = [row["response_id"] for row in rows]
+        return ids.index(response_id) + 1 if response_id in ids else 0
 
     async def within(self, project: str, identifier: str, window_seconds: float) -> int:
         async with self.db.read() as transaction:

@@ -160,6 +160,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which real model server the real-model tests run against (`tests/support/real_model/`)."""
+    from tests.support.real_model import MODEL_NAME, MODEL_SHA256, missing, server_version
+
+    if missing() is not None:
+        return f"real model: none ({missing()}); tests/stack/test_real_model.py is skipped"
+    return f"real model: {MODEL_NAME}, sha256 {MODEL_SHA256[:12]}…, on {server_version()}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `one_store` run on SQLite only (deselected, not skipped, on PostgreSQL)."""
     kept, dropped = [], []

@@ -35,6 +35,7 @@ async def recorded(stack: Stack, name: str, response_id: str) -> None:
     await keep_recording(name, stack.client, response_id)
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_the_moderations_endpoint_answers_in_openais_shape(sdk: openai.AsyncOpenAI, stack: Stack):
     one = await sdk.moderations.create(input="I will stab the cake", model="omni-moderation-latest")
     assert one.model == "omni-moderation-latest" and len(one.results) == 1
@@ -61,6 +62,7 @@ async def test_the_moderations_endpoint_answers_in_openais_shape(sdk: openai.Asy
         ({"input": [{"type": "image_url", "image_url": {"url": "data:," + "A" * (9 * 1024 * 1024)}}]}, "input"),
     ],
 )
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_bad_moderation_request_is_a_400_naming_the_parameter(stack: Stack, body: dict, param: str):
     async with stack.http() as http:
         answer = await http.post("/v1/moderations", json=body)
@@ -76,6 +78,7 @@ async def test_a_bad_moderation_request_is_a_400_naming_the_parameter(stack: Sta
         ({"policy": {}}, "moderation.model"),
     ],
 )
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_bad_moderation_policy_is_refused_and_leaves_nothing(
     stack: Stack, model: str, moderation: dict, param: str
 ):
@@ -87,6 +90,7 @@ async def test_a_bad_moderation_policy_is_refused_and_leaves_nothing(
     assert await store_probe.value(stack.settings.database_url, "SELECT COUNT(*) FROM responses") == before
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_moderated_response_has_both_results_streamed_or_not(
     sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
@@ -106,6 +110,7 @@ async def test_a_moderated_response_has_both_results_streamed_or_not(
     await recorded(stack, "moderated", final.id)
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_flagged_input_ends_the_response_before_the_model_is_asked(
     sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
@@ -126,6 +131,7 @@ async def test_a_flagged_input_ends_the_response_before_the_model_is_asked(
     assert scored.moderation.output.type == "error" and scored.moderation.output.code == "moderation_not_requested"
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_tool_output_that_comes_back_is_input_checked_too(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
@@ -144,6 +150,7 @@ async def test_a_tool_output_that_comes_back_is_input_checked_too(
     assert len(backend.requests(model)) == 1
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_server_run_tools_result_is_checked_before_the_model_sees_it(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
 ):
@@ -162,6 +169,7 @@ async def test_a_server_run_tools_result_is_checked_before_the_model_sees_it(
     assert checked.moderation.input.flagged and checked.moderation.input.categories["violence"]
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_flagged_word_mid_stream_never_reaches_anyone(
     sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str
 ):
@@ -186,6 +194,7 @@ async def test_a_flagged_word_mid_stream_never_reaches_anyone(
     await recorded(stack, "moderated_stream_blocked", final.id)
 
 
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_non_streamed_flagged_reply_keeps_no_text(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
@@ -272,7 +281,7 @@ async def test_the_moderation_backend_down_fails_closed_then_open(
 
 
 async def test_a_projects_policy_is_not_weakened_and_blocked_users_are_refused(
-    temporal_address: str, backend: ScriptedBackend, sqlite_store: EmptyStore, receiver: Receiver, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, receiver: Receiver, model: str
 ):
     backend.script(model, [Reply(text="fine") for _ in range(4)])
     settings = ModerationSettings(
@@ -283,7 +292,7 @@ async def test_a_projects_policy_is_not_weakened_and_blocked_users_are_refused(
     async with running_stack(
         temporal_address,
         backend,
-        sqlite_store,
+        store,
         moderation=settings,
         webhook_urls=[receiver.url],
         webhook_secret=SECRET,
