@@ -13,16 +13,19 @@ request names decides only its pace and how it fails (`DEMO_MODELS`).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from context.compaction import SUMMARY_PREFIX, is_summariser_request
+from demo.json_answer import instance_of
 
 DEMO_PREFIX = "demo/"
 DEFAULT_DEMO_MODEL = "demo/echo"
-DEMO_CONTEXT_WINDOW = 8_192
-"""The tokens a demo model takes as input (as `GET /v1/models` would say of a real one)."""
+DEMO_CONTEXT_WINDOW = 128_000
+"""The tokens a demo model takes as input (as `GET /v1/models` would say of a real one): a real
+model's, so Codex's default request (~11,700 tokens of instructions and tools) fits."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
     )
     if calls:
         return DemoReply(tool_calls=calls, finish_reason="tool_calls")
+    answer = _json_answer(body.get("response_format"), said)
+    if answer is not None:
+        return DemoReply(text=answer)
     text = f"You said: {said}" if said else "Hello! I am the demo model; say something and I will echo it."
     summary = next(
         (
@@ -138,6 +144,18 @@ def _summary(transcript: str) -> str:
     results = sum(1 for entry in entries if entry.startswith("[tool result]"))
     heard = "; ".join(f'"{each}"' for each in said) or "nothing yet"
     return f"The user said: {heard}. The assistant answered {answers} times; tools answered {results} times."
+
+
+def _json_answer(response_format: Any, said: str) -> str | None:
+    """JSON that fits the requested format (`json_schema`, `json_object`), or None: prose."""
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") == "json_object":
+        return json.dumps({"you_said": said})
+    if response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema")
+        return json.dumps(instance_of(spec.get("schema") if isinstance(spec, dict) else None, said))
+    return None
 
 
 def _within_limit(reply: DemoReply, limit: Any) -> DemoReply:
@@ -233,15 +251,23 @@ CODE_ASKED = re.compile(r"\buse (code|the shell)\s*:\s*", re.IGNORECASE)
 
 def _code_calls(said: str, tools: dict[str, dict[str, Any]]) -> list[ToolCall]:
     """`Use code: <Python>` calls `code_interpreter` with it, `Use the shell: <command>` the
-    `shell` (when the request offers them): everything after the colon, as it was written."""
+    `shell` (or Codex's `exec_command`) when the request offers them: everything after the colon,
+    as it was written."""
     asked = CODE_ASKED.search(said)
     if asked is None:
         return []
     source = said[asked.end() :].strip()
     if asked.group(1).lower() == "code" and "code_interpreter" in tools:
         return [ToolCall("code_interpreter", {"code": source})]
-    if asked.group(1).lower() == "the shell" and "shell" in tools:
+    if asked.group(1).lower() != "the shell":
+        return []
+    if "exec_command" in tools:  # Codex's own shell tool
+        return [ToolCall("exec_command", {"cmd": source})]
+    parameters = tools.get("shell", {}).get("properties") or {}
+    if "commands" in parameters:  # the hosted shell
         return [ToolCall("shell", {"commands": [source]})]
+    if "command" in parameters:  # a client's shell that takes an argv
+        return [ToolCall("shell", {"command": ["bash", "-lc", source]})]
     return []
 
 

@@ -171,6 +171,29 @@ async def test_codex_exec_over_its_websocket_transport_against_dev(
     assert "over-a-websocket" in shell_result[-1]["content"]
 
 
+async def test_codex_with_the_docs_config_runs_a_command_against_the_demo(codex_cli: str, tmp_path: Path):
+    """`durable-responses dev` with nothing configured (the demo model) and Codex with
+    `docs/api.md`'s config and nothing else: its whole default request fits the demo's window,
+    and asked to, the demo runs a command through Codex's shell tool and reports its output."""
+    dev = DevStack(tmp_path / "dev", backend=None)
+    docs = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    config = re.search(r"`~/.codex/config.toml`:\n\n```toml\n(.*?)```", docs, re.DOTALL)
+    assert config is not None, "docs/api.md no longer shows Codex's config"
+    try:
+        dev.start()
+        home = tmp_path / "codex-home"
+        home.mkdir()
+        (home / "config.toml").write_text(config.group(1).replace("http://127.0.0.1:8000/v1", f"{dev.url}/v1"))
+        returncode, transcript = await codex_exec(
+            codex_cli, home, tmp_path / "workspace", "Use the shell: echo hello-from-the-demo"
+        )
+    finally:
+        if dev.process is not None and dev.process.poll() is None:
+            dev.stop()
+    assert returncode == 0, transcript
+    assert "The tool exec_command answered:" in transcript and "hello-from-the-demo" in transcript, transcript
+
+
 @pytest.mark.parametrize("provider_name", ["durable-responses", "OpenAI"])
 async def test_codex_with_a_small_context_window_compacts_and_carries_on(
     codex_cli: str, stack: Stack, backend: ScriptedBackend, tmp_path: Path, provider_name: str

@@ -5,6 +5,8 @@ tool calls, approvals through the demo MCP tools, surviving a Ctrl-C and a resta
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 import os
 import signal
 import subprocess
@@ -13,9 +15,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import pytest
+from pydantic import BaseModel, Field
 
 from tests.support.dev_stack import DevStack
 from tests.support.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
@@ -95,6 +99,29 @@ def test_the_demo_calls_a_function_tool_it_is_asked_for(demo_dev: DevStack):
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21 C"}],
     )
     assert answered.output_text == "The tool weather answered: sunny, 21 C."
+
+
+class Event(BaseModel):
+    name: str
+    day: datetime.date
+    attendees: list[str]
+    kind: Literal["talk", "party"]
+    place: Place | None
+
+
+class Place(BaseModel):
+    city: str
+    capacity: int = Field(ge=10)
+
+
+def test_the_demo_answers_a_schema_with_json_that_fits_it(demo_dev: DevStack):
+    """`responses.parse` works against the demo with nothing configured (issue 41)."""
+    client = demo_dev.sdk()
+    parsed = client.responses.parse(model="demo/echo", input="Plan a party", text_format=Event)
+    assert isinstance(parsed.output_parsed, Event) and parsed.output_parsed.kind == "talk"
+    assert parsed.output_parsed.place is not None and parsed.output_parsed.place.capacity >= 10
+    loose = client.responses.create(model="demo/echo", input="hi", text={"format": {"type": "json_object"}})
+    assert json.loads(loose.output_text) == {"you_said": "hi"}
 
 
 def test_an_approval_through_the_demo_tools_waits_for_the_cli(demo_dev: DevStack):

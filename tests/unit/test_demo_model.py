@@ -4,9 +4,11 @@ which tools it calls and with what, and that no request, however odd, makes it r
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
 from demo.model import DEMO_MODELS, reply_to, served_model
 
@@ -179,3 +181,75 @@ def test_asked_to_compact_it_lists_what_the_user_said_and_quotes_the_summary_aft
     after = rendered("cmp_1", CompactionContent(summary=summary, kept=[{"role": "user", "content": "who am I?"}]))
     answer = reply_to({"model": "demo/echo", "messages": after}).text
     assert answer.startswith("You said: who am I?") and "my name is Ada" in answer
+
+
+# ---- JSON that fits a schema (`demo/json_answer.py`) -----------------------------------------
+
+
+class Address(BaseModel):
+    street: str
+    zip_code: str = Field(min_length=5)
+
+
+class Customer(BaseModel):
+    name: str
+    age: int = Field(ge=18)
+    score: float = Field(gt=0.5)
+    tags: list[str] = Field(min_length=2)
+    home: Address
+    other: Address | None
+    level: Literal["gold", "silver"]
+    friends: list[Customer]
+
+
+def test_a_json_schema_is_answered_with_json_that_fits_it():
+    from openai.lib._pydantic import to_strict_json_schema
+
+    for schema in (Customer.model_json_schema(), to_strict_json_schema(Customer)):
+        body = {
+            "messages": [{"role": "user", "content": "make one"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}},
+        }
+        customer = Customer.model_validate_json(reply_to(body).text)
+        assert customer.age >= 18 and len(customer.tags) >= 2 and customer.level == "gold"
+
+
+@given(
+    schema=st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    ["type", "properties", "items", "$ref", "anyOf", "enum", "minItems", "minLength", "allOf", "x"]
+                ),
+                children,
+                max_size=5,
+            )
+        ),
+        max_leaves=30,
+    )
+)
+def test_any_schema_gets_an_answer_of_bounded_size(schema):
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "response_format": {"type": "json_schema", "json_schema": {"schema": schema}},
+    }
+    answer = reply_to(body).text
+    json.loads(answer)
+    assert len(answer) < 2_000_000
+
+
+def test_a_schema_that_refers_to_itself_stops():
+    schema = {
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+        "$ref": "#/$defs/node",
+    }
+    body = {"messages": [], "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    assert json.loads(reply_to(body).text)["next"]["next"] is not None
+
+
+def test_a_schema_that_merges_itself_stops():
+    schema = {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}], "type": "object"}}, "$ref": "#/$defs/a"}
+    body = {"messages": [], "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    assert isinstance(json.loads(reply_to(body).text), dict)
