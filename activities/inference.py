@@ -27,7 +27,8 @@ from activities.single_flight import SingleFlight
 from activities.stream_assembler import StreamAssembler
 from activities.streamed import streamed_from_events
 from context import compaction
-from context.plan import Compact, Send, compaction_threshold, plan
+from context.plan import Compact, Send, compaction_threshold, overflow, plan
+from context.tokens import message_tokens, messages_tokens, request_tokens
 from context.windows import ContextWindows
 from guardrails.held_output import HeldOutput
 from guardrails.moderator import Moderator
@@ -56,9 +57,6 @@ from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import Deployment
 from workflows.catalogue import ToolTable
-
-SUMMARY_TOKENS = 1_024
-"""The most a compaction's summary may take."""
 
 
 class InferenceActivities:
@@ -121,8 +119,6 @@ class InferenceActivities:
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
             messages = compaction.from_latest(conversation + context)
-            if request.compact:
-                return await self._compact(request, messages, fence)
             if not request.response.generate:  # WebSocket mode's warm-up: the input is context now
                 result = InferenceResult(output=[], finish_reason="stop", usage=Usage())
                 await self.repository.turns.record(fence, context, result.model_dump(mode="json"), base=start.base)
@@ -130,6 +126,9 @@ class InferenceActivities:
             whole = chat_format.build_chat_request(
                 request.response, messages, None, table, send_reasoning=self.send_reasoning
             )
+            if request.compact:
+                fixed = request_tokens(whole) - messages_tokens(messages)  # instructions, tools
+                return await self._compact(request, messages, fixed, fence)
             try:
                 step = await self._plan(request, whole)
             except ContextWindowExceededError as error:
@@ -181,22 +180,35 @@ class InferenceActivities:
             may_compact=not request.just_compacted,
         )
 
-    async def _compact(self, request: InferenceInput, messages: list[dict[str, Any]], fence: Fence) -> InferenceResult:
+    async def _compact(
+        self, request: InferenceInput, messages: list[dict[str, Any]], fixed: int, fence: Fence
+    ) -> InferenceResult:
         """Summarise the context into a `compaction` item; the response's context starts
-        afresh from it (what came before is in the summary)."""
+        afresh from it (what came before is in the summary). The summary and the kept message
+        are made to fit under the threshold with the request's `fixed` tokens (instructions,
+        tools): a summary the model wrote too long is cut, a kept message too long is summarised
+        (`context/compaction.py`'s `room_for`)."""
         window = await self.windows.of(request.model_group or request.response.model)
-        budget = None if window is None else max(window - SUMMARY_TOKENS - 64, 1)
+        policy = request.response.compaction
+        target = compaction_threshold(policy.compact_threshold if policy else None, window)
+        if target is None and window is not None:  # `/v1/responses/compact`: room for what follows
+            target = int(window * compaction.COMPACT_ONLY_SHARE)
         kept = compaction.kept_messages(messages)
+        room = compaction.room_for(target, window, fixed, kept)
+        if room is None:
+            error = overflow(fixed + sum(map(message_tokens, kept)), window or 0)
+            raise turn_failures.to_application_error(error) from None
+        kept = kept if room.keep else []
 
         def body_for(base_url: str) -> dict[str, Any]:
             return {
                 "model": request.response.model,
-                "messages": compaction.summariser_messages(messages, budget),
-                chat_format.max_tokens_parameter(base_url): SUMMARY_TOKENS,
+                "messages": compaction.summariser_messages(messages, room.transcript_tokens, kept),
+                chat_format.max_tokens_parameter(base_url): room.summary_tokens,
             }
 
         result, message = await self._call_upstream(request, body_for, None, fence)
-        summary = str(message.get("content") or "").strip()
+        summary = compaction.shortened(str(message.get("content") or "").strip(), room.summary_tokens)
         if not summary:
             raise ApplicationError(
                 "the model gave an empty summary when asked to compact the context",

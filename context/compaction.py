@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from context.tokens import message_tokens, text_tokens
+from context.tokens import PER_MESSAGE, PER_REQUEST, message_tokens, text_tokens
 
 Message = dict[str, Any]
 
@@ -41,6 +42,66 @@ KEPT_USER_TOKENS = 4_000
 """The newest user message is kept word for word up to this size; a longer one is summarised."""
 PLAIN = "plain."
 """The prefix of content only encoded (a server without `SECRETS_KEY`)."""
+
+
+SUMMARY_TOKENS = 1_024
+"""The most a compaction's summary may take."""
+MIN_SUMMARY_TOKENS = 32
+"""The least a summary is given, however tight the room."""
+COMPACT_ONLY_SHARE = 0.5
+"""`/v1/responses/compact` (no threshold of its own): its item takes at most this share of the
+window, so the item and a message of reasonable size fit after it."""
+
+
+@dataclass(frozen=True)
+class Room:
+    """What one compaction may take: the summary's tokens, whether the newest user message is
+    kept word for word, and the transcript the summariser reads (None: not measured)."""
+
+    summary_tokens: int
+    keep: bool
+    transcript_tokens: int | None
+
+
+def room_for(target: int | None, window: int | None, fixed_tokens: int, kept: list[dict[str, Any]]) -> Room | None:
+    """What a compaction may take so that what follows it fits: the summary and the kept
+    message, after the request's fixed part (instructions, tools), within `target` (the
+    compaction threshold, else the window's `COMPACT_ONLY_SHARE`). A kept message too large for
+    that goes into the summary, unless it fits the window by itself: then it stays, and the
+    summary is as short as it can be. None: the newest message alone cannot fit the window."""
+    kept_tokens = sum(message_tokens(message) for message in kept)
+    if target is None:
+        return Room(SUMMARY_TOKENS, True, None if window is None else _transcript_room(window, SUMMARY_TOKENS))
+    room = target - fixed_tokens - PER_REQUEST - PER_MESSAGE  # the summary's own message
+    keep = bool(kept) and kept_tokens + MIN_SUMMARY_TOKENS <= room
+    if kept and not keep and window is not None:
+        if kept_tokens + MIN_SUMMARY_TOKENS > window - fixed_tokens - PER_REQUEST - PER_MESSAGE:
+            return None
+        keep, room = True, kept_tokens + MIN_SUMMARY_TOKENS  # over the threshold, within the window
+    summary = max(MIN_SUMMARY_TOKENS, min(SUMMARY_TOKENS, room - (kept_tokens if keep else 0)))
+    return Room(summary, keep, None if window is None else _transcript_room(window, summary))
+
+
+def _transcript_room(window: int, summary_tokens: int) -> int:
+    """The transcript's share of the summariser's request: the window less its answer and
+    the instruction around it."""
+    return max(1, window - summary_tokens - text_tokens(PROMPT) - 2 * PER_MESSAGE - PER_REQUEST - 16)
+
+
+def shortened(summary: str, tokens: int) -> str:
+    """The summary within `tokens` (a model may write past what it was asked): its start, cut
+    at a word."""
+    if text_tokens(summary) <= tokens:
+        return summary
+    words = summary.split()
+    low, high = 0, len(words)
+    while low < high:  # the most words that fit, found in log steps
+        middle = (low + high + 1) // 2
+        if text_tokens(" ".join(words[:middle])) + 1 <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return " ".join(words[:low]) + " …"
 
 
 class CompactionContent(BaseModel):
@@ -122,18 +183,43 @@ def transcript(messages: list[Message], budget: int | None = None) -> str:
             function = call.get("function") or {}
             entries.append(f"[{role} called {function.get('name')}] {function.get('arguments') or ''}")
     if budget is not None:
-        total = 0
-        for index in range(len(entries) - 1, -1, -1):
-            total += text_tokens(entries[index]) + 1
-            if total > budget:
-                entries = entries[index + 1 :]
-                break
+        entries = _within(entries, budget)
     return "\n\n".join(entries)
 
 
-def summariser_messages(messages: list[Message], budget: int | None = None) -> list[Message]:
-    """The summariser's request: `PROMPT`, then the transcript of the context."""
-    return [{"role": "system", "content": PROMPT}, {"role": "user", "content": transcript(messages, budget)}]
+MIN_ENTRY_TOKENS = 8
+"""The least of an entry worth reading: past as many entries as the budget gives this, the
+oldest go."""
+
+
+def _within(entries: list[str], budget: int) -> list[str]:
+    """The entries within `budget` tokens: all of them whole when they fit; else each is read
+    from its start up to one share (a short one whole, so every share can be larger), the
+    same for all, and past `MIN_ENTRY_TOKENS` a share the oldest go first. The earlier summary,
+    the oldest entry, is read as the newest are."""
+    sizes = [text_tokens(entry) + 1 for entry in entries]
+    if sum(sizes) <= budget:
+        return entries
+    most = max(0, budget // MIN_ENTRY_TOKENS)
+    if len(entries) > most:
+        entries, sizes = entries[len(entries) - most :], sizes[len(sizes) - most :]
+    low, high = 0, max(sizes, default=0)
+    while low < high:  # the largest share that fits, found in log steps
+        middle = (low + high + 1) // 2
+        if sum(min(size, middle) for size in sizes) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return [entry if size <= low else shortened(entry, low - 1) for entry, size in zip(entries, sizes, strict=True)]
+
+
+def summariser_messages(
+    messages: list[Message], budget: int | None = None, kept: list[Message] | None = None
+) -> list[Message]:
+    """The summariser's request: `PROMPT`, then the transcript of the context (less the
+    messages kept word for word: they follow the summary as they are)."""
+    told = [message for message in messages if not kept or sendable(message) not in kept]
+    return [{"role": "system", "content": PROMPT}, {"role": "user", "content": transcript(told, budget)}]
 
 
 def is_summariser_request(messages: list[Any]) -> bool:

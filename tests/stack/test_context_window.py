@@ -304,6 +304,54 @@ async def test_a_conversation_compacts_and_goes_on_from_its_summary(sdk: openai.
     assert not any(str(m.get("content", "")).startswith(tag(0) + " ") for m in sent[-1]["messages"])
 
 
+async def test_compaction_always_fits_even_when_each_turn_is_a_third_of_the_window(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
+):
+    """Turns of ~100 tokens, compaction past 200, a window of 300: whatever the summary, the
+    kept message and the new input weigh, what a turn sends after a compaction fits (issue 41:
+    this chain failed at turn 10, 328 tokens refused from inside the workflow)."""
+    earlier = len(backend.requests(SMALL))
+    previous = None
+    for turn in range(30):
+        response = await sdk.responses.create(
+            model=SMALL,
+            input=words(100, tag(turn)),
+            previous_response_id=previous,
+            context_management=[{"type": "compaction", "compact_threshold": 200}],
+        )
+        assert response.status == "completed", (turn, response.error)
+        previous = response.id
+    sent = sent_since(backend, earlier)
+    assert all(reference_tokens(body) <= WINDOW for body in sent), max(map(reference_tokens, sent))
+    summarised = [body for body in sent if body["messages"][0]["content"].startswith("COMPACT THE CONVERSATION")]
+    assert len(summarised) >= 5
+    for body in summarised:  # each summariser read the turns it summarised, within its window
+        assert "[user] turn" in body["messages"][-1]["content"], body["messages"][-1]["content"][:200]
+
+
+async def test_a_compacted_context_leaves_room_for_the_next_message(sdk: openai.AsyncOpenAI, backend: ScriptedBackend):
+    """`/v1/responses/compact` of three ~100-token turns, then its item and one more message of
+    the same size: it fits the window (issue 41: 308 tokens were refused)."""
+    history = [
+        {"role": "user", "content": words(100, "first")},
+        {"role": "assistant", "content": words(100, "answer")},
+        {"role": "user", "content": words(100, "second")},
+    ]
+    compacted = await sdk.responses.compact(model=SMALL, input=history)
+    earlier = len(backend.requests(SMALL))
+    follow = await sdk.responses.create(
+        model=SMALL,
+        input=[
+            *[item.model_dump(exclude_none=True) for item in compacted.output],
+            {"role": "user", "content": words(100, "third")},
+        ],
+    )
+    assert follow.status == "completed", follow.error
+    sent = sent_since(backend, earlier)[0]["messages"]
+    assert "first" in sent[0]["content"] and "answer" in sent[0]["content"]  # the summary holds the turns it stands for
+    assert sent[1]["content"].startswith("second")  # and the newest is kept word for word
+
+
 # ---- the compact and input_tokens endpoints ----------------------------------------------------
 
 

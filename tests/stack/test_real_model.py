@@ -218,3 +218,34 @@ async def test_a_worker_killed_mid_generation(
             kill(first)
             kill(second)
             await sdk.close()
+
+
+async def test_compaction_keeps_a_chain_within_its_real_window(
+    temporal_address: str,
+    backend: ScriptedBackend,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+):
+    """A server of 300 tokens a slot, compaction past 200, turns of ~100 words: every turn
+    completes, its window learned from the server's own refusal and every compaction fitted to
+    what the server counts."""
+    small = RealModelServer(port=free_port(), context=300, slots=1).start(tmp_path / "small.log")
+    try:
+        store = empty_store("sqlite", tmp_path, request)
+        async with running_stack(temporal_address, backend, store, inference_base_url=small.base_url) as stack:
+            sdk = stack.sdk(timeout=120)
+            previous = None
+            for turn in range(6):
+                response = await sdk.responses.create(
+                    model=MODEL,
+                    input=f"Turn {turn}. " + "The cat sat on a mat and then ran far away. " * 9,
+                    previous_response_id=previous,
+                    context_management=[{"type": "compaction", "compact_threshold": 200}],
+                    max_output_tokens=20,
+                    temperature=0,
+                )
+                assert response.status in ("completed", "incomplete"), (turn, response.error)
+                previous = response.id
+            await sdk.close()
+    finally:
+        small.stop()

@@ -93,6 +93,7 @@ async def _mcp_scenarios(
     )
     ids = {"mcp_calls": (await sdk.responses.create(model=f"{model}-mcp", input="go", tools=never)).id}
     asking = await sdk.responses.create(model=f"{model}-mcp", input="delete", tools=gated)
+    assert asking.output[-1].type == "mcp_approval_request", asking.output
     ids["mcp_approval_requested"] = asking.id
     ids["mcp_approved_follow_up"] = (
         await sdk.responses.create(

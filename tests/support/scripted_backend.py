@@ -258,8 +258,14 @@ class ScriptedBackend:
             if script:
                 return script.popleft()
         if is_summariser_request(body.get("messages") or []):
-            said = body["messages"][-1]["content"].count("[user]")
-            return Reply(text=f"summary: the user spoke {said} times", usage=(reference_tokens(body), 8))
+            # As a model's summary does, it grows with what it is shown: each user message's
+            # first eight words (the summariser's `max_tokens` caps it, as a model's would).
+            said = [entry.split()[1:9] for entry in body["messages"][-1]["content"].split("\n\n")]
+            summary = "summary: " + "; ".join(" ".join(words) for words in said if words)
+            limit = body.get("max_tokens") or body.get("max_completion_tokens")
+            if isinstance(limit, int):
+                summary = " ".join(summary.split()[:limit])
+            return Reply(text=summary, usage=(reference_tokens(body), len(summary.split())))
         last_user = next(
             (message for message in reversed(body.get("messages", [])) if message.get("role") == "user"), None
         )

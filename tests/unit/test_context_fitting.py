@@ -220,3 +220,51 @@ def test_overflow_is_read_from_openai_vllm_llama_cpp_and_sglang_refusals() -> No
     assert found is not None and found.window == 4096
     assert overflow_in(400, {"error": {"message": "Unknown model foo"}}, "Unknown model foo") is None
     assert overflow_in(500, openai, openai["error"]["message"]) is None
+
+
+# ---- a compaction that always fits (`context/compaction.py`) ------------------------------------
+
+ENTRY_WORDS = st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1, max_size=60).map(" ".join)
+
+
+@given(
+    texts=st.lists(ENTRY_WORDS, min_size=1, max_size=40),
+    budget=st.integers(min_value=1, max_value=2_000),
+)
+def test_a_transcript_stays_within_its_budget_and_keeps_the_newest(texts, budget):
+    messages = [
+        {"role": "user" if index % 2 == 0 else "assistant", "content": text} for index, text in enumerate(texts)
+    ]
+    told = compaction.transcript(messages, budget)
+    assert text_tokens(told) <= budget + len(texts)  # the separators: a token an entry
+    if budget >= compaction.MIN_ENTRY_TOKENS * 2 and told:
+        assert told.split("\n\n")[-1].split()[1] == texts[-1].split()[0]  # the newest is read from its start
+
+
+@given(
+    target=st.integers(min_value=50, max_value=5_000),
+    window=st.integers(min_value=50, max_value=10_000),
+    fixed=st.integers(min_value=0, max_value=400),
+    kept_words=st.integers(min_value=0, max_value=600),
+)
+def test_what_follows_a_compaction_fits_unless_the_newest_message_alone_cannot(target, window, fixed, kept_words):
+    target = min(target, window)
+    kept = [{"role": "user", "content": " ".join(["word"] * kept_words)}] if kept_words else []
+    room = compaction.room_for(target, window, fixed, kept)
+    kept_tokens = sum(map(message_tokens, kept))
+    if room is None:
+        assert kept_tokens + compaction.MIN_SUMMARY_TOKENS > window - fixed - 7
+        return
+    after = fixed + 7 + room.summary_tokens + (kept_tokens if room.keep else 0)  # 7: the summary message's frame
+    over = room.keep and kept_tokens + compaction.MIN_SUMMARY_TOKENS + fixed + 7 > target
+    # Within the threshold; a newest message too large for it but not for the window, within
+    # the window; only a threshold that cannot hold even the instructions and a minimal summary
+    # is passed.
+    assert after <= (window if over else target) or room.summary_tokens == compaction.MIN_SUMMARY_TOKENS
+
+
+def test_a_summary_written_too_long_is_cut_at_a_word():
+    long = "the summary goes on " * 200
+    cut = compaction.shortened(long, 50)
+    assert text_tokens(cut) <= 50 and long.startswith(cut.removesuffix(" …"))
+    assert compaction.shortened("short", 50) == "short"

@@ -21,7 +21,10 @@ def main() -> None:
     params.port = options["port"]
     params.n_parallel = options["slots"]
     params.n_ctx = options["context"] * options["slots"]  # the server splits it among its slots
-    params.cpuparams.n_threads = 2
+    # One core: the suite runs two test processes on two cores, and a generation on both would
+    # starve the other's timing-sensitive tests.
+    params.cpuparams.n_threads = 1
+    params.cpuparams_batch.n_threads = 1
     params.use_jinja = True
     params.chat_template = TEMPLATE.read_text()
     params.embedding = options["embedding"]
