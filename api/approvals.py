@@ -26,13 +26,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
 from api.body import read_json
 from api.errors import from_validation_error
 from api.lookup import stored_response, with_progress
-from api.params import json_response, limits, plausible_id, principal
+from api.params import json_response, limits, list_page, plausible_id, principal
 from api.params import repository as repository_of
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError
 from models.items import McpApprovalRequestItem
@@ -97,15 +96,7 @@ async def list_approvals(request: Request) -> HttpResponse:
                 "asked_at_ms": asked_at // 1000,
             }
         )
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": data,
-            "first_id": data[0]["id"] if data else "",
-            "last_id": data[-1]["id"] if data else "",
-            "has_more": len(rows) > limit,
-        }
-    )
+    return list_page(data, len(rows) > limit)
 
 
 async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from starlette.responses import Response as HttpResponse
 
 from api.body import read_json
 from api.errors import from_validation_error
-from api.params import limits, page_params, plausible_id, principal, repository
+from api.params import limits, list_page, page_params, plausible_id, principal, repository
 from api.preparation import as_stored, resolved, with_message_types
 from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
 from models.errors import InvalidRequestError, NotFoundError
@@ -48,18 +48,6 @@ async def _conversation(request: Request) -> ConversationRow:
     if found is None or found.project != principal(request).project:
         raise conversation_not_found(conversation_id)
     return found
-
-
-def _items_page(items: list[dict[str, Any]], has_more: bool) -> JSONResponse:
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": items,
-            "first_id": items[0]["id"] if items else "",
-            "last_id": items[-1]["id"] if items else "",
-            "has_more": has_more,
-        }
-    )
 
 
 async def create_conversation(request: Request) -> HttpResponse:
@@ -101,7 +89,7 @@ async def list_items(request: Request) -> HttpResponse:
         )
     except LookupError as missing:
         raise InvalidRequestError(f"No item with id '{missing}' in this conversation.", param="after") from None
-    return _items_page(items, has_more)
+    return list_page(items, has_more)
 
 
 async def add_items(request: Request) -> HttpResponse:
@@ -110,7 +98,7 @@ async def add_items(request: Request) -> HttpResponse:
     body = await _parsed(AddConversationItems, request)
     items = as_stored(await resolved(body.items, repository(request), conversation.project))
     await repository(request).conversations.add_items(conversation.id, items)
-    return _items_page([data for _, data in items], False)
+    return list_page([data for _, data in items], False)
 
 
 async def retrieve_item(request: Request) -> HttpResponse:

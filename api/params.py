@@ -48,13 +48,15 @@ def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN00
 
 
 def list_page(data: list[dict], has_more: bool) -> HttpResponse:
-    """A page of a cursor-paged list, as OpenAI's list routes answer (`first_id`, `last_id`)."""
+    """A page of a cursor-paged list, as OpenAI's list routes answer: every list of this API
+    is written here. An empty page's `first_id` and `last_id` are `""`: the SDK types some
+    lists' as a string (input items, conversation items), the others' as optional."""
     return JSONResponse(
         {
             "object": "list",
             "data": data,
-            "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None,
+            "first_id": data[0]["id"] if data else "",
+            "last_id": data[-1]["id"] if data else "",
             "has_more": has_more,
         }
     )

@@ -1,4 +1,5 @@
-"""Route handlers of `/v1/responses` and `/health`."""
+"""Route handlers of `/v1/responses`: create, retrieve (and resume a stream), cancel, delete,
+list, and a response's input items."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import time
 from typing import Any
 
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
+from starlette.responses import StreamingResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
@@ -17,7 +18,7 @@ from api import code_containers
 from api.admission import Admission
 from api.body import read_json
 from api.lookup import stored_response, with_progress
-from api.params import at_end, limits, page_params, principal
+from api.params import at_end, limits, list_page, page_params, principal
 from api.params import json_response as _json
 from api.params import repository as _repository
 from api.preparation import PreparedResponse, prepare
@@ -243,7 +244,7 @@ async def list_input_items(request: Request) -> HttpResponse:
         )
     except LookupError as missing:
         raise InvalidRequestError(f"No input item with id '{missing}' in this response.", param="after") from None
-    return JSONResponse(page.to_wire())
+    return list_page(page.data, page.has_more)
 
 
 async def list_responses(request: Request) -> HttpResponse:
@@ -258,4 +259,4 @@ async def list_responses(request: Request) -> HttpResponse:
         )
     except LookupError as missing:
         raise InvalidRequestError(f"No stored response with id '{missing}'.", param="after") from None
-    return JSONResponse(page.to_wire())
+    return list_page(page.data, page.has_more)

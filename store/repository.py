@@ -78,15 +78,6 @@ class Page:
     data: list[dict[str, Any]]
     has_more: bool
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": self.data,
-            "first_id": self.data[0]["id"] if self.data else "",
-            "last_id": self.data[-1]["id"] if self.data else "",
-            "has_more": self.has_more,
-        }
-
 
 class ResponseRepository:
     def __init__(

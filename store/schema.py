@@ -189,7 +189,7 @@ steers = Table(
 )
 Index("ix_steers_response", steers.c.response_id, steers.c.sort_key)
 
-# Secrets (MCP `headers`, `authorization`) a request carried, sealed (store/secret_box.py):
+# Secrets (MCP `headers`, `authorization`) a request carried, sealed (`sealing/secret_box.py`):
 # MCP activities open them by response id and server label. Never stored in clear.
 mcp_secrets = Table(
     "mcp_secrets",
