@@ -126,21 +126,27 @@ class Moderator:
         call where the format allows; retried while the backend cannot answer, for
         `budget_seconds` in all, then a failure that names it."""
         sent = [subject for subject in subjects if not subject.empty]
+        results = await self._classified(model, sent, project, budget_seconds, waiter, lane) if sent else []
+        if isinstance(results, ModerationFailure):
+            return results
+        answered = iter(results)
+        return [ModerationResult.clean(model) if subject.empty else next(answered) for subject in subjects]
+
+    async def _classified(
+        self, model: str, subjects: Sequence[Subject], project: str, budget_seconds: float, waiter: str, lane: Lane
+    ) -> list[ModerationResult] | ModerationFailure:
+        """`classify`, retried with backoff while the backend cannot answer, for `budget_seconds`."""
         deadline = time.monotonic() + budget_seconds
         pause = RETRY_FIRST_SECONDS
-        while sent:
+        while True:
             try:
-                answered = iter(await self.classify(model, sent, project, lane=lane, waiter=waiter))
-                break
+                return await self.classify(model, subjects, project, lane=lane, waiter=waiter)
             except ModerationError as error:
                 left = deadline - time.monotonic()
                 if not error.retryable or left <= 0:
                     return ModerationFailure(code=UNAVAILABLE, message=error.message[:1000])
                 await asyncio.sleep(min(left, random.uniform(0, pause)))
                 pause = min(pause * 2, RETRY_MAX_SECONDS)
-        else:
-            answered = iter(())
-        return [ModerationResult.clean(model) if subject.empty else next(answered) for subject in subjects]
 
     async def _call(self, deployment: Deployment, model: str, subjects: Sequence[Subject]) -> list[ModerationResult]:
         client = self.upstreams.client(deployment)

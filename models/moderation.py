@@ -70,35 +70,21 @@ class ModerationResult(BaseModel):
         )
 
     def merged(self, other: ModerationResult) -> ModerationResult:
+        """Both checks as one (every result names all of `CATEGORIES`: the classifiers fill
+        those a backend left out)."""
         return ModerationResult(
             model=self.model,
             flagged=self.flagged or other.flagged,
-            categories={
-                name: self.categories.get(name, False) or other.categories.get(name, False)
-                for name in (*self.categories, *(key for key in other.categories if key not in self.categories))
-            },
-            category_scores={
-                name: max(self.category_scores.get(name, 0.0), other.category_scores.get(name, 0.0))
-                for name in (
-                    *self.category_scores,
-                    *(key for key in other.category_scores if key not in self.category_scores),
-                )
-            },
+            categories={name: self.categories[name] or other.categories[name] for name in CATEGORIES},
+            category_scores={name: max(self.category_scores[name], other.category_scores[name]) for name in CATEGORIES},
             category_applied_input_types={
                 name: [
                     kind
                     for kind in ("text", "image")
-                    if kind in self.category_applied_input_types.get(name, [])
-                    or kind in other.category_applied_input_types.get(name, [])
+                    if kind in self.category_applied_input_types[name]
+                    or kind in other.category_applied_input_types[name]
                 ]
-                for name in (
-                    *self.category_applied_input_types,
-                    *(
-                        key
-                        for key in other.category_applied_input_types
-                        if key not in self.category_applied_input_types
-                    ),
-                )
+                for name in CATEGORIES
             },
         )
 
@@ -202,17 +188,6 @@ class ModerationPlan(BaseModel):
             output=policy.output.mode if policy.output else None,
         )
 
-    def at_least(self, required: ModerationPlan) -> ModerationPlan:
-        """This plan made no weaker than `required` (a project's): its model, and each side
-        the stronger of the two modes."""
-        return self.model_copy(
-            update={
-                "model": required.model,
-                "input": stronger(self.input, required.input),
-                "output": stronger(self.output, required.output),
-            }
-        )
-
     @property
     def holds_output(self) -> bool:
         """Whether streamed text waits for its window's check before anyone sees it."""
@@ -230,20 +205,18 @@ class ModerationProgress(BaseModel):
         """`response.moderation` as the response ends: a side with checks has their merged
         result; one its plan does not check says so; the output of a blocked input was never
         made; a checked side that had nothing to look at is clean."""
+        output = self.output
+        if output is None and self.input_blocked:
+            output = ModerationFailure(code=NOT_PRODUCED, message="the input was blocked: the model was not asked")
         return ResponseModeration(
-            input=self.input
-            if self.input is not None
-            else (ModerationResult.clean(plan.model) if plan.input else not_requested("input")),
-            output=self.output
-            if self.output is not None
-            else (
-                ModerationFailure(code=NOT_PRODUCED, message="the input was blocked: the model was not asked")
-                if self.input_blocked
-                else ModerationResult.clean(plan.model)
-                if plan.output
-                else not_requested("output")
-            ),
+            input=self.input or _unchecked(plan, plan.input, "input"),
+            output=output or _unchecked(plan, plan.output, "output"),
         )
+
+
+def _unchecked(plan: ModerationPlan, mode: ModerationMode | None, side: str) -> SideResult:
+    """A side no check looked at: clean when the plan checks it, else not asked for."""
+    return ModerationResult.clean(plan.model) if mode else not_requested(side)
 
 
 def blocks(mode: ModerationMode | None, result: SideResult, *, fail_open: bool) -> bool:
