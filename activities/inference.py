@@ -92,6 +92,13 @@ class InferenceActivities:
         another (`store/turns.py`), or returns the result recorded for the turn."""
         return await self.calls.run((request.response.id, request.turn), lambda: self._infer(request))
 
+    def begin(self, request: InferenceInput) -> asyncio.Future[InferenceResult] | None:
+        """Start a turn's call before its workflow asks for it (`activities/early_calls.py`):
+        the workflow's execution of the turn joins it. None when this worker is stopping."""
+        if self.calls.closed:
+            return None
+        return self.calls.start((request.response.id, request.turn), lambda: self._infer(request))
+
     async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:
             return await unless_cancelled(self.repository.cancels.notifier, request.response.id, self._turn(request))

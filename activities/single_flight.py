@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 class SingleFlight:
     def __init__(self) -> None:
-        self._running: dict[Hashable, asyncio.Task[Any]] = {}
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
         self._closed = False
 
     async def run(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> T:
@@ -27,14 +27,18 @@ class SingleFlight:
             # even while its worker shuts down, so this waits (until the process ends and
             # cancels it) instead of failing, which would spend the retry budget in moments.
             await asyncio.get_running_loop().create_future()
+        return await asyncio.shield(self.start(key, work))
+
+    def start(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """The work of `key` running: the one already running, or `work` started now."""
         task = self._running.get(key)
         if task is None:
             task = asyncio.ensure_future(work())
             self._running[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
-        return await asyncio.shield(task)
+        return task
 
-    def _forget(self, key: Hashable, task: asyncio.Task[Any]) -> None:
+    def _forget(self, key: Hashable, task: asyncio.Future[Any]) -> None:
         if self._running.get(key) is task:
             del self._running[key]
         if not task.cancelled():
@@ -54,6 +58,10 @@ class SingleFlight:
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def __len__(self) -> int:
         return len(self._running)

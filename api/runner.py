@@ -6,6 +6,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
@@ -13,6 +14,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.history_eraser import HistoryEraser
 from models import visibility
@@ -31,6 +33,7 @@ from models.workflow_io import (
 )
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
+from workflows.turn_input import first_turn_input
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +64,12 @@ class ResponseRunner:
         outcomes: Outcomes,
         registry: ModelRegistry | None = None,
         summary_input: bool = False,
+        early_calls: EarlyCalls | None = None,
     ) -> None:
         self.client = client
+        self.early_calls = early_calls
+        """The in-process worker's model calls: a response's first turn is asked while its
+        workflow starts (`activities/early_calls.py`); None: the workflow asks."""
         self.summary_input = summary_input
         """The workflow summary shows the input's first words (user text, readable in the
         Temporal UI); otherwise the model only."""
@@ -136,6 +143,7 @@ class ResponseRunner:
         )
         eager = self.local_worker and not if_never_started
         handover = self.outcomes.expect(response.id) if eager and not emit_events else None
+        early = self._early_call(workflow_input) if eager else None
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -167,13 +175,26 @@ class ResponseRunner:
                 raise
             # A slow start lost the race to the orphan sweep: the response runs all the same.
             return Started(self.client.get_workflow_handle(response.id, result_type=ResponseEnded), handover)
-        except RPCError as error:
+        except BaseException as error:
             self.outcomes.forget(response.id)
-            raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+            if early is not None and not isinstance(error, asyncio.CancelledError):
+                # The start failed: the call stops before the response is removed. A request
+                # cancelled mid-start leaves it: the start may have reached Temporal.
+                await EarlyCalls.abandon(early)
+            if isinstance(error, RPCError):
+                raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
+            raise
         if handover is not None and not _started_here(handle):
             self.outcomes.forget(response.id)
             handover = None
         return Started(handle, handover)
+
+    def _early_call(self, workflow_input: ResponseWorkflowInput) -> asyncio.Future[Any] | None:
+        """The first turn's call, started now when the workflow's input fixes it."""
+        if self.early_calls is None:
+            return None
+        first = first_turn_input(workflow_input, lease_seconds=self.task_timeout.total_seconds())
+        return self.early_calls.begin(first) if first is not None else None
 
     async def ended(self, started: Started) -> Response:
         """Wait for the end of a started response: handed over in-process when its workflow

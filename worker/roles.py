@@ -21,6 +21,7 @@ from temporalio.client import Client
 from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
 from activities.chat_client import shown_url
+from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.app import create_app
 from api.codec import CodecAccess
@@ -98,6 +99,7 @@ async def working(
     *,
     outcomes: Outcomes,
     grace_seconds: float = 0.0,
+    early_calls: EarlyCalls | None = None,
 ) -> AsyncIterator[None]:
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
@@ -125,7 +127,13 @@ async def working(
         ),
     }
     async with build_worker(
-        client, settings, repository, outcomes=outcomes, shutdown=shutdown, grace_seconds=grace_seconds
+        client,
+        settings,
+        repository,
+        outcomes=outcomes,
+        shutdown=shutdown,
+        grace_seconds=grace_seconds,
+        early_calls=early_calls,
     ):
         sweeping = asyncio.create_task(
             keep_house(chores, settings.housekeeping_interval_seconds, stop_sweeping, leases=Leases(repository.db))
@@ -295,9 +303,10 @@ async def run_api(
         client = await connect_with_retry(settings)
         settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
         outcomes = Outcomes()  # what this process's worker hands over to its requests
+        early_calls = EarlyCalls()  # its model calls, which a response's first turn starts early
         app = create_app(
             repository,
-            response_runner(client, settings, repository, outcomes, local_worker=with_worker),
+            response_runner(client, settings, repository, outcomes, local_worker=with_worker, early_calls=early_calls),
             max_in_flight=settings.max_in_flight_responses,
             limits=settings.limits(),
             served_model=served_model if settings.uses_demo_model else None,
@@ -328,7 +337,7 @@ async def run_api(
                     app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
                 )
                 return
-            async with working(client, settings, repository, shutdown, outcomes=outcomes):
+            async with working(client, settings, repository, shutdown, outcomes=outcomes, early_calls=early_calls):
                 freeze_what_starting_made()
                 await _serve_http(
                     app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing

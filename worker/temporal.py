@@ -16,6 +16,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError, TLSConfig
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from activities.early_calls import EarlyCalls
 from activities.file_search import FileSearchActivities
 from activities.handover import Outcomes
 from activities.inference import InferenceActivities
@@ -148,9 +149,16 @@ WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
 def response_runner(
-    client: Client, settings: Settings, repository: ResponseRepository, outcomes: Outcomes, *, local_worker: bool
+    client: Client,
+    settings: Settings,
+    repository: ResponseRepository,
+    outcomes: Outcomes,
+    *,
+    local_worker: bool,
+    early_calls: EarlyCalls | None = None,
 ) -> ResponseRunner:
-    """What starts responses' workflows: an API's, the orphan sweep's, a steered response's successor's."""
+    """What starts responses' workflows: an API's, the orphan sweep's, a steered response's
+    successor's. `early_calls`: the API's, whose worker runs in its process."""
     return ResponseRunner(
         client,
         settings.task_queue,
@@ -161,6 +169,7 @@ def response_runner(
         outcomes=outcomes,
         registry=settings.registry(),
         summary_input=settings.summary_input,
+        early_calls=early_calls,
     )
 
 
@@ -173,6 +182,7 @@ async def build_worker(
     outcomes: Outcomes,
     shutdown: Shutdown | None = None,
     grace_seconds: float = 0.0,
+    early_calls: EarlyCalls | None = None,
 ) -> AsyncIterator[Worker]:
     """A running worker for our workflow and activities; its backend client closes with it.
     A `shutdown` learns how many model calls it has running. When it stops, it polls for no
@@ -300,9 +310,13 @@ async def build_worker(
                 woken=repository.webhook_outbox.nudged,
             )
         )
+        if early_calls is not None:
+            early_calls.serve(inference)
         try:
             yield worker
         finally:
+            if early_calls is not None:
+                early_calls.withdraw()
             stopping.set()  # no longer present: readiness turns false at once
             dispatching.cancel()  # an attempt under way is made again by the next holder: events are at least once
             with contextlib.suppress(asyncio.CancelledError):

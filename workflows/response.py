@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         EmitEventsResult,
         FinalizeInput,
         FinalizeResult,
-        InferenceInput,
         RecordStatusInput,
         RecordStatusResult,
     )
@@ -53,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.response_state import ResponseState
     from workflows.tool_steps import ToolSteps
     from workflows.turn import next_step
+    from workflows.turn_input import TurnPosition, turn_input
     from workflows.webhooks import send_webhooks
 
 
@@ -265,22 +265,11 @@ class ResponseWorkflow(ToolSteps):
                 self.state.machine.fire("block")
                 return
             result, detailed = await call_model(
-                InferenceInput(
-                    response=response,
-                    turn=turn,
-                    emit_events=self.state.emit_events,
-                    output_offset=turn_start,
-                    tool_results=self.state.tool_results,
-                    mcp_functions=functions,
-                    max_attempts=self.state.settings.inference.maximum_attempts,
+                turn_input(
+                    self.state,
+                    functions,
+                    TurnPosition(turn, turn_start, compact, from_start=not recorded, just_compacted=just_compacted),
                     lease_seconds=self._lease_seconds(),
-                    project=request.project,
-                    compact=compact,
-                    from_start=not recorded,
-                    just_compacted=just_compacted,
-                    web_search=self.state.settings.web_search,
-                    set_up=self.state.settings.set_up_tools(),
-                    sources=self.state.sources,
                 ),
                 self.state.settings.inference,
                 queue_seconds=self.state.settings.inference_queue_seconds,
