@@ -6,7 +6,6 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
@@ -18,6 +17,7 @@ from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.history_eraser import HistoryEraser
 from models import visibility
+from models.activity_io import InferenceInput
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
@@ -143,7 +143,8 @@ class ResponseRunner:
         )
         eager = self.local_worker and not if_never_started
         handover = self.outcomes.expect(response.id) if eager and not emit_events else None
-        early = self._early_call(workflow_input) if eager else None
+        first = self._first_call(workflow_input) if eager else None
+        early = self.early_calls.begin(first) if self.early_calls is not None and first is not None else None
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -177,10 +178,10 @@ class ResponseRunner:
             return Started(self.client.get_workflow_handle(response.id, result_type=ResponseEnded), handover)
         except BaseException as error:
             self.outcomes.forget(response.id)
-            if early is not None and not isinstance(error, asyncio.CancelledError):
+            if self.early_calls and first and early and not isinstance(error, asyncio.CancelledError):
                 # The start failed: the call stops before the response is removed. A request
                 # cancelled mid-start leaves it: the start may have reached Temporal.
-                await EarlyCalls.abandon(early)
+                await self.early_calls.abandon(first, early)
             if isinstance(error, RPCError):
                 raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
             raise
@@ -189,12 +190,11 @@ class ResponseRunner:
             handover = None
         return Started(handle, handover)
 
-    def _early_call(self, workflow_input: ResponseWorkflowInput) -> asyncio.Future[Any] | None:
-        """The first turn's call, started now when the workflow's input fixes it."""
+    def _first_call(self, workflow_input: ResponseWorkflowInput) -> InferenceInput | None:
+        """The first turn's call, when this process makes calls and the workflow's input fixes it."""
         if self.early_calls is None:
             return None
-        first = first_turn_input(workflow_input, lease_seconds=self.task_timeout.total_seconds())
-        return self.early_calls.begin(first) if first is not None else None
+        return first_turn_input(workflow_input, lease_seconds=self.task_timeout.total_seconds())
 
     async def ended(self, started: Started) -> Response:
         """Wait for the end of a started response: handed over in-process when its workflow

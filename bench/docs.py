@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GOALS_TITLE = "Ten thousand waiting, first token first (issue 29)"
+GOALS_TITLE = "First token at the backend's pace, beside the peers (issue 42)"
 
 
 def commit() -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Iterable
 
 from bench import load, waiting
+from bench.peers import PeerFigures
 
 
 def _row(cells: list[str]) -> str:
@@ -88,4 +90,82 @@ def issue_29_rows(
                 ]
             ),
         ]
+    return lines
+
+
+ISSUE_42_TITLE = "First token at the backend's pace, beside the peers (issue 42)"
+
+
+def issue_42_rows(
+    plain: tuple[list[float], list[float]],
+    first: tuple[list[float], list[float]],
+    loads: dict[int, load.Loaded],
+    floor_p50: float,
+    peers: list[PeerFigures],
+) -> list[str]:
+    """Issue 42's table: durable-responses (`dev`) beside the peers measured in this run, each
+    latency with the backend alone measured alternately with it, and the goals."""
+    measured = [peer for peer in peers if not peer.missing]
+    names = [peer.name for peer in measured]
+
+    def latency(samples: tuple[list[float], list[float]]) -> str:
+        direct, through = samples
+        return f"{statistics.median(through):.1f} ms (backend {statistics.median(direct):.1f})"
+
+    def fastest(figure: Callable[[PeerFigures], float], best: Callable[[Iterable[float]], float]) -> float | None:
+        return best(figure(peer) for peer in measured) if measured else None
+
+    def held(ours: float, bound: float | None, below: bool) -> str:
+        if bound is None:
+            return "no peer measured"
+        return "held" if (ours <= bound if below else ours >= bound) else "missed"
+
+    first_peer = fastest(lambda peer: statistics.median(peer.first[1]), min)
+    plain_peer = fastest(lambda peer: statistics.median(peer.plain[1]), min)
+    first_ours, plain_ours = statistics.median(first[1]), statistics.median(plain[1])
+    over_backend = first_ours - statistics.median(first[0])
+    lines = [
+        ISSUE_42_TITLE,
+        "",
+        _row(["measured (p50)", "durable-responses `dev`", *names, "goal", "this run"]),
+        _row(["---"] * (4 + len(names))),
+        _row(
+            [
+                "first text delta",
+                f"{latency(first)}, +{over_backend:.1f} ms",
+                *(latency(peer.first) for peer in measured),
+                "≤ the fastest peer's, ≤ +5 ms over the backend",
+                f"{held(first_ours, first_peer, True)}; {'held' if over_backend <= 5 else 'missed'}",
+            ]
+        ),
+        _row(
+            [
+                "non-streaming",
+                f"{latency(plain)}; Temporal floor {floor_p50:.1f}",
+                *(latency(peer.plain) for peer in measured),
+                "≤ the fastest peer's",
+                held(plain_ours, plain_peer, True),
+            ]
+        ),
+    ]
+    for concurrency in (10, 50):
+        ours = loads[concurrency]
+        best = fastest(lambda peer, c=concurrency: peer.loads[c].throughput, max)
+        lines.append(
+            _row(
+                [
+                    f"requests/s at concurrency {concurrency} (p95 / p50)",
+                    f"{ours.throughput:.1f} ({ours.p95 / ours.p50:.2f})",
+                    *(
+                        f"{peer.loads[concurrency].throughput:.1f} "
+                        f"({peer.loads[concurrency].p95 / peer.loads[concurrency].p50:.2f})"
+                        for peer in measured
+                    ),
+                    "≥ 1.5× the fastest peer's; p95 ≤ 3× p50",
+                    f"{held(ours.throughput, best * 1.5 if best else None, False)}; "
+                    f"{'held' if ours.p95 <= 3 * ours.p50 else 'missed'}",
+                ]
+            )
+        )
+    lines += [f"\n{peer.name}: {peer.missing}" for peer in peers if peer.missing]
     return lines

@@ -3,6 +3,7 @@ hog, and the CPU time each has used (read from /proc)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -214,3 +215,16 @@ def stop(process: subprocess.Popen, timeout: float = 30) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def measure_floor(dev: Dev, requests: int) -> dict:
+    """The Temporal floor (`bench/floor.py`) on `dev`'s Temporal server, in a process of its own."""
+    output = subprocess.run(
+        [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(output.stdout.strip().splitlines()[-1])

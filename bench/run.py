@@ -44,8 +44,6 @@ import json
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -62,12 +60,13 @@ from bench import (
     load,
     mcp_turn,
     moderation,
+    peers,
     rate_limited,
     relay,
     telemetry_cost,
     waiting,
 )
-from bench.processes import ROOT, Backend, Dev, start_cpu_hog, start_otlp_sink, start_serve, stop
+from bench.processes import Backend, Dev, measure_floor, start_cpu_hog, start_otlp_sink, start_serve, stop
 
 CHAINS = 8
 
@@ -100,18 +99,6 @@ class Report:
             )
         )
         return r50 - d50
-
-
-def measure_floor(dev: Dev, requests: int) -> dict:
-    output = subprocess.run(
-        [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(output.stdout.strip().splitlines()[-1])
 
 
 async def run(args: argparse.Namespace) -> str:
@@ -215,6 +202,8 @@ async def run(args: argparse.Namespace) -> str:
                 stop(serve)
             dev.stop()
         try:
+            # 15. the peers, on the same backend, with dev stopped (`bench/peers.py`)
+            peer_figures = [] if args.skip_peers else await peers.measure_all(backend, requests, warmup)
             # 8. telemetry
             tracing = await tracing_cost(backend, requests, warmup)
             metrics_cost = await telemetry_cost.measure()
@@ -401,6 +390,14 @@ async def run(args: argparse.Namespace) -> str:
         lines += ["", limited]
     lines += [
         "",
+        *goals.issue_42_rows(
+            (plain_direct, plain_durable),
+            (first_direct, first_dev),
+            loads,
+            floor["unsandboxed"]["p50_ms"],
+            peer_figures,
+        ),
+        "",
         *goals.issue_29_rows(first_direct, first_dev, serve_direct, serve_first, loads[10], relayed, waits),
         "",
         *hops.table(hop_rows),
@@ -463,6 +460,11 @@ def main() -> None:
         "--write-docs",
         action="store_true",
         help="write the figures into docs/benchmarks.md and the README's goals table (bench/docs.py)",
+    )
+    parser.add_argument(
+        "--skip-peers",
+        action="store_true",
+        help="leave out llama-stack and OGX (bench/peers.py; their first run installs them, a few minutes)",
     )
     parser.add_argument(
         "--skip-rate-limited",
