@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import HTTPConnection, Request
@@ -22,7 +23,7 @@ from api.params import at_end, limits, list_page, page_params, principal
 from api.params import json_response as _json
 from api.params import repository as _repository
 from api.preparation import PreparedResponse, prepare
-from api.runner import ResponseRunner, Started
+from api.runner import Launch, ResponseRunner, Started
 from api.sse import tail
 from models.errors import ConflictError, InvalidRequestError
 from models.events import opening_events
@@ -73,7 +74,14 @@ def _open_stream(request: Request) -> None:
 async def _created(request: Request, prepared: PreparedResponse, acting: Principal, arrived: float) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
-    started = await kept_and_started(request, prepared, acting)
+    launched = await kept_and_launched(request, prepared, acting)
+    if prepared.request.stream and await _streaming_first(request, launched):
+        # Its first events go out before Temporal acknowledged the start: the start settles
+        # behind the stream (a failed one leaves the stored response to the orphan sweep).
+        _settling_later(asyncio.ensure_future(settled(request, prepared, launched)))
+        started = None
+    else:
+        started = await settled(request, prepared, launched)
     if prepared.request.stream:
         events = metrics.first_delta_watch(
             tail(repository, response.id, after=-1, forget_at_end=None if response.store else runner.forget_unstored),
@@ -81,7 +89,7 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
             response.model,
         )
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
-    if prepared.request.background:
+    if prepared.request.background or started is None:
         return _json(response)
     return _json(await ended(request, started, response))
 
@@ -115,20 +123,94 @@ async def ended(request: Request, started: Started, response: Response) -> Respo
     return end
 
 
+@dataclass(frozen=True)
+class Launched:
+    response_id: str
+    launch: Launch
+    made: list[str]
+    """The containers made for the response (removed with it if its start fails)."""
+    opened_through: int
+    """The sequence number of the last event kept with the response (its log's opening)."""
+
+
+_SETTLING: set[asyncio.Future[Started]] = set()
+"""Starts that settle behind a stream already under way (kept from the garbage collector)."""
+
+
+def _settling_later(start: asyncio.Future[Started]) -> None:
+    _SETTLING.add(start)
+    start.add_done_callback(_SETTLING.discard)
+    start.add_done_callback(lambda done: done.cancelled() or done.exception())  # logged by `settled`
+
+
+async def _streaming_first(request: Request, launched: Launched) -> bool:
+    """Whether a stream begins before its start is acknowledged: the first turn's call began
+    beside the start and logged an event first. The response is in the store by then, and a
+    stored response is started by the orphan sweep if its start fails, so what a client is
+    sent then is of a response that completes (`docs/architecture.md`)."""
+    launch = launched.launch
+    if launch.early is None:
+        return False
+    log = _repository(request).events
+    while not launch.starting.done():
+        waiter = log.notifier.subscribe(launched.response_id)
+        try:
+            if await log.read(launched.response_id, after=launched.opened_through, limit=1):
+                launch.shown = not launch.starting.done()
+                return launch.shown
+            if launch.early.done():
+                return False  # it ended without a word (it failed): the start decides
+            written = asyncio.ensure_future(waiter.wait())
+            try:
+                await asyncio.wait({launch.starting, written, launch.early}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                written.cancel()
+        finally:
+            log.notifier.unsubscribe(launched.response_id, waiter)
+    return False
+
+
 async def kept_and_started(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Started:
     """The response kept in the store and its workflow started (or nothing left behind)."""
+    return await settled(request, prepared, await kept_and_launched(request, prepared, acting))
+
+
+async def settled(request: HTTPConnection, prepared: PreparedResponse, launched: Launched) -> Started:
+    """The launched response's start, acknowledged; a start that fails leaves nothing behind,
+    unless a client was already sent the response's first events (then the sweep starts it)."""
+    repository, response = _repository(request), prepared.response
+    try:
+        started = await launched.launch.starting
+    except asyncio.CancelledError:
+        raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
+    except BaseException as error:
+        if launched.launch.shown:
+            log.warning(
+                "response %s streams, but its start failed (%s): the orphan sweep starts it", response.id, error
+            )
+            raise
+        await repository.purge(response.id)  # refused or failed: nothing is left behind
+        await code_containers.unmake(repository, launched.made)
+        raise
+    metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
+    return started
+
+
+async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Launched:
+    """The response kept in the store and its workflow starting (`settled` has the start)."""
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     emit_events = prepared.request.stream or prepared.request.background
     # A background response sends its events to the endpoints its project has now, too.
     subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) if response.background else []
     made = [auto.container_id for auto in prepared.containers]
+    opening = opening_events(response)
     await code_containers.make(request, response.id, prepared.containers)
     try:
         await repository.create_response(
             response,
             prepared.items,
-            opening_events(response) if emit_events else None,
+            opening if emit_events else None,
             secrets=prepared.secrets,
             decisions=prepared.answers,
             parked=prepared.parked,
@@ -141,25 +223,17 @@ async def kept_and_started(request: HTTPConnection, prepared: PreparedResponse, 
     except BaseException:
         await code_containers.unmake(repository, made)
         raise
-    try:
-        started = await runner.start(
-            response,
-            emit_events=emit_events,
-            listings=prepared.listings,
-            approvals=prepared.approvals,
-            parked=list(prepared.parked),
-            first_words=_first_words(prepared.request.input),
-            webhooks=subscriptions,
-            project=acting.project,
-        )
-    except asyncio.CancelledError:
-        raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
-    except BaseException:
-        await repository.purge(response.id)  # refused or failed: nothing is left behind
-        await code_containers.unmake(repository, made)
-        raise
-    metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
-    return started
+    launch = runner.launch(
+        response,
+        emit_events=emit_events,
+        listings=prepared.listings,
+        approvals=prepared.approvals,
+        parked=list(prepared.parked),
+        first_words=_first_words(prepared.request.input),
+        webhooks=subscriptions,
+        project=acting.project,
+    )
+    return Launched(response.id, launch, made, opened_through=len(opening) - 1)
 
 
 def _first_words(given: object, characters: int = 200) -> str:

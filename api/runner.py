@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
@@ -17,7 +18,7 @@ from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.history_eraser import HistoryEraser
 from models import visibility
-from models.activity_io import InferenceInput
+from models.activity_io import InferenceInput, InferenceResult
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
@@ -43,6 +44,19 @@ class Started:
     handle: WorkflowHandle
     handover: asyncio.Future[Response] | None
     """Resolved in-process with the response's end, when its workflow runs on this worker."""
+
+
+@dataclass
+class Launch:
+    """A response's workflow being started, and its first turn's model call when that began
+    beside the start (`activities/early_calls.py`)."""
+
+    early: asyncio.Future[InferenceResult] | None
+    starting: asyncio.Future[Started] = field(init=False)
+    shown: bool = False
+    """A client has been sent what the early call streamed, before the start was acknowledged:
+    a start that fails then leaves the stored response, and its call, to the orphan sweep
+    (which starts it; the client's stream goes on) instead of removing them."""
 
 
 HANDOVER_WAIT_SECONDS = 1.0
@@ -109,7 +123,11 @@ class ResponseRunner:
         """An unstored response, once its request or stream has its end."""
         await self.forget(response_id, with_decisions=False)
 
-    async def start(
+    async def start(self, response: Response, **options: Any) -> Started:
+        """Start the response's workflow and wait for Temporal to acknowledge it (`launch`)."""
+        return await self.launch(response, **options).starting
+
+    def launch(
         self,
         response: Response,
         *,
@@ -121,11 +139,13 @@ class ResponseRunner:
         first_words: str = "",
         webhooks: list[WebhookSubscription] | None = None,
         project: str = "",
-    ) -> Started:
-        """Start the response's workflow. `if_never_started`: raise `WorkflowAlreadyStartedError`
-        when a workflow with its id runs or has run (recovery must not run a response twice).
-        A response without an event log is waited for (`ended`): its end is expected in-process.
-        `webhooks`: the endpoints of the response's project, where its events go too."""
+    ) -> Launch:
+        """Start the response's workflow, and its first turn's call beside it when this process
+        makes calls and the request fixes what that turn asks. `if_never_started`: the start
+        raises `WorkflowAlreadyStartedError` when a workflow with its id runs or has run
+        (recovery must not run a response twice). A response without an event log is waited
+        for (`ended`): its end is expected in-process. `webhooks`: the endpoints of the
+        response's project, where its events go too."""
         settings = self.settings
         if webhooks:  # the project's endpoints, beside the operator's
             settings = settings.model_copy(
@@ -142,9 +162,28 @@ class ResponseRunner:
             project=project,
         )
         eager = self.local_worker and not if_never_started
-        handover = self.outcomes.expect(response.id) if eager and not emit_events else None
         first = self._first_call(workflow_input) if eager else None
         early = self.early_calls.begin(first) if self.early_calls is not None and first is not None else None
+        launch = Launch(early)
+        launch.starting = asyncio.ensure_future(
+            self._start(
+                workflow_input, launch, first, eager=eager, if_never_started=if_never_started, words=first_words
+            )
+        )
+        return launch
+
+    async def _start(
+        self,
+        workflow_input: ResponseWorkflowInput,
+        launch: Launch,
+        first: InferenceInput | None,
+        *,
+        eager: bool,
+        if_never_started: bool,
+        words: str,
+    ) -> Started:
+        response, emit_events = workflow_input.response, workflow_input.emit_events
+        handover = self.outcomes.expect(response.id) if eager and not emit_events else None
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -157,7 +196,7 @@ class ResponseRunner:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
                 request_eager_start=eager,
-                static_summary=visibility.summary(response.model, first_words if self.summary_input else ""),
+                static_summary=visibility.summary(response.model, words if self.summary_input else ""),
                 static_details=visibility.details(
                     previous_response_id=response.previous_response_id,
                     tools=_tool_names(response),
@@ -178,7 +217,14 @@ class ResponseRunner:
             return Started(self.client.get_workflow_handle(response.id, result_type=ResponseEnded), handover)
         except BaseException as error:
             self.outcomes.forget(response.id)
-            if self.early_calls and first and early and not isinstance(error, asyncio.CancelledError):
+            early = launch.early
+            if (
+                self.early_calls
+                and first
+                and early
+                and not launch.shown
+                and not isinstance(error, asyncio.CancelledError)
+            ):
                 # The start failed: the call stops before the response is removed. A request
                 # cancelled mid-start leaves it: the start may have reached Temporal.
                 await self.early_calls.abandon(first, early)
