@@ -58,10 +58,6 @@ from upstream.pacing import Lane
 from upstream.registry import Deployment
 from workflows.catalogue import ToolTable
 
-MAX_FAILED_EARLY = 1024
-"""Failed early calls kept for their turn's execution; past it, the oldest are forgotten (their
-workflows ran on another worker, where the turn's claim counted the failure)."""
-
 
 class InferenceActivities:
     def __init__(
@@ -83,8 +79,6 @@ class InferenceActivities:
         self.send_reasoning = send_reasoning
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
-        self._failed_early: dict[tuple[str, int], Exception] = {}
-        """Early calls (`begin`) that failed before their turn's execution came, by turn."""
 
     async def stop(self, grace_seconds: float = 0.0) -> None:
         """Make no new calls; give those running `grace_seconds` to finish, then abandon them
@@ -96,36 +90,20 @@ class InferenceActivities:
         """One inference call per turn. An execution that repeats a turn (its workflow task
         ran again) joins the call still running in this process, waits for one running in
         another (`store/turns.py`), or returns the result recorded for the turn."""
-        key = (request.response.id, request.turn)
-        failed_early = self._failed_early.pop(key, None)
-        if failed_early is not None:  # the call this attempt would have joined failed before it came
-            raise failed_early
-        return await self.calls.run(key, lambda: self._infer(request))
+        return await self.calls.run((request.response.id, request.turn), lambda: self._infer(request))
 
     def begin(self, request: InferenceInput) -> asyncio.Future[InferenceResult] | None:
         """Start a turn's call before its workflow asks for it (`activities/early_calls.py`):
-        the workflow's execution of the turn joins it, or, when the call failed before that
-        execution came, fails with its error (the attempt is the workflow's to see and retry,
-        as any other). None when this worker is stopping."""
+        the workflow's execution of the turn joins it, or takes its outcome when it ended
+        first (a failure too: the attempt is the workflow's to see and retry, as any other).
+        None when this worker is stopping."""
         if self.calls.closed:
             return None
-        key = (request.response.id, request.turn)
-        call = self.calls.start(key, lambda: self._infer(request))
-        call.add_done_callback(lambda done: self._keep_failure(key, done))
-        return call
+        return self.calls.start((request.response.id, request.turn), lambda: self._infer(request), kept=True)
 
     def forget_early(self, request: InferenceInput) -> None:
-        """A failed early call whose workflow never started: nothing will ask for its failure."""
-        self._failed_early.pop((request.response.id, request.turn), None)
-
-    def _keep_failure(self, key: tuple[str, int], call: asyncio.Future[InferenceResult]) -> None:
-        if call.cancelled() or call.exception() is None:
-            return
-        error = call.exception()
-        if isinstance(error, Exception):
-            self._failed_early[key] = error
-            while len(self._failed_early) > MAX_FAILED_EARLY:  # those whose workflows ran elsewhere
-                del self._failed_early[next(iter(self._failed_early))]
+        """An early call whose workflow never started: nothing will come for its outcome."""
+        self.calls.forget((request.response.id, request.turn))
 
     async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:

@@ -5,20 +5,29 @@ loaded worker, or the workflow was evicted from the worker's cache. The first ex
 still be working then. A second caller with the same key awaits the first one's outcome
 instead of starting its own, so the model is asked once. The work runs in a task of its own,
 so a caller that is cancelled (evicted) leaves it running for the one that takes its place.
+Work started ahead of its caller (`start(..., kept=True)`: the first turn's call and input
+check, begun while the workflow starts) keeps its outcome, once done, for the caller that
+comes after it, so a caller late by a moment neither repeats it nor misses its failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+import typing
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+MAX_KEPT = 1024
+"""Outcomes kept for callers still to come; past it the oldest are dropped (their callers ran
+elsewhere: another worker took the workflow's task)."""
+
 
 class SingleFlight:
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Future[Any]] = {}
+        self._kept: dict[Hashable, asyncio.Future[Any]] = {}
         self._closed = False
 
     async def run(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> T:
@@ -27,16 +36,38 @@ class SingleFlight:
             # even while its worker shuts down, so this waits (until the process ends and
             # cancels it) instead of failing, which would spend the retry budget in moments.
             await asyncio.get_running_loop().create_future()
-        return await asyncio.shield(self.start(key, work))
+        kept = self._kept.pop(key, None)
+        if kept is not None:  # done before this caller came
+            return typing.cast(T, kept.result())
+        task = self.start(key, work)
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if self._kept.get(key) is task:  # joined while it ran: its outcome is had
+                del self._kept[key]
 
-    def start(self, key: Hashable, work: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
-        """The work of `key` running: the one already running, or `work` started now."""
+    def start(self, key: Hashable, work: Callable[[], Awaitable[T]], *, kept: bool = False) -> asyncio.Future[T]:
+        """The work of `key` running: the one already running, or `work` started now; `kept`:
+        its outcome waits, once done, for the next `run` of its key."""
         task = self._running.get(key)
         if task is None:
             task = asyncio.ensure_future(work())
             self._running[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
+            if kept:
+                task.add_done_callback(lambda done: self._keep(key, done))
         return task
+
+    def forget(self, key: Hashable) -> None:
+        """Drop a kept outcome nobody will come for."""
+        self._kept.pop(key, None)
+
+    def _keep(self, key: Hashable, task: asyncio.Future[Any]) -> None:
+        if task.cancelled():
+            return
+        self._kept[key] = task
+        while len(self._kept) > MAX_KEPT:
+            del self._kept[next(iter(self._kept))]
 
     def _forget(self, key: Hashable, task: asyncio.Future[Any]) -> None:
         if self._running.get(key) is task:

@@ -50,7 +50,7 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 async def create_response(request: Request) -> HttpResponse:
     """In flight (admission) until the request's call ends: a stream's end included."""
-    arrived = time.perf_counter()
+    arrived, arrived_ms = time.perf_counter(), int(time.time() * 1000)
     admission = _admission(request)
     admission.enter()
     at_end(request, admission.leave)
@@ -62,7 +62,7 @@ async def create_response(request: Request) -> HttpResponse:
         await request.app.state.capacity.check(prepared.response.model)
     if prepared.request.stream:
         _open_stream(request)  # refused (429) before anything is kept
-    return await _created(request, prepared, acting, arrived)
+    return await _created(request, prepared, acting, arrived, arrived_ms)
 
 
 def _open_stream(request: Request) -> None:
@@ -71,7 +71,9 @@ def _open_stream(request: Request) -> None:
     at_end(request, lambda: _quotas(request).close_stream(key))
 
 
-async def _created(request: Request, prepared: PreparedResponse, acting: Principal, arrived: float) -> HttpResponse:
+async def _created(
+    request: Request, prepared: PreparedResponse, acting: Principal, arrived: float, arrived_ms: int
+) -> HttpResponse:
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     launched = await kept_and_launched(request, prepared, acting)
@@ -84,7 +86,13 @@ async def _created(request: Request, prepared: PreparedResponse, acting: Princip
         started = await settled(request, prepared, launched)
     if prepared.request.stream:
         events = metrics.first_delta_watch(
-            tail(repository, response.id, after=-1, forget_at_end=None if response.store else runner.forget_unstored),
+            tail(
+                repository,
+                response.id,
+                after=-1,
+                forget_at_end=None if response.store else runner.forget_unstored,
+                live_since_ms=arrived_ms,
+            ),
             arrived,
             response.model,
         )

@@ -18,7 +18,7 @@ from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.history_eraser import HistoryEraser
 from models import visibility
-from models.activity_io import InferenceInput, InferenceResult
+from models.activity_io import InferenceResult
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
 from models.mcp import ApprovalDecision, McpListing
 from models.responses import Response
@@ -34,7 +34,7 @@ from models.workflow_io import (
 )
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
-from workflows.turn_input import first_turn_input
+from workflows.turn_input import FirstTurn, first_turn_input
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Launch:
     """A response's workflow being started, and its first turn's model call when that began
     beside the start (`activities/early_calls.py`)."""
 
-    early: asyncio.Future[InferenceResult] | None
+    early: asyncio.Future[InferenceResult | None] | None
     starting: asyncio.Future[Started] = field(init=False)
     shown: bool = False
     """A client has been sent what the early call streamed, before the start was acknowledged:
@@ -176,7 +176,7 @@ class ResponseRunner:
         self,
         workflow_input: ResponseWorkflowInput,
         launch: Launch,
-        first: InferenceInput | None,
+        first: FirstTurn | None,
         *,
         eager: bool,
         if_never_started: bool,
@@ -236,7 +236,7 @@ class ResponseRunner:
             handover = None
         return Started(handle, handover)
 
-    def _first_call(self, workflow_input: ResponseWorkflowInput) -> InferenceInput | None:
+    def _first_call(self, workflow_input: ResponseWorkflowInput) -> FirstTurn | None:
         """The first turn's call, when this process makes calls and the workflow's input fixes it."""
         if self.early_calls is None:
             return None

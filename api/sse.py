@@ -43,9 +43,12 @@ async def tail(
     *,
     after: int,
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
+    live_since_ms: int | None = None,
 ) -> AsyncIterator[str]:
     """The response's events after `after` as SSE frames (`logged_events`)."""
-    async for event in logged_events(repository, response_id, after=after, forget_at_end=forget_at_end):
+    async for event in logged_events(
+        repository, response_id, after=after, forget_at_end=forget_at_end, live_since_ms=live_since_ms
+    ):
         yield frame(event)
 
 
@@ -55,14 +58,17 @@ async def logged_events(
     *,
     after: int,
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
+    live_since_ms: int | None = None,
 ) -> AsyncIterator[StoredEvent]:
     """The response's events after `after`, then its new ones as they come, to its terminal
     event (then `forget_at_end`, for an unstored response). A stream that cannot reach one (its
     response ended without logging it, or the store fails) ends with an `error` event instead
-    of a silent close."""
+    of a silent close. Events written since `live_since_ms` (default: now) count in the stream's
+    lag: a new response's stream is live from its request, though it may open after its first
+    events were written; a resumed one's old events do not count."""
     log, notifier = repository.events, repository.events.notifier
     last = after
-    opened_at_ms = int(time.time() * 1000)
+    opened_at_ms = live_since_ms if live_since_ms is not None else int(time.time() * 1000)
     try:
         while True:
             waiter = notifier.subscribe(response_id)

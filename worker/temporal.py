@@ -311,7 +311,7 @@ async def build_worker(
             )
         )
         if early_calls is not None:
-            early_calls.serve(inference)
+            early_calls.serve(inference, moderating)
         try:
             yield worker
         finally:

@@ -30,20 +30,31 @@ def _progress(response: Response) -> ModerationProgress:
     return response.moderation_progress
 
 
-async def input_passes(state: ResponseState, project: str, *, first: bool) -> bool:
-    """Whether the model may be asked: the turn's new input passed its check, or needs none.
-    A blocked input leaves the response to end `incomplete` / `content_filter`."""
+def input_check(state: ResponseState, project: str, *, first: bool) -> ModerateInputRequest | None:
+    """The check of what is new to the model in a turn; None when nothing needs one. Pure: the
+    API asks it too, to check a first turn's input while the workflow starts
+    (`workflows/turn_input.py`)."""
     response = state.response
     plan = response.moderation_plan
     if plan is None or plan.input is None or response.compact_only:
-        return True
+        return None
     first = first and (response.moderation_progress is None or response.moderation_progress.input is None)
     fresh = {call: result for call, result in state.tool_results.items() if call not in state.moderated_calls}
     if not first and not fresh:
+        return None
+    return ModerateInputRequest(response_id=response.id, project=project, plan=plan, first=first, tool_results=fresh)
+
+
+async def input_passes(state: ResponseState, project: str, *, first: bool) -> bool:
+    """Whether the model may be asked: the turn's new input passed its check, or needs none.
+    A blocked input leaves the response to end `incomplete` / `content_filter`."""
+    request = input_check(state, project, first=first)
+    if request is None:
         return True
+    plan, response, fresh = request.plan, state.response, request.tool_results
     checked: ModerateInputResult = await workflow.execute_local_activity(
         activity_names.MODERATE_INPUT,
-        ModerateInputRequest(response_id=response.id, project=project, plan=plan, first=first, tool_results=fresh),
+        request,
         result_type=ModerateInputResult,
         **local_activity_options(
             RetryBudget(start_to_close_seconds=plan.budget_seconds + CHECK_MARGIN_SECONDS, maximum_attempts=3)

@@ -1,8 +1,9 @@
 """What a turn's model call is asked (`InferenceInput`), from what the workflow holds.
 
-One builder for every turn the workflow runs, and for the first turn's call that the API
-starts while the workflow is still being started (`activities/early_calls.py`): both ask the
-same, so the workflow's own call of that turn joins the early one instead of asking again
+One builder for every turn the workflow runs, and for the first turn's call (and its input
+check) that the API starts while the workflow is still being started
+(`activities/early_calls.py`): both ask the same, so the workflow's own call of that turn
+joins the early one instead of asking again
 (in the same process `activities/single_flight.py`; elsewhere the turn's claim,
 `store/turns.py`). Pure: no I/O, no Temporal calls, so the API may run it too.
 """
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.activity_io import InferenceInput
+    from models.activity_io import InferenceInput, ModerateInputRequest
     from models.mcp import McpFunction
     from models.workflow_io import ResponseWorkflowInput
+    from workflows.moderation import input_check
     from workflows.response_state import ResponseState
 
 
@@ -56,21 +58,29 @@ def turn_input(
     )
 
 
-def first_turn_input(request: ResponseWorkflowInput, *, lease_seconds: float) -> InferenceInput | None:
-    """The first turn's call, when it is the first thing the workflow does and its input alone
-    fixes what the call is asked; None when something comes first (an MCP server's listing,
-    approved calls, an input check, a background response's status) or there is no answer to
-    ask for (a compaction only, a run continued as new)."""
+@dataclass(frozen=True)
+class FirstTurn:
+    """The first things a response's workflow does, as it will ask them."""
+
+    call: InferenceInput
+    check: ModerateInputRequest | None
+    """The input's check, which the call waits for (a moderation plan with an input side)."""
+
+
+def first_turn_input(request: ResponseWorkflowInput, *, lease_seconds: float) -> FirstTurn | None:
+    """The first turn's call (and the input check before it), when that is the first thing the
+    workflow does and its input alone fixes what is asked; None when something comes first (an
+    MCP server's listing, approved calls, a background response's status) or there is no answer
+    to ask for (a compaction only, a run continued as new)."""
     response = request.response
-    plan = response.moderation_plan
     if (
         request.carried is not None
         or response.background
         or response.compact_only
         or request.approvals
         or any(tool.type == "mcp" for tool in response.tools)
-        or (plan is not None and plan.input is not None)
     ):
         return None
     state = ResponseState.of(request)
-    return turn_input(state, [], TurnPosition(turn=0, output_offset=len(response.output)), lease_seconds=lease_seconds)
+    call = turn_input(state, [], TurnPosition(turn=0, output_offset=len(response.output)), lease_seconds=lease_seconds)
+    return FirstTurn(call, input_check(state, request.project, first=True))

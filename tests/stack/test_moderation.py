@@ -132,6 +132,29 @@ async def test_a_flagged_input_ends_the_response_before_the_model_is_asked(
 
 
 @pytest.mark.one_store  # the checks are what is tested, not the store
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_the_input_check_begun_beside_the_start_is_made_once(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str, stream: bool
+):
+    """The first turn's check and call begin while the workflow starts (`activities/early_calls.py`):
+    the workflow's own check takes that verdict, so the moderation backend is asked once, and
+    the model once, after it."""
+    backend.script(model, [Reply(text="A calm answer.")])
+    input_only = {"model": "omni-moderation-latest", "policy": {"input": {"mode": "block"}}}
+    asked_before = len(backend.moderated)
+    if stream:
+        async with sdk.responses.stream(model=model, input="a calm question", moderation=input_only) as events:
+            final = await events.get_final_response()
+    else:
+        final = await sdk.responses.create(model=model, input="a calm question", moderation=input_only)
+    assert final.status == "completed" and final.output_text == "A calm answer."
+    assert final.moderation.input.type == "moderation_result" and not final.moderation.input.flagged
+    checks = [body for body in backend.moderated[asked_before:] if "a calm question" in json.dumps(body)]
+    assert len(checks) == 1, checks
+    assert len(backend.requests(model)) == 1
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
 async def test_a_tool_output_that_comes_back_is_input_checked_too(
     sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):

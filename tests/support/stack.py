@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from access.quotas import QuotaSettings
+from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.app import create_app
 from api.runner import ResponseRunner
@@ -153,6 +154,7 @@ async def running_stack(
     settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
     async with opened_store(settings) as repository:
         outcomes = Outcomes()
+        early_calls = EarlyCalls()  # as `dev`: a response's first turn begins beside its start
         runner = ResponseRunner(
             client,
             settings.task_queue,
@@ -162,6 +164,7 @@ async def running_stack(
             local_worker=with_worker,
             outcomes=outcomes,
             registry=settings.registry(),
+            early_calls=early_calls if with_worker else None,
         )
         app = create_app(
             repository,
@@ -182,7 +185,7 @@ async def running_stack(
                 app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
             )
         )
-        worker = build_worker(client, settings, repository, outcomes=outcomes)
+        worker = build_worker(client, settings, repository, outcomes=outcomes, early_calls=early_calls)
         async with worker if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
             while not server.started:

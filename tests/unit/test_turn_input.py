@@ -13,6 +13,7 @@ from models.mcp import ApprovalDecision
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.workflow_io import CarriedLoop, ExecutionSettings, ResponseWorkflowInput
+from workflows.moderation import input_check
 from workflows.response_state import ResponseState
 from workflows.turn_input import TurnPosition, first_turn_input, turn_input
 
@@ -35,8 +36,9 @@ def test_the_early_call_is_the_workflows_first_call(emit_events: bool):
     given = workflow_input(
         emit_events=emit_events, tools=[{"type": "function", "name": "f", "parameters": {}}], temperature=0.5
     )
-    early = first_turn_input(given, lease_seconds=7)
-    assert early is not None
+    first = first_turn_input(given, lease_seconds=7)
+    assert first is not None and first.check is None
+    early = first.call
     made = turn_input(ResponseState.of(given), [], TurnPosition(turn=0, output_offset=0), lease_seconds=7)
     assert early == made
     assert (early.turn, early.from_start, early.compact, early.emit_events) == (0, True, False, emit_events)
@@ -48,10 +50,6 @@ def test_the_early_call_is_the_workflows_first_call(emit_events: bool):
     [
         ({"background": True}, "a background response records its status first"),
         ({"tools": [MCP_TOOL]}, "an MCP server is listed first"),
-        (
-            {"moderation": {"model": "omni-moderation-latest", "policy": {"input": {"mode": "block"}}}},
-            "the input is checked first",
-        ),
         ({"carried": CarriedLoop(turn=3, recorded=True)}, "a run continued as new is mid-loop"),
     ],
 )
@@ -68,8 +66,17 @@ def test_no_early_call_for_a_compaction_or_approved_calls():
     assert first_turn_input(approved, lease_seconds=10) is None
 
 
-def test_an_output_check_alone_leaves_the_early_call():
-    """Output checks run inside the call (`guardrails/held_output.py`): the call may start."""
+def test_an_output_check_alone_leaves_the_early_call_unchecked():
+    """Output checks run inside the call (`guardrails/held_output.py`): the call starts at once."""
     checked = workflow_input(moderation={"model": "omni-moderation-latest", "policy": {"output": {"mode": "block"}}})
-    early = first_turn_input(checked, lease_seconds=10)
-    assert early is not None and early.response.moderation_plan is not None
+    first = first_turn_input(checked, lease_seconds=10)
+    assert first is not None and first.check is None and first.call.response.moderation_plan is not None
+
+
+def test_an_input_check_comes_first_and_is_the_workflows_own():
+    """The early call waits for the input check the workflow makes on its first turn."""
+    given = workflow_input(moderation={"model": "omni-moderation-latest", "policy": {"input": {"mode": "block"}}})
+    first = first_turn_input(given, lease_seconds=10)
+    assert first is not None
+    assert first.check == input_check(ResponseState.of(given), "p", first=True)
+    assert first.check is not None and first.check.first and first.check.plan.input == "block"
