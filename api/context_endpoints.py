@@ -20,7 +20,8 @@ from api.context_size import check_compactions, request_size
 from api.params import at_end, json_response, limits, principal
 from api.params import repository as _repository
 from api.preparation import history_of, resolved, validate
-from api.routes import ended, kept_and_started, prepared_for
+from api.routes import ended, prepared_for
+from api.starting import kept_and_started
 from models.context import CompactedResponse, InputTokenCount
 from models.errors import ApiError, InvalidRequestError, RateLimitedError
 from models.ids import new_id

@@ -3,10 +3,8 @@ list, and a response's input items."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import HTTPConnection, Request
@@ -15,7 +13,6 @@ from starlette.responses import StreamingResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
-from api import code_containers
 from api.admission import Admission
 from api.body import read_json
 from api.lookup import stored_response, with_progress
@@ -23,10 +20,10 @@ from api.params import at_end, limits, list_page, page_params, principal
 from api.params import json_response as _json
 from api.params import repository as _repository
 from api.preparation import PreparedResponse, prepare
-from api.runner import Launch, ResponseRunner, Started
+from api.runner import ResponseRunner, Started
 from api.sse import tail
+from api.starting import kept_and_launched, settle_later, settled, streams_before_start
 from models.errors import ConflictError, InvalidRequestError
-from models.events import opening_events
 from models.responses import DeletedResponse, Response
 from telemetry import metrics
 
@@ -77,14 +74,11 @@ async def _created(
     repository, runner = _repository(request), _runner(request)
     response = prepared.response
     launched = await kept_and_launched(request, prepared, acting)
-    if prepared.request.stream and await _streaming_first(request, launched):
-        # Its first events go out before Temporal acknowledged the start: the start settles
-        # behind the stream (a failed one leaves the stored response to the orphan sweep).
-        _settling_later(asyncio.ensure_future(settled(request, prepared, launched)))
-        started = None
-    else:
-        started = await settled(request, prepared, launched)
     if prepared.request.stream:
+        if await streams_before_start(repository, launched):
+            settle_later(request, prepared, launched)  # the stream goes on whatever the start's outcome
+        else:
+            await settled(request, prepared, launched)
         events = metrics.first_delta_watch(
             tail(
                 repository,
@@ -97,7 +91,8 @@ async def _created(
             response.model,
         )
         return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
-    if prepared.request.background or started is None:
+    started = await settled(request, prepared, launched)
+    if prepared.request.background:
         return _json(response)
     return _json(await ended(request, started, response))
 
@@ -129,134 +124,6 @@ async def ended(request: Request, started: Started, response: Response) -> Respo
     if not response.store:
         await runner.forget_unstored(response.id)  # kept only until this request had it
     return end
-
-
-@dataclass(frozen=True)
-class Launched:
-    response_id: str
-    launch: Launch
-    made: list[str]
-    """The containers made for the response (removed with it if its start fails)."""
-    opened_through: int
-    """The sequence number of the last event kept with the response (its log's opening)."""
-
-
-_SETTLING: set[asyncio.Future[Started]] = set()
-"""Starts that settle behind a stream already under way (kept from the garbage collector)."""
-
-
-def _settling_later(start: asyncio.Future[Started]) -> None:
-    _SETTLING.add(start)
-    start.add_done_callback(_SETTLING.discard)
-    start.add_done_callback(lambda done: done.cancelled() or done.exception())  # logged by `settled`
-
-
-async def _streaming_first(request: Request, launched: Launched) -> bool:
-    """Whether a stream begins before its start is acknowledged: the first turn's call began
-    beside the start and logged an event first. The response is in the store by then, and a
-    stored response is started by the orphan sweep if its start fails, so what a client is
-    sent then is of a response that completes (`docs/architecture.md`)."""
-    launch = launched.launch
-    if launch.early is None:
-        return False
-    log = _repository(request).events
-    while not launch.starting.done():
-        waiter = log.notifier.subscribe(launched.response_id)
-        try:
-            if await log.read(launched.response_id, after=launched.opened_through, limit=1):
-                launch.shown = not launch.starting.done()
-                return launch.shown
-            if launch.early.done():
-                return False  # it ended without a word (it failed): the start decides
-            written = asyncio.ensure_future(waiter.wait())
-            try:
-                await asyncio.wait({launch.starting, written, launch.early}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                written.cancel()
-        finally:
-            log.notifier.unsubscribe(launched.response_id, waiter)
-    return False
-
-
-async def kept_and_started(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Started:
-    """The response kept in the store and its workflow started (or nothing left behind)."""
-    return await settled(request, prepared, await kept_and_launched(request, prepared, acting))
-
-
-async def settled(request: HTTPConnection, prepared: PreparedResponse, launched: Launched) -> Started:
-    """The launched response's start, acknowledged; a start that fails leaves nothing behind,
-    unless a client was already sent the response's first events (then the sweep starts it)."""
-    repository, response = _repository(request), prepared.response
-    try:
-        started = await launched.launch.starting
-    except asyncio.CancelledError:
-        raise  # the client left: the orphan sweep starts the response if its start did not reach Temporal
-    except BaseException as error:
-        if launched.launch.shown:
-            log.warning(
-                "response %s streams, but its start failed (%s): the orphan sweep starts it", response.id, error
-            )
-            raise
-        await repository.purge(response.id)  # refused or failed: nothing is left behind
-        await code_containers.unmake(repository, launched.made)
-        raise
-    metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
-    return started
-
-
-async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Launched:
-    """The response kept in the store and its workflow starting (`settled` has the start)."""
-    repository, runner = _repository(request), _runner(request)
-    response = prepared.response
-    emit_events = prepared.request.stream or prepared.request.background
-    # A background response sends its events to the endpoints its project has now, too.
-    subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) if response.background else []
-    made = [auto.container_id for auto in prepared.containers]
-    opening = opening_events(response)
-    await code_containers.make(request, response.id, prepared.containers)
-    try:
-        await repository.create_response(
-            response,
-            prepared.items,
-            opening if emit_events else None,
-            secrets=prepared.secrets,
-            decisions=prepared.answers,
-            parked=prepared.parked,
-            project=acting.project,
-            decided_by=acting.key_id,
-            closes=prepared.closes,
-            applies=sorted(prepared.applied),
-            commits=prepared.commits,
-        )
-    except BaseException:
-        await code_containers.unmake(repository, made)
-        raise
-    launch = runner.launch(
-        response,
-        emit_events=emit_events,
-        listings=prepared.listings,
-        approvals=prepared.approvals,
-        parked=list(prepared.parked),
-        first_words=_first_words(prepared.request.input),
-        webhooks=subscriptions,
-        project=acting.project,
-    )
-    return Launched(response.id, launch, made, opened_through=len(opening) - 1)
-
-
-def _first_words(given: object, characters: int = 200) -> str:
-    """The start of a request's input, for the workflow's summary in the Temporal UI."""
-    if isinstance(given, str):
-        return given[:characters]
-    for item in given if isinstance(given, list) else []:
-        content = getattr(item, "content", None)
-        if isinstance(content, str):
-            return content[:characters]
-        for part in content if isinstance(content, list) else []:
-            text = getattr(part, "text", None)
-            if isinstance(text, str):
-                return text[:characters]
-    return ""
 
 
 def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:

@@ -12,8 +12,9 @@ from typing import Any
 from access.quotas import Quotas
 from api.admission import Admission
 from api.preparation import PreparedResponse
-from api.routes import kept_and_started, prepared_for
+from api.routes import prepared_for
 from api.sse import logged_events
+from api.starting import kept_and_started
 from models.errors import ApiError
 from telemetry import metrics
 from websocket_mode.client_events import CreateEvent
