@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -69,10 +70,12 @@ MODEL = "vllm/bench"
 
 @dataclass
 class PeerFigures:
+    """A Responses server's rows of issue 42's table (a peer's, or durable-responses' own)."""
+
     name: str
-    plain: tuple[list[float], list[float]] = ([], [])
+    plain: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     """Non-streaming ms: the backend alone, the peer (alternating)."""
-    first: tuple[list[float], list[float]] = ([], [])
+    first: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     """First text delta ms: the backend alone, the peer."""
     loads: dict[int, load.Loaded] = field(default_factory=dict)
     missing: str = ""
@@ -211,8 +214,7 @@ def start(peer: Peer, backend: Backend, store: Path) -> tuple[subprocess.Popen, 
 
 
 async def measure(peer: Peer, backend: Backend, requests: int, warmup: int) -> PeerFigures:
-    """What the run measures of durable-responses, of this peer: non-streaming and first delta
-    (each alternating with the backend alone), throughput at concurrency 10 and 50."""
+    """The peer installed (once), started on `backend`, and `measured`."""
     try:
         _install(peer)
     except (OSError, subprocess.CalledProcessError, StopIteration) as error:
@@ -223,39 +225,7 @@ async def measure(peer: Peer, backend: Backend, requests: int, warmup: int) -> P
         except RuntimeError as error:
             return PeerFigures(peer.name, missing=str(error))
         try:
-            direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
-            client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=300)
-            hi = [{"role": "user", "content": "hi"}]
-            async with httpx.AsyncClient(timeout=120) as http:
-                figures = PeerFigures(peer.name)
-                figures.plain = await load.alternating(
-                    lambda: direct.chat.completions.create(model="bench", messages=hi),
-                    lambda: client.responses.create(model=MODEL, input="hi"),
-                    requests,
-                    warmup,
-                )
-                figures.first = await load.alternating_first_delta(
-                    load.first_delta(
-                        http,
-                        f"{backend.base_url}/chat/completions",
-                        {"model": "bench", "stream": True, "messages": hi},
-                        '"content": "echo',
-                    ),
-                    load.first_delta(
-                        http,
-                        f"{url}/responses",
-                        {"model": MODEL, "input": "hi", "stream": True},
-                        "response.output_text.delta",
-                    ),
-                    requests,
-                    warmup,
-                )
-            for concurrency in (10, 50):
-                await load.concurrently(lambda: client.responses.create(model=MODEL, input="hi"), 40, concurrency)
-                figures.loads[concurrency] = await load.concurrently(
-                    lambda: client.responses.create(model=MODEL, input="hi"), 200, concurrency
-                )
-            return figures
+            return await measured(peer.name, url, MODEL, backend, requests, warmup)
         finally:
             process.terminate()
             try:
@@ -263,6 +233,44 @@ async def measure(peer: Peer, backend: Backend, requests: int, warmup: int) -> P
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+async def measured(name: str, url: str, model: str, backend: Backend, requests: int, warmup: int) -> PeerFigures:
+    """The rows of issue 42's table for a Responses API at `url` (its `/v1`) serving `model`
+    from `backend`: non-streaming and first delta (each alternating with the backend alone),
+    then 200 responses at concurrency 10 and 50."""
+    direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=300)
+    hi: list[Any] = [{"role": "user", "content": "hi"}]
+    figures = PeerFigures(name)
+    async with httpx.AsyncClient(timeout=120) as http:
+        figures.plain = await load.alternating(
+            lambda: direct.chat.completions.create(model="bench", messages=hi),
+            lambda: client.responses.create(model=model, input="hi"),
+            requests,
+            warmup,
+        )
+        figures.first = await load.alternating_first_delta(
+            load.first_delta(
+                http,
+                f"{backend.base_url}/chat/completions",
+                {"model": "bench", "stream": True, "messages": hi},
+                '"content": "echo',
+            ),
+            load.first_delta(
+                http, f"{url}/responses", {"model": model, "input": "hi", "stream": True}, "response.output_text.delta"
+            ),
+            requests,
+            warmup,
+        )
+    for concurrency in (10, 50):
+        await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 40, concurrency)
+        figures.loads[concurrency] = await load.concurrently(
+            lambda: client.responses.create(model=model, input="hi"), 200, concurrency
+        )
+    await direct.close()
+    await client.close()
+    return figures
 
 
 async def measure_all(backend: Backend, requests: int, warmup: int) -> list[PeerFigures]:

@@ -14,10 +14,7 @@ import asyncio
 import logging
 import tempfile
 
-import httpx
-import openai
-
-from bench import goals, load, peers
+from bench import goals, peers
 from bench.processes import Backend, Dev, measure_floor
 
 
@@ -28,47 +25,14 @@ async def run(requests: int, skip_peers: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="dr-bench-versus-") as data_dir:
             dev = Dev.start(data_dir, backend)
             try:
-                direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
-                durable = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="bench", max_retries=0, timeout=300)
-                hi = [{"role": "user", "content": "hi"}]
-                plain = await load.alternating(
-                    lambda: direct.chat.completions.create(model="bench", messages=hi),  # type: ignore[arg-type]
-                    lambda: durable.responses.create(model="bench", input="hi"),
-                    requests,
-                    warmup,
-                )
-                async with httpx.AsyncClient(timeout=120) as http:
-                    first = await load.alternating_first_delta(
-                        load.first_delta(
-                            http,
-                            f"{backend.base_url}/chat/completions",
-                            {"model": "bench", "stream": True, "messages": hi},
-                            '"content": "echo',
-                        ),
-                        load.first_delta(
-                            http,
-                            f"{dev.url}/v1/responses",
-                            {"model": "bench", "input": "hi", "stream": True},
-                            "response.output_text.delta",
-                        ),
-                        requests,
-                        warmup,
-                    )
-                loads = {}
-                for concurrency in (10, 50):
-                    await load.concurrently(
-                        lambda: durable.responses.create(model="bench", input="hi"), 40, concurrency
-                    )
-                    loads[concurrency] = await load.concurrently(
-                        lambda: durable.responses.create(model="bench", input="hi"), 200, concurrency
-                    )
+                ours = await peers.measured("durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup)
                 floor = measure_floor(dev, requests // 2)
             finally:
                 dev.stop()
         measured = [] if skip_peers else await peers.measure_all(backend, requests, warmup)
     finally:
         backend.stop()
-    return "\n".join(goals.issue_42_rows(plain, first, loads, floor["unsandboxed"]["p50_ms"], measured))
+    return "\n".join(goals.issue_42_rows(ours.plain, ours.first, ours.loads, floor["unsandboxed"]["p50_ms"], measured))
 
 
 def main() -> None:
