@@ -1,16 +1,21 @@
-"""The first turn's model call, started while the response's workflow is being started.
+"""The first turn's model call, begun while the response's workflow is being started.
 
 A model call changes nothing in the world, so nothing requires it to wait until the workflow's
-start is durable; only what a client is shown does (`api/routes.py` sends a stream's first
-byte once the start is acknowledged). Where a worker runs in the API's process (`dev`), the
-API starts the first turn's call beside the start when the workflow's input alone fixes what
-it asks (`workflows/turn_input.py`). The workflow's own execution of
-that turn joins it: on this worker through `activities/single_flight.py`, on another through
-the turn's claim (`store/turns.py`: it waits for the result the early call records). The model
-is asked once either way. A moderation plan with an input side checks the input first, as the
-workflow does, and the call waits for that check's verdict; the workflow's own check takes
-the verdict rather than asking again. A start that fails cancels both before the response is
-removed.
+start is durable; only what a client is shown does (`api/starting.py`). The API begins the
+first turn's call beside the start when the workflow's input alone fixes what it asks
+(`workflows/turn_input.py`), and the workflow's own execution of that turn adopts it:
+
+- with a worker in the API's process (`dev`), that execution joins the call through
+  `activities/single_flight.py`, or takes its outcome when it ended first;
+- without one (`serve`, the workflow on a worker elsewhere), the call claims the turn in the
+  store (`store/turns.py`) and the worker's execution finds it claimed, waits until the result
+  is recorded (woken by the store's wake-ups) and returns it as its own.
+
+The model is asked once either way. A moderation plan with an input side checks the input
+first, as the workflow does, and the call waits for the verdict; the workflow's own check takes
+that verdict rather than asking again (so only a worker in the same process begins such a
+turn: elsewhere the check would be asked twice). A start that fails cancels both before the
+response is removed.
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from workflows.turn_input import FirstTurn
 
 
 class EarlyCalls:
-    """The in-process worker's model calls and input checks, lent to the API's runner while
-    the worker runs."""
+    """Model calls and input checks lent to the API's runner: its in-process worker's
+    (`worker_here`), or the API process's own."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, worker_here: bool = True) -> None:
+        self.worker_here = worker_here
+        """The workflows run in this process: their executions take the early outcomes here."""
         self._inference: InferenceActivities | None = None
         self._moderation: ModerationActivities | None = None
 
@@ -45,7 +52,9 @@ class EarlyCalls:
         if inference is None or moderation is None:
             return None
         if first.check is None:
-            return inference.begin(first.call)
+            return inference.begin(first.call, kept=self.worker_here)
+        if not self.worker_here:
+            return None  # the worker's check could not take this one's verdict: it asks first
         return asyncio.ensure_future(self._checked_then_called(first, inference, moderation.begin(first.check)))
 
     @staticmethod

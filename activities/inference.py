@@ -92,14 +92,14 @@ class InferenceActivities:
         another (`store/turns.py`), or returns the result recorded for the turn."""
         return await self.calls.run((request.response.id, request.turn), lambda: self._infer(request))
 
-    def begin(self, request: InferenceInput) -> asyncio.Future[InferenceResult] | None:
+    def begin(self, request: InferenceInput, *, kept: bool = True) -> asyncio.Future[InferenceResult] | None:
         """Start a turn's call before its workflow asks for it (`activities/early_calls.py`):
-        the workflow's execution of the turn joins it, or takes its outcome when it ended
-        first (a failure too: the attempt is the workflow's to see and retry, as any other).
-        None when this worker is stopping."""
+        the workflow's execution of the turn joins it, or (`kept`: it runs in this process)
+        takes its outcome when it ended first (a failure too: the attempt is the workflow's to
+        see and retry, as any other). None when this process is stopping."""
         if self.calls.closed:
             return None
-        return self.calls.start((request.response.id, request.turn), lambda: self._infer(request), kept=True)
+        return self.calls.start((request.response.id, request.turn), lambda: self._infer(request), kept=kept)
 
     def forget_early(self, request: InferenceInput) -> None:
         """An early call whose workflow never started: nothing will come for its outcome."""
@@ -341,20 +341,24 @@ class InferenceActivities:
         return result.model_copy(update={"deployment": deployment.id}), message
 
     async def _claim(self, fence: Fence, request: InferenceInput) -> TurnStart:
-        """Claim the turn; while another execution holds it, wait for its result or its end."""
-        pause = 0.05
+        """Claim the turn; while another execution holds it, wait for its result or its end
+        (woken when it comes, or asking again at growing intervals)."""
+        pause, response, settled = 0.05, request.response, self.repository.turns.settled
         while True:
-            response = request.response
-            start = await self.repository.turns.claim(
-                fence,
-                response.previous_response_id,
-                response.conversation.id if response.conversation else None,
-                request.lease_seconds,
-                first=request.turn == 0 or request.from_start,
-            )
-            if not start.held:
-                return start
-            await asyncio.sleep(pause)
+            waiter = settled.subscribe(response.id)
+            try:
+                start = await self.repository.turns.claim(
+                    fence,
+                    response.previous_response_id,
+                    response.conversation.id if response.conversation else None,
+                    request.lease_seconds,
+                    first=request.turn == 0 or request.from_start,
+                )
+                if not start.held:
+                    return start
+                await settled.wait(waiter, pause)
+            finally:
+                settled.unsubscribe(response.id, waiter)
             pause = min(pause * 2, 0.5)
 
     async def _keep_claim(self, fence: Fence, lease_seconds: float) -> None:

@@ -162,7 +162,7 @@ class ResponseRunner:
             project=project,
         )
         eager = self.local_worker and not if_never_started
-        first = self._first_call(workflow_input) if eager else None
+        first = self._first_call(workflow_input) if not if_never_started else None
         early = self.early_calls.begin(first) if self.early_calls is not None and first is not None else None
         launch = Launch(early)
         launch.starting = asyncio.ensure_future(

@@ -19,6 +19,7 @@ from store.chat_contexts import ContextBase, base_in, context_in, put_in
 from store.codec import dumps, loads
 from store.conversations import Conversations
 from store.database import Database, Transaction
+from store.notifier import Notifier
 
 TURN = "response_id = :response_id AND turn = :turn"
 
@@ -71,9 +72,17 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
+async def _nothing_to_poll(_response_ids: list[str]) -> list[str]:
+    return []  # a waiter asks the store again on its own timer: the wake-up only hastens it
+
+
 class Turns:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.settled = Notifier(_nothing_to_poll, 1.0, channel=db.wakeups, topic="turns")
+        """Wakes those waiting on a claim held elsewhere when it is given up or its result is
+        recorded (the first turn's early call in an API process, `activities/early_calls.py`),
+        in this process and the others: they ask again at once rather than at their next try."""
 
     async def claim(
         self,
@@ -157,6 +166,7 @@ class Turns:
                 holder=fence.holder,
                 **({"error": dumps(error)} if error is not None else {}),
             )
+        self.settled.notify(fence.response_id)
 
     async def record(
         self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any], *, base: ContextBase = ContextBase()
@@ -176,3 +186,4 @@ class Turns:
                 **fence.key,
                 result=dumps(result),
             )
+        self.settled.notify(fence.response_id)

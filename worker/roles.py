@@ -47,7 +47,14 @@ from worker.retention import Retention
 from worker.settings import Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
-from worker.temporal import build_worker, connect, response_runner, temporal_connection, with_visibility
+from worker.temporal import (
+    ModelCalls,
+    build_worker,
+    connect,
+    response_runner,
+    temporal_connection,
+    with_visibility,
+)
 from worker.vector_store_chores import VectorStoreChores
 
 log = logging.getLogger(__name__)
@@ -303,7 +310,9 @@ async def run_api(
         client = await connect_with_retry(settings)
         settings = settings.model_copy(update={"execution": await with_visibility(client, settings.execution)})
         outcomes = Outcomes()  # what this process's worker hands over to its requests
-        early_calls = EarlyCalls()  # its model calls, which a response's first turn starts early
+        # A response's first turn begins beside its start: on this process's worker, or (`serve`)
+        # on model calls of this process's own, whose turn the worker's execution then adopts.
+        early_calls = EarlyCalls(worker_here=with_worker)
         app = create_app(
             repository,
             response_runner(client, settings, repository, outcomes, local_worker=with_worker, early_calls=early_calls),
@@ -332,10 +341,11 @@ async def run_api(
             grace = settings.shutdown_grace_seconds
             closing = app.state.admission.closing
             if not with_worker:
-                freeze_what_starting_made()
-                await _serve_http(
-                    app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
-                )
+                async with ModelCalls.of(settings, repository).lent(early_calls, grace):
+                    freeze_what_starting_made()
+                    await _serve_http(
+                        app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
+                    )
                 return
             async with working(client, settings, repository, shutdown, outcomes=outcomes, early_calls=early_calls):
                 freeze_what_starting_made()

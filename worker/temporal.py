@@ -148,6 +148,38 @@ log = logging.getLogger(__name__)
 WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
 
 
+@dataclass(frozen=True)
+class ModelCalls:
+    """The model calls and input checks of a process: its worker's activities, or an API
+    process's own early calls (`activities/early_calls.py`), on one set of backend clients."""
+
+    upstreams: Upstreams
+    inference: InferenceActivities
+    moderation: ModerationActivities
+
+    @classmethod
+    def of(cls, settings: Settings, repository: ResponseRepository) -> ModelCalls:
+        upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
+        gate = UpstreamGate(settings.registry(), repository.budgets)
+        moderator = Moderator(settings.registry(), upstreams, gate)
+        inference = InferenceActivities(
+            repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning, moderator=moderator
+        )
+        return cls(upstreams, inference, ModerationActivities(repository, moderator))
+
+    @asynccontextmanager
+    async def lent(self, early_calls: EarlyCalls, grace_seconds: float) -> AsyncIterator[None]:
+        """Lent to `early_calls` while the block runs; then calls still running get
+        `grace_seconds` (their claims are released: a worker takes their turns over)."""
+        early_calls.serve(self.inference, self.moderation)
+        try:
+            yield
+        finally:
+            early_calls.withdraw()
+            await self.inference.stop(grace_seconds)
+            await self.upstreams.aclose()
+
+
 def response_runner(
     client: Client,
     settings: Settings,
@@ -189,14 +221,10 @@ async def build_worker(
     more work; model and MCP calls under way get `grace_seconds` to finish, then are
     abandoned (a model call) or cancelled (an MCP call), and Temporal gives them to another
     worker: the response goes on there, with nothing lost."""
-    upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
     known_models.start(settings.registry().names())
-    gate = UpstreamGate(settings.registry(), repository.budgets)
-    moderator = Moderator(settings.registry(), upstreams, gate)
-    inference = InferenceActivities(
-        repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning, moderator=moderator
-    )
-    moderating = ModerationActivities(repository, moderator)
+    calls = ModelCalls.of(settings, repository)
+    upstreams, inference, moderating = calls.upstreams, calls.inference, calls.moderation
+    gate = calls.inference.gate
     store = StoreActivities(repository, outcomes)
     steering = SteeringActivities(
         repository, response_runner(client, settings, repository, outcomes, local_worker=False)

@@ -1,6 +1,7 @@
 """The first model call starts while the response's workflow is being started
 (`activities/early_calls.py`): what a client may have seen when the process dies in between,
-and what a start that fails leaves behind. Each kills or stops a real process of `dev`."""
+what a start that fails leaves behind (each kills or stops a real process of `dev`), and the
+split deployment, where `serve` makes the call and a worker elsewhere adopts it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import openai
 import pytest
 
 from tests.support.dev_stack import DevStack
+from tests.support.processes import kill, spawn_api, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
+from tests.support.stack import EmptyStore, running_stack
 
 TEXT = " ".join(f"word{index}" for index in range(60))
 
@@ -128,3 +131,37 @@ def test_a_start_that_fails_stops_the_early_call_and_leaves_nothing(dev: DevStac
     assert refused.value.status_code == 503
     for table in ("responses", "events", "inference_claims", "input_items"):
         assert _store(dev, f"SELECT COUNT(*) FROM {table}") == [(0,)], table  # noqa: S608 - our own names
+
+
+async def test_serve_begins_the_first_turn_and_a_worker_elsewhere_adopts_it(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+):
+    """A split deployment: `serve` makes the first turn's call itself while the workflow starts
+    on a worker in another process, whose execution of the turn finds it claimed and takes its
+    recorded result. Each response is asked of the model once, by `serve` (its own metrics
+    count the calls), streamed or not."""
+    backend.script(model, [Reply(text="answered whole"), Reply(text=TEXT, chunk_delay=0.005)])
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
+        api, url = spawn_api(stack)
+        worker = spawn_worker(stack)
+        try:
+            async with openai.AsyncOpenAI(
+                base_url=url, api_key="test", max_retries=0, timeout=60, _strict_response_validation=True
+            ) as client:
+                whole = await client.responses.create(model=model, input="hi")
+                events = [event async for event in await client.responses.create(model=model, input="go", stream=True)]
+            async with httpx.AsyncClient() as http:
+                scraped = (await http.get(url.removesuffix("/v1") + "/metrics")).text
+        finally:
+            kill(api)
+            kill(worker)
+    assert whole.status == "completed" and whole.output_text == "answered whole"
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == TEXT
+    assert "".join(event.delta for event in events if event.type == "response.output_text.delta") == TEXT
+    assert len(backend.requests(model)) == 2
+    made_by_serve = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in scraped.splitlines()
+        if line.startswith("durable_responses_inference_duration_seconds_count") and 'outcome="ok"' in line
+    )
+    assert made_by_serve == 2
