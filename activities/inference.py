@@ -69,8 +69,12 @@ class InferenceActivities:
         send_reasoning: bool = False,
         windows: ContextWindows | None = None,
         moderator: Moderator | None = None,
+        announce_turns: bool = False,
     ) -> None:
         self.repository = repository
+        self.announce_turns = announce_turns
+        """Its turns' ends are announced to other processes (`store/turns.py`'s `settled`): an
+        API process's own early calls, whose turns a worker elsewhere waits for."""
         self.moderator = moderator or Moderator(gate.registry, upstreams, gate)
         """Checks the output of a response with a moderation plan (`guardrails/`)."""
         self.gate = gate
@@ -134,7 +138,9 @@ class InferenceActivities:
             messages = compaction.from_latest(conversation + context)
             if not request.response.generate:  # WebSocket mode's warm-up: the input is context now
                 result = InferenceResult(output=[], finish_reason="stop", usage=Usage())
-                await self.repository.turns.record(fence, context, result.model_dump(mode="json"), base=start.base)
+                await self.repository.turns.record(
+                    fence, context, result.model_dump(mode="json"), base=start.base, announce=self.announce_turns
+                )
                 return await self._carried(request, result)
             whole = chat_format.build_chat_request(
                 request.response, messages, None, table, send_reasoning=self.send_reasoning
@@ -149,7 +155,7 @@ class InferenceActivities:
                 raise turn_failures.to_application_error(error) from error
             if isinstance(step, Compact):
                 metrics.context_step(request.response.model, "compacted")
-                await self.repository.turns.release(fence, None)
+                await self.repository.turns.release(fence, None, announce=self.announce_turns)
                 return InferenceResult(output=[], finish_reason="stop", usage=Usage(), compaction_due=True)
             if step.dropped:
                 metrics.context_step(request.response.model, "truncated")
@@ -167,6 +173,7 @@ class InferenceActivities:
                 context + [chat_format.assistant_message(message)],
                 result.model_dump(mode="json"),
                 base=start.base,
+                announce=self.announce_turns,
             )
             return await self._carried(request, result)
         except BaseException as error:
@@ -174,7 +181,11 @@ class InferenceActivities:
                 error if isinstance(error, ApplicationError) and error.type not in turn_failures.NOT_ATTEMPTS else None
             )
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.repository.turns.release(fence, turn_failures.failure_record(failed)))
+                await asyncio.shield(
+                    self.repository.turns.release(
+                        fence, turn_failures.failure_record(failed), announce=self.announce_turns
+                    )
+                )
             raise
         finally:
             keeping.cancel()
@@ -237,7 +248,11 @@ class InferenceActivities:
             emitter.emit(compaction_events(item, request.output_offset))
             await emitter.close()
         await self.repository.turns.record(
-            fence, compaction.rendered(item.id or "", content), result.model_dump(mode="json"), base=ContextBase()
+            fence,
+            compaction.rendered(item.id or "", content),
+            result.model_dump(mode="json"),
+            base=ContextBase(),
+            announce=self.announce_turns,
         )
         return await self._carried(request, result)
 

@@ -81,8 +81,10 @@ class Turns:
         self.db = db
         self.settled = Notifier(_nothing_to_poll, 1.0, channel=db.wakeups, topic="turns")
         """Wakes those waiting on a claim held elsewhere when it is given up or its result is
-        recorded (the first turn's early call in an API process, `activities/early_calls.py`),
-        in this process and the others: they ask again at once rather than at their next try."""
+        recorded with `announce` (by an API process's own early call, which a worker's
+        execution of the turn waits for: `activities/early_calls.py`): they ask again at once
+        rather than at their next try. Other turns are not announced: nobody waits for them
+        but a repeated execution, which asks again on its own (a NOTIFY a turn would cost)."""
 
     async def claim(
         self,
@@ -154,10 +156,10 @@ class Turns:
             )
         return renewed > 0
 
-    async def release(self, fence: Fence, error: dict[str, Any] | None) -> None:
+    async def release(self, fence: Fence, error: dict[str, Any] | None, *, announce: bool = False) -> None:
         """Give a claim up, so the next attempt need not wait for its lease; `error`: the
         attempt failed ({"type", "message", "non_retryable"}), and counts against the turn's
-        retry budget."""
+        retry budget; `announce`: wake those waiting for it in other processes (`settled`)."""
         failed = ", failures = failures + 1, last_error = :error" if error is not None else ""
         async with self.db.write() as transaction:
             await transaction.run(
@@ -166,14 +168,21 @@ class Turns:
                 holder=fence.holder,
                 **({"error": dumps(error)} if error is not None else {}),
             )
-        self.settled.notify(fence.response_id)
+        if announce:
+            self.settled.notify(fence.response_id)
 
     async def record(
-        self, fence: Fence, messages: list[dict[str, Any]], result: dict[str, Any], *, base: ContextBase = ContextBase()
+        self,
+        fence: Fence,
+        messages: list[dict[str, Any]],
+        result: dict[str, Any],
+        *,
+        base: ContextBase = ContextBase(),
+        announce: bool = False,
     ) -> None:
         """The call's chat context (kept as its own messages after `base`'s) and result,
         written together, while the claim is still this execution's (raises `TurnLost`
-        otherwise); the claim ends with it."""
+        otherwise); the claim ends with it. `announce`: as `release`'s."""
         async with self.db.write() as transaction:
             released = await transaction.run(
                 f"DELETE FROM inference_claims WHERE {TURN} AND holder = :holder", **fence.key, holder=fence.holder
@@ -186,4 +195,5 @@ class Turns:
                 **fence.key,
                 result=dumps(result),
             )
-        self.settled.notify(fence.response_id)
+        if announce:
+            self.settled.notify(fence.response_id)

@@ -341,7 +341,7 @@ async def run_api(
             grace = settings.shutdown_grace_seconds
             closing = app.state.admission.closing
             if not with_worker:
-                async with ModelCalls.of(settings, repository).lent(early_calls, grace):
+                async with ModelCalls.of(settings, repository, for_api=True).lent(early_calls, grace):
                     freeze_what_starting_made()
                     await _serve_http(
                         app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing

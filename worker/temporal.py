@@ -158,12 +158,18 @@ class ModelCalls:
     moderation: ModerationActivities
 
     @classmethod
-    def of(cls, settings: Settings, repository: ResponseRepository) -> ModelCalls:
+    def of(cls, settings: Settings, repository: ResponseRepository, *, for_api: bool = False) -> ModelCalls:
+        """`for_api`: an API process's own, whose turns' ends are announced to the workers."""
         upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
         gate = UpstreamGate(settings.registry(), repository.budgets)
         moderator = Moderator(settings.registry(), upstreams, gate)
         inference = InferenceActivities(
-            repository, gate, upstreams, send_reasoning=settings.inference_send_reasoning, moderator=moderator
+            repository,
+            gate,
+            upstreams,
+            send_reasoning=settings.inference_send_reasoning,
+            moderator=moderator,
+            announce_turns=for_api,
         )
         return cls(upstreams, inference, ModerationActivities(repository, moderator))
 
