@@ -44,7 +44,10 @@ async def test_worker_killed_during_inference_the_response_completes_on_the_next
 async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
-    backend.script(model, [Reply(text=TEXT, chunk_delay=0.03)])
+    """The API process A began the response's first turn itself (`activities/early_calls.py`),
+    so its death takes the call along: the worker makes it again once the call's claim lapses,
+    and the stream goes on from where the log left it."""
+    backend.script(model, [Reply(text=TEXT, chunk_delay=0.03), Reply(text=TEXT, chunk_delay=0.03)])
     async with running_stack(temporal_address, backend, store) as stack:  # API "B" and the worker
         api_a, url_a = spawn_api(stack)
         events = []
@@ -76,6 +79,7 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
     assert [event.sequence_number for event in everything] == list(range(len(everything)))
     assert "".join(event.delta for event in everything if event.type == "response.output_text.delta") == TEXT
     assert everything[-1].type == "response.completed" and stored.output_text == TEXT
+    assert len(backend.requests(model)) == 2, "the call that died with A was made again, once"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
