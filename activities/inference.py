@@ -73,8 +73,10 @@ class InferenceActivities:
     ) -> None:
         self.repository = repository
         self.announce_turns = announce_turns
-        """Its turns' ends are announced to other processes (`store/turns.py`'s `settled`): an
-        API process's own early calls, whose turns a worker elsewhere waits for."""
+        """An API process's own early calls, whose turns a worker elsewhere waits for: their
+        ends are announced to other processes (`store/turns.py`'s `settled`), and a failed one
+        gives its turn back uncounted, so the worker makes the attempt that counts, with its own
+        configuration (an API server with a backend of its own must not fail a response)."""
         self.moderator = moderator or Moderator(gate.registry, upstreams, gate)
         """Checks the output of a response with a moderation plan (`guardrails/`)."""
         self.gate = gate
@@ -178,7 +180,11 @@ class InferenceActivities:
             return await self._carried(request, result)
         except BaseException as error:
             failed = (
-                error if isinstance(error, ApplicationError) and error.type not in turn_failures.NOT_ATTEMPTS else None
+                error
+                if isinstance(error, ApplicationError)
+                and error.type not in turn_failures.NOT_ATTEMPTS
+                and not self.announce_turns  # an API's early call: the worker makes the attempt that counts
+                else None
             )
             with contextlib.suppress(Exception):
                 await asyncio.shield(

@@ -4,12 +4,12 @@
     python -m bench.hops [--requests 60]
 
 Starts the scripted backend, `durable-responses dev` (its worker) and a `serve` process on
-the same Temporal and store, streams `--requests` responses through `serve`, and times each
-one's hops from the moments recorded on the way (all on this machine's clock): the request
-sent; its `response.created` written to the store (by `serve`); the workflow started and
-its first workflow task handed to the worker (Temporal's history); the first text delta
-written to the store (by the worker); the first delta read by the client. Prints the p50 and
-p95 of each hop in ms.
+the same Temporal, store and backend, streams `--requests` responses through `serve`, and
+times the moments recorded on the way (all on this machine's clock), each from the request:
+its `response.created` written to the store (by `serve`); the first text delta written to the
+store (by `serve`'s early call, `activities/early_calls.py`) and read by the client; the
+workflow started and its first workflow task handed to the worker (Temporal's history), which
+run beside the call now rather than before it. Prints the p50 and p95 of each in ms.
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from bench.processes import Backend, Dev, start_serve, stop
 
 HOPS = [
     ("request → created in the store (`serve`)", "sent", "created_written"),
-    ("→ workflow started (the start's RPC)", "created_written", "workflow_started"),
-    ("→ first workflow task on the worker (Temporal's task queue)", "workflow_started", "task_started"),
-    ("→ first delta in the store (the worker: workflow code, model call, write)", "task_started", "delta_written"),
-    ("→ first delta at the client (wake-up, read, SSE)", "delta_written", "delta_read"),
+    ("request → first delta in the store (`serve`'s early call: claim, model call, write)", "sent", "delta_written"),
     ("request → first delta at the client", "sent", "delta_read"),
+    ("request → workflow started (the start's RPC, beside the call)", "sent", "workflow_started"),
+    ("request → first workflow task on the worker (it adopts the call's result)", "sent", "task_started"),
 ]
 
 
@@ -79,7 +78,7 @@ async def measure(requests: int = 60, warmup: int = 10) -> list[tuple[str, float
     try:
         with tempfile.TemporaryDirectory(prefix="dr-bench-hops-") as data_dir:
             dev = Dev.start(data_dir, backend)
-            serve, url = start_serve(dev)
+            serve, url = start_serve(dev, backend)
             try:
                 client = await Client.connect(dev.temporal_address)
                 async with httpx.AsyncClient(timeout=60) as http:
@@ -102,7 +101,7 @@ async def measure(requests: int = 60, warmup: int = 10) -> list[tuple[str, float
 
 def table(rows: list[tuple[str, float, float]]) -> list[str]:
     return [
-        "| hop of the first token, `serve` + a worker in another process | p50 | p95 |",
+        "| the first token's way, `serve` + a worker in another process | p50 | p95 |",
         "| --- | --- | --- |",
         *(f"| {name} | {p50:.1f} ms | {p95:.1f} ms |" for name, p50, p95 in rows),
     ]

@@ -168,8 +168,9 @@ class Dev:
         stop(self.process)
 
 
-def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
-    """A second API process (no worker) on the same Temporal and store."""
+def start_serve(dev: Dev, backend: Backend) -> tuple[subprocess.Popen, str]:
+    """A second API process (no worker) on the same Temporal, store and backend (it makes the
+    first turn's model calls itself: `activities/early_calls.py`)."""
     port = free_port()
     process = subprocess.Popen(
         [
@@ -184,7 +185,7 @@ def start_serve(dev: Dev) -> tuple[subprocess.Popen, str]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=os.environ | {"LOG_LEVEL": "WARNING"},
+        env=os.environ | {"LOG_LEVEL": "WARNING", "INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench"},
     )
     url = f"http://127.0.0.1:{port}"
     _wait_healthy(process, f"{url}/health", "durable-responses serve")

@@ -181,7 +181,7 @@ async def run(args: argparse.Namespace) -> str:
             upstream_calls = backend.calls().get(model, 0)
 
             # 2b. first delta through serve (another process)
-            serve, serve_url = start_serve(dev)
+            serve, serve_url = start_serve(dev, backend)
             delta_serve = load.first_delta(
                 http,
                 f"{serve_url}/v1/responses",

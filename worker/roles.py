@@ -7,6 +7,7 @@ each says at start what it serves and which inference backend it uses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import sqlite3
@@ -341,7 +342,12 @@ async def run_api(
             grace = settings.shutdown_grace_seconds
             closing = app.state.admission.closing
             if not with_worker:
-                async with ModelCalls.of(settings, repository, for_api=True).lent(early_calls, grace):
+                lent = (
+                    ModelCalls.of(settings, repository, for_api=True).lent(early_calls, grace)
+                    if settings.names_a_backend
+                    else contextlib.nullcontext()
+                )
+                async with lent:
                     freeze_what_starting_made()
                     await _serve_http(
                         app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
