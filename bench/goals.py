@@ -168,4 +168,10 @@ def issue_42_rows(
             )
         )
     lines += [f"\n{peer.name}: {peer.missing}" for peer in peers if peer.missing]
+    if measured:
+        lines.append(
+            "\nEach server was measured on the machine alone (the peers after `dev` and its Temporal"
+            " server stopped), each latency alternating with the backend alone: compare each"
+            " one's overhead over its own backend figure as well as the p50s."
+        )
     return lines
