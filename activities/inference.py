@@ -19,7 +19,7 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import chat_format, chat_reply, turn_failures
+from activities import chat_format, chat_reply, sealed_items, turn_claims, turn_failures
 from activities.cancel_watch import unless_cancelled
 from activities.chat_client import ChatBackend, HeadersSeen
 from activities.event_emitter import EventEmitter
@@ -45,7 +45,7 @@ from models.errors import (
 from models.events import compaction_events
 from models.hosted_tools import WEB_SEARCH
 from models.ids import new_id
-from models.items import CompactionItem, ReasoningText
+from models.items import CompactionItem
 from models.responses import Usage
 from store.chat_contexts import ContextBase
 from store.repository import ResponseRepository
@@ -119,21 +119,25 @@ class InferenceActivities:
 
     async def _turn(self, request: InferenceInput) -> InferenceResult:
         fence = Fence(request.response.id, request.turn, holder=new_id("call"))
-        start = await self._claim(fence, request)
+        start = await turn_claims.claimed(self.repository.turns, fence, request)
         if start.recorded is not None:
             return await self._carried(request, InferenceResult.model_validate(start.recorded))
         if start.cancelled:
             raise CancelRequestedError(f"response {request.response.id} was cancelled")
-        keeping = asyncio.ensure_future(self._keep_claim(fence, request.lease_seconds))
+        keeping = asyncio.ensure_future(turn_claims.kept(self.repository.turns, fence, request.lease_seconds))
         try:
             turn_failures.raise_if_spent(start, request.max_attempts)
             functions = await self.repository.parked.whole_functions(request.response.id, request.mcp_functions)
             set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
             table = ToolTable(request.response.tools, functions, set_up=set_up)
+            box = self.repository.secret_box
             conversation = chat_format.items_to_messages(
-                [self._opened(item, request.project) for item in chat_format.parse_items(start.conversation)],
+                [
+                    sealed_items.opened(box, item, request.project)
+                    for item in chat_format.parse_items(start.conversation)
+                ],
                 table,
-                compacted=self._compacted(request.project),
+                compacted=sealed_items.compaction_renderer(box, request.project),
             )
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
             context = self._context(request, start, table, tool_results)
@@ -275,17 +279,6 @@ class InferenceActivities:
         shrinks = response.truncation == "auto" or response.compaction is not None
         return shrinks and (before is None or error.window < before)
 
-    def _compacted(self, project: str) -> Callable[[CompactionItem], list[dict[str, Any]]]:
-        """Renders a compaction item this server made for `project` (none other: refused at
-        request time, and left out here)."""
-        box = self.repository.secret_box
-
-        def render(item: CompactionItem) -> list[dict[str, Any]]:
-            content = compaction.open_content(item.encrypted_content, box, project)
-            return compaction.rendered(item.id or "compaction", content) if content is not None else []
-
-        return render
-
     async def _call_upstream(
         self, request: InferenceInput, body_for: Callable[[str], dict[str, Any]], table: ToolTable | None, fence: Fence
     ) -> tuple[InferenceResult, dict[str, Any]]:
@@ -361,32 +354,6 @@ class InferenceActivities:
             raise ApplicationError(str(error), type=type(error).__name__) from error
         return result.model_copy(update={"deployment": deployment.id}), message
 
-    async def _claim(self, fence: Fence, request: InferenceInput) -> TurnStart:
-        """Claim the turn; while another execution holds it, wait for its result or its end
-        (woken when it comes, or asking again at growing intervals)."""
-        pause, response, settled = 0.05, request.response, self.repository.turns.settled
-        while True:
-            waiter = settled.subscribe(response.id)
-            try:
-                start = await self.repository.turns.claim(
-                    fence,
-                    response.previous_response_id,
-                    response.conversation.id if response.conversation else None,
-                    request.lease_seconds,
-                    first=request.turn == 0 or request.from_start,
-                )
-                if not start.held:
-                    return start
-                await settled.wait(waiter, pause)
-            finally:
-                settled.unsubscribe(response.id, waiter)
-            pause = min(pause * 2, 0.5)
-
-    async def _keep_claim(self, fence: Fence, lease_seconds: float) -> None:
-        while await asyncio.sleep(lease_seconds / 4, result=True):
-            if not await self.repository.turns.renew(fence, lease_seconds):
-                return  # lost: the fence refuses this execution's writes from now on
-
     async def _whole(
         self,
         client: ChatBackend,
@@ -403,7 +370,7 @@ class InferenceActivities:
         message = chat_reply.with_call_ids(chat_reply.present(choice.get("message") or {}))
         output = chat_format.assistant_to_output(message, table, chat_reply.logprobs(choice), request.sources)
         result = InferenceResult(
-            output=self._with_sealed_reasoning(request, output),
+            output=sealed_items.with_sealed_reasoning(self.repository.secret_box, request, output),
             finish_reason=chat_reply.finish_reason(choice.get("finish_reason"), message),
             usage=chat_reply.usage(completion.get("usage")),
         )
@@ -437,7 +404,7 @@ class InferenceActivities:
             request.output_offset,
             streamed_from_events(earlier),
             table,
-            seal=self._sealer(request),
+            seal=sealed_items.sealer(self.repository.secret_box, request),
             sources=request.sources,
         )
         emitter = EventEmitter(self.repository.events, response_id, fence, pending_deltas=assembler.pending_deltas)
@@ -475,23 +442,6 @@ class InferenceActivities:
             result = result.model_copy(update={"moderation": held.found(), "blocked": held.blocked})
         return result, message
 
-    def _sealer(self, request: InferenceInput) -> Callable[[str], str] | None:
-        """Seals reasoning for a client that asked to carry it (`reasoning.encrypted_content`)."""
-        box = self.repository.secret_box
-        if box is None or "reasoning.encrypted_content" not in request.response.include:
-            return None
-        project = request.project
-        return lambda text: box.seal_reasoning(text, project=project)
-
-    def _with_sealed_reasoning(self, request: InferenceInput, output: list[Any]) -> list[Any]:
-        seal = self._sealer(request)
-        if seal is None:
-            return output
-        return [
-            item.model_copy(update={"encrypted_content": seal(item.text())}) if item.type == "reasoning" else item
-            for item in output
-        ]
-
     async def _carried(self, request: InferenceInput, result: InferenceResult) -> InferenceResult:
         """The result as it travels through history: large items as stubs, their heavy fields
         parked in the store (again, idempotently, for a turn whose result was recorded)."""
@@ -513,7 +463,8 @@ class InferenceActivities:
     ) -> list[dict[str, Any]]:
         if request.turn > 0 and not request.from_start:
             return inputs.context + chat_format.tool_messages(tool_results)
-        items = [self._opened(item, request.project) for item in chat_format.parse_items(inputs.items)]
+        box = self.repository.secret_box
+        items = [sealed_items.opened(box, item, request.project) for item in chat_format.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
@@ -521,14 +472,7 @@ class InferenceActivities:
         return (
             inputs.context
             + chat_format.tool_messages(closing)
-            + chat_format.items_to_messages(items, table, tool_results, compacted=self._compacted(request.project))
+            + chat_format.items_to_messages(
+                items, table, tool_results, compacted=sealed_items.compaction_renderer(box, request.project)
+            )
         )
-
-    def _opened(self, item: Any, project: str) -> Any:
-        """A reasoning item passed back sealed, with its text again (when this server sealed it
-        for this project)."""
-        box = self.repository.secret_box
-        if item.type != "reasoning" or item.content or not item.encrypted_content or box is None:
-            return item
-        text = box.open_reasoning(item.encrypted_content, project=project)
-        return item if text is None else item.model_copy(update={"content": [ReasoningText(text=text)]})

@@ -45,7 +45,7 @@ from worker.health import worker_health_app
 from worker.housekeeping import keep_house
 from worker.orphans import OrphanSweeper
 from worker.retention import Retention
-from worker.settings import Settings
+from worker.settings import DEFAULT_INFERENCE_BASE_URL, Settings
 from worker.shutdown import Shutdown
 from worker.startup import wait_for
 from worker.temporal import (
@@ -344,7 +344,7 @@ async def run_api(
             if not with_worker:
                 lent = (
                     ModelCalls.of(settings, repository, for_api=True).lent(early_calls, grace)
-                    if settings.names_a_backend
+                    if _names_a_backend(settings)
                     else contextlib.nullcontext()
                 )
                 async with lent:
@@ -358,6 +358,13 @@ async def run_api(
                 await _serve_http(
                     app, host, port, shutdown.requested, grace, settings.header_timeout_seconds, closing=closing
                 )
+
+
+def _names_a_backend(settings: Settings) -> bool:
+    """A models file, a base URL or a key is set (an API server needed none before): only then
+    does `serve` make first turns' model calls itself."""
+    configured = settings.models_file, settings.inference_base_url != DEFAULT_INFERENCE_BASE_URL
+    return any(configured) or bool(settings.inference_api_key)
 
 
 @asynccontextmanager

@@ -231,16 +231,6 @@ class Settings(BaseModel):
         ignored = _registry_in(self.models_file)[1]
         return [f"models file {self.models_file}: " + "; ".join(ignored)] if ignored else []
 
-    @property
-    def names_a_backend(self) -> bool:
-        """A backend is configured, not left to the default: a models file, the demo, a base URL
-        or a key. `serve` makes first turns' calls only then (an API server needed none before)."""
-        return (
-            self.models_file is not None
-            or self.inference_base_url != DEFAULT_INFERENCE_BASE_URL
-            or bool(self.inference_api_key)
-        )
-
     def check_backend(self) -> None:
         if self.models_file is not None:
             self.registry()  # a malformed file stops the process here, in one line naming the entry
