@@ -96,7 +96,7 @@ class InferenceActivities:
         """One inference call per turn. An execution that repeats a turn (its workflow task
         ran again) joins the call still running in this process, waits for one running in
         another (`store/turns.py`), or returns the result recorded for the turn."""
-        return await self.calls.run((request.response.id, request.turn), lambda: self._infer(request))
+        return await self.calls.run(_turn_key(request), lambda: self._infer(request))
 
     def begin(self, request: InferenceInput, *, kept: bool = True) -> asyncio.Future[InferenceResult] | None:
         """Start a turn's call before its workflow asks for it (`activities/early_calls.py`):
@@ -105,11 +105,11 @@ class InferenceActivities:
         see and retry, as any other). None when this process is stopping."""
         if self.calls.closed:
             return None
-        return self.calls.start((request.response.id, request.turn), lambda: self._infer(request), kept=kept)
+        return self.calls.start(_turn_key(request), lambda: self._infer(request), kept=kept)
 
     def forget_early(self, request: InferenceInput) -> None:
         """An early call whose workflow never started: nothing will come for its outcome."""
-        self.calls.forget((request.response.id, request.turn))
+        self.calls.forget(_turn_key(request))
 
     async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:
@@ -476,3 +476,8 @@ class InferenceActivities:
                 items, table, tool_results, compacted=sealed_items.compaction_renderer(box, request.project)
             )
         )
+
+
+def _turn_key(request: InferenceInput) -> tuple[str, int]:
+    """A turn's call in this process (`SingleFlight`), however it was begun."""
+    return request.response.id, request.turn
