@@ -27,6 +27,8 @@ elsewhere: another worker took the workflow's task)."""
 class SingleFlight:
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Future[Any]] = {}
+        self._keeping: dict[Hashable, asyncio.Future[Any]] = {}
+        """Work started ahead of its caller, whose outcome no caller has taken yet."""
         self._kept: dict[Hashable, asyncio.Future[Any]] = {}
         self._closed = False
 
@@ -40,11 +42,20 @@ class SingleFlight:
         if kept is not None:  # done before this caller came
             return typing.cast(T, kept.result())
         task = self.start(key, work)
+        # This caller takes the outcome now, even when the work ended a moment ago and its
+        # done callbacks (which keep it) have yet to run: no later caller is given it again.
+        taking = self._keeping.get(key) is task
+        if taking:
+            del self._keeping[key]
         try:
             return await asyncio.shield(task)
-        finally:
-            if self._kept.get(key) is task:  # joined while it ran: its outcome is had
-                del self._kept[key]
+        except asyncio.CancelledError:
+            if taking:  # evicted before the outcome: it waits for the caller that takes its place
+                if not task.done():
+                    self._keeping[key] = task
+                elif not task.cancelled():
+                    self._keep_outcome(key, task)
+            raise
 
     def start(self, key: Hashable, work: Callable[[], Awaitable[T]], *, kept: bool = False) -> asyncio.Future[T]:
         """The work of `key` running: the one already running, or `work` started now; `kept`:
@@ -55,16 +66,23 @@ class SingleFlight:
             self._running[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
             if kept:
+                self._keeping[key] = task
                 task.add_done_callback(lambda done: self._keep(key, done))
         return task
 
     def forget(self, key: Hashable) -> None:
         """Drop a kept outcome nobody will come for."""
         self._kept.pop(key, None)
+        self._keeping.pop(key, None)
 
     def _keep(self, key: Hashable, task: asyncio.Future[Any]) -> None:
-        if task.cancelled():
+        if self._keeping.get(key) is not task:  # a caller took it, or it was forgotten
             return
+        del self._keeping[key]
+        if not task.cancelled():
+            self._keep_outcome(key, task)
+
+    def _keep_outcome(self, key: Hashable, task: asyncio.Future[Any]) -> None:
         self._kept[key] = task
         while len(self._kept) > MAX_KEPT:
             del self._kept[next(iter(self._kept))]
