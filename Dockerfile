@@ -12,6 +12,7 @@ COPY pyproject.toml README.md ./
 COPY access ./access
 COPY activities ./activities
 COPY api ./api
+COPY chat_completions ./chat_completions
 COPY context ./context
 COPY demo ./demo
 COPY models ./models
@@ -19,8 +20,8 @@ COPY store ./store
 COPY telemetry ./telemetry
 COPY upstream ./upstream
 COPY sealing ./sealing
-COPY search ./search
-COPY retrieval ./retrieval
+COPY web_search ./web_search
+COPY file_search ./file_search
 COPY sandbox ./sandbox
 COPY websocket_mode ./websocket_mode
 COPY guardrails ./guardrails

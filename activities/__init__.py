@@ -1,1 +1,2 @@
-"""All I/O done on behalf of a workflow: inference, store writes (and later MCP)."""
+"""All I/O done on behalf of a workflow, one class of activities a capability: the model's
+turns, store writes, MCP, hosted tools, containers, webhooks."""

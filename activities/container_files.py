@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from file_search.limits import LIMITS
 from models.activity_io import ContainerFileCreated
 from models.ids import new_id
 from models.quotas import ProjectQuotas
-from retrieval.limits import LIMITS
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.containers import ContainerHost
 from store.containers import ContainerFileRow

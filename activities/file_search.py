@@ -1,4 +1,4 @@
-"""The file search activity: one search of the request's vector stores (`retrieval/`), for
+"""The file search activity: one search of the request's vector stores (`file_search/`), for
 one `file_search_call` the model made.
 
 It announces the call (added, in progress, searching) once, however often it is retried. A
@@ -17,6 +17,8 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from file_search.embedder import Embedder
+from file_search.searching import search, shown_to_model
 from models import activity_names
 from models.activity_io import FileSearchInput, FileSearchResult
 from models.errors import CapacityWaitError, RetryableUpstreamError, UpstreamError
@@ -24,8 +26,6 @@ from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES, size_of
 from models.items import FileSearchResult as ResultEntry
 from models.search import Source
-from retrieval.embedder import Embedder
-from retrieval.searching import search, shown_to_model
 from store.repository import ResponseRepository
 from telemetry import metrics
 

@@ -19,17 +19,18 @@ from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import chat_format, chat_reply, sealed_items, turn_claims, turn_failures
+from activities import sealed_items, turn_claims, turn_failures
 from activities.cancel_watch import unless_cancelled
-from activities.chat_client import ChatBackend, HeadersSeen
 from activities.event_emitter import EventEmitter
 from activities.single_flight import SingleFlight
-from activities.stream_assembler import StreamAssembler
-from activities.streamed import streamed_from_events
+from chat_completions import converter, reply
+from chat_completions.client import ChatBackend, HeadersSeen
+from chat_completions.stream_assembler import StreamAssembler
+from chat_completions.streamed import streamed_from_events
+from chat_completions.tool_table import ToolTable
 from context import compaction
 from context.plan import Compact, Send, compaction_threshold, overflow, plan
 from context.tokens import message_tokens, messages_tokens, request_tokens
-from context.windows import ContextWindows
 from guardrails.held_output import HeldOutput
 from guardrails.moderator import Moderator
 from guardrails.output_checks import checked_whole
@@ -56,7 +57,7 @@ from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import Deployment
-from workflows.catalogue import ToolTable
+from upstream.windows import ContextWindows
 
 
 class InferenceActivities:
@@ -131,11 +132,8 @@ class InferenceActivities:
             set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
             table = ToolTable(request.response.tools, functions, set_up=set_up)
             box = self.repository.secret_box
-            conversation = chat_format.items_to_messages(
-                [
-                    sealed_items.opened(box, item, request.project)
-                    for item in chat_format.parse_items(start.conversation)
-                ],
+            conversation = converter.items_to_messages(
+                [sealed_items.opened(box, item, request.project) for item in converter.parse_items(start.conversation)],
                 table,
                 compacted=sealed_items.compaction_renderer(box, request.project),
             )
@@ -148,7 +146,7 @@ class InferenceActivities:
                     fence, context, result.model_dump(mode="json"), base=start.base, announce=self.announce_turns
                 )
                 return await self._carried(request, result)
-            whole = chat_format.build_chat_request(
+            whole = converter.build_chat_request(
                 request.response, messages, None, table, send_reasoning=self.send_reasoning
             )
             if request.compact:
@@ -168,7 +166,7 @@ class InferenceActivities:
             sent = step.messages
 
             def body_for(base_url: str) -> dict[str, Any]:
-                return whole | {"messages": sent} | chat_format.max_tokens_field(request.response, base_url)
+                return whole | {"messages": sent} | converter.max_tokens_field(request.response, base_url)
 
             result, message = await self._call_upstream(request, body_for, table, fence)
             plan = request.response.moderation_plan
@@ -176,7 +174,7 @@ class InferenceActivities:
                 result, message = await checked_whole(self.moderator, plan, request, result, message)
             await self.repository.turns.record(
                 fence,
-                context + [chat_format.assistant_message(message)],
+                context + [converter.assistant_message(message)],
                 result.model_dump(mode="json"),
                 base=start.base,
                 announce=self.announce_turns,
@@ -238,7 +236,7 @@ class InferenceActivities:
             return {
                 "model": request.response.model,
                 "messages": compaction.summariser_messages(messages, room.transcript_tokens, kept),
-                chat_format.max_tokens_parameter(base_url): room.summary_tokens,
+                converter.max_tokens_parameter(base_url): room.summary_tokens,
             }
 
         result, message = await self._call_upstream(request, body_for, None, fence)
@@ -367,12 +365,12 @@ class InferenceActivities:
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
         choice = choices[0]
-        message = chat_reply.with_call_ids(chat_reply.present(choice.get("message") or {}))
-        output = chat_format.assistant_to_output(message, table, chat_reply.logprobs(choice), request.sources)
+        message = reply.with_call_ids(reply.present(choice.get("message") or {}))
+        output = converter.assistant_to_output(message, table, reply.logprobs(choice), request.sources)
         result = InferenceResult(
             output=sealed_items.with_sealed_reasoning(self.repository.secret_box, request, output),
-            finish_reason=chat_reply.finish_reason(choice.get("finish_reason"), message),
-            usage=chat_reply.usage(completion.get("usage")),
+            finish_reason=reply.finish_reason(choice.get("finish_reason"), message),
+            usage=reply.usage(completion.get("usage")),
         )
         return result, message
 
@@ -383,10 +381,8 @@ class InferenceActivities:
         choices = completion.get("choices") or []
         if not choices:
             raise RetryableUpstreamError("inference backend answered with no choices")
-        message = chat_reply.present(choices[0].get("message") or {})
-        return InferenceResult(
-            output=[], finish_reason="stop", usage=chat_reply.usage(completion.get("usage"))
-        ), message
+        message = reply.present(choices[0].get("message") or {})
+        return InferenceResult(output=[], finish_reason="stop", usage=reply.usage(completion.get("usage"))), message
 
     async def _streamed(
         self,
@@ -420,7 +416,7 @@ class InferenceActivities:
                         usage = chunk.get("usage") or usage
                         for choice in chunk.get("choices") or []:
                             finish_reason = choice.get("finish_reason") or finish_reason
-                            emitter.emit(assembler.feed(choice.get("delta") or {}, chat_reply.logprobs(choice)))
+                            emitter.emit(assembler.feed(choice.get("delta") or {}, reply.logprobs(choice)))
                     if held is not None:
                         held.offer(assembler.items)
                         if held.blocked:
@@ -436,7 +432,7 @@ class InferenceActivities:
                 await held.close()
             await emitter.close()
         result = InferenceResult(
-            output=output, finish_reason=chat_reply.finish_reason(finish_reason, message), usage=chat_reply.usage(usage)
+            output=output, finish_reason=reply.finish_reason(finish_reason, message), usage=reply.usage(usage)
         )
         if held is not None:
             result = result.model_copy(update={"moderation": held.found(), "blocked": held.blocked})
@@ -462,17 +458,17 @@ class InferenceActivities:
         self, request: InferenceInput, inputs: TurnStart, table: ToolTable, tool_results: dict[str, str]
     ) -> list[dict[str, Any]]:
         if request.turn > 0 and not request.from_start:
-            return inputs.context + chat_format.tool_messages(tool_results)
+            return inputs.context + converter.tool_messages(tool_results)
         box = self.repository.secret_box
-        items = [sealed_items.opened(box, item, request.project) for item in chat_format.parse_items(inputs.items)]
+        items = [sealed_items.opened(box, item, request.project) for item in converter.parse_items(inputs.items)]
         # Results of calls the previous response left open (approved, refused, unanswered)
         # follow its context; those of requests passed back in `input` follow them there.
         in_items = {item.id for item in items if item.type == "mcp_approval_request"}
         closing = {call_id: text for call_id, text in tool_results.items() if call_id not in in_items}
         return (
             inputs.context
-            + chat_format.tool_messages(closing)
-            + chat_format.items_to_messages(
+            + converter.tool_messages(closing)
+            + converter.items_to_messages(
                 items, table, tool_results, compacted=sealed_items.compaction_renderer(box, request.project)
             )
         )

@@ -3,7 +3,7 @@ ingestion that starts again goes on from its chunks), embed the next batch of it
 those not embedded yet: a batch retried after a crash embeds again at most what the crashed
 attempt embedded), and settle the file's status.
 
-The file is read in a process of its own, within its limits (`retrieval/reader.py`); its
+The file is read in a process of its own, within its limits (`file_search/reader.py`); its
 chunks are kept a batch at a time, each batch only while the file is still being ingested in
 the store (a file removed meanwhile keeps nothing). A file that cannot be read fails at once
 (`UnreadableFileError`, never retried). An embeddings backend that is down or at its limit is
@@ -21,6 +21,8 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from file_search.embedder import Embedder
+from file_search.reader import ReaderStoppedError, read_chunks
 from models import activity_names
 from models.errors import (
     CapacityWaitError,
@@ -39,8 +41,6 @@ from models.ingestion import (
     SettleFileInput,
     SettleFileResult,
 )
-from retrieval.embedder import Embedder
-from retrieval.reader import ReaderStoppedError, read_chunks
 from store.repository import ResponseRepository
 from telemetry import metrics
 

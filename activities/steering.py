@@ -6,20 +6,30 @@ orphan sweep."""
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from temporalio import activity
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from api.runner import ResponseRunner
 from models import activity_names
+from models.mcp import McpListing
+from models.responses import Response
 from models.steering import StartSuccessorInput, StartSuccessorResult
 from store.repository import ResponseRepository
 
 log = logging.getLogger(__name__)
 
 
+class StartsResponses(Protocol):
+    """What starts a response's workflow (`api/runner.py`'s `ResponseRunner`, one floor up)."""
+
+    async def start(
+        self, response: Response, *, emit_events: bool, if_never_started: bool, listings: list[McpListing], project: str
+    ) -> object: ...
+
+
 class SteeringActivities:
-    def __init__(self, repository: ResponseRepository, runner: ResponseRunner) -> None:
+    def __init__(self, repository: ResponseRepository, runner: StartsResponses) -> None:
         self.repository = repository
         self.runner = runner
         """Starts successors (on the task queue responses run on; never eagerly)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chat_format import tool_messages
 from activities.handover import Outcomes
+from chat_completions.converter import tool_messages
 from models import activity_names
 from models.activity_io import (
     EmitEventsInput,

@@ -1,4 +1,4 @@
-"""The web search activity: one search by the configured provider (`search/`), for one
+"""The web search activity: one search by the configured provider (`web_search/`), for one
 `web_search_call` the model made.
 
 It announces the call (added, in progress, searching) once, however often it is retried;
@@ -21,10 +21,10 @@ from models.errors import SearchRefusedError, SearchUnavailableError
 from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES
 from models.items import WebSearchSource
-from search.citations import numbered, shown_to_model
-from search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
 from store.repository import ResponseRepository
 from telemetry import metrics
+from web_search.citations import numbered, shown_to_model
+from web_search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
 
 RESULTS_BY_SIZE = {"low": 3, "medium": 5, "high": 8}
 MAX_URL_CHARS = 1_000

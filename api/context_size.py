@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import chat_format
+from chat_completions import converter
+from chat_completions.tool_table import ToolTable
 from context import compaction
 from context.tokens import request_tokens
-from context.windows import ContextWindows
 from models.errors import ContextLengthExceededError, InvalidRequestError
 from models.items import CompactionItem
 from models.responses import Response
 from sealing.secret_box import SecretBox
-from workflows.catalogue import ToolTable
+from upstream.windows import ContextWindows
 
 
 def check_compactions(items: list[Any], box: SecretBox | None, project: str) -> None:
@@ -50,11 +50,11 @@ def request_size(
         return compaction.rendered(item.id or "compaction", content) if content is not None else []
 
     messages = compaction.from_latest(
-        chat_format.items_to_messages(history, table, compacted=compacted)
+        converter.items_to_messages(history, table, compacted=compacted)
         + known_context
-        + chat_format.items_to_messages(items, table, compacted=compacted)
+        + converter.items_to_messages(items, table, compacted=compacted)
     )
-    return request_tokens(chat_format.build_chat_request(response, messages, None, table))
+    return request_tokens(converter.build_chat_request(response, messages, None, table))
 
 
 async def check_fits(

@@ -22,7 +22,7 @@ def repository(request: HTTPConnection) -> ResponseRepository:
 
 
 def principal(request: HTTPConnection) -> Principal:
-    """Who the request acts for (set by `access.middleware`)."""
+    """Who the request acts for (set by `api.access_middleware`)."""
     return request.scope.get("state", {}).get("principal", OPEN)
 
 

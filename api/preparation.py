@@ -18,7 +18,6 @@ from api.code_containers import AutoContainer, code_containers
 from api.context_size import check_compactions, check_fits
 from api.errors import from_validation_error
 from api.prompt_rendering import with_prompt
-from context.windows import ContextWindows
 from guardrails.policy import GuardrailPolicy
 from models import history_budget
 from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
@@ -36,6 +35,7 @@ from store.conversations import conversation_not_found
 from store.parked import Parked
 from store.repository import ResponseRepository
 from store.schema import NO_PROJECT
+from upstream.windows import ContextWindows
 
 ITEM_ID_PREFIX = {
     "message": "msg",

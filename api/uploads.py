@@ -15,8 +15,8 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
 from api.params import limits
+from file_search.limits import LIMITS
 from models.errors import InvalidRequestError, PayloadTooLargeError, RequestTimeoutError
-from retrieval.limits import LIMITS
 from store.files import PART_BYTES
 
 UPLOAD_TIMEOUT_FACTOR = 10

@@ -18,10 +18,10 @@ from starlette.responses import Response as HttpResponse
 from api.body import ModelT, read_model
 from api.files import file_not_found
 from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
+from file_search.searching import search
 from models.errors import InvalidRequestError, NotFoundError, UnavailableError, UpstreamError
 from models.ids import new_id
 from models.vector_stores import CreateVectorStore, SearchVectorStore, UpdateVectorStore, chunking_as_stored
-from retrieval.searching import search
 from store.vector_store_rows import NewFile, VectorStoreFileRow, VectorStoreRow
 from telemetry import metrics
 

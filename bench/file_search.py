@@ -7,7 +7,7 @@
   then by the lexical embedder that ships in the package: chunks embedded per second, from
   the vector store's creation to its `completed`.
 - **Search**: a vector store of 10,000 and 100,000 chunks (lexical embeddings, 256
-  dimensions), searched through `retrieval.searching.search` as the API and the tool do: the
+  dimensions), searched through `file_search.searching.search` as the API and the tool do: the
   median and 95th percentile of `--queries` searches on SQLite with sqlite-vec, on SQLite
   with the Python fallback (10,000 only: it is the slow path), and on PostgreSQL with the
   exact search in SQL (no pgvector).
@@ -26,12 +26,12 @@ from pathlib import Path
 import openai
 
 from bench.processes import Backend, Dev
+from demo.lexical_embedder import LEXICAL_MODEL, lexical_vector
+from file_search.embedder import Embedder
+from file_search.searching import search
 from models.ids import new_id
 from models.quotas import ProjectQuotas
-from retrieval.chunking import Chunk
-from retrieval.embedder import Embedder
-from retrieval.searching import search
-from retrieval.vectors import LEXICAL_MODEL, lexical_vector
+from models.vector_stores import Chunk
 from store import vector_functions
 from store.database import open_database
 from store.repository import ResponseRepository

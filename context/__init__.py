@@ -1,3 +1,4 @@
-"""Context windows: how many tokens a request takes (`tokens`), how many a model takes
-(`windows`), what is dropped to fit (`fitting`), and how a long context is summarised into a
-`compaction` item (`compaction`)."""
+"""Pure: how many tokens a request takes (`tokens`), what is dropped to fit a window
+(`fitting`, `plan`), what a backend's refusal says the window is (`overflow`), and how a long
+context is summarised into a `compaction` item (`compaction`). How many tokens a model's
+window takes is the upstream's to say (`upstream/windows.py`)."""

@@ -1,7 +1,7 @@
 """The demo model as a chat-completions backend inside the worker (`INFERENCE_BASE_URL=demo`).
 
 It answers the inference activity as an HTTP backend would, through the same interface
-(`activities.chat_client.ChatBackend`): whole completions, or chunks streamed word by word at
+(`chat_completions.client.ChatBackend`): whole completions, or chunks streamed word by word at
 the demo model's pace, and failures as the same `UpstreamError`s, so everything between the
 client and the backend (the workflow, retries, the event log, streaming, cancel) is the real
 thing. It lives in the worker, not behind a port, so `worker` processes of a split deployment
@@ -19,11 +19,11 @@ from typing import Any
 
 import orjson
 
+from demo.keyword_moderation import moderations_answer
+from demo.lexical_embedder import lexical_vector
 from demo.model import DEMO_MODELS, DemoModel, DemoReply, reply_to
-from guardrails.keywords import moderations_answer
 from models.errors import RejectedByUpstreamError, RetryableUpstreamError
 from models.ids import new_id
-from retrieval.vectors import lexical_vector
 
 DEMO_BASE_URL = "demo"
 REMEMBERED_ANSWERS = 10_000

@@ -11,7 +11,10 @@ at most `MAX_NODES` values, so a hostile schema costs a bounded amount of work.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 MAX_DEPTH = 12
 MAX_NODES = 2_000
@@ -77,19 +80,19 @@ def _value(schema: dict[str, Any], root: dict[str, Any], said: str, depth: int, 
     kind = next((each for each in kinds if each != "null"), None) or ("object" if "properties" in schema else None)
     match kind:
         case "object":
-            properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            properties = of_type(schema, "properties", dict, {})
             return {
                 name: _value(spec if isinstance(spec, dict) else {}, root, said, depth + 1, budget)
                 for name, spec in properties.items()
             }
         case "array":
-            items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-            count = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
+            items = of_type(schema, "items", dict, {})
+            count = of_type(schema, "minItems", int, 0)
             return [_value(items, root, said, depth + 1, budget) for _ in range(min(max(count, 0), 16))]
         case "string":
             text = STRING_FORMATS.get(str(schema.get("format")), said or "demo")
-            least = schema.get("minLength") if isinstance(schema.get("minLength"), int) else 0
-            most = schema.get("maxLength") if isinstance(schema.get("maxLength"), int) else None
+            least = of_type(schema, "minLength", int, 0)
+            most = of_type(schema, "maxLength", int, None)
             text = text.ljust(min(max(least, 0), 10_000), ".")
             return text[:most] if most is not None and most >= 0 else text
         case "integer" | "number":
@@ -101,3 +104,9 @@ def _value(schema: dict[str, Any], root: dict[str, Any], said: str, depth: int, 
         case "boolean":
             return True
     return None
+
+
+def of_type(schema: dict[str, Any], key: str, kind: type[T], default: D) -> T | D:
+    """`schema[key]` when it is a `kind`, else `default` (a client's schema may hold anything)."""
+    value = schema.get(key)
+    return value if isinstance(value, kind) else default

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from context.compaction import SUMMARY_PREFIX, is_summariser_request
-from demo.json_answer import instance_of
+from demo.json_answer import instance_of, of_type
 
 DEMO_PREFIX = "demo/"
 DEFAULT_DEMO_MODEL = "demo/echo"
@@ -122,9 +122,9 @@ def reply_to(body: dict[str, Any]) -> DemoReply:
 
 
 SEARCH_RESULTS = "Web search results for "
-"""How a web search's results open (`search/citations.py`): the demo model cites them."""
+"""How a web search's results open (`web_search/citations.py`): the demo model cites them."""
 FILE_RESULTS = "File search results for "
-"""How a file search's results open (`retrieval/searching.py`): cited the same way."""
+"""How a file search's results open (`file_search/searching.py`): cited the same way."""
 
 
 def _searched(results: str, where: str = "the web") -> str:
@@ -237,8 +237,8 @@ def _calls(said: str, tools: dict[str, dict[str, Any]], choice: Any, parallel: A
         forced = function.get("name") if isinstance(function, dict) else None
         names = [forced] if isinstance(forced, str) and forced in tools else []
     else:
-        places = {name: _mentioned(name, said) for name in tools}
-        names = sorted((name for name, place in places.items() if place is not None), key=lambda name: places[name])
+        places = {name: place for name in tools if (place := _mentioned(name, said)) is not None}
+        names = sorted(places, key=places.__getitem__)
         if not names and choice == "required":
             names = [next(iter(tools))]
     if parallel is False:
@@ -278,7 +278,7 @@ _QUOTED = re.compile(r"[\"“']([^\"”']+)[\"”']")
 def _arguments(schema: dict[str, Any], said: str, name: str) -> dict[str, Any]:
     """Arguments for a call, from the message: numbers in order for numeric parameters, a
     quoted phrase (or the words after the tool's name) for strings, `true` for booleans."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties = of_type(schema, "properties", dict, {})
     required = {key for key in _list(schema.get("required")) if isinstance(key, str)}
     numbers = iter(_NUMBER.findall(said))
     quoted = _QUOTED.search(said)

@@ -3,6 +3,7 @@ only its own script and style and talk only to this server."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from importlib import resources
 
 from starlette.requests import Request
@@ -26,7 +27,7 @@ FILES = {
 }
 
 
-def _serving(name: str, media_type: str):  # noqa: ANN202 - a Starlette endpoint
+def _serving(name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
     body = (resources.files("inbox") / "static" / name).read_bytes()
 
     async def serve(request: Request) -> Response:

@@ -4,6 +4,8 @@
     ├── ApiError                          maps to an HTTP answer in OpenAI's error shape
     │   ├── InvalidRequestError           400  the request is malformed or asks for what we do not do
     │   │   ├── ApprovalAlreadyAnsweredError   an MCP approval request may be answered once
+    │   │   ├── ClientEventError          a WebSocket mode message refused, with its lane
+    │   │   │                             (`websocket_mode/client_events.py`)
     │   │   ├── ContextLengthExceededError     the input does not fit the model's context window
     │   │   ├── ConversationLockedError   a response runs on the conversation already
     │   │   │                             (`store/conversations.py`)

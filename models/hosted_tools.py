@@ -8,8 +8,8 @@ from the model's arguments); the item's id is the chat tool-call id. Which layer
 
 - the request (`models/tools.py`): the tool types that ask for it (`tool_types`);
 - the API (`api/preparation.py`): the id prefix of its items sent back as input;
-- the tool table (`workflows/catalogue.py`): the function it offers, under a name kept unique;
-- the chat dialect (`activities/chat_format.py`, `activities/stream_assembler.py`): the item
+- the tool table (`chat_completions/tool_table.py`): the function it offers, under a name kept unique;
+- the chat dialect (`chat_completions/converter.py`, `chat_completions/stream_assembler.py`): the item
   a call becomes, announced by the step that runs it, not by the stream;
 - the turn (`workflows/turn.py`): its items are calls this server runs;
 - the run (`workflows/hosted_calls.py`): the activity (`activity`) that runs one call.

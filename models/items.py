@@ -206,7 +206,7 @@ SearchStatus = Literal["in_progress", "searching", "completed", "failed", "incom
 
 
 class WebSearchCallItem(SearchCall, WireModel):
-    """A search of the web (`search/`): its query, and its sources when the request's
+    """A search of the web (`web_search/`): its query, and its sources when the request's
     `include` asks for them."""
 
     type: Literal["web_search_call"] = "web_search_call"
@@ -224,7 +224,7 @@ class FileSearchResult(WireModel):
 
 
 class FileSearchCallItem(SearchCall, WireModel):
-    """A search of vector stores (`retrieval/`): its queries, and its results when the
+    """A search of vector stores (`file_search/`): its queries, and its results when the
     request's `include` asks for them."""
 
     type: Literal["file_search_call"] = "file_search_call"

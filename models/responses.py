@@ -135,7 +135,7 @@ class Response(WireModel):
     held_by_connection: bool = False
     """An unstored response (`store: false`) kept, chain and all, while the WebSocket
     connection that made it is open, so that connection may continue from it
-    (`websocket_mode/unstored.py`); not part of the object clients see."""
+    (`websocket_mode/held.py`); not part of the object clients see."""
 
     @property
     def compaction(self) -> CompactionEntry | None:

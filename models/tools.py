@@ -3,7 +3,7 @@
 The client's own tools: `function`, `custom` (freeform text input, such as Codex's
 `apply_patch`) and `namespace` (functions and custom tools grouped under a name); the
 model calls them and the client runs them. `mcp` tools run here, and so does `web_search`
-when a search provider is configured (`search/`; without one it is accepted and not offered).
+when a search provider is configured (`web_search/`; without one it is accepted and not offered).
 `tool_search` is accepted and left out of what the model sees: every function is offered at
 once, so nothing is deferred to a search.
 
@@ -84,7 +84,7 @@ class WebSearchLocation(WireModel):
 
 class WebSearchTool(WireModel):
     """Offered to the model as a `web_search(query)` function when the server has a search
-    provider (`search/`); accepted and not offered when it has none (the start-up log says so)."""
+    provider (`web_search/`); accepted and not offered when it has none (the start-up log says so)."""
 
     type: Literal["web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"]
     filters: WebSearchFilters | None = None
@@ -98,7 +98,7 @@ class WebSearchTool(WireModel):
 
 class FileSearchTool(WireModel):
     """Offered to the model as a `file_search(query)` function over the request's vector
-    stores (`retrieval/`)."""
+    stores (`file_search/`)."""
 
     type: Literal["file_search"]
     vector_store_ids: list[Annotated[str, Field(min_length=1, max_length=80)]] = Field(min_length=1, max_length=10)

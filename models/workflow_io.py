@@ -71,7 +71,7 @@ class ExecutionSettings(BaseModel):
     file_search_call: RetryBudget = RetryBudget(start_to_close_seconds=60, maximum_attempts=4)
     web_search: bool = False
     """Whether a search provider is configured: a `web_search` tool is then offered to the
-    model as a function, and its calls run (`search/`)."""
+    model as a function, and its calls run (`web_search/`)."""
     web_search_call: RetryBudget = RetryBudget(start_to_close_seconds=60, maximum_attempts=4)
     code_execution: CodeExecution | None = None
     """Where code runs (`code_interpreter`, the hosted `shell`); None: the workers run no code,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.chunking import Chunk
-from retrieval.vectors import to_bytes
+from models.vector_stores import Chunk
 from store.database import Database
+from store.vector_bytes import to_bytes
 
 PAGE_CHUNKS = 100
 """Chunks a page of a file's content holds at most."""

@@ -21,7 +21,6 @@ from models.responses import TERMINAL_STATUSES, Response, ResponseStatus
 from models.tools import McpSecrets
 from sealing.secret_box import SecretBox
 from store.approvals import Approvals
-from store.budgets import Budgets
 from store.cancels import CancelRequests
 from store.chat_contexts import context_in, extend_in, fold_into_followers
 from store.chunks import Chunks
@@ -107,7 +106,6 @@ class ResponseRepository:
         """Approval requests: decisions, waits, open requests, the pending list."""
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         self.webhook_outbox = WebhookOutbox(db)
-        self.budgets = Budgets(db)
         self.history_deletions = HistoryDeletions(db)
         """Temporal histories to erase (`api/history_eraser.py`)."""
         self.mcp_secrets = McpSecretsStore(db, secret_box)

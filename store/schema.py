@@ -375,7 +375,7 @@ Index(
 )
 
 
-# Each upstream deployment's budget, shared by every worker (`store/budgets.py`, the rules in
+# Each upstream deployment's budget, shared by every worker (`upstream/budgets.py`, the rules in
 # `upstream/pacing.py`): the virtual schedule of its calls and tokens, the rate learned from
 # its 429s, and how long its provider asked to be left alone. Times in epoch seconds.
 upstream_budgets = Table(

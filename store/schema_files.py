@@ -8,7 +8,7 @@ from store.metadata import EMBEDDING, metadata
 
 # ---- Files and vector stores (`store/files.py`, `store/vector_stores.py`, `store/chunks.py`) ----
 
-# An uploaded file (at most `retrieval.limits.IngestionLimits.max_file_bytes`); its bytes are
+# An uploaded file (at most `file_search.limits.IngestionLimits.max_file_bytes`); its bytes are
 # in `file_parts`.
 files = Table(
     "files",

@@ -9,7 +9,7 @@ import logging
 import math
 import sqlite3
 
-from retrieval.vectors import from_bytes
+from store.vector_bytes import from_bytes
 
 log = logging.getLogger(__name__)
 _warned = False

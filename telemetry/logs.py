@@ -87,7 +87,7 @@ class CalmActivityFailures(logging.Filter):
             details.get("activity_type", "activity"),
             details.get("attempt", "?"),
             details.get("workflow_id", "?"),
-            error.message if hasattr(error, "message") else error,
+            getattr(error, "message", error),
         )
         record.exc_info = None
         record.exc_text = None

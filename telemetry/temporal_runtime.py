@@ -72,6 +72,7 @@ class TemporalMetrics:
             name = name if name.endswith("_seconds") else name + "_seconds"
         labels = tuple(sorted(_NAME.sub("_", key) for key in attributes))
         help_text = source.description or source.name
+        metric: Counter | Gauge | Histogram
         if source.kind == BUFFERED_METRIC_KIND_COUNTER:
             metric = Counter(name, help_text, labels, registry=TEMPORAL_REGISTRY)
         elif source.kind == BUFFERED_METRIC_KIND_GAUGE:
@@ -104,7 +105,7 @@ def drain_temporal_metrics() -> None:
         _telemetry()[1].drain()
 
 
-_drainers: dict[int, asyncio.Task] = {}
+_drainers: dict[int, asyncio.Task[None]] = {}
 
 
 def _keep_draining(metrics: TemporalMetrics) -> None:

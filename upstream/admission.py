@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 from models.errors import RateLimitedError
-from store.budgets import Budgets
 from upstream import pacing
+from upstream.budgets import Budgets
 from upstream.pacing import BudgetState
 from upstream.registry import ModelRegistry
 

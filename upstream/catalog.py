@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import httpx
 
-from activities.chat_client import shown_url
+from chat_completions.client import shown_url
 from demo.backend import DEMO_BASE_URL
 from demo.model import DEMO_MODELS
 from models.errors import NotFoundError, UnavailableError

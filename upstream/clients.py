@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.chat_client import ChatBackend, ChatClient
+from chat_completions.client import ChatBackend, ChatClient
 from demo.backend import DEMO_BASE_URL, DemoBackend
 from upstream.registry import Deployment
 

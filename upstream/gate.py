@@ -1,7 +1,7 @@
 """The worker's side of the upstream budgets: which deployment a call goes to, and when.
 
 A deployment with a known limit (the file's `rpm`/`tpm`, or a rate learned from a 429 by any
-worker) is paced through its shared budget in the store (`store/budgets.py`): one
+worker) is paced through its shared budget in the store (`upstream/budgets.py`): one
 transaction a call. One with no limit known costs no store round trip: this process only
 caps its own calls in flight to it (a window that starts at `INITIAL_WINDOW` and grows by
 one with each success, as slow start does), so a cold burst of thousands cannot all reach
@@ -27,11 +27,11 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from activities.chat_client import exhausted_for
+from chat_completions.client import exhausted_for
 from models.errors import CapacityWaitError, RateLimitedUpstreamError, RejectedByUpstreamError
-from store.budgets import Budgets
 from telemetry import metrics
 from upstream import pacing
+from upstream.budgets import Budgets
 from upstream.pacing import BudgetState, Defer, Grant, Lane
 from upstream.registry import ANY_MODEL, Deployment, ModelRegistry
 

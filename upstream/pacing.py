@@ -1,5 +1,5 @@
 """Pure: how fast a deployment may be called, and who goes next. No I/O, no clock of its own
-(every function is given `now`), so the store (`store/budgets.py`) can apply it inside one
+(every function is given `now`), so the store (`upstream/budgets.py`) can apply it inside one
 transaction and the tests can drive it with Hypothesis.
 
 **The budget** is a virtual schedule (GCRA, the generic cell rate algorithm): `next_free` is

@@ -1,1 +1,2 @@
-"""Process roles: settings, the Temporal client, the worker, the `dev` launcher and the CLI."""
+"""Process roles: settings, the Temporal client, the worker, the HTTP app `serve` runs
+(`http_app`), the `dev` launcher and the CLI."""

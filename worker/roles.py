@@ -19,16 +19,15 @@ import uvicorn
 from starlette.routing import BaseRoute
 from temporalio.client import Client
 
-from access.hosts import default_allowed_hosts, loopback
 from access.keys import KeyStore
-from activities.chat_client import shown_url
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
-from api.app import create_app
 from api.codec import CodecAccess
 from api.history_eraser import HistoryEraser
+from api.host_check import default_allowed_hosts, loopback
 from api.http_protocol import with_header_timeout
 from api.ingestions import Ingestions
+from chat_completions.client import shown_url
 from demo.model import served_model
 from models.errors import StartupError
 from sealing.payload_codec import EncryptedPayloads
@@ -38,11 +37,13 @@ from store.database import open_database
 from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.metrics import metrics_app
+from upstream.budgets import Budgets
 from upstream.catalog import ModelCatalog
 from upstream.known_models import KNOWN
 from worker.code_execution import ContainerChores
 from worker.health import worker_health_app
 from worker.housekeeping import keep_house
+from worker.http_app import create_app
 from worker.orphans import OrphanSweeper
 from worker.retention import Retention
 from worker.settings import DEFAULT_INFERENCE_BASE_URL, Settings
@@ -128,7 +129,7 @@ async def working(
         "unfinished ingestions": vector_stores.restart_unfinished,
         "vector store expiry": vector_stores.expire,
         "unfinished uploads": repository.files.sweep_orphans,
-        "idle upstream budgets": repository.budgets.forget_idle,
+        "idle upstream budgets": Budgets(repository.db).forget_idle,
         "abandoned containers": ContainerChores(repository).expire_abandoned,
         "aged safety strikes": lambda: repository.strikes.forget_before(
             time.time() - settings.moderation.safety.window_seconds

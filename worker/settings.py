@@ -13,24 +13,24 @@ from temporalio.converter import DataConverter
 
 from access.egress import EgressPolicy
 from access.quotas import QuotaSettings
-from activities.chat_client import shown_url
 from api.body import Limits
+from chat_completions.client import shown_url
 from demo.backend import DEMO_BASE_URL
+from demo.lexical_embedder import LEXICAL_MODEL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from guardrails.settings import ModerationSettings
 from models.errors import StartupError
 from models.quotas import ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget, code_execution_for
-from retrieval.vectors import LEXICAL_MODEL
 from sandbox.settings import SandboxSettingError, SandboxSettings
 from sealing.keyring import KeyRing
 from sealing.payload_codec import data_converter
 from sealing.webhooks import InvalidWebhookSecret, secret_bytes
-from search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
-from search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
+from web_search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
+from web_search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from websocket_mode.settings import WebSocketSettings
 
 DEFAULT_TASK_QUEUE = "durable-responses"
@@ -190,7 +190,7 @@ class Settings(BaseModel):
     apply to it, nor it to them."""
     embedding_model: str = "lexical"
     """`EMBEDDING_MODEL`: a model of the registry whose deployment serves `/embeddings`, or
-    `lexical` (the default): the embedder that ships in the package (`retrieval/vectors.py`)."""
+    `lexical` (the default): the embedder that ships in the package (`demo/lexical_embedder.py`)."""
     ingestion_concurrent_activities: int = 8
     """Ingestion steps (read and chunk a file, embed a batch) one worker runs at once."""
     mcp_concurrent_calls: int = 100

@@ -28,19 +28,20 @@ from activities.store import StoreActivities
 from activities.web_search import SearchActivities
 from activities.webhooks import WebhookActivities
 from api.runner import ResponseRunner
+from file_search.embedder import Embedder
 from guardrails.moderator import Moderator
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
-from retrieval.embedder import Embedder
-from search.providers import provider_for
 from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime
 from telemetry.tracing import temporal_interceptors
 from upstream import known_models
+from upstream.budgets import Budgets
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
+from web_search.providers import provider_for
 from worker.code_execution import code_execution
 from worker.housekeeping import keep_house
 from worker.presence import keep_present
@@ -161,7 +162,7 @@ class ModelCalls:
     def of(cls, settings: Settings, repository: ResponseRepository, *, for_api: bool = False) -> ModelCalls:
         """`for_api`: an API process's own, whose turns' ends are announced to the workers."""
         upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
-        gate = UpstreamGate(settings.registry(), repository.budgets)
+        gate = UpstreamGate(settings.registry(), Budgets(repository.db))
         moderator = Moderator(settings.registry(), upstreams, gate)
         inference = InferenceActivities(
             repository,

@@ -1,5 +1,5 @@
 """A response's file search: the `file_search` activity for one `file_search_call` the model
-made, and what the model is told (`retrieval/`, `activities/file_search.py`); a hosted tool's
+made, and what the model is told (`file_search/`, `activities/file_search.py`); a hosted tool's
 runner (`workflows/hosted_calls.py`)."""
 
 from __future__ import annotations

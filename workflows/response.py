@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 with workflow.unsafe.imports_passed_through():
+    from chat_completions.tool_table import mcp_functions
     from models import activity_names
     from models.activity_io import (
         EmitEventsInput,
@@ -44,7 +45,6 @@ with workflow.unsafe.imports_passed_through():
         ResponseWorkflowInput,
     )
     from workflows import moderation, patches, steering
-    from workflows.catalogue import mcp_functions
     from workflows.failures import application_failure, error_code, is_cancel_request
     from workflows.machine import IllegalTransition, State
     from workflows.model_call import call_model

@@ -1,5 +1,5 @@
 """A response's web search: the `web_search` activity for one `web_search_call` the model
-made, and what the model is told (`search/`, `activities/web_search.py`); a hosted tool's
+made, and what the model is told (`web_search/`, `activities/web_search.py`); a hosted tool's
 runner (`workflows/hosted_calls.py`)."""
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ import openai
 import pytest
 import yaml
 
-from context.windows import ContextWindows
 from demo.backend import DEMO_BASE_URL
 from tests.support.scripted_backend import Reply, ScriptedBackend, reference_tokens
 from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
 from upstream.registry import ModelRegistry
+from upstream.windows import ContextWindows
 
 WINDOW = 300
 SMALL = "window-300"

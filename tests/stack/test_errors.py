@@ -222,7 +222,7 @@ async def test_a_backend_that_cannot_work_as_configured_fails_at_once(
     retry mends, so the response fails at once with the cause (the URL is the operator's, in
     the log)."""
     url = base_url.format(port=backend.port)
-    with caplog.at_level(logging.WARNING, logger="activities.chat_client"):
+    with caplog.at_level(logging.WARNING, logger="chat_completions.client"):
         async with (
             running_stack(temporal_address, backend, store, inference_base_url=url, execution=NO_RETRY_WITHIN) as stack,
             stack.sdk() as client,

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 
+from file_search.limits import LIMITS
+from file_search.reader import read_chunks
 from models.errors import UnreadableFileError
-from retrieval.limits import LIMITS
-from retrieval.reader import read_chunks
 from sandbox.limits import ResourceLimits
 from tests.support.waiting import eventually
 
@@ -34,14 +34,14 @@ async def read_all(filename: str, data: bytes, **limits: object) -> list[str]:
 
 
 def our_readers() -> list[int]:
-    """The `retrieval.reader_main` processes this test process started (alive or unreaped)."""
+    """The `file_search.reader_main` processes this test process started (alive or unreaped)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                if b"retrieval.reader_main" not in cmdline.read():
+                if b"file_search.reader_main" not in cmdline.read():
                     continue
             with open(f"/proc/{pid}/stat") as stat:
                 parent = int(stat.read().rsplit(")", 1)[1].split()[1])
@@ -106,7 +106,7 @@ async def test_a_reader_left_early_is_killed():
 
 
 async def test_a_reader_killed_from_outside_is_worth_another_try():
-    from retrieval.reader import ReaderStoppedError
+    from file_search.reader import ReaderStoppedError
 
     async def killing() -> AsyncIterator[bytes]:
         yield b"word " * 1000

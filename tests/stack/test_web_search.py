@@ -17,17 +17,17 @@ from hypothesis import strategies as st
 
 from access.egress import EgressPolicy
 from models.errors import SearchRefusedError
-from search.brave import BraveProvider
-from search.demo import DemoSearchProvider
-from search.provider import SearchQuery, SearchSettings
-from search.searxng import SearxngProvider
-from search.tavily import TavilyProvider
 from tests.support.histories import keep_recording
 from tests.support.openresponses import validate_event, validate_response
 from tests.support.processes import free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.search_servers import SearchServer
 from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
+from web_search.brave import BraveProvider
+from web_search.demo import DemoSearchProvider
+from web_search.provider import SearchQuery, SearchSettings
+from web_search.searxng import SearxngProvider
+from web_search.tavily import TavilyProvider
 
 LOCAL = EgressPolicy.parse("127.0.0.1")
 SEARCH = [{"type": "web_search"}]

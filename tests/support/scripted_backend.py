@@ -31,8 +31,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from context.compaction import is_summariser_request
-from guardrails.keywords import moderations_answer
-from retrieval.vectors import lexical_vector
+from demo.keyword_moderation import moderations_answer
+from demo.lexical_embedder import lexical_vector
 from tests.support.threaded_server import ThreadedServer
 
 

@@ -20,7 +20,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from access.quotas import QuotaSettings
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
-from api.app import create_app
 from api.runner import ResponseRunner
 from guardrails.settings import ModerationSettings
 from models.workflow_io import ExecutionSettings, RetryBudget
@@ -29,6 +28,7 @@ from sealing.secret_box import SecretBox
 from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
 from websocket_mode.settings import WebSocketSettings
+from worker.http_app import create_app
 from worker.roles import codec_access, opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect, with_visibility

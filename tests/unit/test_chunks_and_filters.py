@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context.tokens import text_tokens
+from file_search import ranking
+from file_search.chunking import chunks_of
+from file_search.parsing import text_of
 from models.errors import UnreadableFileError
 from models.file_search import ComparisonFilter, CompoundFilter
-from retrieval import ranking
-from retrieval.chunking import chunks_of
-from retrieval.parsing import text_of
 from tests.support.strategies import ATTRIBUTE_VALUES, FILTERS, TEXT
 
 

@@ -1,5 +1,7 @@
 """The README and `docs/` hold together: every relative link names a file that exists, and
-every `#anchor` a heading of its page; the README stays the front door (at most 250 lines)."""
+every `#anchor` a heading of its page; every file a page or a docstring names in backticks
+(`store/turns.py`) exists, so a move leaves no page pointing at the old place; the README
+stays the front door (at most 250 lines)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+NAMED_FILE = re.compile(r"`((?:[a-z_]+/)+[a-z_0-9]+\.(?:py|md|yaml|toml|js))`")
+"""A file of the house named in backticks, by its path from the root (`api/routes.py`)."""
 
 
 def anchors(page: Path) -> set[str]:
@@ -37,6 +41,17 @@ def test_every_link_resolves(page: Path) -> None:
         elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(target)
     assert not broken, f"{page.name}: {broken}"
+
+
+def test_every_file_a_page_or_a_docstring_names_exists() -> None:
+    sources = [*PAGES, *(path for path in ROOT.glob("*/**/*.py") if ".venv" not in path.parts)]
+    missing = sorted(
+        f"{source.relative_to(ROOT)}: {named}"
+        for source in sources
+        for named in NAMED_FILE.findall(source.read_text(encoding="utf-8"))
+        if not (ROOT / named).exists() and not (ROOT / "docs" / named).exists()
+    )
+    assert not missing, "\n".join(missing)
 
 
 def test_the_readme_is_the_front_door() -> None:

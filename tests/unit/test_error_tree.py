@@ -11,27 +11,10 @@ from pathlib import Path
 
 import models.errors
 from models.errors import DurableResponsesError
+from tests.support.house import packages
 
 ROOT = Path(__file__).parent.parent.parent
-PACKAGES = [
-    "models",
-    "context",
-    "search",
-    "retrieval",
-    "workflows",
-    "activities",
-    "worker",
-    "api",
-    "store",
-    "demo",
-    "access",
-    "telemetry",
-    "webhooks",
-    "inbox",
-    "upstream",
-    "sealing",
-    "guardrails",
-]
+PACKAGES = packages()
 LINE = re.compile(r"^(?P<indent>[ │├└─]*)(?P<name>[A-Z][A-Za-z]+(?:Error|Transition))\b")
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails import keywords
+from demo import keyword_moderation
 from guardrails.llama_guard import HAZARDS, MalformedVerdictError, classifier_prompt, parse_verdict
 from guardrails.settings import ModerationSettingError, ModerationSettings
 from guardrails.windows import window_end
@@ -180,12 +180,12 @@ def test_the_classifier_prompt_lists_every_hazard_and_holds_the_text():
 
 
 def test_the_demo_classifier_finds_whole_words_in_linear_time():
-    assert keywords.found_in("Let us kill the lights") == {"violence"}
-    assert keywords.found_in("skill and killer are other words") == set()
-    assert keywords.classify("I will hurt you, idiot", "m").categories["harassment/threatening"]
+    assert keyword_moderation.found_in("Let us kill the lights") == {"violence"}
+    assert keyword_moderation.found_in("skill and killer are other words") == set()
+    assert keyword_moderation.classify("I will hurt you, idiot", "m").categories["harassment/threatening"]
     long = "a calm sentence. " * 20_000 + "murder"
-    assert keywords.found_in(long) == {"violence"}
-    answer = keywords.moderations_answer({"model": "m", "input": ["fine", "stab"]})
+    assert keyword_moderation.found_in(long) == {"violence"}
+    answer = keyword_moderation.moderations_answer({"model": "m", "input": ["fine", "stab"]})
     assert [each["flagged"] for each in answer["results"]] == [False, True]
 
 

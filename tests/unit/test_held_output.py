@@ -10,7 +10,7 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from activities.stream_assembler import StreamAssembler
+from chat_completions.stream_assembler import StreamAssembler
 from demo.backend import DEMO_BASE_URL
 from guardrails.held_output import HeldOutput
 from guardrails.moderator import Moderator

@@ -10,9 +10,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activities import chat_format
-from activities.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
 from api.preparation import ITEM_ID_PREFIX
+from chat_completions import converter
+from chat_completions.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
+from chat_completions.tool_table import ToolTable
 from models import activity_names
 from models.client_tools import is_client_call
 from models.hosted_tools import (
@@ -26,8 +27,7 @@ from models.hosted_tools import (
 )
 from models.responses import Response
 from models.search import Source
-from search.citations import annotations
-from workflows.catalogue import ToolTable
+from web_search.citations import citation_annotations
 from workflows.hosted_runners import RUNNERS
 from workflows.turn import SERVER_CALLS, Finish, RunTools, is_server_call, next_step
 
@@ -66,7 +66,7 @@ def test_each_is_offered_as_its_function_and_a_call_becomes_its_item():
         table = ToolTable(_tools(request_tool, clashing), set_up=[hosted.name])
         offered = [tool["function"]["name"] for tool in table.chat_tools()]
         assert offered == [hosted.function, f"{hosted.function}_2"], offered  # the client's keeps its name
-        item = chat_format.call_item(table, f"{hosted.function}_2", '{"query": "durable"}')
+        item = converter.call_item(table, f"{hosted.function}_2", '{"query": "durable"}')
         assert item.type == hosted.item_type and item.id.startswith(hosted.id_prefix + "_")
         if hosted.name in ("code_interpreter", "shell"):  # its call runs in the tool's container
             assert item.container_id == CONTAINER
@@ -104,7 +104,7 @@ def test_a_link_to_a_written_file_is_cited_and_a_sentence_end_is_not_part_of_it(
         number=0, container_id="cntr_1", file_id="cfile_1", path="/mnt/data/chart.png", filename="chart.png"
     )
     text = "Here: sandbox:/mnt/data/chart.png. And [1] and sandbox:/mnt/data/other.png"
-    (citation,) = annotations(text, [written])
+    (citation,) = citation_annotations(text, [written])
     assert citation["type"] == "container_file_citation" and citation["file_id"] == "cfile_1"
     assert text[citation["start_index"] : citation["end_index"]] == "sandbox:/mnt/data/chart.png"
 
@@ -115,20 +115,20 @@ def test_a_shell_in_a_container_is_hosted_and_a_local_one_the_clients():
         table = ToolTable(_tools(local, {"type": "apply_patch"}, {"type": "local_shell"}), set_up=["shell"])
         assert [tool["function"]["name"] for tool in table.chat_tools()] == ["shell", "local_shell", "apply_patch"]
         assert not table.hosted and set(table.typed) == {"shell", "local_shell", "apply_patch"}
-        call = chat_format.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
+        call = converter.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
         assert call.type == "shell_call" and not call.runs_here and call.call_id == "call_1"
         assert not is_server_call(call) and is_client_call(call)
     table = ToolTable(_tools(here), set_up=["shell"])
     assert set(table.hosted) == {"shell"} and not table.typed
-    call = chat_format.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
+    call = converter.call_item(table, "shell", '{"commands": ["ls"]}', call_id="call_1")
     assert call.runs_here and is_server_call(call) and not is_client_call(call)
 
 
 def test_a_turn_with_a_client_call_ends_the_response_after_the_servers_calls_ran():
     local = ToolTable(_tools({"type": "shell"}))
-    client_call = chat_format.call_item(local, "shell", '{"commands": ["ls"]}', call_id="call_1")
+    client_call = converter.call_item(local, "shell", '{"commands": ["ls"]}', call_id="call_1")
     hosted = ToolTable(_tools({"type": "code_interpreter", "container": CONTAINER}), set_up=["code_interpreter"])
-    server_call = chat_format.call_item(hosted, "code_interpreter", '{"code": "1"}')
+    server_call = converter.call_item(hosted, "code_interpreter", '{"code": "1"}')
     assert isinstance(next_step([client_call], 0, "tool_calls", set(), can_wait=False), Finish)
     step = next_step([server_call, client_call], 0, "tool_calls", set(), can_wait=False)
     assert isinstance(step, RunTools) and step.indexes == (0,)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import uuid
 
-from store.budgets import Budgets
 from store.database import Database
 from telemetry.metrics import ModelLabels
 from upstream import pacing
+from upstream.budgets import Budgets
 from upstream.known_models import OTHER, KnownModels
 from upstream.pacing import Limits
 from upstream.registry import ModelRegistry

@@ -7,12 +7,12 @@ import json
 import time
 from collections.abc import Callable
 
-from activities.stream_assembler import StreamAssembler
+from chat_completions.stream_assembler import StreamAssembler
+from chat_completions.tool_table import ToolTable, client_functions, mcp_functions
 from models.items import McpListedTool, McpListToolsItem
 from models.requests import MAX_CLIENT_FUNCTIONS
 from models.tools import McpTool
 from tests.support.tools import namespace_of
-from workflows.catalogue import ToolTable, client_functions, mcp_functions
 
 
 def fastest(timed: Callable[[int], float], size: int, runs: int = 3) -> float:

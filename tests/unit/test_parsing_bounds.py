@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from file_search.chunking import TooManyChunksError, chunks_of
+from file_search.limits import LIMITS, IngestionLimits
+from file_search.parsing import html_text, text_of
 from models.errors import UnreadableFileError
-from retrieval.chunking import TooManyChunksError, chunks_of
-from retrieval.limits import LIMITS, IngestionLimits
-from retrieval.parsing import html_text, text_of
 from tests.support.documents import pdf_with_font_map
 
 SECONDS_PER_BYTE = 30e-6

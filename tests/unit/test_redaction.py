@@ -1,4 +1,4 @@
-"""What a backend says reaches a tenant redacted (`activities/redaction.py`): whatever it says,
+"""What a backend says reaches a tenant redacted (`chat_completions/redaction.py`): whatever it says,
 no run of six characters of the deployment's key, no address, nothing masked like a key, and
 at most a bounded length; words that are none of these stay."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activities.redaction import KEY_PART_CHARS, MAX_CHARS, redacted
+from chat_completions.redaction import KEY_PART_CHARS, MAX_CHARS, redacted
 
 KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", min_size=8, max_size=60)
 

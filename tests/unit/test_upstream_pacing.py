@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from activities.chat_client import MAX_RETRY_AFTER_SECONDS, exhausted_for
+from chat_completions.client import MAX_RETRY_AFTER_SECONDS, exhausted_for
 from upstream import pacing
 from upstream.pacing import BudgetState, Defer, Grant, Limits
 

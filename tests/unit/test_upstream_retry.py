@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activities.chat_client import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
+from chat_completions.client import MAX_RETRY_AFTER_SECONDS, retry_after_seconds
 from models.workflow_io import RetryBudget
 from workflows.upstream_retry import (
     CAPACITY_SPREAD,

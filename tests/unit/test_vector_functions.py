@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.vectors import LEXICAL_DIMENSIONS, lexical_vector, to_bytes
+from demo.lexical_embedder import LEXICAL_DIMENSIONS, lexical_vector
 from store import vector_functions
+from store.vector_bytes import to_bytes
 
 loadable = pytest.mark.skipif(
     not vector_functions.extension_loadable(),

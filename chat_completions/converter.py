@@ -1,7 +1,7 @@
 """Pure conversion between Responses API items and chat-completion messages. No I/O.
 
 `items_to_messages` is the one place that dispatches on an item's `type`. Tool names go
-through `workflows/catalogue.ToolTable` both ways.
+through `tool_table.ToolTable` both ways.
 
 Reasoning: backends that think aloud (vLLM, SGLang, DeepSeek's, Ollama) return it as
 `reasoning_content` (or `reasoning`) beside the message. It becomes a `reasoning` item before
@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from pydantic import TypeAdapter
 
+from chat_completions.tool_table import CUSTOM_INPUT, ToolTable
 from context import compaction
 from models.client_tools import BY_ITEM_TYPE as CLIENT_BY_ITEM_TYPE
 from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
@@ -42,8 +43,7 @@ from models.items import (
 from models.mcp import McpFunction
 from models.responses import Response
 from models.search import Source
-from search.citations import annotations
-from workflows.catalogue import CUSTOM_INPUT, ToolTable
+from web_search.citations import citation_annotations
 
 ChatMessage = dict[str, Any]
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -141,14 +141,15 @@ def _tool_message(call_id: str, text: str) -> ChatMessage:
 
 def _message(item: MessageItem) -> ChatMessage:
     role = "system" if item.role == "developer" else item.role
-    parts = item.content_parts()
+    parts: list[Any] = item.content_parts()
     if all(part.type in ("input_text", "output_text", "refusal") for part in parts):
         return {"role": role, "content": "".join(_part_text(part) for part in parts)}
     return {"role": role, "content": [_chat_part(part) for part in parts]}
 
 
 def _part_text(part: Any) -> str:
-    return part.refusal if part.type == "refusal" else part.text
+    text = part.refusal if part.type == "refusal" else part.text
+    return str(text)
 
 
 def _chat_part(part: Any) -> dict[str, Any]:
@@ -283,7 +284,7 @@ def assistant_to_output(
                 type="output_text",
                 text=message["content"],
                 logprobs=logprobs or [],
-                annotations=annotations(message["content"], sources or []),
+                annotations=citation_annotations(message["content"], sources or []),
             )
         )
     if message.get("refusal"):
@@ -340,9 +341,8 @@ def custom_input(arguments: str) -> str:
         parsed = json.loads(arguments)
     except ValueError:
         return arguments
-    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT), str):
-        return parsed[CUSTOM_INPUT]
-    return arguments
+    value = parsed.get(CUSTOM_INPUT) if isinstance(parsed, dict) else None
+    return value if isinstance(value, str) else arguments
 
 
 def mcp_item(function: McpFunction, arguments: str, item_id: str | None = None) -> McpCallItem | McpApprovalRequestItem:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from models.search import Source
-from search.provider import SearchResult
+from web_search.provider import SearchResult
 
 MARKER = re.compile(r"\[(\d{1,4})\]")
 SANDBOX_LINK = re.compile(r"sandbox:(/mnt/data/[^\s()\[\]<>\"']{1,1024})")
@@ -39,7 +39,7 @@ def shown_to_model(query: str, results: list[SearchResult], sources: list[Source
     return "\n\n".join(lines)
 
 
-def annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
+def citation_annotations(text: str, sources: list[Source]) -> list[dict[str, Any]]:
     """The annotations of the markers in `text` that name a source: `file_citation` for a
     file's chunk (`index`: where its marker starts), `url_citation` for a web page."""
     by_number = {source.number: source for source in sources if source.number > 0}

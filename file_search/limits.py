@@ -37,7 +37,7 @@ class IngestionLimits:
             cpu_seconds=120, memory_bytes=1024 * MiB, wall_seconds=300, output_bytes=256 * MiB, nice=10
         )
     )
-    """What the process that reads and chunks one file may spend (`retrieval/reader.py`)."""
+    """What the process that reads and chunks one file may spend (`file_search/reader.py`)."""
 
     def max_text_of(self, size: int) -> int:
         """The most characters the text of a file of `size` bytes may have."""

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from search.provider import SearchQuery, SearchResult, cut
+from web_search.provider import SearchQuery, SearchResult, cut
 
 ROOT = Path(__file__).resolve().parent.parent
 WORD = re.compile(r"[a-z0-9]{3,}")
@@ -24,7 +24,7 @@ def _sections() -> tuple[tuple[str, str, str, frozenset[str]], ...]:
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         if not path.is_file():
             continue
-        title, lines = path.stem, []
+        title, lines = path.stem, list[str]()
         for line in [*path.read_text(encoding="utf-8").splitlines(), "# end"]:
             if line.startswith("#"):
                 text = "\n".join(lines).strip()

@@ -1,10 +1,10 @@
 """Pure Responses <-> chat-completions conversion."""
 
-from activities import chat_format
+from chat_completions import converter
+from chat_completions.tool_table import ToolTable
 from models.items import OutputFunctionCall, OutputMessage, OutputText
 from models.requests import CreateResponseRequest
 from models.responses import Response
-from workflows.catalogue import ToolTable
 
 NO_TOOLS = ToolTable([])
 
@@ -16,7 +16,7 @@ def response(**fields) -> Response:
 
 
 def test_assistant_text_and_calls_share_one_message():
-    items = chat_format.parse_items(
+    items = converter.parse_items(
         [
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
@@ -24,34 +24,34 @@ def test_assistant_text_and_calls_share_one_message():
             {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": "one"}]},
         ]
     )
-    messages = chat_format.items_to_messages(items, NO_TOOLS)
+    messages = converter.items_to_messages(items, NO_TOOLS)
     assert messages[0]["content"] == "Let me check."
     assert [call["id"] for call in messages[0]["tool_calls"]] == ["c1", "c2"]
     assert messages[1] == {"role": "tool", "tool_call_id": "c1", "content": "one"}
 
 
 def test_reasoning_items_passed_back_are_dropped():
-    items = chat_format.parse_items(
+    items = converter.parse_items(
         [{"type": "reasoning", "id": "rs_1", "summary": []}, {"type": "message", "role": "user", "content": "hi"}]
     )
-    assert chat_format.items_to_messages(items, NO_TOOLS) == [{"role": "user", "content": "hi"}]
+    assert converter.items_to_messages(items, NO_TOOLS) == [{"role": "user", "content": "hi"}]
 
 
 def test_request_for_openai_uses_max_completion_tokens():
-    request = chat_format.build_chat_request(response(max_output_tokens=10), [], "https://api.openai.com/v1", NO_TOOLS)
+    request = converter.build_chat_request(response(max_output_tokens=10), [], "https://api.openai.com/v1", NO_TOOLS)
     assert request["max_completion_tokens"] == 10 and "max_tokens" not in request
-    request = chat_format.build_chat_request(response(max_output_tokens=10), [], "http://localhost:11434/v1", NO_TOOLS)
+    request = converter.build_chat_request(response(max_output_tokens=10), [], "http://localhost:11434/v1", NO_TOOLS)
     assert request["max_tokens"] == 10
 
 
 def test_reasoning_effort_and_no_tools_means_no_tool_fields():
-    request = chat_format.build_chat_request(response(reasoning={"effort": "low"}), [], "http://x/v1", NO_TOOLS)
+    request = converter.build_chat_request(response(reasoning={"effort": "low"}), [], "http://x/v1", NO_TOOLS)
     assert request["reasoning_effort"] == "low"
     assert "tools" not in request and "tool_choice" not in request and "parallel_tool_calls" not in request
 
 
 def test_assistant_reply_becomes_output_items():
-    output = chat_format.assistant_to_output(
+    output = converter.assistant_to_output(
         {
             "role": "assistant",
             "content": "text",
@@ -63,8 +63,8 @@ def test_assistant_reply_becomes_output_items():
     assert isinstance(output[0], OutputMessage) and output[0].content == [OutputText(type="output_text", text="text")]
     assert isinstance(output[1], OutputFunctionCall) and output[1].call_id == "call_1"
     # Passed back as input items (as clients replay output), the reply is the same message again.
-    passed_back = chat_format.parse_items([item.model_dump(mode="json") for item in output])
-    assert chat_format.items_to_messages(passed_back, NO_TOOLS) == [
+    passed_back = converter.parse_items([item.model_dump(mode="json") for item in output])
+    assert converter.items_to_messages(passed_back, NO_TOOLS) == [
         {
             "role": "assistant",
             "content": "text",
@@ -105,7 +105,7 @@ def test_the_model_sees_custom_and_namespaced_tools_as_functions_and_no_search_t
 
 def test_calls_map_back_to_custom_and_namespaced_items_and_round_trip():
     table = ToolTable(response(tools=CODEX_TOOLS).tools)
-    output = chat_format.assistant_to_output(
+    output = converter.assistant_to_output(
         {
             "role": "assistant",
             "content": None,
@@ -128,26 +128,24 @@ def test_calls_map_back_to_custom_and_namespaced_items_and_round_trip():
         "c1",
     )
     assert (spawn.type, spawn.name, spawn.namespace) == ("function_call", "spawn", "agents")
-    passed_back = chat_format.parse_items(
+    passed_back = converter.parse_items(
         [item.model_dump(mode="json") for item in output]
         + [{"type": "custom_tool_call_output", "call_id": "c1", "output": "Done!"}]
     )
-    messages = chat_format.items_to_messages(passed_back, table)
+    messages = converter.items_to_messages(passed_back, table)
     assert [call["function"]["name"] for call in messages[0]["tool_calls"]] == ["apply_patch", "agents__spawn"]
     assert messages[0]["tool_calls"][0]["function"]["arguments"] == '{"input": "*** Begin Patch\\n"}'
     assert messages[1] == {"role": "tool", "tool_call_id": "c1", "content": "Done!"}
 
 
 def test_reasoning_becomes_an_item_and_is_sent_back_only_when_asked():
-    output = chat_format.assistant_to_output(
-        {"role": "assistant", "content": "4", "reasoning_content": "2+2"}, NO_TOOLS
-    )
+    output = converter.assistant_to_output({"role": "assistant", "content": "4", "reasoning_content": "2+2"}, NO_TOOLS)
     assert [item.type for item in output] == ["reasoning", "message"] and output[0].text() == "2+2"
-    kept = chat_format.assistant_message({"role": "assistant", "content": "4", "reasoning_content": "2+2"})
+    kept = converter.assistant_message({"role": "assistant", "content": "4", "reasoning_content": "2+2"})
     assert kept["reasoning_content"] == "2+2"
-    plain = chat_format.build_chat_request(response(), [kept], "http://x/v1", NO_TOOLS)
+    plain = converter.build_chat_request(response(), [kept], "http://x/v1", NO_TOOLS)
     assert "reasoning_content" not in plain["messages"][0]
-    sent = chat_format.build_chat_request(response(), [kept], "http://x/v1", NO_TOOLS, send_reasoning=True)
+    sent = converter.build_chat_request(response(), [kept], "http://x/v1", NO_TOOLS, send_reasoning=True)
     assert sent["messages"][0]["reasoning_content"] == "2+2"
-    passed_back = chat_format.parse_items([item.model_dump(mode="json") for item in output])
-    assert chat_format.items_to_messages(passed_back, NO_TOOLS)[0]["reasoning_content"] == "2+2"
+    passed_back = converter.parse_items([item.model_dump(mode="json") for item in output])
+    assert converter.items_to_messages(passed_back, NO_TOOLS)[0]["reasoning_content"] == "2+2"

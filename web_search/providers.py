@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from access.egress import EgressPolicy
-from search.brave import BraveProvider
-from search.demo import DemoSearchProvider
-from search.provider import SearchProvider, SearchSettings
-from search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
-from search.searxng import SearxngProvider
-from search.tavily import TavilyProvider
+from web_search.brave import BraveProvider
+from web_search.demo import DemoSearchProvider
+from web_search.provider import SearchProvider, SearchSettings
+from web_search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
+from web_search.searxng import SearxngProvider
+from web_search.tavily import TavilyProvider
 
 
 def provider_for(settings: SearchSettings, policy: EgressPolicy) -> SearchProvider | None:

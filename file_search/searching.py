@@ -1,5 +1,5 @@
 """A search of vector stores: the query embedded with each store's model, the nearest
-chunks of the files its filter lets through, scored (`retrieval/ranking.py`) and cut to
+chunks of the files its filter lets through, scored (`file_search/ranking.py`) and cut to
 `max_num_results`. Shared by `POST /v1/vector_stores/{id}/search` and the `file_search` tool."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from demo.lexical_embedder import words
+from file_search import ranking
+from file_search.embedder import Embedder
 from models.file_search import Filter, RankingOptions
-from retrieval import ranking
-from retrieval.embedder import Embedder
-from retrieval.vectors import words
 from store.repository import ResponseRepository
 from store.vector_store_rows import VectorStoreRow
 

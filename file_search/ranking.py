@@ -8,12 +8,15 @@ with the share of the query's distinct words it contains, weighted as `ranking_o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
+from demo.lexical_embedder import words
 from models.file_search import ComparisonFilter, CompoundFilter, RankingOptions
-from retrieval.vectors import words
 
 EMBEDDING_WEIGHT, TEXT_WEIGHT = 0.7, 0.3
+
+
+Ordered = TypeVar("Ordered", float, str)
 
 
 def weights(options: RankingOptions | None) -> tuple[float, float]:
@@ -44,16 +47,20 @@ def _compare(kind: str, have: Any, want: Any) -> bool:
         found = isinstance(want, list) and have in want
         return found if kind == "in" else not found
     if kind == "eq":
-        return have == want
+        return bool(have == want)
     if kind == "ne":
-        return have != want
-    numbers = (int, float)
+        return bool(have != want)
     if isinstance(have, bool) or isinstance(want, bool):
         return False
-    if not (isinstance(have, numbers) and isinstance(want, numbers)) and not (
-        isinstance(have, str) and isinstance(want, str)
-    ):
-        return False
+    if isinstance(have, (int, float)) and isinstance(want, (int, float)):
+        return _ordered(kind, float(have), float(want))
+    if isinstance(have, str) and isinstance(want, str):
+        return _ordered(kind, have, want)
+    return False
+
+
+def _ordered(kind: str, have: Ordered, want: Ordered) -> bool:
+    """`gt`, `gte`, `lt`, `lte` of two numbers or two strings."""
     return {"gt": have > want, "gte": have >= want, "lt": have < want, "lte": have <= want}[kind]
 
 

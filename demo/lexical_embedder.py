@@ -1,5 +1,5 @@
-"""Embeddings as the store keeps them, and the small lexical embedder that ships with the
-package.
+"""The small lexical embedder that ships with the package (the store keeps vectors as
+`store/vector_bytes.py` says).
 
 The lexical embedder (`LEXICAL_MODEL`) needs nothing downloaded and no backend: each word
 (lower-cased, a trailing plural `s` dropped) and each pair of neighbouring words is hashed
@@ -10,7 +10,6 @@ is scaled to length 1. Texts that share words are near; it knows no synonyms. It
 
 from __future__ import annotations
 
-import array
 import hashlib
 import itertools
 import math
@@ -53,14 +52,3 @@ def lexical_vector(text: str) -> list[float]:
 def normalised(vector: Sequence[float]) -> list[float]:
     length = math.sqrt(sum(value * value for value in vector))
     return [value / length for value in vector] if length else list(vector)
-
-
-def to_bytes(vector: Sequence[float]) -> bytes:
-    """float32, as sqlite-vec reads a vector."""
-    return array.array("f", vector).tobytes()
-
-
-def from_bytes(blob: bytes) -> list[float]:
-    values = array.array("f")
-    values.frombytes(blob)
-    return values.tolist()

@@ -2,9 +2,9 @@
 output, a JSON line each (`[text, tokens]`), then `{"chunks": n}`; or one line
 `{"refused": code, "message": ...}` when the file cannot be searched. It takes on its
 limits (`IngestionLimits.reader`) before it reads a byte, and checks every other limit
-(text, depth, chunks) before it writes one chunk. Run by `retrieval/reader.py`.
+(text, depth, chunks) before it writes one chunk. Run by `file_search/reader.py`.
 
-    python -m retrieval.reader_main '{"filename": ..., "max_tokens": ..., "overlap_tokens": ..., "limits": ...}'
+    python -m file_search.reader_main '{"filename": ..., "max_tokens": ..., "overlap_tokens": ..., "limits": ...}'
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 
 import orjson
 
+from file_search.chunking import TooManyChunksError, chunks_of
+from file_search.limits import IngestionLimits
+from file_search.parsing import text_of
 from models.errors import UnreadableFileError
-from retrieval.chunking import Chunk, TooManyChunksError, chunks_of
-from retrieval.limits import IngestionLimits
-from retrieval.parsing import text_of
+from models.vector_stores import Chunk
 from sandbox.limits import ResourceLimits
 
 

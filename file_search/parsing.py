@@ -9,7 +9,7 @@ Every reader here takes time linear in the file, and the text it makes is bounde
 (`IngestionLimits`): at most `text_per_byte` characters a byte, and never more than
 `max_text_chars`; JSON nests at most `max_json_depth` deep. HTML is read by a scanner of our
 own: the standard library's `html.parser` takes quadratic time on unclosed tags and comments
-(a 60 KB page of `<a ` took 28 s). Pure; it runs in the reader's process (`retrieval/reader.py`).
+(a 60 KB page of `<a ` took 28 s). Pure; it runs in the reader's process (`file_search/reader.py`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 import re
 from pathlib import PurePosixPath
 
+from file_search.limits import LIMITS, IngestionLimits
 from models.errors import UnreadableFileError
-from retrieval.limits import LIMITS, IngestionLimits
 
 TEXT_SUFFIXES = frozenset(
     {

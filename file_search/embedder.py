@@ -1,6 +1,6 @@
 """Texts to embeddings with the configured model (`EMBEDDING_MODEL`).
 
-`lexical` (the default) is the embedder that ships in the package (`retrieval/vectors.py`):
+`lexical` (the default) is the embedder that ships in the package (`demo/lexical_embedder.py`):
 no call leaves the process. Any other name is a model of the registry, called at its
 deployment's `/embeddings`; a worker's calls go through the upstream gate, so ingestion
 (in the background lane) and the `file_search` tool's queries (interactive) draw on the
@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from demo.lexical_embedder import LEXICAL_MODEL, lexical_vector, normalised
 from models.errors import RejectedByUpstreamError
-from retrieval.vectors import LEXICAL_MODEL, lexical_vector, normalised
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
@@ -80,6 +80,6 @@ class Embedder:
                 body | {"model": slot.deployment.upstream_name(model)}
             )
             vectors = _vectors(answer, len(texts), model)
-            usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-            slot.succeeded(int(usage.get("total_tokens") or 0))
+            usage = answer.get("usage")
+            slot.succeeded(int(usage.get("total_tokens") or 0) if isinstance(usage, dict) else 0)
         return vectors

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from search.provider import KeyedProvider, SearchQuery, SearchRefusedError, SearchResult, cut, fetch_json
+from models.errors import SearchRefusedError
+from web_search.provider import KeyedProvider, SearchQuery, SearchResult, cut, fetch_json
 
 BASE_URL = "https://api.search.brave.com/res/v1"
 

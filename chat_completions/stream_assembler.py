@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from activities.chat_format import REASONING_KEYS, call_item
-from activities.streamed import Streamed
+from chat_completions.converter import REASONING_KEYS, call_item
+from chat_completions.streamed import Streamed
+from chat_completions.tool_table import ToolTable
 from models.client_tools import CLIENT_KINDS, CLIENT_TOOLS
 from models.events import (
     ArgumentsDeltaEvent,
@@ -54,8 +55,7 @@ from models.items import (
     Refusal,
 )
 from models.search import Source
-from search.citations import annotations
-from workflows.catalogue import ToolTable
+from web_search.citations import citation_annotations
 
 MCP_KINDS = ("mcp_call", "mcp_approval_request")
 SERVER_RUN_KINDS = (*MCP_KINDS, *HOSTED_ITEM_TYPES)
@@ -72,7 +72,10 @@ ID_PREFIX = {
     **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
     **{f"client:{typed.item_type}": typed.id_prefix for typed in CLIENT_TOOLS},
 }
-TEXT_DELTAS = {"message": "response.output_text.delta", "reasoning": "response.reasoning_text.delta"}
+TEXT_DELTAS: dict[str, Literal["response.output_text.delta", "response.reasoning_text.delta"]] = {
+    "message": "response.output_text.delta",
+    "reasoning": "response.reasoning_text.delta",
+}
 
 
 class Text:
@@ -168,14 +171,14 @@ class StreamAssembler:
                 message.logprobs.extend(logprobs)
                 message.unsent_logprobs.extend(logprobs)
         for call in delta.get("tool_calls") or []:
-            item = self._calls.get(call.get("index", 0))
             function = call.get("function") or {}
-            if item is None:
+            called = self._calls.get(call.get("index", 0))
+            if called is None:
                 chat_name = function.get("name") or ""
-                item = self._open(self._kind_of(chat_name), events, call_id=call.get("id"), chat_name=chat_name)
-                self._calls[call.get("index", 0)] = item
-            item.growing.append(function.get("arguments") or "")
-            events.extend(self._text_beyond_sent(item))
+                called = self._open(self._kind_of(chat_name), events, call_id=call.get("id"), chat_name=chat_name)
+                self._calls[call.get("index", 0)] = called
+            called.growing.append(function.get("arguments") or "")
+            events.extend(self._text_beyond_sent(called))
         return events
 
     def pending_deltas(self) -> list[StreamEvent]:
@@ -232,8 +235,8 @@ class StreamAssembler:
                 continue
             match item.type:
                 case "message":
-                    part = final.content[0]
-                    if part.type == "output_text":
+                    part = final.content[0] if isinstance(final, OutputMessage) and final.content else None
+                    if part is not None and part.type == "output_text":
                         events.append(
                             TextDoneEvent(
                                 item_id=item.id,
@@ -276,7 +279,7 @@ class StreamAssembler:
                         ArgumentsDoneEvent(
                             item_id=item.id,
                             output_index=item.output_index,
-                            name=final.name,
+                            name=_called_name(final),
                             arguments=item.text or "{}",
                         )
                     )
@@ -430,7 +433,7 @@ class StreamAssembler:
                             type="output_text",
                             text=item.text,
                             logprobs=item.logprobs,
-                            annotations=annotations(item.text, self.sources),
+                            annotations=citation_annotations(item.text, self.sources),
                         )
                     )
                 if item.refusal:
@@ -450,7 +453,7 @@ class StreamAssembler:
             message["reasoning_content"] = self._reasoning.text
         calls = [item for item in self.items if item.type not in ("message", "reasoning")]
         if calls:
-            # An MCP call's chat tool-call id is its item's id (see chat_format.assistant_to_output).
+            # An MCP call's chat tool-call id is its item's id (see converter.assistant_to_output).
             message["tool_calls"] = [
                 {
                     "id": item.id if item.type in SERVER_RUN_KINDS else item.call_id,
@@ -494,3 +497,9 @@ def _abandoned(earlier: Streamed) -> OutputItem:
         namespace=earlier.namespace,
         status="incomplete",
     )
+
+
+def _called_name(final: OutputItem) -> str:
+    """The name a call's item carries (a function's, a custom tool's, an MCP tool's)."""
+    name = getattr(final, "name", None)
+    return name if isinstance(name, str) else ""

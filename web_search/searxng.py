@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from access.egress import EgressPolicy
-from search.provider import SearchQuery, SearchRefusedError, SearchResult, cut, fetch_json
+from models.errors import SearchRefusedError
+from web_search.provider import SearchQuery, SearchResult, cut, fetch_json
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 """Where a SearXNG is looked for when `WEB_SEARCH_URL` does not say."""

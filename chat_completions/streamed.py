@@ -1,5 +1,5 @@
 """What a turn's earlier attempts already streamed, read back from its event log: a retried
-inference call (`activities/stream_assembler.py`) keeps the indexes, ids and text clients
+inference call (`chat_completions/stream_assembler.py`) keeps the indexes, ids and text clients
 have seen."""
 
 from __future__ import annotations

@@ -11,24 +11,14 @@ the text. Pure.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from context.tokens import text_tokens
-
-DEFAULT_MAX_TOKENS = 800
-DEFAULT_OVERLAP_TOKENS = 400
-MIN_MAX_TOKENS, MAX_MAX_TOKENS = 100, 4096
+from models.vector_stores import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, Chunk
 
 MAX_GAP = 16
 """Blanks kept between two words: a page of spaces is as far apart as a few."""
 
 _WORD = re.compile(r"\S+")
-
-
-@dataclass(frozen=True)
-class Chunk:
-    text: str
-    tokens: int
 
 
 def _pieces(text: str, max_tokens: int) -> list[tuple[str, int]]:

@@ -1,4 +1,4 @@
-"""Reading a file into chunks in a process of its own (`retrieval/reader_main.py`), confined by
+"""Reading a file into chunks in a process of its own (`file_search/reader_main.py`), confined by
 `IngestionLimits.reader` (`sandbox/`): a file that would take the parser minutes of CPU, or
 gigabytes of memory, or that finds a bug in it, costs that one file, never the server. The
 worker's event loop only feeds the process the file's parts and takes its chunks, a batch at
@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator
 
 import orjson
 
+from file_search.limits import LIMITS, IngestionLimits
+from file_search.reader_main import job_argument
 from models.errors import UnreadableFileError
-from retrieval.chunking import Chunk
-from retrieval.limits import LIMITS, IngestionLimits
-from retrieval.reader_main import job_argument
+from models.vector_stores import Chunk
 from sandbox.process import Ended, confined
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ async def read_chunks(
 ) -> AsyncIterator[list[Chunk]]:
     """The file's chunks, in batches of up to `BATCH`, in order. Close the iterator (or leave
     `contextlib.aclosing`) to stop early: the process is killed."""
-    argv = [sys.executable, "-m", "retrieval.reader_main", job_argument(filename, max_tokens, overlap_tokens, limits)]
+    argv = [sys.executable, "-m", "file_search.reader_main", job_argument(filename, max_tokens, overlap_tokens, limits)]
     made: int | None = None
     batch: list[Chunk] = []
     async with confined(argv, limits.reader) as process:

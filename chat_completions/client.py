@@ -5,7 +5,7 @@ a refused connection, a TLS failure, a refused key, an unknown model.
 
 The failure's message is the response's error, which a tenant reads: it names the backend
 as the operator named it (`name`: "the inference backend", or a deployment's id), never by
-its URL, and what the backend said is redacted (`activities/redaction.py`). The operator's
+its URL, and what the backend said is redacted (`chat_completions/redaction.py`). The operator's
 log says at which URL a setting needs fixing (a refused key, a host that does not resolve).
 
 Deliberately small. The `openai` SDK transforms every request's parameters recursively,
@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from activities.redaction import redacted
+from chat_completions.redaction import redacted
 from context.overflow import overflow_in
 from models.errors import (
     ContextWindowExceededError,

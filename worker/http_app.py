@@ -1,4 +1,6 @@
-"""The ASGI app factory."""
+"""The HTTP app `serve` and `dev` run: the API's routes (`api/`), the WebSocket mode of
+`/v1/responses` (`websocket_mode/`) and the approvals inbox (`inbox/`), behind the host check
+and the access middleware. It stands above all three, so none of them imports another's door."""
 
 from __future__ import annotations
 
@@ -10,9 +12,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Route
 
 from access.egress import EgressPolicy
-from access.hosts import HostCheck
 from access.keys import KeyRing, KeyStore
-from access.middleware import AccessMiddleware
 from access.quotas import Quotas, QuotaSettings
 from api import (
     approvals,
@@ -28,21 +28,22 @@ from api import (
     vector_stores,
     webhooks,
 )
+from api.access_middleware import AccessMiddleware
 from api.admission import Admission
 from api.body import Limits
 from api.codec import CodecAccess
 from api.errors import EXCEPTION_HANDLERS
+from api.host_check import HostCheck
 from api.ingestions import Ingestions
 from api.moderations import moderation_routes
 from api.prompts import prompt_routes
 from api.runner import ResponseRunner
-from context.windows import ContextWindows
+from demo.lexical_embedder import LEXICAL_MODEL
+from file_search.embedder import Embedder
 from guardrails.moderator import Moderator
 from guardrails.policy import GuardrailPolicy
 from guardrails.settings import ModerationSettings
 from inbox.routes import inbox_routes
-from retrieval.embedder import Embedder
-from retrieval.vectors import LEXICAL_MODEL
 from sandbox.settings import SandboxSettings
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
@@ -50,9 +51,11 @@ from telemetry.metrics import guarded_metrics
 from telemetry.tracing import TracingMiddleware
 from upstream import known_models
 from upstream.admission import CapacityCheck
+from upstream.budgets import Budgets
 from upstream.catalog import ModelCatalog
 from upstream.clients import Upstreams
 from upstream.gate import UpstreamGate
+from upstream.windows import ContextWindows
 from websocket_mode.endpoint import websocket_routes
 from websocket_mode.settings import WebSocketSettings
 
@@ -223,11 +226,12 @@ def create_app(
     known_models.start(runner.registry.names())
     app.state.catalog = ModelCatalog(runner.registry)
     app.state.windows = ContextWindows(runner.registry)
-    app.state.capacity = CapacityCheck(runner.registry, repository.budgets, interactive_wait_seconds)
+    budgets = Budgets(repository.db)
+    app.state.capacity = CapacityCheck(runner.registry, budgets, interactive_wait_seconds)
     app.state.embedder = Embedder(embedding_model, runner.registry, Upstreams())
     app.state.ingestions = Ingestions(runner.client, runner.task_queue)
     app.state.sandbox = sandbox or SandboxSettings()
     app.state.websocket = websocket or WebSocketSettings()
     app.state.guardrails = GuardrailPolicy(moderation or ModerationSettings(), runner.registry, repository.strikes)
-    app.state.moderator = Moderator(runner.registry, Upstreams(), UpstreamGate(runner.registry, repository.budgets))
+    app.state.moderator = Moderator(runner.registry, Upstreams(), UpstreamGate(runner.registry, budgets))
     return app

@@ -1,0 +1,40 @@
+"""The packages stand on floors (`docs/development.md`, "Layout"): each imports only from
+floors below its own, so no two packages import each other and the house reads top to
+bottom. An import that runs up or sideways fails here, named with its file."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support.house import ROOT, folders, imports_between_packages, packages
+
+ROW = re.compile(r"^\| (?P<floor>\d+) \| (?P<packages>[^|]+) \|")
+PACKAGE = re.compile(r"`([a-z_]+)/`")
+
+
+def floors() -> dict[str, int]:
+    """Each package -> its floor, as the layout table in `docs/development.md` says."""
+    text = (ROOT / "docs" / "development.md").read_text()
+    table = text[text.index("## Layout: packages as floors") :]
+    placed: dict[str, int] = {}
+    for line in table.splitlines():
+        if row := ROW.match(line):
+            for package in PACKAGE.findall(row["packages"]):
+                assert package not in placed, f"{package}/ stands on two floors"
+                placed[package] = int(row["floor"])
+    return placed
+
+
+def test_every_package_stands_on_a_floor() -> None:
+    assert set(packages()) <= set(folders())
+    assert sorted(floors()) == folders()
+
+
+def test_every_import_runs_down() -> None:
+    floor = floors()
+    wrong = [
+        f"{importer}/ (floor {floor[importer]}) imports {imported}/ (floor {floor[imported]}): {', '.join(arrows)}"
+        for (importer, imported), arrows in sorted(imports_between_packages().items())
+        if floor[imported] >= floor[importer]
+    ]
+    assert not wrong, "\n".join(wrong)
