@@ -28,6 +28,7 @@ from chat_completions.client import ChatBackend, HeadersSeen
 from chat_completions.stream_assembler import StreamAssembler
 from chat_completions.streamed import streamed_from_events
 from chat_completions.tool_table import ToolTable
+from chat_completions.turn_messages import TurnMessages, turn_messages
 from context import compaction
 from context.plan import Compact, Send, compaction_threshold, overflow, plan
 from context.tokens import message_tokens, messages_tokens, request_tokens
@@ -131,15 +132,9 @@ class InferenceActivities:
             functions = await self.repository.parked.whole_functions(request.response.id, request.mcp_functions)
             set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
             table = ToolTable(request.response.tools, functions, set_up=set_up)
-            box = self.repository.secret_box
-            conversation = converter.items_to_messages(
-                [sealed_items.opened(box, item, request.project) for item in converter.parse_items(start.conversation)],
-                table,
-                compacted=sealed_items.compaction_renderer(box, request.project),
-            )
             tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
-            context = self._context(request, start, table, tool_results)
-            messages = compaction.from_latest(conversation + context)
+            assembled = self._messages(request, start, table, tool_results)
+            context, messages = assembled.context, assembled.sent
             if not request.response.generate:  # WebSocket mode's warm-up: the input is context now
                 result = InferenceResult(output=[], finish_reason="stop", usage=Usage())
                 await self.repository.turns.record(
@@ -454,23 +449,23 @@ class InferenceActivities:
             )
         return carried
 
-    def _context(
-        self, request: InferenceInput, inputs: TurnStart, table: ToolTable, tool_results: dict[str, str]
-    ) -> list[dict[str, Any]]:
-        if request.turn > 0 and not request.from_start:
-            return inputs.context + converter.tool_messages(tool_results)
+    def _messages(
+        self, request: InferenceInput, start: TurnStart, table: ToolTable, tool_results: dict[str, str]
+    ) -> TurnMessages:
+        """The turn's messages (`chat_completions/turn_messages.py`), its items opened."""
         box = self.repository.secret_box
-        items = [sealed_items.opened(box, item, request.project) for item in converter.parse_items(inputs.items)]
-        # Results of calls the previous response left open (approved, refused, unanswered)
-        # follow its context; those of requests passed back in `input` follow them there.
-        in_items = {item.id for item in items if item.type == "mcp_approval_request"}
-        closing = {call_id: text for call_id, text in tool_results.items() if call_id not in in_items}
-        return (
-            inputs.context
-            + converter.tool_messages(closing)
-            + converter.items_to_messages(
-                items, table, tool_results, compacted=sealed_items.compaction_renderer(box, request.project)
-            )
+
+        def opened(stored: list[dict[str, Any]]) -> list[Any]:
+            return [sealed_items.opened(box, item, request.project) for item in converter.parse_items(stored)]
+
+        reads_input = request.turn == 0 or request.from_start
+        return turn_messages(
+            table,
+            conversation=opened(start.conversation),
+            known_context=start.context,
+            inputs=opened(start.items) if reads_input else None,
+            tool_results=tool_results,
+            compacted=sealed_items.compaction_renderer(box, request.project),
         )
 
 

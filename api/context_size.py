@@ -13,6 +13,7 @@ from typing import Any
 
 from chat_completions import converter
 from chat_completions.tool_table import ToolTable
+from chat_completions.turn_messages import turn_messages
 from context import compaction
 from context.tokens import request_tokens
 from models.errors import ContextLengthExceededError, InvalidRequestError
@@ -49,12 +50,10 @@ def request_size(
         content = compaction.open_content(item.encrypted_content, box, project)
         return compaction.rendered(item.id or "compaction", content) if content is not None else []
 
-    messages = compaction.from_latest(
-        converter.items_to_messages(history, table, compacted=compacted)
-        + known_context
-        + converter.items_to_messages(items, table, compacted=compacted)
+    messages = turn_messages(
+        table, conversation=history, known_context=known_context, inputs=items, tool_results={}, compacted=compacted
     )
-    return request_tokens(converter.build_chat_request(response, messages, None, table))
+    return request_tokens(converter.build_chat_request(response, messages.sent, None, table))
 
 
 async def check_fits(
