@@ -21,6 +21,7 @@ response is removed.
 from __future__ import annotations
 
 import asyncio
+import typing
 
 from activities.inference import InferenceActivities
 from activities.moderation import ModerationActivities
@@ -52,7 +53,10 @@ class EarlyCalls:
         if inference is None or moderation is None:
             return None
         if first.check is None:
-            return inference.begin(first.call, kept=self.worker_here)
+            # Its outcome is never None (no check to block it); Future is invariant in its type.
+            return typing.cast(
+                "asyncio.Future[InferenceResult | None] | None", inference.begin(first.call, kept=self.worker_here)
+            )
         if not self.worker_here:
             return None  # the worker's check could not take this one's verdict: it asks first
         return asyncio.ensure_future(self._checked_then_called(first, inference, moderation.begin(first.check)))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import typing
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 import mcp_types
 from mcp import Client
+from mcp_types import RequestParamsMeta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -210,7 +212,10 @@ class McpActivities:
                     )
                 sent = True
                 return await client.call_tool(
-                    call.name, arguments, progress_callback=vitals.alive, meta={IDEMPOTENCY_KEY: call.id}
+                    call.name,
+                    arguments,
+                    progress_callback=vitals.progressed,
+                    meta=typing.cast(RequestParamsMeta, {IDEMPOTENCY_KEY: call.id}),
                 )
 
         began = time.perf_counter()
@@ -240,8 +245,8 @@ class McpActivities:
             raise _application_error(error) from error
         measured("tool_error" if result.is_error else "ok")
         if result.is_error:
-            failure = McpToolExecutionError(content=content_json(result))
-            return call.model_copy(update={"error": failure, "status": "failed"})
+            refused = McpToolExecutionError(content=content_json(result))
+            return call.model_copy(update={"error": refused, "status": "failed"})
         return call.model_copy(update={"output": output_text(result), "status": "completed"})
 
     async def _headers(self, response_id: str, server_label: str) -> dict[str, str]:
@@ -263,9 +268,14 @@ class _Vitals:
         self.client: Client | None = None
         self.last = asyncio.get_running_loop().time()
 
-    def alive(self, *_progress: object) -> None:
+    def alive(self) -> None:
         self.last = asyncio.get_running_loop().time()
         activity.heartbeat()
+
+    async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        """The tool reported progress (the client awaits this: a plain function here made
+        each report an error in the log)."""
+        self.alive()
 
     def connected(self, client: Client) -> None:
         self.client = client

@@ -147,7 +147,7 @@ def listed_tool(tool: mcp_types.Tool) -> McpListedTool:
 
 def output_text(result: mcp_types.CallToolResult) -> str:
     """A tool result as text, as OpenAI's `mcp_call.output` carries it."""
-    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    texts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
     if texts:
         return "\n".join(texts)
     if result.structured_content is not None:

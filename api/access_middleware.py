@@ -9,6 +9,7 @@ never runs its `finally` when the client leaves before the first frame."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -52,7 +53,7 @@ class AccessMiddleware:
             return
         state = scope.setdefault("state", {})
         state["principal"] = principal
-        state["at_end"] = at_end = []
+        state["at_end"] = at_end = list[Callable[[], None]]()
         try:
             await self.app(scope, receive, send)
         finally:

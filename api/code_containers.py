@@ -33,6 +33,7 @@ from models.tools import (
     CodeInterpreterTool,
     ShellContainerAuto,
     ShellContainerReference,
+    ShellLocalEnvironment,
     ShellTool,
 )
 from sandbox.settings import SandboxSettings
@@ -63,6 +64,7 @@ async def code_containers(
     tools = list(request.tools)
     made: list[AutoContainer] = []
     for index, tool in enumerate(tools):
+        auto: CodeInterpreterAutoContainer | ShellContainerAuto | ShellContainerReference | ShellLocalEnvironment | None
         if isinstance(tool, CodeInterpreterTool):
             param, named, auto = f"tools[{index}].container", tool.container_id, tool.auto
         elif isinstance(tool, ShellTool) and tool.runs_here:  # a local shell is the client's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
@@ -24,7 +24,7 @@ from models.ids import new_id
 from store.conversations import ConversationRow, conversation_not_found, new_conversation
 
 
-async def _parsed(model: type, request: Request) -> Any:
+async def _parsed(model: type[BaseModel], request: Request) -> Any:
     payload = await read_json(request, limits(request))
     if "items" in payload:
         payload["items"] = with_message_types(payload["items"])

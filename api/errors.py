@@ -47,7 +47,7 @@ def from_validation_error(error: ValidationError, payload: Any = None) -> Invali
     return InvalidRequestError(f"Invalid '{param}': {message}.", param=param or None, code="invalid_value")
 
 
-def _location(location: tuple, payload: Any) -> str:
+def _location(location: tuple[int | str, ...], payload: Any) -> str:
     text = ""
     at = payload
     for index, part in enumerate(location):

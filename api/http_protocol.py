@@ -17,7 +17,7 @@ def with_header_timeout(seconds: float) -> type[HttpToolsProtocol]:
     class HeaderTimeoutProtocol(HttpToolsProtocol):
         _header_timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm()
 

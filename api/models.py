@@ -11,7 +11,8 @@ from upstream.catalog import ModelCatalog
 
 
 def _catalog(request: Request) -> ModelCatalog:
-    return request.app.state.catalog
+    found: ModelCatalog = request.app.state.catalog
+    return found
 
 
 async def list_models(request: Request) -> Response:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
@@ -18,12 +20,14 @@ from store.repository import ResponseRepository
 
 
 def repository(request: HTTPConnection) -> ResponseRepository:
-    return request.app.state.repository
+    found: ResponseRepository = request.app.state.repository
+    return found
 
 
 def principal(request: HTTPConnection) -> Principal:
     """Who the request acts for (set by `api.access_middleware`)."""
-    return request.scope.get("state", {}).get("principal", OPEN)
+    found: Principal = request.scope.get("state", {}).get("principal", OPEN)
+    return found
 
 
 def at_end(request: HTTPConnection, release: Callable[[], None]) -> None:
@@ -32,22 +36,24 @@ def at_end(request: HTTPConnection, release: Callable[[], None]) -> None:
 
 
 def limits(request: HTTPConnection) -> Limits:
-    return request.app.state.limits
+    found: Limits = request.app.state.limits
+    return found
 
 
 def project_quotas(request: HTTPConnection) -> ProjectQuotas:
     """What the request's project may keep (`access/quotas.py`)."""
-    return request.app.state.quotas.settings.project
+    found: ProjectQuotas = request.app.state.quotas.settings.project
+    return found
 
 
-def json_response(model, status_code: int = 200) -> HttpResponse:  # noqa: ANN001 - any pydantic model
+def json_response(model: BaseModel, status_code: int = 200) -> HttpResponse:
     """A model as clients see it (`WIRE`: effective values filled in)."""
     return HttpResponse(
         model.model_dump_json(by_alias=True, context=WIRE), status_code=status_code, media_type="application/json"
     )
 
 
-def list_page(data: list[dict], has_more: bool) -> HttpResponse:
+def list_page(data: list[dict[str, Any]], has_more: bool) -> HttpResponse:
     """A page of a cursor-paged list, as OpenAI's list routes answer: every list of this API
     is written here. An empty page's `first_id` and `last_id` are `""`: the SDK types some
     lists' as a string (input items, conversation items), the others' as optional."""
@@ -73,10 +79,12 @@ class PageParams:
     after: str | None
     before: str | None
     limit: int
-    order: str
+    order: Literal["asc", "desc"]
 
 
-def page_params(request: Request, *, with_before: bool = False, default_order: str = "desc") -> PageParams:
+def page_params(
+    request: Request, *, with_before: bool = False, default_order: Literal["asc", "desc"] = "desc"
+) -> PageParams:
     query = request.query_params
     try:
         limit = int(query.get("limit", "20"))
@@ -84,9 +92,13 @@ def page_params(request: Request, *, with_before: bool = False, default_order: s
         raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit") from None
     if not 1 <= limit <= 100:
         raise InvalidRequestError("Invalid 'limit': expected an integer from 1 to 100.", param="limit")
-    order = query.get("order", default_order)
-    if order not in ("asc", "desc"):
-        raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
+    match query.get("order", default_order):
+        case "asc":
+            order: Literal["asc", "desc"] = "asc"
+        case "desc":
+            order = "desc"
+        case _:
+            raise InvalidRequestError("Invalid 'order': expected 'asc' or 'desc'.", param="order")
     after, before = query.get("after"), query.get("before") if with_before else None
     for name, cursor in (("after", after), ("before", before)):
         if cursor is not None and not plausible_id(cursor):

@@ -47,6 +47,8 @@ class OutputFold:
                     continue  # two polls at once read the same events: each is folded once
                 self.last_sequence = sequence
             kind, index = event["type"], event.get("output_index")
+            if not isinstance(index, int):
+                continue  # each event folded here is of an output item
             if kind == "response.output_item.added":
                 self._forget(index)
                 self.items[index] = copy.deepcopy(event["item"])

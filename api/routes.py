@@ -31,15 +31,18 @@ log = logging.getLogger(__name__)
 
 
 def _runner(request: HTTPConnection) -> ResponseRunner:
-    return request.app.state.runner
+    found: ResponseRunner = request.app.state.runner
+    return found
 
 
 def _admission(request: Request) -> Admission:
-    return request.app.state.admission
+    found: Admission = request.app.state.admission
+    return found
 
 
 def _quotas(request: Request) -> Quotas:
-    return request.app.state.quotas
+    found: Quotas = request.app.state.quotas
+    return found
 
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}

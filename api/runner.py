@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Started:
-    handle: WorkflowHandle
+    handle: WorkflowHandle[Any, Any]
     handover: asyncio.Future[Response] | None
     """Resolved in-process with the response's end, when its workflow runs on this worker."""
 
@@ -270,7 +270,7 @@ class ResponseRunner:
         handle = self.client.get_workflow_handle(response_id, result_type=ResponseEnded)
         return await self._ended(handle)
 
-    async def _ended(self, handle: WorkflowHandle) -> Response:
+    async def _ended(self, handle: WorkflowHandle[Any, Any]) -> Response:
         """The response as its store keeps it once its workflow has ended (the first end
         written stays there, while a workflow task that ran again may have computed another)."""
         try:
@@ -337,7 +337,7 @@ def _tool_names(response: Response) -> list[str]:
     ]
 
 
-def _started_here(handle: WorkflowHandle) -> bool:
+def _started_here(handle: WorkflowHandle[Any, Any]) -> bool:
     """Whether Temporal accepted the eager start, handing the first workflow task to this
     process's worker (the SDK records it on the handle)."""
     return bool(getattr(handle, "__temporal_eagerly_started", False))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import HTTPConnection
 
@@ -31,7 +32,8 @@ log = logging.getLogger(__name__)
 
 
 def _runner(request: HTTPConnection) -> ResponseRunner:
-    return request.app.state.runner
+    found: ResponseRunner = request.app.state.runner
+    return found
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ async def streams_before_start(repository: ResponseRepository, launched: Launche
                 return False  # it ended without a word (it failed): the start decides
             written = asyncio.ensure_future(waiter.wait())
             try:
-                await asyncio.wait({launch.starting, written, launch.early}, return_when=asyncio.FIRST_COMPLETED)
+                racing: set[asyncio.Future[Any]] = {launch.starting, written, launch.early}
+                await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 written.cancel()
         finally:

@@ -7,7 +7,7 @@ be, and the file goes into the store a part at a time (`Upload.pieces`). The Fil
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from dataclasses import dataclass
 
 from starlette.datastructures import FormData, UploadFile
@@ -68,7 +68,7 @@ class Upload:
         await self.form.close()
 
 
-async def _body(request: Request) -> AsyncIterator[bytes]:
+async def _body(request: Request) -> AsyncGenerator[bytes, None]:
     """The request's body as it arrives, refused once it is longer than a file may be."""
     declared = request.headers.get("content-length", "")
     most = LIMITS.max_file_bytes + MULTIPART_OVERHEAD_BYTES

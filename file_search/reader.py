@@ -16,7 +16,7 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import orjson
 
@@ -42,7 +42,7 @@ async def read_chunks(
     max_tokens: int,
     overlap_tokens: int,
     limits: IngestionLimits = LIMITS,
-) -> AsyncIterator[list[Chunk]]:
+) -> AsyncGenerator[list[Chunk], None]:
     """The file's chunks, in batches of up to `BATCH`, in order. Close the iterator (or leave
     `contextlib.aclosing`) to stop early: the process is killed."""
     argv = [sys.executable, "-m", "file_search.reader_main", job_argument(filename, max_tokens, overlap_tokens, limits)]

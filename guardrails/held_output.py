@@ -39,16 +39,21 @@ STREAMED_KINDS = ("message", "reasoning")
 
 
 class GrowingText(Protocol):
-    length: int
+    @property
+    def length(self) -> int: ...
 
     def tail(self, characters: int) -> str: ...
 
 
 class HeldItem(Protocol):
-    id: str
-    type: str
-    sent: int
-    growing: GrowingText
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def sent(self) -> int: ...
+    @property
+    def growing(self) -> GrowingText: ...
 
 
 WINDOWS_A_CHECK = MAX_INPUTS

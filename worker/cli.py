@@ -48,7 +48,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def _command(
-    commands: argparse._SubParsersAction, name: str, summary: str, description: str
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str, description: str
 ) -> argparse.ArgumentParser:
     return commands.add_parser(name, help=summary, description=description, formatter_class=_HelpFormatter)
 
@@ -322,6 +322,7 @@ async def _run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _on_signal, shutdown, grace_seconds)
+    role: Coroutine[Any, Any, Any]
     match args.command:
         case "dev":
             role = run_dev(
@@ -387,7 +388,7 @@ async def _until_stopped(role: Coroutine[Any, Any, Any], shutdown: Shutdown, gra
     return 0 if running.result() in (None, 0) else int(running.result())
 
 
-def _event_loop_run(main_coroutine):  # noqa: ANN001, ANN202
+def _event_loop_run(main_coroutine: Coroutine[Any, Any, int]) -> int:
     """uvloop where it is installed (Linux and macOS): ~15% less CPU per response than asyncio's
     own loop, measured with `bench/`."""
     try:

@@ -24,10 +24,9 @@ import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from activities.code_execution import CodeExecutionActivities
 from activities.shell_execution import ShellActivities
@@ -89,10 +88,10 @@ class HostChores:
                 rows[row.id] = dataclasses.replace(row, status="expired")
                 log.info("container %s expired (idle past its expires_after)", row.id)
         for container_id in self.host.containers():
-            row = rows.get(container_id)
-            if row is None and _younger_than(self.host.directory(container_id), UNKNOWN_KEPT_SECONDS):
+            found = rows.get(container_id)
+            if found is None and _younger_than(self.host.directory(container_id), UNKNOWN_KEPT_SECONDS):
                 continue  # placed since the rows were read
-            if row is None or row.status != "running":
+            if found is None or found.status != "running":
                 await self.host.remove(container_id)
         for row in rows.values():
             if row.status == "deleted":  # its host has removed it: nothing is left of it
@@ -114,7 +113,12 @@ class ContainerChores:
 
 @contextlib.asynccontextmanager
 async def code_execution(
-    client: Client, settings: Settings, repository: ResponseRepository, *, grace: timedelta, as_version: dict[str, Any]
+    client: Client,
+    settings: Settings,
+    repository: ResponseRepository,
+    *,
+    grace: timedelta,
+    deployment_config: WorkerDeploymentConfig | None,
 ) -> AsyncIterator[list[Worker]]:
     """This host's workers for code, and its chores while they run (none when this server
     runs no code)."""
@@ -130,14 +134,14 @@ async def code_execution(
         Worker(
             client,
             task_queue=execution.sandbox_task_queue,
-            **as_version,
+            deployment_config=deployment_config,
             activities=[activities.place_container, activities.container_lost],
             graceful_shutdown_timeout=grace,
         ),
         Worker(
             client,
             task_queue=execution.host_task_queue(this_host),
-            **as_version,
+            deployment_config=deployment_config,
             activities=[activities.run_code, shells.run_shell],
             max_concurrent_activities=MAX_CONCURRENT_COMMANDS,
             graceful_shutdown_timeout=grace,

@@ -61,7 +61,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def start_temporal(data_dir: Path, port: int, ui_port: int, codec_endpoint: str | None = None) -> subprocess.Popen:
+def start_temporal(
+    data_dir: Path, port: int, ui_port: int, codec_endpoint: str | None = None
+) -> subprocess.Popen[bytes]:
     """`codec_endpoint`: where the UI asks to decode the payloads the codec encrypted."""
     log_file = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - lives as long as the child
     command = [
@@ -93,7 +95,7 @@ def start_temporal(data_dir: Path, port: int, ui_port: int, codec_endpoint: str 
     return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
 
 
-def stop_child(child: subprocess.Popen, timeout: float = 10) -> None:
+def stop_child(child: subprocess.Popen[bytes], timeout: float = 10) -> None:
     if child.poll() is not None:
         return
     child.terminate()

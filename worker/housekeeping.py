@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from store.leases import Leases
@@ -26,7 +26,7 @@ LEASE_ROUNDS = 2.5
 
 
 async def keep_house(
-    chores: dict[str, Chore],
+    chores: Mapping[str, Chore],
     interval_seconds: float,
     stop: asyncio.Event,
     *,

@@ -10,13 +10,15 @@ import asyncio
 import contextlib
 import gc
 import logging
+import math
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 import uvicorn
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 from temporalio.client import Client
 
 from access.keys import KeyStore
@@ -230,7 +232,7 @@ class _QuietServer(uvicorn.Server):
     """Signals belong to the CLI, which turns them into `stop`; uvicorn must not take them."""
 
     @contextmanager
-    def capture_signals(self):  # noqa: ANN201
+    def capture_signals(self) -> Iterator[None]:
         yield
 
 
@@ -254,11 +256,11 @@ async def _check_open(settings: Settings, host: str, repository: ResponseReposit
 
 
 async def _serve_http(
-    app,
+    app: ASGIApp,
     host: str,
     port: int,
     stop: asyncio.Event,
-    grace_seconds: float,  # noqa: ANN001
+    grace_seconds: float,
     header_timeout_seconds: float = 10.0,
     *,
     closing: asyncio.Event | None = None,
@@ -273,7 +275,7 @@ async def _serve_http(
             port=port,
             log_level="warning",
             lifespan="off",
-            timeout_graceful_shutdown=grace_seconds,
+            timeout_graceful_shutdown=math.ceil(grace_seconds),
             http=with_header_timeout(header_timeout_seconds),
         )
     )

@@ -255,11 +255,10 @@ async def build_worker(
     versioned = deployment_config(
         settings.worker_deployment_name, settings.worker_build_id, settings.worker_versioning_behavior
     )
-    as_version = {"deployment_config": versioned} if versioned is not None else {}
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        **as_version,
+        deployment_config=versioned,
         # The side queues' work is registered here too, for responses that started before
         # those queues existed (their calls and deliveries are scheduled on this queue).
         workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
@@ -289,7 +288,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["mcp_task_queue"],
-            **as_version,
+            deployment_config=versioned,
             activities=[mcp.call_mcp_tool, searching.web_search],
             max_concurrent_activities=settings.mcp_concurrent_calls,
             graceful_shutdown_timeout=grace,
@@ -297,7 +296,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=ingestion_task_queue(settings.task_queue),
-            **as_version,
+            deployment_config=versioned,
             workflows=[FileIngestionWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[
@@ -313,7 +312,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["webhook_task_queue"],
-            **as_version,
+            deployment_config=versioned,
             workflows=[WebhookDeliveryWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[webhooks.deliver_webhook],
@@ -325,7 +324,7 @@ async def build_worker(
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
-    running_code = code_execution(client, settings, repository, grace=grace, as_version=as_version)
+    running_code = code_execution(client, settings, repository, grace=grace, deployment_config=versioned)
     side_workers += await running_code.__aenter__()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
@@ -377,7 +376,7 @@ on one would hold the stop until the process is killed; past this bound the proc
 it to Temporal, which hands the task to the next worker when its timeout passes."""
 
 
-async def _left_within(leaving: asyncio.Future[None], seconds: float) -> None:
+async def _left_within(leaving: asyncio.Future[Any], seconds: float) -> None:
     done, _ = await asyncio.wait({leaving}, timeout=seconds)
     if leaving in done:
         leaving.result()

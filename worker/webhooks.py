@@ -44,13 +44,15 @@ REPORT_SECONDS = 10.0
 def backoff_seconds(policy: WebhookPolicy, attempts: int, jitter: float) -> float:
     """After `attempts` failed attempts: exponential within the policy, with jitter."""
     ceiling = min(policy.maximum_interval_seconds, policy.initial_interval_seconds * 2**attempts)
-    return ceiling * (0.5 + jitter / 2)
+    return float(ceiling * (0.5 + jitter / 2))
 
 
 def cooldown_seconds(policy: WebhookPolicy, failures: int) -> float:
-    return min(
-        max(policy.maximum_interval_seconds, CIRCUIT_BASE_SECONDS),
-        CIRCUIT_BASE_SECONDS * 2 ** (failures - CIRCUIT_THRESHOLD),
+    return float(
+        min(
+            max(policy.maximum_interval_seconds, CIRCUIT_BASE_SECONDS),
+            CIRCUIT_BASE_SECONDS * 2 ** (failures - CIRCUIT_THRESHOLD),
+        )
     )
 
 

@@ -1,14 +1,19 @@
-"""The type checker passes, strict, where the house's decisions and data live: `models/`,
-`workflows/` and `store/` (`[tool.mypy]` in `pyproject.toml`). A finding fails the suite,
-naming it. Apart from `tests/unit/`: a first run takes a minute."""
+"""The type checker passes, strict, over every package the project installs (`[tool.mypy]` in
+`pyproject.toml`; a new package is checked from its first commit, or this fails). A finding
+fails the suite, naming it. Apart from `tests/unit/`: a first run takes a minute."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+import tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.house import ROOT, packages
+
+
+def test_every_installed_package_is_checked() -> None:
+    checked = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    assert sorted(checked) == sorted(packages())
 
 
 def test_mypy_strict_finds_nothing() -> None:
