@@ -12,6 +12,8 @@ COPY pyproject.toml README.md ./
 COPY access ./access
 COPY activities ./activities
 COPY api ./api
+COPY http_plumbing ./http_plumbing
+COPY response_service ./response_service
 COPY chat_completions ./chat_completions
 COPY context ./context
 COPY demo ./demo

@@ -1,7 +1,7 @@
 """The first turn's model call, begun while the response's workflow is being started.
 
 A model call changes nothing in the world, so nothing requires it to wait until the workflow's
-start is durable; only what a client is shown does (`api/starting.py`). The API begins the
+start is durable; only what a client is shown does (`response_service/starting.py`). The API begins the
 first turn's call beside the start when the workflow's input alone fixes what it asks
 (`workflows/turn_input.py`), and the workflow's own execution of that turn adopts it:
 

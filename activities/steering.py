@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class StartsResponses(Protocol):
-    """What starts a response's workflow (`api/runner.py`'s `ResponseRunner`, one floor up)."""
+    """What starts a response's workflow (`response_service/runner.py`'s `ResponseRunner`, one floor up)."""
 
     async def start(
         self, response: Response, *, emit_events: bool, if_never_started: bool, listings: list[McpListing], project: str

@@ -22,8 +22,8 @@ from starlette.responses import Response
 from temporalio.api.common.v1 import Payload, Payloads
 
 from access.keys import KeyRing as ApiKeys
-from api.body import read_json
-from api.errors import error_response
+from http_plumbing.body import read_json
+from http_plumbing.errors import error_response
 from models.errors import ApiError, AuthenticationError, InvalidRequestError, NotFoundError, SealedElsewhereError
 from sealing.payload_codec import EncryptedPayloads
 

@@ -9,111 +9,33 @@ comes back after each command.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 import time
-from typing import Any
 
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
-from access.egress import EgressPolicy
-from api.body import read_model
-from api.files import file_not_found
-from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
-from api.uploads import is_multipart, upload_of
+from http_plumbing.body import read_model
+from http_plumbing.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
+from http_plumbing.uploads import is_multipart, upload_of
 from models.containers import (
     DEFAULT_EXPIRY_MINUTES,
-    MEMORY_LIMITS,
     ContainerFileFromId,
     CreateContainer,
-    NetworkAllowlist,
     network_policy_as_stored,
 )
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
+from response_service.containers import (
+    DATA,
+    check_container_options,
+    container_not_found,
+    file_not_found,
+    new_container,
+)
 from store.containers import ContainerFileRow, ContainerRow
 
-DATA = "/mnt/data"
 MAX_BODY_BYTES = 1024 * 1024
-
-
-def container_not_found(container_id: str, param: str | None = "container_id") -> NotFoundError:
-    return NotFoundError(f"Container with id '{container_id}' not found.", param=param)
-
-
-async def check_container_options(
-    most: str, memory_limit: str, network_policy: Any, egress: EgressPolicy, prefix: str = ""
-) -> None:
-    """What this server gives a container: memory up to `most` (`SANDBOX_MAX_MEMORY`), and a
-    way out only to domains the egress guard lets it reach (one that resolves to a private
-    address is refused here; one that does not resolve now is checked again at each connection)."""
-    if MEMORY_LIMITS[memory_limit] > MEMORY_LIMITS[most]:
-        raise InvalidRequestError(
-            f"Invalid '{prefix}memory_limit': this server gives a container at most {most} (SANDBOX_MAX_MEMORY).",
-            param=f"{prefix}memory_limit",
-            code="invalid_value",
-        )
-    if isinstance(network_policy, NetworkAllowlist):
-        refused = await asyncio.gather(*(_refused(domain, egress) for domain in network_policy.allowed_domains))
-        for index, (domain, no) in enumerate(zip(network_policy.allowed_domains, refused, strict=True)):
-            if no:
-                raise InvalidRequestError(
-                    f"Invalid '{prefix}network_policy.allowed_domains[{index}]': {domain} resolves to an address "
-                    "this server may not reach.",
-                    param=f"{prefix}network_policy.allowed_domains[{index}]",
-                    code="invalid_value",
-                )
-
-
-RESOLVE_SECONDS = 2.0
-
-
-async def _refused(domain: str, egress: EgressPolicy) -> bool:
-    """Whether `domain` resolves, now, to an address the egress guard refuses."""
-    try:
-        found = await asyncio.wait_for(
-            asyncio.get_running_loop().getaddrinfo(domain, 443, type=socket.SOCK_STREAM), RESOLVE_SECONDS
-        )
-    except (OSError, UnicodeError, TimeoutError):
-        return False
-    addresses = {ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]) for *_, sockaddr in found}
-    return any(not egress.allows(domain, address) for address in addresses)
-
-
-async def new_container(
-    request: HTTPConnection,
-    *,
-    name: str,
-    memory_limit: str,
-    minutes: int,
-    network_policy: dict[str, Any],
-    file_ids: list[str],
-    param: str,
-    container_id: str | None = None,
-) -> ContainerRow:
-    """A container of the request's project, with copies of `file_ids` (named by `param`)."""
-    project = principal(request).project
-    store = repository(request)
-    found = await store.files.some(file_ids, project) if file_ids else {}
-    for index, file_id in enumerate(file_ids):
-        if file_id not in found:
-            raise file_not_found(file_id, f"{param}[{index}]")
-    now = int(time.time())
-    row = ContainerRow(
-        container_id or new_id("cntr"), project, name, memory_limit, minutes, network_policy, None, "running", now, now
-    )
-    await store.containers.create(row, project_quotas(request))
-    for file_id in dict.fromkeys(file_ids):
-        source = found[file_id]
-        copy = new_id("cfile")
-        await store.files.copy_parts(file_id, copy)
-        await store.containers.add_file(
-            ContainerFileRow(copy, row.id, f"{DATA}/{source.filename}", source.bytes, "user", now, False),
-            project_quotas(request),
-        )
-    return row
 
 
 async def create_container(request: Request) -> HttpResponse:

@@ -15,18 +15,18 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response as HttpResponse
 
-from api.body import read_json
-from api.context_size import check_compactions, request_size
-from api.params import at_end, json_response, limits, principal
-from api.params import repository as _repository
-from api.preparation import history_of, resolved, validate
-from api.routes import ended, prepared_for
-from api.starting import kept_and_started
+from api.responses import ended
+from http_plumbing.body import read_json
+from http_plumbing.params import at_end, json_response, limits, principal
+from http_plumbing.params import repository as _repository
 from models.context import CompactedResponse, InputTokenCount
 from models.errors import ApiError, InvalidRequestError, RateLimitedError
 from models.ids import new_id
 from models.items import CompactionItem
 from models.responses import Response, Usage
+from response_service.context_size import check_compactions, request_size
+from response_service.preparation import history_of, prepared_for, resolved, validate
+from response_service.starting import kept_and_started
 
 COMPACT_PARAMETERS = frozenset(
     {

@@ -14,13 +14,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.body import read_json
-from api.errors import from_validation_error
-from api.params import limits, list_page, page_params, plausible_id, principal, repository
-from api.preparation import as_stored, resolved, with_message_types
+from http_plumbing.body import read_json
+from http_plumbing.errors import from_validation_error
+from http_plumbing.params import limits, list_page, page_params, plausible_id, principal, repository
 from models.conversations import AddConversationItems, CreateConversation, ItemsQuery, UpdateConversation
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
+from response_service.preparation import as_stored, resolved, with_message_types
 from store.conversations import ConversationRow, conversation_not_found, new_conversation
 
 

@@ -1,5 +1,5 @@
 """Route handlers of OpenAI's Files API (`/v1/files`): upload (multipart, as the `openai`
-SDK's `files.create` sends it, streamed: `api/uploads.py`), list, retrieve, download and
+SDK's `files.create` sends it, streamed: `http_plumbing/uploads.py`), list, retrieve, download and
 delete, each in the key's project. A file is at most `IngestionLimits.max_file_bytes`; its
 name is kept (at most 512 characters, no control characters). A download streams out a part
 at a time; the project's quotas of files and bytes are checked as the file's row is written.
@@ -14,17 +14,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 
-from api.params import list_page, page_params, plausible_id, principal, project_quotas, repository
-from api.uploads import upload_of
-from models.errors import InvalidRequestError, NotFoundError
+from http_plumbing.params import list_page, page_params, plausible_id, principal, project_quotas, repository
+from http_plumbing.uploads import upload_of
+from models.errors import InvalidRequestError
 from models.ids import new_id
+from response_service.containers import file_not_found
 from store.files import FileRow
 
 PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
-
-
-def file_not_found(file_id: str, param: str | None = None) -> NotFoundError:
-    return NotFoundError(f"No such File object: {file_id}", param=param)
 
 
 async def create_file(request: Request) -> HttpResponse:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.params import json_response
+from http_plumbing.params import json_response
 from models.model_objects import ModelList
 from upstream.catalog import ModelCatalog
 

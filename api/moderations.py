@@ -11,10 +11,10 @@ from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
 
-from api.body import read_json
-from api.errors import from_validation_error
-from api.params import limits, principal
 from guardrails.moderator import ModerationError, Moderator, Subject
+from http_plumbing.body import read_json
+from http_plumbing.errors import from_validation_error
+from http_plumbing.params import limits, principal
 from models.errors import BadGatewayError, InvalidRequestError, UnavailableError
 from models.ids import new_id
 from models.moderation import CreateModeration, TextPart

@@ -1,6 +1,6 @@
 """Route handlers of the Prompts API (`/v1/prompts`, in OGX's shape): a project's prompts,
 each in integer versions, one of them the default. A response names one with `prompt`
-(`api/prompt_rendering.py`)."""
+(`response_service/prompt_rendering.py`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
 
-from api.body import read_json
-from api.errors import from_validation_error
-from api.params import limits, plausible_id, principal, project_quotas, repository
+from http_plumbing.body import read_json
+from http_plumbing.errors import from_validation_error
+from http_plumbing.params import limits, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError
 from models.prompts import CreatePrompt, PromptVersion, SetDefaultVersion, UpdatePrompt
 from store.prompts import Prompts, not_found

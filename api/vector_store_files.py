@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.params import list_page, page_params, plausible_id, project_quotas, repository
 from api.vector_stores import files_to_add, ingest, parsed, vector_store
+from http_plumbing.params import list_page, page_params, plausible_id, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from models.vector_stores import CreateFileBatch, CreateVectorStoreFile, UpdateVectorStoreFile, chunking_as_stored

@@ -15,13 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
-from api.body import ModelT, read_model
-from api.files import file_not_found
-from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from file_search.searching import search
+from http_plumbing.body import ModelT, read_model
+from http_plumbing.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError, UnavailableError, UpstreamError
 from models.ids import new_id
 from models.vector_stores import CreateVectorStore, SearchVectorStore, UpdateVectorStore, chunking_as_stored
+from response_service.containers import file_not_found
 from store.vector_store_rows import NewFile, VectorStoreFileRow, VectorStoreRow
 from telemetry import metrics
 

@@ -21,9 +21,9 @@ from starlette.responses import Response as HttpResponse
 
 from access.egress import EgressPolicy, EgressRefusedError
 from activities.webhooks import egress_refused, post_event
-from api.body import read_json
-from api.errors import from_validation_error
-from api.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
+from http_plumbing.body import read_json
+from http_plumbing.errors import from_validation_error
+from http_plumbing.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
 from models.errors import InvalidRequestError, NotFoundError
 from models.webhooks import (
     ACTION_REQUIRED,

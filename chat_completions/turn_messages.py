@@ -1,5 +1,5 @@
 """The chat messages a turn sends, put in order in one place: the API sizes a request's first
-turn with them (`api/context_size.py`) and the model's call sends them
+turn with them (`response_service/context_size.py`) and the model's call sends them
 (`activities/inference.py`), so what is refused for its length is what would have been sent.
 
 In order: the conversation's items (`conversation`), then the turn's own context (`context`,

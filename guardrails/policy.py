@@ -1,5 +1,5 @@
 """The API's side of the guardrail seam: what a request's checks will be, and whether its
-`safety_identifier` may ask at all. Called from `api/preparation.py` for every request (HTTP
+`safety_identifier` may ask at all. Called from `response_service/preparation.py` for every request (HTTP
 and WebSocket), before anything is kept."""
 
 from __future__ import annotations

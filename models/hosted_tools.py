@@ -7,7 +7,7 @@ becomes the tool's call item (`item_type`, its id prefixed `id_prefix`, made by 
 from the model's arguments); the item's id is the chat tool-call id. Which layer reads what:
 
 - the request (`models/tools.py`): the tool types that ask for it (`tool_types`);
-- the API (`api/preparation.py`): the id prefix of its items sent back as input;
+- the API (`response_service/preparation.py`): the id prefix of its items sent back as input;
 - the tool table (`chat_completions/tool_table.py`): the function it offers, under a name kept unique;
 - the chat dialect (`chat_completions/converter.py`, `chat_completions/stream_assembler.py`): the item
   a call becomes, announced by the step that runs it, not by the stream;

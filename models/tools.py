@@ -120,7 +120,7 @@ class CodeInterpreterTool(WireModel):
     """Offered to the model as a `code_interpreter(code)` function whose calls run in a
     container (`sandbox/`), when the server runs code; accepted and not offered when it does
     not. The API turns `"auto"` into a container made for the response: from then on
-    `container` is that container's id (`api/preparation.py`)."""
+    `container` is that container's id (`response_service/preparation.py`)."""
 
     type: Literal["code_interpreter"]
     container: Annotated[str, Field(min_length=1, max_length=80)] | CodeInterpreterAutoContainer
@@ -162,7 +162,7 @@ class ShellTool(WireModel):
     """The shell: offered to the model as a `shell(commands, timeout_ms, max_output_length)`
     function. In a container (`container_auto`, `container_reference`) its calls run here
     (`sandbox/`), when the server runs code: the API turns `container_auto` into a container
-    made for the response, from then on a `container_reference` (`api/code_containers.py`).
+    made for the response, from then on a `container_reference` (`response_service/code_containers.py`).
     In a `local` environment, or none, its calls go back to the client as `shell_call` items
     (`models/client_tools.py`)."""
 

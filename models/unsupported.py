@@ -1,5 +1,5 @@
 """A parameter a request may not have here, raised inside validation (any model's): the API
-turns it into a 400 `unsupported_parameter` that names it (`api/errors.py`)."""
+turns it into a 400 `unsupported_parameter` that names it (`http_plumbing/errors.py`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Temporal histories waiting to be erased. A response's rows go in one transaction with the
 request to erase its history, so nothing the store forgets stays readable in Temporal for
-longer than it takes a worker to get to it (`api/history_eraser.py`)."""
+longer than it takes a worker to get to it (`response_service/history_eraser.py`)."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ class ResponseRepository:
         self.webhook_endpoints = WebhookEndpoints(db, secret_box)
         self.webhook_outbox = WebhookOutbox(db)
         self.history_deletions = HistoryDeletions(db)
-        """Temporal histories to erase (`api/history_eraser.py`)."""
+        """Temporal histories to erase (`response_service/history_eraser.py`)."""
         self.mcp_secrets = McpSecretsStore(db, secret_box)
         """MCP `headers` and `authorization`, sealed for the response's project."""
         self.dispatches = ToolDispatches(db)

@@ -310,7 +310,7 @@ tool_dispatches = Table(
 
 # Temporal histories to erase: a response deleted, unstored, expired, or of a deleted
 # conversation leaves its workflow id here in the transaction that removes its rows; the
-# history is deleted once its workflow has ended (`api/history_eraser.py`).
+# history is deleted once its workflow has ended (`response_service/history_eraser.py`).
 history_deletions = Table(
     "history_deletions",
     metadata,

@@ -1,12 +1,12 @@
 """The messages a client sends: `response.create` and `response.steer`, parsed and checked
-as HTTP's bodies are (`api/body.py`), or refused naming the parameter."""
+as HTTP's bodies are (`http_plumbing/body.py`), or refused naming the parameter."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from api.body import Limits, parse_json
+from http_plumbing.body import Limits, parse_json
 from models.errors import InvalidRequestError
 
 MAX_STREAM_ID_CHARACTERS = 128

@@ -21,10 +21,10 @@ import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from access.principal import Principal
-from api.body import Limits
-from api.params import principal
-from api.runner import ResponseRunner
+from http_plumbing.body import Limits
+from http_plumbing.params import principal
 from models.errors import ApiError, InvalidRequestError, RateLimitedError, StoreUnavailableError, UnavailableError
+from response_service.runner import ResponseRunner
 from store.repository import ResponseRepository
 from websocket_mode.client_events import ClientEventError, CreateEvent, SteerEvent, parse
 from websocket_mode.held import HeldResponses

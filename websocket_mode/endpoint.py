@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
-from api.errors import refuse_upgrade
+from http_plumbing.errors import refuse_upgrade
 from models.errors import NotFoundError, PermissionDeniedError
 from websocket_mode.connection import Connection
 from websocket_mode.responding import respond

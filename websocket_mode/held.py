@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from api.runner import ResponseRunner
+from response_service.runner import ResponseRunner
 
 
 class HeldResponses:

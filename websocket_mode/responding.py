@@ -10,12 +10,11 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from access.quotas import Quotas
-from api.admission import Admission
-from api.preparation import PreparedResponse
-from api.routes import prepared_for
-from api.sse import logged_events
-from api.starting import kept_and_started
+from http_plumbing.sse import logged_events
 from models.errors import ApiError
+from response_service.admission import Admission
+from response_service.preparation import PreparedResponse, prepared_for
+from response_service.starting import kept_and_started
 from telemetry import metrics
 from websocket_mode.client_events import CreateEvent
 from websocket_mode.connection import Connection, Lane

@@ -14,10 +14,10 @@ steer).
 from __future__ import annotations
 
 from access.egress import EgressPolicy
-from api.preparation import user_input
 from models.errors import ApiError
 from models.ids import new_id
 from models.steering import MAX_PENDING_STEERS
+from response_service.preparation import user_input
 from websocket_mode.client_events import SteerEvent
 from websocket_mode.connection import Connection, Lane
 from websocket_mode.server_events import steer_accepted, steer_failed, steer_pending

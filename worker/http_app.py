@@ -23,27 +23,27 @@ from api import (
     files,
     health,
     models,
-    routes,
+    responses,
     vector_store_files,
     vector_stores,
     webhooks,
 )
-from api.access_middleware import AccessMiddleware
-from api.admission import Admission
-from api.body import Limits
 from api.codec import CodecAccess
-from api.errors import EXCEPTION_HANDLERS
-from api.host_check import HostCheck
 from api.ingestions import Ingestions
 from api.moderations import moderation_routes
 from api.prompts import prompt_routes
-from api.runner import ResponseRunner
 from demo.lexical_embedder import LEXICAL_MODEL
 from file_search.embedder import Embedder
 from guardrails.moderator import Moderator
 from guardrails.policy import GuardrailPolicy
 from guardrails.settings import ModerationSettings
+from http_plumbing.access_middleware import AccessMiddleware
+from http_plumbing.body import Limits
+from http_plumbing.errors import EXCEPTION_HANDLERS
+from http_plumbing.host_check import HostCheck
 from inbox.routes import inbox_routes
+from response_service.admission import Admission
+from response_service.runner import ResponseRunner
 from sandbox.settings import SandboxSettings
 from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
@@ -163,14 +163,14 @@ def create_app(
     middleware.append(Middleware(AccessMiddleware, ring=ring, quotas=per_key))
     app = Starlette(
         routes=[
-            Route("/v1/responses", routes.create_response, methods=["POST"]),
-            Route("/v1/responses", routes.list_responses, methods=["GET"]),
+            Route("/v1/responses", responses.create_response, methods=["POST"]),
+            Route("/v1/responses", responses.list_responses, methods=["GET"]),
             Route("/v1/responses/compact", context_endpoints.compact, methods=["POST"]),
             Route("/v1/responses/input_tokens", context_endpoints.count_input_tokens, methods=["POST"]),
-            Route("/v1/responses/{response_id}", routes.retrieve_response, methods=["GET"]),
-            Route("/v1/responses/{response_id}", routes.delete_response, methods=["DELETE"]),
-            Route("/v1/responses/{response_id}/cancel", routes.cancel_response, methods=["POST"]),
-            Route("/v1/responses/{response_id}/input_items", routes.list_input_items, methods=["GET"]),
+            Route("/v1/responses/{response_id}", responses.retrieve_response, methods=["GET"]),
+            Route("/v1/responses/{response_id}", responses.delete_response, methods=["DELETE"]),
+            Route("/v1/responses/{response_id}/cancel", responses.cancel_response, methods=["POST"]),
+            Route("/v1/responses/{response_id}/input_items", responses.list_input_items, methods=["GET"]),
             Route("/v1/responses/{response_id}/approvals", approvals.decide_approval, methods=["POST"]),
             Route("/v1/approvals", approvals.list_approvals, methods=["GET"]),
             Route("/v1/models", models.list_models, methods=["GET"]),

@@ -19,9 +19,9 @@ import time
 
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from api.runner import ResponseRunner
 from models.responses import Response
 from models.webhooks import WebhookSubscription
+from response_service.runner import ResponseRunner
 from store.repository import ResponseRepository
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@
   a pass costs the same however many responses wait.
 - With `retention_days` set (off by default), a stored response that ended and is older is
   deleted, with everything it left in the store; its workflow history in Temporal goes after
-  it (`api/history_eraser.py`).
+  it (`response_service/history_eraser.py`).
 """
 
 from __future__ import annotations

@@ -25,13 +25,13 @@ from access.keys import KeyStore
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from api.codec import CodecAccess
-from api.history_eraser import HistoryEraser
-from api.host_check import default_allowed_hosts, loopback
-from api.http_protocol import with_header_timeout
 from api.ingestions import Ingestions
 from chat_completions.client import shown_url
 from demo.model import served_model
+from http_plumbing.host_check import default_allowed_hosts, loopback
+from http_plumbing.http_protocol import with_header_timeout
 from models.errors import StartupError
+from response_service.history_eraser import HistoryEraser
 from sealing.payload_codec import EncryptedPayloads
 from sealing.sealer import LegacyBlobs
 from sealing.secret_box import SecretBox

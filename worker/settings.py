@@ -13,12 +13,12 @@ from temporalio.converter import DataConverter
 
 from access.egress import EgressPolicy
 from access.quotas import QuotaSettings
-from api.body import Limits
 from chat_completions.client import shown_url
 from demo.backend import DEMO_BASE_URL
 from demo.lexical_embedder import LEXICAL_MODEL
 from demo.model import DEFAULT_DEMO_MODEL, DEMO_CONTEXT_WINDOW
 from guardrails.settings import ModerationSettings
+from http_plumbing.body import Limits
 from models.errors import StartupError
 from models.quotas import ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url

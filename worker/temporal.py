@@ -27,12 +27,12 @@ from activities.steering import SteeringActivities
 from activities.store import StoreActivities
 from activities.web_search import SearchActivities
 from activities.webhooks import WebhookActivities
-from api.runner import ResponseRunner
 from file_search.embedder import Embedder
 from guardrails.moderator import Moderator
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
+from response_service.runner import ResponseRunner
 from store.leases import Leases
 from store.repository import ResponseRepository
 from telemetry.temporal_runtime import temporal_runtime

@@ -568,7 +568,7 @@ async def test_retention_deletes_old_responses_and_their_histories(
 ):
     """On a store of its own: a sweep deletes every expired response of the store (oldest
     first, 100 a pass), and Temporal deletes histories one at a time."""
-    from api.history_eraser import HistoryEraser
+    from response_service.history_eraser import HistoryEraser
     from worker.retention import Retention
     from worker.roles import opened_store
 
@@ -590,7 +590,7 @@ async def test_retention_deletes_old_responses_and_their_histories(
 
 
 async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
-    from api.runner import ResponseRunner
+    from response_service.runner import ResponseRunner
     from worker.orphans import OrphanSweeper
     from worker.roles import opened_store
 

@@ -238,7 +238,7 @@ async def test_a_stream_that_cannot_end_sends_an_error_event(http: httpx.AsyncCl
 
 
 def test_stored_events_frame_as_they_are():
-    from api.sse import frame
+    from http_plumbing.sse import frame
 
     event = StoredEvent(3, "response.output_text.delta", '{"type":"response.output_text.delta","sequence_number":3}')
     assert frame(event) == f"event: response.output_text.delta\ndata: {event.data}\n\n"

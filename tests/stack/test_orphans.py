@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from activities.handover import Outcomes
-from api.body import Limits
-from api.preparation import prepare
-from api.runner import ResponseRunner
+from http_plumbing.body import Limits
 from models.events import opening_events
+from response_service.preparation import prepare
+from response_service.runner import ResponseRunner
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, running_stack
 from tests.support.waiting import eventually, until_terminal

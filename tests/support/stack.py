@@ -20,9 +20,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from access.quotas import QuotaSettings
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
-from api.runner import ResponseRunner
 from guardrails.settings import ModerationSettings
 from models.workflow_io import ExecutionSettings, RetryBudget
+from response_service.runner import ResponseRunner
 from sandbox.settings import SandboxSettings
 from sealing.secret_box import SecretBox
 from store.repository import ResponseRepository

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 NAMED_FILE = re.compile(r"`((?:[a-z_]+/)+[a-z_0-9]+\.(?:py|md|yaml|toml|js))`")
-"""A file of the house named in backticks, by its path from the root (`api/routes.py`)."""
+"""A file of the house named in backticks, by its path from the root (`api/responses.py`)."""
 
 
 def anchors(page: Path) -> set[str]:

@@ -10,7 +10,6 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.preparation import ITEM_ID_PREFIX
 from chat_completions import converter
 from chat_completions.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
 from chat_completions.tool_table import ToolTable
@@ -27,6 +26,7 @@ from models.hosted_tools import (
 )
 from models.responses import Response
 from models.search import Source
+from response_service.preparation import ITEM_ID_PREFIX
 from web_search.citations import citation_annotations
 from workflows.hosted_runners import RUNNERS
 from workflows.turn import SERVER_CALLS, Finish, RunTools, is_server_call, next_step

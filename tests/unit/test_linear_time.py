@@ -81,7 +81,7 @@ def test_a_long_reply_is_assembled_in_linear_time():
 
 
 def test_the_output_so_far_is_folded_in_linear_time():
-    from api.progress import output_so_far
+    from response_service.progress import output_so_far
 
     def folded(deltas: int) -> float:
         events = [

@@ -1,4 +1,4 @@
-"""What a request becomes before anything is kept (`api/preparation.py`'s `prepare`), on a real
+"""What a request becomes before anything is kept (`response_service/preparation.py`'s `prepare`), on a real
 SQLite store and in milliseconds: a plain request is a response in progress (queued, in the background) with its input as it
 will be stored; each refusal is a 4xx in OpenAI's shape that names its parameter; and
 whatever a body holds, `prepare` answers with a response or such a refusal, and writes no row."""
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.body import Limits
-from api.preparation import prepare
+from http_plumbing.body import Limits
 from models.errors import ApiError, InvalidRequestError, NotFoundError
+from response_service.preparation import prepare
 from store.database import Database
 from store.repository import ResponseRepository
 

@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.body import Limits
+from http_plumbing.body import Limits
 from models.errors import InvalidRequestError
 from websocket_mode.client_events import ClientEventError, CreateEvent, SteerEvent, parse
 from websocket_mode.server_events import error_event, on_lane

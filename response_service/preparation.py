@@ -10,15 +10,15 @@ from typing import Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
+from starlette.requests import HTTPConnection
 
 from access.egress import EgressPolicy, EgressRefusedError
-from api.approvals import answered_approvals
-from api.body import Limits
-from api.code_containers import AutoContainer, code_containers
-from api.context_size import check_compactions, check_fits
-from api.errors import from_validation_error
-from api.prompt_rendering import with_prompt
+from access.principal import Principal
 from guardrails.policy import GuardrailPolicy
+from http_plumbing.body import Limits
+from http_plumbing.errors import from_validation_error
+from http_plumbing.params import limits
+from http_plumbing.params import repository as repository_of
 from models import history_budget
 from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
 from models.client_tools import CLIENT_TOOLS, is_client_call
@@ -30,6 +30,10 @@ from models.mcp import ApprovalDecision, McpListing
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import McpSecrets
+from response_service.approvals import answered_approvals
+from response_service.code_containers import AutoContainer, code_containers
+from response_service.context_size import check_compactions, check_fits
+from response_service.prompt_rendering import with_prompt
 from sandbox.settings import SandboxSettings
 from store.conversations import conversation_not_found
 from store.parked import Parked
@@ -78,7 +82,7 @@ class PreparedResponse:
     inbox, which this response applies (`api/approvals.py`)."""
     containers: list[AutoContainer] = field(default_factory=list)
     """Containers its `code_interpreter` tools asked for, made when it is kept
-    (`api/code_containers.py`)."""
+    (`response_service/code_containers.py`)."""
     commits: list[str] = field(default_factory=list)
     """Pending steers of the previous response whose input it starts with
     (`websocket_mode/steering.py`), committed to it when it is kept."""
@@ -145,7 +149,7 @@ async def prepare(
     """Everything the request names (a previous response, a conversation, referenced items,
     approval requests) must belong to `project`; what does not is unknown, as an unknown id is.
     `known_model`: whether the model registry serves a model name (an unknown one is a 404).
-    `windows`: the models' context windows, to refuse what cannot fit (`api/context_size.py`).
+    `windows`: the models' context windows, to refuse what cannot fit (`response_service/context_size.py`).
     `compact_only`: the response compacts its context and answers nothing else (as one whose
     input ends with a `compaction_trigger` does). `sandbox`: how this server runs code (the
     containers of `code_interpreter` tools); `held`: unstored responses the
@@ -477,3 +481,23 @@ def _check_part(part: Any, param: str) -> None:
                 param=param,
                 code="unsupported_value",
             )
+
+
+async def prepared_for(
+    request: HTTPConnection, acting: Principal, payload: dict[str, Any], **options: Any
+) -> PreparedResponse:
+    """`prepare` with what this server and the key decide: the demo model's name, the key's
+    project and id, the egress policy, the registry's models (`options`: the rest)."""
+    return await prepare(
+        payload,
+        repository_of(request),
+        limits(request),
+        served_model=request.app.state.served_model,
+        project=acting.project,
+        decided_by=acting.key_id,
+        egress=request.app.state.egress,
+        known_model=request.app.state.registry.knows,
+        sandbox=request.app.state.sandbox,
+        guardrails=request.app.state.guardrails,
+        **options,
+    )

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
 from access.principal import OPEN, Principal
-from api.body import Limits
+from http_plumbing.body import Limits
 from models.errors import InvalidRequestError
 from models.quotas import ProjectQuotas
 from models.responses import WIRE
@@ -25,7 +25,7 @@ def repository(request: HTTPConnection) -> ResponseRepository:
 
 
 def principal(request: HTTPConnection) -> Principal:
-    """Who the request acts for (set by `api.access_middleware`)."""
+    """Who the request acts for (set by `http_plumbing.access_middleware`)."""
     found: Principal = request.scope.get("state", {}).get("principal", OPEN)
     return found
 

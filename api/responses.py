@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response as HttpResponse
@@ -13,18 +12,18 @@ from starlette.responses import StreamingResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
-from api.admission import Admission
-from api.body import read_json
-from api.lookup import stored_response, with_progress
-from api.params import at_end, limits, list_page, page_params, principal
-from api.params import json_response as _json
-from api.params import repository as _repository
-from api.preparation import PreparedResponse, prepare
-from api.runner import ResponseRunner, Started
-from api.sse import tail
-from api.starting import kept_and_launched, settle_later, settled, streams_before_start
+from http_plumbing.body import read_json
+from http_plumbing.params import at_end, limits, list_page, page_params, principal
+from http_plumbing.params import json_response as _json
+from http_plumbing.params import repository as _repository
+from http_plumbing.sse import tail
 from models.errors import ConflictError, InvalidRequestError
 from models.responses import DeletedResponse, Response
+from response_service.admission import Admission
+from response_service.lookup import stored_response, with_progress
+from response_service.preparation import PreparedResponse, prepared_for
+from response_service.runner import ResponseRunner, Started
+from response_service.starting import kept_and_launched, settle_later, settled, streams_before_start
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -98,26 +97,6 @@ async def _created(
     if prepared.request.background:
         return _json(response)
     return _json(await ended(request, started, response))
-
-
-async def prepared_for(
-    request: HTTPConnection, acting: Principal, payload: dict[str, Any], **options: Any
-) -> PreparedResponse:
-    """`prepare` with what this server and the key decide: the demo model's name, the key's
-    project and id, the egress policy, the registry's models (`options`: the rest)."""
-    return await prepare(
-        payload,
-        _repository(request),
-        limits(request),
-        served_model=request.app.state.served_model,
-        project=acting.project,
-        decided_by=acting.key_id,
-        egress=request.app.state.egress,
-        known_model=request.app.state.registry.knows,
-        sandbox=request.app.state.sandbox,
-        guardrails=request.app.state.guardrails,
-        **options,
-    )
 
 
 async def ended(request: Request, started: Started, response: Response) -> Response:

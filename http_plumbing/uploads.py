@@ -14,8 +14,8 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
-from api.params import limits
 from file_search.limits import LIMITS
+from http_plumbing.params import limits
 from models.errors import InvalidRequestError, PayloadTooLargeError, RequestTimeoutError
 from store.files import PART_BYTES
 

@@ -16,7 +16,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
-from api.history_eraser import HistoryEraser
 from models import visibility
 from models.activity_io import InferenceResult
 from models.errors import ApprovalAlreadyAnsweredError, ConflictError, InvalidRequestError, UnavailableError
@@ -32,6 +31,7 @@ from models.workflow_io import (
     ResponseWorkflowInput,
     side_task_queues,
 )
+from response_service.history_eraser import HistoryEraser
 from store.repository import ResponseRepository
 from upstream.registry import ModelRegistry
 from workflows.turn_input import FirstTurn, first_turn_input
@@ -107,7 +107,7 @@ class ResponseRunner:
 
     async def forget(self, response_id: str, *, with_decisions: bool = True) -> None:
         """Remove an ended response from the store, and its history from Temporal as soon as
-        its workflow has ended (the store keeps asking until it is: `api/history_eraser.py`)."""
+        its workflow has ended (the store keeps asking until it is: `response_service/history_eraser.py`)."""
         await self.repository.purge(response_id, with_decisions=with_decisions)
         self.erase_histories_soon([response_id])
 

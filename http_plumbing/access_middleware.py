@@ -17,7 +17,7 @@ from starlette.websockets import WebSocket
 from access.keys import KeyRing
 from access.principal import OPEN, Principal
 from access.quotas import Quotas
-from api.errors import error_response, refuse_upgrade
+from http_plumbing.errors import error_response, refuse_upgrade
 from models.errors import ApiError, AuthenticationError, PermissionDeniedError
 
 GUARDED_PREFIX = "/v1/"

@@ -21,9 +21,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from access.egress import EgressPolicy
-from api.containers import check_container_options, container_not_found, new_container
-from api.files import file_not_found
-from api.params import plausible_id, repository
+from http_plumbing.params import plausible_id, repository
 from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
 from models.ids import new_id
 from models.requests import CreateResponseRequest
@@ -36,6 +34,7 @@ from models.tools import (
     ShellLocalEnvironment,
     ShellTool,
 )
+from response_service.containers import check_container_options, container_not_found, file_not_found, new_container
 from sandbox.settings import SandboxSettings
 from store.repository import ResponseRepository
 

@@ -81,7 +81,7 @@ async def read_bounded(request: Request, max_bytes: int, timeout_seconds: float,
 
 async def read_model(model: type[ModelT], request: Request, limits: Limits, *, most: int | None = None) -> ModelT:
     """The body as `model`, or a 400 naming the parameter that is wrong (`most`: as `read_json`)."""
-    from api.errors import from_validation_error
+    from http_plumbing.errors import from_validation_error
 
     payload = await read_json(request, limits, most=most)
     try:

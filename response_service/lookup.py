@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from api.params import plausible_id, principal
-from api.params import repository as repository_of
-from api.progress import OutputFolds
+from http_plumbing.params import plausible_id, principal
+from http_plumbing.params import repository as repository_of
 from models.errors import NotFoundError
 from models.responses import Response
+from response_service.progress import OutputFolds
 from store.repository import ResponseRepository
 
 OUTPUT_FOLDS = OutputFolds()
-"""Running responses' outputs so far, kept between polls (`api/progress.py`)."""
+"""Running responses' outputs so far, kept between polls (`response_service/progress.py`)."""
 
 
 async def with_progress(repository: ResponseRepository, response: Response) -> Response:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.errors import error_response
+from http_plumbing.errors import error_response
 from models.errors import InvalidRequestError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")

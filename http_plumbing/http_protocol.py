@@ -1,7 +1,7 @@
 """uvicorn's HTTP protocol with a deadline for a request's headers: a client that opens a
 connection and sends its headers slowly, or never finishes them, is answered 408 and
 disconnected after `header_timeout_seconds` (uvicorn itself only times out idle keep-alive
-connections). The body has its own deadline, at the door (`api/body.py`)."""
+connections). The body has its own deadline, at the door (`http_plumbing/body.py`)."""
 
 from __future__ import annotations
 

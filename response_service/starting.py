@@ -20,11 +20,11 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from access.principal import Principal
-from api import code_containers
-from api.params import repository as _repository
-from api.preparation import PreparedResponse
-from api.runner import Launch, ResponseRunner, Started
+from http_plumbing.params import repository as _repository
 from models.events import opening_events
+from response_service import code_containers
+from response_service.preparation import PreparedResponse
+from response_service.runner import Launch, ResponseRunner, Started
 from store.repository import ResponseRepository
 from telemetry import metrics
 
