@@ -15,7 +15,7 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest, De
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from store.repository import ResponseRepository
+from store.history_deletions import HistoryDeletions
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,9 @@ PATIENCE_SECONDS = 300.0
 
 class HistoryEraser:
     def __init__(
-        self, repository: ResponseRepository, client: Client, *, patience_seconds: float = PATIENCE_SECONDS
+        self, deletions: HistoryDeletions, client: Client, *, patience_seconds: float = PATIENCE_SECONDS
     ) -> None:
-        self.repository = repository
+        self.deletions = deletions
         self.client = client
         self.patience_seconds = patience_seconds
 
@@ -34,7 +34,7 @@ class HistoryEraser:
         """One pass over what is due; returns how many histories it erased."""
         erased = 0
         now = time.time()
-        for workflow_id, requested_at in await self.repository.history_deletions.due():
+        for workflow_id, requested_at in await self.deletions.due():
             if await self.erase(workflow_id, even_running=now - requested_at > self.patience_seconds):
                 erased += 1
         return erased
@@ -69,5 +69,5 @@ class HistoryEraser:
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
-        await self.repository.history_deletions.done(workflow_id)
+        await self.deletions.done(workflow_id)
         return True

@@ -13,20 +13,20 @@ from models.errors import InvalidRequestError, NotFoundError
 from models.items import InputText, MessageItem
 from models.prompts import render
 from models.requests import CreateResponseRequest
-from store.repository import ResponseRepository
+from store.prompts import Prompts
 
 
 async def with_prompt(
-    request: CreateResponseRequest, repository: ResponseRepository, project: str
+    request: CreateResponseRequest, prompts: Prompts, project: str
 ) -> tuple[CreateResponseRequest, dict[str, Any] | None]:
     """The request as its prompt makes it, and the `prompt` its response echoes."""
     reference = request.prompt
     if reference is None:
         return request, None
     asked = int(reference.version) if reference.version is not None else None
-    found = await repository.prompts.get(project, reference.id, asked)
+    found = await prompts.get(project, reference.id, asked)
     if found is None:
-        exists = asked is not None and await repository.prompts.get(project, reference.id) is not None
+        exists = asked is not None and await prompts.get(project, reference.id) is not None
         raise NotFoundError(
             f"Prompt with id '{reference.id}'" + (f" has no version {asked}." if exists else " not found."),
             param="prompt.version" if exists else "prompt.id",

@@ -102,7 +102,7 @@ class ResponseRunner:
         # How soon a workflow task held by a dead worker (e.g. running a local activity)
         # is handed to another worker.
         self.task_timeout = timedelta(seconds=task_timeout_seconds)
-        self.eraser = HistoryEraser(repository, client)
+        self.eraser = HistoryEraser(repository.history_deletions, client)
         self._erasing: set[asyncio.Task[None]] = set()
 
     async def forget(self, response_id: str, *, with_decisions: bool = True) -> None:

@@ -31,6 +31,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from activities.code_execution import CodeExecutionActivities
 from activities.shell_execution import ShellActivities
 from sandbox.containers import ContainerHost
+from store.containers import Containers
 from store.repository import ResponseRepository
 from worker.housekeeping import keep_house
 from worker.settings import Settings
@@ -73,18 +74,18 @@ def _younger_than(path: Path, seconds: float) -> bool:
 
 
 class HostChores:
-    def __init__(self, repository: ResponseRepository, host: ContainerHost, host_id: str) -> None:
-        self.repository = repository
+    def __init__(self, containers: Containers, host: ContainerHost, host_id: str) -> None:
+        self.containers = containers
         self.host = host
         self.host_id = host_id
 
     async def round(self) -> None:
         now = time.time()
-        rows = {row.id: row for row in await self.repository.containers.of_host(self.host_id)}
+        rows = {row.id: row for row in await self.containers.of_host(self.host_id)}
         for row in rows.values():
             idle = row.last_active_at + row.expires_after_minutes * 60 < now
             if row.status == "running" and idle and not (self.host.exists(row.id) and self.host.busy(row.id)):
-                await self.repository.containers.end(row.id, "expired")
+                await self.containers.end(row.id, "expired")
                 rows[row.id] = dataclasses.replace(row, status="expired")
                 log.info("container %s expired (idle past its expires_after)", row.id)
         for container_id in self.host.containers():
@@ -95,19 +96,19 @@ class HostChores:
                 await self.host.remove(container_id)
         for row in rows.values():
             if row.status == "deleted":  # its host has removed it: nothing is left of it
-                await self.repository.containers.forget(row.id)
+                await self.containers.forget(row.id)
 
 
 class ContainerChores:
-    def __init__(self, repository: ResponseRepository) -> None:
-        self.repository = repository
+    def __init__(self, containers: Containers) -> None:
+        self.containers = containers
 
     async def expire_abandoned(self) -> int:
         """Containers whose host did not expire them in time (or that never had one)."""
         now = int(time.time())
-        unplaced = await self.repository.containers.expire_idle(now, unplaced_only=True)
-        abandoned = await self.repository.containers.expire_idle(now, LOST_HOST_GRACE_SECONDS)
-        forgotten = await self.repository.containers.forget_ended(now - ENDED_KEPT_SECONDS)
+        unplaced = await self.containers.expire_idle(now, unplaced_only=True)
+        abandoned = await self.containers.expire_idle(now, LOST_HOST_GRACE_SECONDS)
+        forgotten = await self.containers.forget_ended(now - ENDED_KEPT_SECONDS)
         return len(unplaced) + len(abandoned) + forgotten
 
 
@@ -148,7 +149,7 @@ async def code_execution(
         ),
     ]
     stopping = asyncio.Event()
-    chores = HostChores(repository, host, this_host)
+    chores = HostChores(repository.containers, host, this_host)
     keeping = asyncio.create_task(keep_house({"container upkeep": chores.round}, CHORE_SECONDS, stopping))
     try:
         yield workers

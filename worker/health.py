@@ -4,7 +4,7 @@ answer and this worker runs (it stops being ready the moment it begins to stop).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -15,13 +15,12 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
 from api.health import livez, ready
-from store.repository import ResponseRepository
 from telemetry.access_log import AccessLog
 from telemetry.metrics import guarded_metrics
 
 
 def worker_health_app(
-    repository: ResponseRepository, client: Client, running: Callable[[], bool], *, metrics_auth: str = ""
+    store_ping: Callable[[], Awaitable[None]], client: Client, running: Callable[[], bool], *, metrics_auth: str = ""
 ) -> Starlette:
     async def temporal() -> None:
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
@@ -30,7 +29,7 @@ def worker_health_app(
         return None if running() else "the worker is stopping"
 
     async def readyz(_request: Request) -> JSONResponse:
-        return await ready({"store": repository.ping, "temporal": temporal, "worker": worker})
+        return await ready({"store": store_ping, "temporal": temporal, "worker": worker})
 
     return Starlette(
         routes=[

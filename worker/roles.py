@@ -122,8 +122,8 @@ async def working(
         unstored_seconds=settings.unstored_retention_seconds,
         retention_days=settings.response_retention_days,
     )
-    eraser = HistoryEraser(repository, client)
-    vector_stores = VectorStoreChores(repository, Ingestions(client, settings.task_queue))
+    eraser = HistoryEraser(repository.history_deletions, client)
+    vector_stores = VectorStoreChores(repository.vector_stores, Ingestions(client, settings.task_queue))
     chores = {
         "orphan sweep": orphans.sweep,
         "retention sweep": retention.sweep,
@@ -132,7 +132,7 @@ async def working(
         "vector store expiry": vector_stores.expire,
         "unfinished uploads": repository.files.sweep_orphans,
         "idle upstream budgets": Budgets(repository.db).forget_idle,
-        "abandoned containers": ContainerChores(repository).expire_abandoned,
+        "abandoned containers": ContainerChores(repository.containers).expire_abandoned,
         "aged safety strikes": lambda: repository.strikes.forget_before(
             time.time() - settings.moderation.safety.window_seconds
         ),
@@ -209,7 +209,10 @@ async def run_worker(settings: Settings, shutdown: Shutdown) -> None:
                 await shutdown.requested.wait()
                 return
             app = worker_health_app(
-                repository, client, running=lambda: not shutdown.requested.is_set(), metrics_auth=settings.metrics_auth
+                repository.ping,
+                client,
+                running=lambda: not shutdown.requested.is_set(),
+                metrics_auth=settings.metrics_auth,
             )
             log.info("worker health on http://0.0.0.0:%d (/livez, /readyz)", settings.worker_health_port)
             await _serve_http(

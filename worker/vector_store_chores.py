@@ -14,7 +14,7 @@ import logging
 import time
 
 from api.ingestions import Ingestions
-from store.repository import ResponseRepository
+from store.vector_stores import VectorStores
 
 log = logging.getLogger(__name__)
 
@@ -24,23 +24,23 @@ GRACE_SECONDS = 60
 
 class VectorStoreChores:
     def __init__(
-        self, repository: ResponseRepository, ingestions: Ingestions, *, grace_seconds: float = GRACE_SECONDS
+        self, vector_stores: VectorStores, ingestions: Ingestions, *, grace_seconds: float = GRACE_SECONDS
     ) -> None:
-        self.repository = repository
+        self.vector_stores = vector_stores
         self.ingestions = ingestions
         self.grace_seconds = grace_seconds
 
     async def restart_unfinished(self) -> int:
         """Start (or find running) the ingestion of every file in progress past the grace."""
-        unfinished = await self.repository.vector_stores.unfinished(int(time.time() - self.grace_seconds))
+        unfinished = await self.vector_stores.unfinished(int(time.time() - self.grace_seconds))
         for store, file_id in unfinished:
             await self.ingestions.start(store.id, store.project, store.embedding_model, [file_id])
         return len(unfinished)
 
     async def expire(self) -> int:
-        expired = await self.repository.vector_stores.expired(int(time.time()))
+        expired = await self.vector_stores.expired(int(time.time()))
         for vector_store_id in expired:
-            running = await self.repository.vector_stores.delete(vector_store_id)
+            running = await self.vector_stores.delete(vector_store_id)
             await self.ingestions.cancel(vector_store_id, running)
             log.info("vector store %s expired (idle past its expires_after) and was deleted", vector_store_id)
         return len(expired)

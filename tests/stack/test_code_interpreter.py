@@ -333,7 +333,7 @@ async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_th
     code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
     repository, directory = code_stack.repository, code_stack.settings.sandbox.directory
-    chores = HostChores(repository, ContainerHost.open(directory), host_id(directory))
+    chores = HostChores(repository.containers, ContainerHost.open(directory), host_id(directory))
     idle, busy, deleted, unplaced = [await client.containers.create(name=name) for name in ("i", "b", "d", "u")]
     for each in (idle, deleted):
         backend.script(model, [Reply(tool_calls=[code("1")]), Reply(text="ok")])
@@ -357,7 +357,7 @@ async def test_idle_containers_expire_never_while_busy_and_deleted_ones_leave_th
     assert (await client.containers.retrieve(busy.id)).status == "running"  # a command of it runs
     assert not (directory / deleted.id).exists() and await repository.containers.get(deleted.id) is None
     assert (await client.containers.retrieve(unplaced.id)).status == "running"  # no host of its own: the cluster's
-    assert await ContainerChores(repository).expire_abandoned() >= 1
+    assert await ContainerChores(repository.containers).expire_abandoned() >= 1
     assert (await client.containers.retrieve(unplaced.id)).status == "expired"
     await client.responses.cancel(sleeping.id)
 

@@ -579,7 +579,7 @@ async def test_retention_deletes_old_responses_and_their_histories(
         async with opened_store(stack.settings) as repository:
             retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=2 / 86400)
             await retention.sweep()
-            await HistoryEraser(repository, stack.client).sweep()
+            await HistoryEraser(repository.history_deletions, stack.client).sweep()
         assert await rows_left(stack, old.id) == {}
         # The server deletes a history by a task it runs once its queue's ack level has passed the
         # workflow's close (every second on the tests' dev server: `tests/support/stack.py`).

@@ -157,7 +157,9 @@ async def test_a_file_whose_ingestion_was_never_started_is_ingested_by_a_sweep(s
         )
         await asyncio.sleep(2)
         assert (await sdk.vector_stores.retrieve(store.id)).file_counts.in_progress == 1  # nothing runs it
-        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue), grace_seconds=-1)
+        chores = VectorStoreChores(
+            repository.vector_stores, Ingestions(stack.client, stack.settings.task_queue), grace_seconds=-1
+        )
         assert await chores.restart_unfinished() >= 1
         assert await chores.restart_unfinished() >= 0  # again, while it runs: no second ingestion
     done = await settled(sdk, store.id, 60)
@@ -172,7 +174,7 @@ async def test_a_store_idle_past_its_expires_after_is_deleted(stack: Stack):
     kept = await sdk.vector_stores.create(name="kept", expires_after={"anchor": "last_active_at", "days": 1})
     async with opened_store(stack.settings) as repository:
         await repository.vector_stores.update(store.id, {"last_active_at": int(time.time()) - 2 * 86400})
-        chores = VectorStoreChores(repository, Ingestions(stack.client, stack.settings.task_queue))
+        chores = VectorStoreChores(repository.vector_stores, Ingestions(stack.client, stack.settings.task_queue))
         assert await chores.expire() >= 1
     with pytest.raises(openai.NotFoundError):
         await sdk.vector_stores.retrieve(store.id)
@@ -261,7 +263,7 @@ async def test_an_ingestion_started_again_resumes_from_its_chunks(api_only: Stac
         async with opened_store(api_only.settings) as repository:
             assert (await repository.vector_stores.file(store.id, uploaded.id)).chunk_count == len(chunks)
             chores = VectorStoreChores(
-                repository, Ingestions(api_only.client, api_only.settings.task_queue), grace_seconds=-1
+                repository.vector_stores, Ingestions(api_only.client, api_only.settings.task_queue), grace_seconds=-1
             )
             assert await chores.restart_unfinished() >= 1
         done = await settled(sdk, store.id, 60)
