@@ -8,7 +8,7 @@ import time
 
 from access.keys import KeyRecord, KeyStore
 from models.errors import InvalidRequestError, SchemaTooNewError, StartupError
-from store.database import open_database
+from store.opening import open_database
 
 
 async def run_keys_command(

@@ -33,7 +33,7 @@ from models.ids import new_id
 from models.quotas import ProjectQuotas
 from models.vector_stores import Chunk
 from store import vector_functions
-from store.database import open_database
+from store.opening import open_database
 from store.repository import ResponseRepository
 from store.vector_store_rows import VectorStoreRow
 from upstream.clients import Upstreams

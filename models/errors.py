@@ -11,6 +11,7 @@
     │   │   │                             (`store/conversations.py`)
     │   │   └── QuotaExceededError        the project keeps as many files, bytes, vector stores,
     │   │                                 files in a store or webhook endpoints as it may
+    │   │                                 (`models/quotas.py`, beside the quotas)
     │   ├── AuthenticationError           401  no API key, or not one of this server's
     │   ├── PermissionDeniedError         403  an approver key asked for more than it may do
     │   ├── NotFoundError                 404  no stored response (or item) with that id (or
@@ -92,10 +93,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from models.quotas import ProjectQuota
+from typing import Any
 
 
 class DurableResponsesError(Exception):
@@ -158,20 +156,6 @@ class ContextLengthExceededError(InvalidRequestError):
         )
         self.tokens = tokens
         self.window = window
-
-
-class QuotaExceededError(InvalidRequestError):
-    """A project's quota (`models/quotas.py`) is reached: the message names it and its setting."""
-
-    def __init__(self, quota: ProjectQuota, limit: int, *, param: str | None = None) -> None:
-        super().__init__(
-            f"This project may keep {quota.described(limit)} ({quota.setting}), and this would go past it: "
-            "delete some first, or ask the operator to raise the limit.",
-            param=param,
-            code="limit_exceeded",
-        )
-        self.quota = quota
-        self.limit = limit
 
 
 class AuthenticationError(ApiError):

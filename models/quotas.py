@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from models.errors import StartupError
+from models.errors import InvalidRequestError, StartupError
 
 GiB = 1024 * 1024 * 1024
 
@@ -102,3 +102,17 @@ class ProjectQuotas:
 MAX_WEBHOOK_ENDPOINTS = 100
 """The most `PROJECT_MAX_WEBHOOK_ENDPOINTS` may allow: a project's endpoints travel in each of its
 background responses' workflow input, which must stay small."""
+
+
+class QuotaExceededError(InvalidRequestError):
+    """A project's quota (`models/quotas.py`) is reached: the message names it and its setting."""
+
+    def __init__(self, quota: ProjectQuota, limit: int, *, param: str | None = None) -> None:
+        super().__init__(
+            f"This project may keep {quota.described(limit)} ({quota.setting}), and this would go past it: "
+            "delete some first, or ask the operator to raise the limit.",
+            param=param,
+            code="limit_exceeded",
+        )
+        self.quota = quota
+        self.limit = limit

@@ -90,18 +90,6 @@ class Database(Protocol):
     async def close(self) -> None: ...
 
 
-def open_database(database_url: str, *, pool_size: int = 10) -> Database:
-    """`sqlite:///path` or `postgresql://...` (libpq's URL, `sslmode` included), as the
-    contract spells them; `pool_size` bounds a PostgreSQL store's connections per process."""
-    if database_url.startswith("sqlite:///"):
-        return SqliteDatabase(database_url.removeprefix("sqlite:///"))
-    if database_url.startswith(("postgresql://", "postgres://")):
-        from store.postgres import PostgresDatabase
-
-        return PostgresDatabase(database_url, pool_size=pool_size)
-    raise ValueError(f"unsupported database URL {database_url!r}: use sqlite:///path or postgresql://...")
-
-
 _NAMED = re.compile(r"(?<!:):([a-zA-Z_][a-zA-Z0-9_]*)")
 
 

@@ -4,8 +4,7 @@ adds at once take turns); SQLite's write transaction holds the whole database al
 
 from __future__ import annotations
 
-from models.errors import QuotaExceededError
-from models.quotas import ProjectQuota, ProjectQuotas
+from models.quotas import ProjectQuota, ProjectQuotas, QuotaExceededError
 from store.database import Transaction
 
 

@@ -35,8 +35,8 @@ from response_service.history_eraser import HistoryEraser
 from sealing.payload_codec import EncryptedPayloads
 from sealing.sealer import LegacyBlobs
 from sealing.secret_box import SecretBox
-from store.database import open_database
 from store.leases import Leases
+from store.opening import open_database
 from store.repository import ResponseRepository
 from telemetry.metrics import metrics_app
 from upstream.budgets import Budgets

@@ -22,7 +22,7 @@ from access.keys import KeyStore
 from models.errors import SealedElsewhereError
 from sealing.keyring import KeyRing, new_master_key
 from sealing.payload_codec import EncryptedPayloads
-from store.database import open_database
+from store.opening import open_database
 from tests.support.dev_stack import DevStack
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from store.database import open_database
 from store.leases import Leases
+from store.opening import open_database
 from tests.support.stack import EmptyStore
 from worker.housekeeping import keep_house
 

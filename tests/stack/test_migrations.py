@@ -11,8 +11,8 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from store.database import open_database
 from store.migrate import head_revision
+from store.opening import open_database
 from store.schema import metadata
 from tests.support import store_probe
 from tests.support.processes import CLI

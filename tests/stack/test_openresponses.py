@@ -214,7 +214,7 @@ async def test_background_stream_announces_queued(http: httpx.AsyncClient, model
 
 async def test_a_stream_that_cannot_end_sends_an_error_event(http: httpx.AsyncClient, stack: Stack, model: str):
     # A finished response whose log has no terminal event (its end was never logged).
-    from store.database import open_database
+    from store.opening import open_database
     from store.repository import ResponseRepository
 
     db = open_database(stack.settings.database_url)

@@ -21,7 +21,7 @@ from access.keys import KeyRing, KeyStore
 from models.errors import StoreRefusedError
 from models.ids import new_id
 from models.responses import Response
-from store.database import open_database
+from store.opening import open_database
 from store.repository import ResponseRepository
 from tests.support.postgres import PostgresServer
 from tests.support.processes import CLI, free_port

@@ -166,8 +166,8 @@ async def test_stream_store_false_leaves_nothing_behind(stack: Stack, sdk: opena
 
 
 async def stack_events(stack: Stack, response_id: str) -> list:
-    from store.database import open_database
     from store.event_log import EventLog
+    from store.opening import open_database
 
     db = open_database(stack.settings.database_url)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.database import open_database
+from store.opening import open_database
 from store.repository import ResponseRepository
 from store.wakeups import LocalSocketWakeups
 from tests.support.stack import EmptyStore

@@ -10,7 +10,7 @@ from access.egress import EgressPolicy
 from activities.webhooks import WebhookActivities
 from models.webhooks import WebhookEvent, WebhookPolicy
 from sealing.webhooks import new_secret, secret_bytes
-from store.database import open_database
+from store.opening import open_database
 from store.webhooks import WebhookOutbox
 from telemetry.metrics import REGISTRY
 from tests.support.processes import free_port

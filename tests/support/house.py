@@ -40,3 +40,28 @@ def imports_between_packages() -> dict[tuple[str, str], list[str]]:
                     if top in names and top != package:
                         arrows[package, top].append(f"{path.relative_to(ROOT)} -> {module}")
     return dict(arrows)
+
+
+def imports_between_modules() -> dict[str, set[str]]:
+    """Each module of the house -> the modules of the house it imports (`from a import b`
+    counts `a.b` when that is a module, else `a`)."""
+    names = set(folders())
+    modules = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for package in names
+        for path in (ROOT / package).rglob("*.py")
+    }
+    arrows: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found = [
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                    for alias in node.names
+                ]
+            else:
+                continue
+            arrows[module].update(name for name in found if name in modules and name != module)
+    return arrows

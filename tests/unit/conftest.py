@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from store.database import Database, open_database
+from store.database import Database
+from store.opening import open_database
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """The packages stand on floors (`docs/development.md`, "Layout"): each imports only from
 floors below its own, so no two packages import each other and the house reads top to
-bottom. An import that runs up or sideways fails here, named with its file."""
+bottom; and no modules import each other in a circle, inside a package either. An import that
+runs up or sideways, or closes a circle, fails here, named with its file."""
 
 from __future__ import annotations
 
 import re
 
-from tests.support.house import ROOT, folders, imports_between_packages, packages
+from tests.support.house import ROOT, folders, imports_between_modules, imports_between_packages, packages
 
 ROW = re.compile(r"^\| (?P<floor>\d+) \| (?P<packages>[^|]+) \|")
 PACKAGE = re.compile(r"`([a-z_]+)/`")
@@ -38,3 +39,23 @@ def test_every_import_runs_down() -> None:
         if floor[imported] >= floor[importer]
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    arrows = imports_between_modules()
+    done: set[str] = set()
+
+    def circle_from(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return path[path.index(module) :] + [module]
+        if module in done:
+            return None
+        for imported in sorted(arrows[module]):
+            if found := circle_from(imported, [*path, module]):
+                return found
+        done.add(module)
+        return None
+
+    for module in sorted(arrows):
+        circle = circle_from(module, [])
+        assert circle is None, " -> ".join(circle)
