@@ -20,7 +20,6 @@ from http_plumbing.errors import from_validation_error
 from http_plumbing.params import limits
 from http_plumbing.params import repository as repository_of
 from models import history_budget
-from models.client_tools import BY_OUTPUT_TYPE as CLIENT_BY_OUTPUT_TYPE
 from models.client_tools import CLIENT_TOOLS, is_client_call
 from models.errors import ConflictError, InvalidRequestError, NotFoundError
 from models.hosted_tools import HOSTED_TOOLS
@@ -33,6 +32,7 @@ from models.tools import McpSecrets
 from response_service.approvals import answered_approvals
 from response_service.code_containers import AutoContainer, code_containers
 from response_service.context_size import check_compactions, check_fits
+from response_service.input_checks import check_items
 from response_service.prompt_rendering import with_prompt
 from sandbox.settings import SandboxSettings
 from store.conversations import conversation_not_found
@@ -179,7 +179,7 @@ async def prepare(
         raise InvalidRequestError(
             "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
         )
-    _check_items(items, _call_ids(known_context, known_items))
+    check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
     await _vector_stores_exist(request, repository, project)
     request, containers = await code_containers(
@@ -432,55 +432,8 @@ async def user_input(given: Any, egress: EgressPolicy) -> list[tuple[str, dict[s
     request = validate({"model": "-", "input": given})
     await _reachable_urls(request, egress)
     items = request.input_items()
-    _check_items(items, set())
+    check_items(items, set())
     return as_stored(items)
-
-
-def _check_items(items: list[Any], known_calls: set[str]) -> None:
-    for index, item in enumerate(items):
-        param = f"input[{index}]"
-        match item.type:
-            case "function_call" | "custom_tool_call":
-                known_calls.add(item.call_id)
-            case _ if is_client_call(item):
-                known_calls.add(item.call_id)
-            case kind if kind in CLIENT_BY_OUTPUT_TYPE and item.call_id not in known_calls:
-                raise InvalidRequestError(
-                    f"No tool call found for {kind.removesuffix('_output')} output with call_id {item.call_id}.",
-                    param=param,
-                    code="invalid_value",
-                )
-            case "function_call_output" | "custom_tool_call_output":
-                if item.call_id not in known_calls:
-                    kind = "function" if item.type == "function_call_output" else "custom tool"
-                    raise InvalidRequestError(
-                        f"No tool call found for {kind} call output with call_id {item.call_id}.",
-                        param=param,
-                        code="invalid_value",
-                    )
-            case "message":
-                for part_index, part in enumerate(item.content_parts()):
-                    _check_part(part, f"{param}.content[{part_index}]")
-            case "compaction_trigger" if index != len(items) - 1:
-                raise InvalidRequestError(
-                    "A `compaction_trigger` item must be the last input item.", param=param, code="invalid_value"
-                )
-
-
-def _check_part(part: Any, param: str) -> None:
-    match part.type:
-        case "input_image" if not part.image_url:
-            raise InvalidRequestError(
-                "Images must be sent as `image_url` (a URL or a data URL); file ids are not supported.",
-                param=param,
-                code="unsupported_value",
-            )
-        case "input_file" if not part.file_data:
-            raise InvalidRequestError(
-                "Files must be sent inline as `file_data`; file ids and URLs are not supported.",
-                param=param,
-                code="unsupported_value",
-            )
 
 
 async def prepared_for(
