@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from access.egress import EgressPolicy
-from api.containers import _refused
+from response_service.containers import _refused
 from sandbox import bubblewrap
 from sandbox.containers import ContainerHost, ContainerLimits
 
