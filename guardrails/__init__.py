@@ -11,5 +11,5 @@ The seam has two places, and a guardrail is a module behind them:
 
 Moderation is the guardrail there is: `Moderator` (`moderator.py`) classifies with a moderation
 deployment of the model registry (OpenAI's `/moderations`, or Llama Guard on a chat backend:
-`llama_guard.py`); the demo backend classifies with `keywords.py`.
+`llama_guard.py`); the demo backend classifies with `demo/keyword_moderation.py`.
 """
