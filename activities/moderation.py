@@ -48,7 +48,7 @@ class ModerationActivities:
     async def _check(self, request: ModerateInputRequest) -> ModerateInputResult:
         subjects: list[Subject] = []
         if request.first:
-            subjects.extend(input_subjects(await self.repository.input_items_of(request.response_id)))
+            subjects.extend(input_subjects(await self.repository.responses.input_items_of(request.response_id)))
         if request.tool_results:
             texts = await self.repository.parked.tool_texts(request.response_id, request.tool_results)
             subjects.extend(tool_subjects(texts))

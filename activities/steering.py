@@ -37,12 +37,12 @@ class SteeringActivities:
     @activity.defn(name=activity_names.START_SUCCESSOR)
     async def start_successor(self, request: StartSuccessorInput) -> StartSuccessorResult:
         repository = self.repository
-        successor = await repository.get_response(request.successor_id, include_unstored=True)
+        successor = await repository.responses.get(request.successor_id, include_unstored=True)
         if successor is None or successor.is_terminal:
             return StartSuccessorResult(started=False)
         has_mcp = any(tool.type == "mcp" for tool in successor.tools)
         previous = successor.previous_response_id
-        listings = await repository.listings(previous) if has_mcp and previous else []
+        listings = await repository.responses.listings(previous) if has_mcp and previous else []
         try:
             await self.runner.start(
                 successor, emit_events=True, if_never_started=True, listings=listings, project=request.project

@@ -31,7 +31,7 @@ class StoreActivities:
     @activity.defn(name=activity_names.RECORD_STATUS)
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
         try:
-            recorded = await self.repository.advance_status(
+            recorded = await self.repository.responses.advance_status(
                 request.response_id, request.status, with_event=request.emit_events
             )
         except LookupError:
@@ -61,7 +61,7 @@ class StoreActivities:
         # A strike is kept before the end is written: whoever sees this block (here, through the
         # store, in another process) finds its identifier counted when it asks again.
         identifier_blocked = await self._struck(request)
-        ended = await self.repository.finish(
+        ended = await self.repository.responses.finish(
             response,
             with_event=request.emit_events,
             parked=request.parked,

@@ -69,7 +69,7 @@ async def list_approvals(request: Request) -> HttpResponse:
     for pending in rows[:limit]:
         request_id, response_id, asked_at = pending.request_id, pending.response_id, pending.asked_at
         if response_id not in responses:
-            stored = await repository.get_response(response_id, project=project)
+            stored = await repository.responses.get(response_id, project=project)
             responses[response_id] = None if stored is None else await with_progress(repository, stored)
             asked[response_id] = None if stored is None else await _last_user_message(repository, response_id)
         response = responses[response_id]
@@ -111,7 +111,7 @@ def _request_item(response: Response, request_id: str) -> dict[str, Any] | None:
 
 
 async def _last_user_message(repository: ResponseRepository, response_id: str) -> str | None:
-    page = await repository.list_input_items(
+    page = await repository.responses.input_items_page(
         response_id, after=None, before=None, limit=INPUT_ITEMS_LOOKED_AT, order="desc"
     )
     for item in page.data:
@@ -164,7 +164,7 @@ async def decide_approval(request: Request) -> HttpResponse:
     )
     metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
-    current = await repository.get_response(response.id) or response
+    current = await repository.responses.get(response.id) or response
     return json_response(await with_progress(repository, current))
 
 

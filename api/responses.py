@@ -170,7 +170,7 @@ async def list_input_items(request: Request) -> HttpResponse:
     response = await stored_response(request, request.path_params["response_id"])
     page_at = page_params(request, with_before=True)
     try:
-        page = await _repository(request).list_input_items(
+        page = await _repository(request).responses.input_items_page(
             response.id, after=page_at.after, before=page_at.before, limit=page_at.limit, order=page_at.order
         )
     except LookupError as missing:
@@ -181,7 +181,7 @@ async def list_input_items(request: Request) -> HttpResponse:
 async def list_responses(request: Request) -> HttpResponse:
     page_at = page_params(request)
     try:
-        page = await _repository(request).list_responses(
+        page = await _repository(request).responses.page(
             project=principal(request).project,
             after=page_at.after,
             limit=page_at.limit,

@@ -108,7 +108,7 @@ def _error_event(sequence_number: int, code: str, message: str) -> StoredEvent:
 
 async def _ended_without_terminal_event(repository: ResponseRepository, response_id: str, last: int) -> bool:
     """A response that is gone or finished, with nothing left to read: nothing will come."""
-    response = await repository.get_response(response_id, include_unstored=True)
+    response = await repository.responses.get(response_id, include_unstored=True)
     if response is not None and not response.is_terminal:
         return False
     return not await repository.events.read(response_id, after=last, limit=1)

@@ -31,7 +31,7 @@ async def _foreign_requests(
     passed_back = {item.id: item for item in items if item.type == "mcp_approval_request" and item.id not in in_chain}
     if not passed_back:
         return set()
-    stored = await repository.stored_output_items(list(passed_back))
+    stored = await repository.responses.stored_output_items(list(passed_back))
     return {
         request_id
         for request_id, (owner, data) in stored.items()

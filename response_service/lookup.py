@@ -39,7 +39,7 @@ async def stored_response(request: Request, response_id: str) -> Response:
     for a decision. Anything else is not found, exactly as an unknown id."""
     acting = principal(request)
     response = (
-        await repository_of(request).get_response(response_id, project=acting.project)
+        await repository_of(request).responses.get(response_id, project=acting.project)
         if plausible_id(response_id)
         else None
     )

@@ -187,7 +187,7 @@ async def prepare(
     )
     secrets = _secrets(request, repository)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
-    listings = await repository.listings(previous.id) if previous is not None and has_mcp else []
+    listings = await repository.responses.listings(previous.id) if previous is not None and has_mcp else []
     approvals, applied = await answered_approvals(
         request, items, previous, repository, known_items, project, decided_by
     )
@@ -226,7 +226,7 @@ async def history_of(
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
-        previous = await repository.get_response(
+        previous = await repository.responses.get(
             request.previous_response_id, project=project, include_unstored=request.previous_response_id in held
         )
         if previous is None:
@@ -241,7 +241,7 @@ async def history_of(
                 "wait for it to finish before continuing from it.",
                 param="previous_response_id",
             )
-        known_context = await repository.chat_context(previous.id) or []
+        known_context = await repository.responses.chat_context(previous.id) or []
     known_items: list[Any] = []
     if request.conversation_id is not None:
         conversation = await repository.conversations.get(request.conversation_id)
@@ -311,7 +311,7 @@ async def resolved(items: list[Any], repository: ResponseRepository, project: st
         if item.type != "item_reference":
             resolved.append(item)
             continue
-        found = await repository.find_item(item.id, project)
+        found = await repository.responses.find_item(item.id, project)
         if found is None:
             raise NotFoundError(
                 f"Item with id '{item.id}' not found.", param=f"input[{index}].id", code="item_not_found"

@@ -108,7 +108,7 @@ class ResponseRunner:
     async def forget(self, response_id: str, *, with_decisions: bool = True) -> None:
         """Remove an ended response from the store, and its history from Temporal as soon as
         its workflow has ended (the store keeps asking until it is: `response_service/history_eraser.py`)."""
-        await self.repository.purge(response_id, with_decisions=with_decisions)
+        await self.repository.responses.purge(response_id, with_decisions=with_decisions)
         self.erase_histories_soon([response_id])
 
     def erase_histories_soon(self, workflow_ids: list[str]) -> None:
@@ -280,13 +280,13 @@ class ResponseRunner:
         except WorkflowFailureError as error:
             # A failed or cancelled response's workflow ends Failed or Canceled once the store has
             # its end; anything else is a bug.
-            stored = await self.repository.get_response(handle.id, include_unstored=True)
+            stored = await self.repository.responses.get(handle.id, include_unstored=True)
             if stored is not None and stored.is_terminal:
                 return stored
             log.error("workflow %s failed: %s", handle.id, error.cause)
             raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
         # The workflow's result says which response ended; the store has it (large items whole).
-        stored = await self.repository.get_response(ended.id, include_unstored=True)
+        stored = await self.repository.responses.get(ended.id, include_unstored=True)
         if stored is None:
             raise UnavailableError(f"Response {ended.id} ended, but the store no longer has it.")
         return stored

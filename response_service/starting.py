@@ -105,7 +105,7 @@ async def settled(request: HTTPConnection, prepared: PreparedResponse, launched:
                 "response %s streams, but its start failed (%s): the orphan sweep starts it", response.id, error
             )
             raise
-        await repository.purge(response.id)  # refused or failed: nothing is left behind
+        await repository.responses.purge(response.id)  # refused or failed: nothing is left behind
         await code_containers.unmake(repository, launched.made)
         raise
     metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
@@ -123,7 +123,7 @@ async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse,
     opening = opening_events(response)
     await code_containers.make(request, response.id, prepared.containers)
     try:
-        await repository.create_response(
+        await repository.responses.create(
             response,
             prepared.items,
             opening if emit_events else None,

@@ -3,7 +3,7 @@ running response holds on it.
 
 A conversation's items are kept once. A response on a conversation reads them as the start
 of its context; its end appends its input and output items and releases the lock, in the
-transaction that writes that end (`ResponseRepository.finish` calls `append_turn`), so a
+transaction that writes that end (`Responses.finish` calls `append_turn`), so a
 crash never leaves half a turn. The lock is taken in the transaction that stores the
 response: a second response on a conversation whose lock a running response holds is
 refused, and a lock left by a response that has ended (or is gone) is taken over.

@@ -1,6 +1,6 @@
 """A response's rows as it is created: the response, its input items, its first events, its
 sealed MCP secrets and what else it brings (`CreationParts`), written in the caller's
-transaction (`ResponseRepository.create_response`, or a steered response's end, which keeps
+transaction (`Responses.create`, or a steered response's end, which keeps
 its successor)."""
 
 from __future__ import annotations

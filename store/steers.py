@@ -63,7 +63,7 @@ class Steers:
         queued steers."""
         async with self.db.write() as transaction:
             # A write to the response's row takes its lock: a steer and the response's end
-            # (`ResponseRepository.finish`), or two steers, are one after the other.
+            # (`Responses.finish`), or two steers, are one after the other.
             running = await transaction.run(
                 "UPDATE responses SET status = status "
                 "WHERE id = :response_id AND project = :project AND status IN (:steerable)",
@@ -153,7 +153,7 @@ CreateIn = Callable[..., Awaitable[None]]
 @dataclass
 class SteerSettlement:
     """How a response's end settles the steers it holds, in the transaction that writes the end
-    (`ResponseRepository.finish`): no steer can join a response once its end is written, so
+    (`Responses.finish`): no steer can join a response once its end is written, so
     these are all of them. `made`: the successor made, once settled."""
 
     successor_id: str

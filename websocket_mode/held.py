@@ -36,6 +36,6 @@ class HeldResponses:
 
     async def _let_go(self, response_id: str) -> None:
         """Forget it once it has ended (a running one is forgotten at its end by the sweep)."""
-        stored = await self.runner.repository.get_response(response_id, include_unstored=True)
+        stored = await self.runner.repository.responses.get(response_id, include_unstored=True)
         if stored is not None and stored.is_terminal:
             await self.runner.forget_unstored(response_id)

@@ -50,7 +50,7 @@ async def steer(connection: Connection, event: SteerEvent) -> None:
         await failed("invalid_input", error.message)
         return
     repository = connection.repository
-    response = await repository.get_response(target, include_unstored=True, project=connection.acting.project)
+    response = await repository.responses.get(target, include_unstored=True, project=connection.acting.project)
     if response is None:
         await failed("response_not_found", f"No response with id '{target}'.")
         return
@@ -66,7 +66,7 @@ async def steer(connection: Connection, event: SteerEvent) -> None:
         await failed("too_many_pending_steers", f"The response holds {MAX_PENDING_STEERS} steers already.")
         return
     if kept == "not_running":
-        ended = await repository.get_response(target, include_unstored=True)
+        ended = await repository.responses.get(target, include_unstored=True)
         await failed(*FAILED_BECAUSE.get(ended.status if ended else "", NOT_ACTIVE))
         return
     try:

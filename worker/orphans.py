@@ -53,7 +53,7 @@ class OrphanSweeper:
         for response in candidates:
             try:
                 emit_events = await self.repository.events.has_events(response.id)
-                project = await self.repository.project_of(response.id) or ""
+                project = await self.repository.responses.project_of(response.id) or ""
                 await self.runner.start(
                     response,
                     emit_events=emit_events,

@@ -36,11 +36,11 @@ class Retention:
     async def sweep(self) -> int:
         """One pass; returns how many responses (or leftover logs) it removed."""
         now = time.time()
-        removed = await self.repository.sweep_unstored(now - self.unstored_seconds)
+        removed = await self.repository.responses.sweep_unstored(now - self.unstored_seconds)
         orphaned, self._events_after = await self.repository.events.sweep_orphaned(self._events_after)
         removed += orphaned
         if self.retention_days > 0:
-            for response_id in await self.repository.expired(now - self.retention_days * 86400):
-                await self.repository.purge(response_id)
+            for response_id in await self.repository.responses.expired(now - self.retention_days * 86400):
+                await self.repository.responses.purge(response_id)
                 removed += 1
         return removed

@@ -221,8 +221,8 @@ async def test_a_stream_that_cannot_end_sends_an_error_event(http: httpx.AsyncCl
     try:
         repository = ResponseRepository(db)
         response = Response(id=f"resp_{model}", created_at=0, status="in_progress", model=model)
-        await repository.create_response(response, [], opening_events(response))
-        await repository.finish(response.model_copy(update={"status": "completed"}), with_event=False)
+        await repository.responses.create(response, [], opening_events(response))
+        await repository.responses.finish(response.model_copy(update={"status": "completed"}), with_event=False)
     finally:
         await db.close()
     events = []

@@ -33,7 +33,7 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
                 )
             prepared = await prepare({"model": model, "input": "orphan", "background": True}, repository, Limits())
             orphan = prepared.response
-            await repository.create_response(orphan, prepared.items, opening_events(orphan))
+            await repository.responses.create(orphan, prepared.items, opening_events(orphan))
 
             runner = ResponseRunner(
                 stack.client,

@@ -63,7 +63,7 @@ async def test_concurrent_cancels_of_one_response(postgres: PostgresServer):
     repositories = [ResponseRepository(database) for _ in range(2)]
     try:
         response = _response()
-        await repositories[0].create_response(response, [(new_id("msg") + "x" * 100, {"type": "message"})])
+        await repositories[0].responses.create(response, [(new_id("msg") + "x" * 100, {"type": "message"})])
         await asyncio.gather(*(repository.cancels.request(response.id) for repository in repositories * 5))
         assert await repositories[1].cancels.requested([response.id]) == {response.id}
     finally:
@@ -100,11 +100,11 @@ async def test_a_server_restart_costs_no_failed_request(postgres: PostgresServer
     repository = ResponseRepository(database)
     try:
         response = _response()
-        await repository.create_response(response, [])
-        assert await repository.get_response(response.id) is not None
+        await repository.responses.create(response, [])
+        assert await repository.responses.get(response.id) is not None
         await asyncio.to_thread(postgres.restart)
         for _ in range(20):
-            assert await repository.get_response(response.id) is not None
+            assert await repository.responses.get(response.id) is not None
     finally:
         await database.close()
 
@@ -156,13 +156,13 @@ async def test_keys_and_projects_on_postgresql(postgres: PostgresServer):
         assert await ring.closed() and (await ring.find(key)) == record
         repository = ResponseRepository(database)
         response = _response()
-        await repository.create_response(response, [], project="acme", decided_by=record.id)
-        assert await repository.get_response(response.id, project="acme") is not None
-        assert await repository.get_response(response.id, project="other") is None
-        page = await repository.list_responses(project="acme", after=None, limit=10, order="desc")
+        await repository.responses.create(response, [], project="acme", decided_by=record.id)
+        assert await repository.responses.get(response.id, project="acme") is not None
+        assert await repository.responses.get(response.id, project="other") is None
+        page = await repository.responses.page(project="acme", after=None, limit=10, order="desc")
         assert [item["id"] for item in page.data] == [response.id]
         with pytest.raises(LookupError):
-            await repository.list_responses(project="other", after=response.id, limit=10, order="desc")
+            await repository.responses.page(project="other", after=response.id, limit=10, order="desc")
         assert await keys.revoke(record.id)
         assert await KeyRing(keys, refresh_seconds=0).find(key) is None
     finally:

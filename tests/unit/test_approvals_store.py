@@ -28,8 +28,8 @@ def _asking(request_id: str) -> Response:
 
 
 async def _stored(repository: ResponseRepository, response: Response, project: str = "alpha") -> None:
-    await repository.create_response(response.model_copy(update={"status": "in_progress"}), [], project=project)
-    await repository.finish(response, with_event=False)
+    await repository.responses.create(response.model_copy(update={"status": "in_progress"}), [], project=project)
+    await repository.responses.finish(response, with_event=False)
 
 
 async def test_a_decision_is_kept_once_and_ends_the_wait(database: Database) -> None:
@@ -64,12 +64,12 @@ async def test_an_open_request_is_decided_for_its_follow_up_which_applies_it_onc
         Response.from_request(new_id("resp"), 2, CreateResponseRequest.model_validate({"model": "m", "input": "go"}))
         for _ in range(2)
     )
-    await repository.create_response(follow_up, [], project="alpha", closes=["mcpr_open"], applies=["mcpr_open"])
+    await repository.responses.create(follow_up, [], project="alpha", closes=["mcpr_open"], applies=["mcpr_open"])
     assert await repository.approvals.kept(["mcpr_open"]) == {}  # closed: applied by the follow-up
     with pytest.raises(ApprovalAlreadyAnsweredError):  # no second follow-up runs the approved call
-        await repository.create_response(second, [], project="alpha", closes=["mcpr_open"], applies=["mcpr_open"])
+        await repository.responses.create(second, [], project="alpha", closes=["mcpr_open"], applies=["mcpr_open"])
 
-    await repository.purge(follow_up.id)  # the follow-up is gone: the request is open again, still decided
+    await repository.responses.purge(follow_up.id)  # the follow-up is gone: the request is open again, still decided
     assert (await repository.approvals.kept(["mcpr_open"]))["mcpr_open"].approve is True
 
 
