@@ -187,9 +187,10 @@ def transcript(messages: list[Message], budget: int | None = None) -> str:
     return "\n\n".join(entries)
 
 
-MIN_ENTRY_TOKENS = 8
+MIN_ENTRY_TOKENS = 10
 """The least of an entry worth reading: past as many entries as the budget gives this, the
-oldest go."""
+oldest go. Room for its tag (`[assistant]`, 5 tokens), its first word (up to 3), the `…` of a
+cut and the separator: at 8, a share could hold the tag and nothing of the newest entry."""
 
 
 def _within(entries: list[str], budget: int) -> list[str]:

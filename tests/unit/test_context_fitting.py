@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from context import compaction
@@ -231,6 +231,7 @@ ENTRY_WORDS = st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1,
     texts=st.lists(ENTRY_WORDS, min_size=1, max_size=40),
     budget=st.integers(min_value=1, max_value=2_000),
 )
+@example(texts=["a"] * 20 + ["a a a a", "aaaaa a"], budget=16)  # a share of 8 held "[assistant] …" alone
 def test_a_transcript_stays_within_its_budget_and_keeps_the_newest(texts, budget):
     messages = [
         {"role": "user" if index % 2 == 0 else "assistant", "content": text} for index, text in enumerate(texts)
