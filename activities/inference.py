@@ -465,7 +465,7 @@ class InferenceActivities:
             known_context=start.context,
             inputs=opened(start.items) if reads_input else None,
             tool_results=tool_results,
-            compacted=sealed_items.compaction_renderer(box, request.project),
+            compacted=compaction.renderer(box, request.project),
         )
 
 

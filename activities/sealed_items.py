@@ -1,8 +1,8 @@
 """Items this server sealed for a client, as a model call reads and writes them.
 
 Reasoning is sealed into `encrypted_content` for a client that asked to carry it
-(`include: ["reasoning.encrypted_content"]`) and opened again when passed back; a `compaction`
-item holds its summary sealed (`context/compaction.py`). Each opens only with this server's
+(`include: ["reasoning.encrypted_content"]`) and opened again when passed back (a `compaction`
+item's summary is sealed and opened by `context/compaction.py`). Each opens only with this server's
 secrets key and for the project it was sealed for; anything else is left as it came.
 """
 
@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from context import compaction
 from models.activity_io import InferenceInput
-from models.items import CompactionItem, ReasoningText
+from models.items import ReasoningText
 from sealing.secret_box import SecretBox
 
 
@@ -42,14 +41,3 @@ def opened(box: SecretBox | None, item: Any, project: str) -> Any:
         return item
     text = box.open_reasoning(item.encrypted_content, project=project)
     return item if text is None else item.model_copy(update={"content": [ReasoningText(text=text)]})
-
-
-def compaction_renderer(box: SecretBox | None, project: str) -> Callable[[CompactionItem], list[dict[str, Any]]]:
-    """Renders a compaction item this server made for `project` (none other: refused at
-    request time, and left out here)."""
-
-    def render(item: CompactionItem) -> list[dict[str, Any]]:
-        content = compaction.open_content(item.encrypted_content, box, project)
-        return compaction.rendered(item.id or "compaction", content) if content is not None else []
-
-    return render

@@ -12,7 +12,7 @@ it is sent back upstream only to backends configured to take it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -66,7 +66,7 @@ NOT_RUN = "The call was not run: the user did not approve it."
 def items_to_messages(
     items: list[Any],
     table: ToolTable,
-    tool_results: dict[str, str] | None = None,
+    tool_results: Mapping[str, str] | None = None,
     *,
     compacted: Callable[[CompactionItem], list[ChatMessage]] | None = None,
 ) -> list[ChatMessage]:
@@ -131,7 +131,7 @@ def items_to_messages(
     return messages
 
 
-def tool_messages(tool_results: dict[str, str]) -> list[ChatMessage]:
+def tool_messages(tool_results: Mapping[str, str]) -> list[ChatMessage]:
     return [_tool_message(call_id, text) for call_id, text in tool_results.items()]
 
 

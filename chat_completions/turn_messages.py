@@ -46,14 +46,12 @@ def turn_messages(
     whose context is the chain's so far and its calls' results)."""
     said = items_to_messages(conversation, table, compacted=compacted)
     if inputs is None:
-        return TurnMessages(said, known_context + tool_messages(dict(tool_results)))
+        return TurnMessages(said, known_context + tool_messages(tool_results))
     # Results of calls the previous response left open (approved, refused, unanswered)
     # follow its context; those of requests passed back in `input` follow them there.
     passed_back = {item.id for item in inputs if item.type == "mcp_approval_request"}
     closing = {call_id: text for call_id, text in tool_results.items() if call_id not in passed_back}
     return TurnMessages(
         said,
-        known_context
-        + tool_messages(closing)
-        + items_to_messages(inputs, table, dict(tool_results), compacted=compacted),
+        known_context + tool_messages(closing) + items_to_messages(inputs, table, tool_results, compacted=compacted),
     )

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
 from context.tokens import PER_MESSAGE, PER_REQUEST, message_tokens, text_tokens
+from models.items import CompactionItem
 
 Message = dict[str, Any]
 
@@ -145,6 +147,17 @@ def open_content(blob: str, box: Sealing | None, project: str) -> CompactionCont
 def rendered(item_id: str, content: CompactionContent) -> list[Message]:
     """The messages a compaction item stands for: its summary, then the kept messages."""
     return [{"role": "user", "content": SUMMARY_PREFIX + content.summary, MARKER: item_id}, *content.kept]
+
+
+def renderer(box: Sealing | None, project: str) -> Callable[[CompactionItem], list[Message]]:
+    """Renders a compaction item this server made for `project` as its messages; any other
+    is left out (refused at request time: `response_service/context_size.py`)."""
+
+    def render(item: CompactionItem) -> list[Message]:
+        content = open_content(item.encrypted_content, box, project)
+        return rendered(item.id or "compaction", content) if content is not None else []
+
+    return render
 
 
 def from_latest(messages: list[Message]) -> list[Message]:

@@ -17,7 +17,6 @@ from chat_completions.turn_messages import turn_messages
 from context import compaction
 from context.tokens import request_tokens
 from models.errors import ContextLengthExceededError, InvalidRequestError
-from models.items import CompactionItem
 from models.responses import Response
 from sealing.secret_box import SecretBox
 from upstream.windows import ContextWindows
@@ -45,13 +44,13 @@ def request_size(
     """Estimated tokens of the response's first request upstream (MCP tools not counted: they
     are listed later)."""
     table = ToolTable(response.tools, [])
-
-    def compacted(item: CompactionItem) -> list[dict[str, Any]]:
-        content = compaction.open_content(item.encrypted_content, box, project)
-        return compaction.rendered(item.id or "compaction", content) if content is not None else []
-
     messages = turn_messages(
-        table, conversation=history, known_context=known_context, inputs=items, tool_results={}, compacted=compacted
+        table,
+        conversation=history,
+        known_context=known_context,
+        inputs=items,
+        tool_results={},
+        compacted=compaction.renderer(box, project),
     )
     return request_tokens(converter.build_chat_request(response, messages.sent, None, table))
 
