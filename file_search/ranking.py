@@ -53,7 +53,7 @@ def _compare(kind: str, have: Any, want: Any) -> bool:
     if isinstance(have, bool) or isinstance(want, bool):
         return False
     if isinstance(have, (int, float)) and isinstance(want, (int, float)):
-        return _ordered(kind, float(have), float(want))
+        return _ordered(kind, have, want)
     if isinstance(have, str) and isinstance(want, str):
         return _ordered(kind, have, want)
     return False

@@ -64,3 +64,10 @@ def test_raw_nul_is_not_text_and_an_escaped_one_stays_escaped():
     with pytest.raises(UnreadableFileError) as refused:
         text_of("a.txt", b"\x00" * 15)
     assert refused.value.code == "invalid_file"
+
+
+def test_a_comparison_of_large_integers_is_exact():
+    """Numbers compare as they are: 2**60 + 1 is past 2**60 (as floats they are one number)."""
+    parsed = ComparisonFilter.model_validate({"type": "gt", "key": "n", "value": 2**60})
+    assert ranking.matches(parsed, {"n": 2**60 + 1})
+    assert not ranking.matches(parsed, {"n": 2**60})
