@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import math
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -278,7 +277,8 @@ async def _serve_http(
             port=port,
             log_level="warning",
             lifespan="off",
-            timeout_graceful_shutdown=math.ceil(grace_seconds),
+            # uvicorn annotates an int, and waits any number of seconds: a grace of 0.5 s stays 0.5 s.
+            timeout_graceful_shutdown=grace_seconds,  # type: ignore[arg-type]
             http=with_header_timeout(header_timeout_seconds),
         )
     )
