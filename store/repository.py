@@ -5,8 +5,6 @@ part, not the hub."""
 
 from __future__ import annotations
 
-import logging
-
 from sealing.secret_box import SecretBox
 from store.approvals import Approvals
 from store.cancels import CancelRequests
@@ -29,8 +27,6 @@ from store.turns import Turns
 from store.vector_stores import VectorStores
 from store.webhooks import WebhookEndpoints, WebhookOutbox
 from store.workers import WorkerRegistry
-
-log = logging.getLogger(__name__)
 
 
 class ResponseRepository:

@@ -9,7 +9,6 @@ the handover of ends to waiting requests is `activities/handover.py`'s."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Literal, Unpack
 
@@ -31,8 +30,6 @@ from store.parked import ParkedFields
 from store.response_rows import CreationParts, insert_response
 from store.schema import NO_PROJECT
 from store.steers import SteerSettlement
-
-log = logging.getLogger(__name__)
 
 Order = Literal["asc", "desc"]
 

@@ -1,11 +1,13 @@
-"""The house's packages (as `pyproject.toml` ships them, and its folders), and the imports between them, read
-from the code (`ast`: every `import` and `from ... import`, in functions too; nothing run)."""
+"""The house's packages (as `pyproject.toml` ships them, and its folders), and the imports
+between its modules, read from the code (`ast`: every `import` and `from ... import`, in
+functions too; nothing run)."""
 
 from __future__ import annotations
 
 import ast
 import tomllib
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,34 +24,14 @@ def folders() -> list[str]:
     return sorted(path.parent.name for path in ROOT.glob("*/__init__.py") if path.parent.name != "tests")
 
 
-def imports_between_packages() -> dict[tuple[str, str], list[str]]:
-    """(importer, imported) -> the imports that make the arrow, as `file -> module`."""
-    names = set(folders())
-    arrows: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for package in sorted(names):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    modules = [node.module]
-                else:
-                    continue
-                for module in modules:
-                    top = module.split(".")[0]
-                    if top in names and top != package:
-                        arrows[package, top].append(f"{path.relative_to(ROOT)} -> {module}")
-    return dict(arrows)
-
-
+@cache
 def imports_between_modules() -> dict[str, set[str]]:
     """Each module of the house -> the modules of the house it imports (`from a import b`
     counts `a.b` when that is a module, else `a`)."""
-    names = set(folders())
     modules = {
         ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
-        for package in names
-        for path in (ROOT / package).rglob("*.py")
+        for package in folders()
+        for path in sorted((ROOT / package).rglob("*.py"))
     }
     arrows: dict[str, set[str]] = {module: set() for module in modules}
     for module, path in modules.items():
@@ -65,3 +47,14 @@ def imports_between_modules() -> dict[str, set[str]]:
                 continue
             arrows[module].update(name for name in found if name in modules and name != module)
     return arrows
+
+
+def imports_between_packages() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) -> the imports that make the arrow, as `module -> module`."""
+    arrows: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, imported in sorted(imports_between_modules().items()):
+        for name in sorted(imported):
+            importer, target = module.split(".")[0], name.split(".")[0]
+            if importer != target:
+                arrows[importer, target].append(f"{module} -> {name}")
+    return dict(arrows)

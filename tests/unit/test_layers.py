@@ -1,7 +1,7 @@
 """The packages stand on floors (`docs/development.md`, "Layout"): each imports only from
 floors below its own, so no two packages import each other and the house reads top to
 bottom; and no modules import each other in a circle, inside a package either. An import that
-runs up or sideways, or closes a circle, fails here, named with its file."""
+runs up or sideways, or closes a circle, fails here, named by its modules."""
 
 from __future__ import annotations
 
