@@ -78,9 +78,9 @@ async def _stop(interpreters: Interpreters, call_id: str) -> None:
 class CodeExecutionActivities(ContainerWork):
     @activity.defn(name=activity_names.PLACE_CONTAINER)
     async def place_container(self, request: PlaceContainerInput) -> PlaceContainerResult:
-        host = await self.repository.containers.place(request.container_id, self.host_id)
+        host = await self.containers.place(request.container_id, self.host_id)
         if host == self.host_id:
-            row = await self.repository.containers.get(request.container_id)
+            row = await self.containers.get(request.container_id)
             if row is not None:
                 await self.host.prepare(row.id, self.limits(row))
         return PlaceContainerResult(host=host)
@@ -88,10 +88,10 @@ class CodeExecutionActivities(ContainerWork):
     @activity.defn(name=activity_names.CONTAINER_LOST)
     async def container_lost(self, request: ContainerLostInput) -> ContainerLostResult:
         """Its host did not take its command in time: the container is gone with its host."""
-        row = await self.repository.containers.get(request.container_id)
+        row = await self.containers.get(request.container_id)
         if row is None or row.host != request.host:
             return ContainerLostResult(expired=False)
-        return ContainerLostResult(expired=await self.repository.containers.end(row.id, "expired"))
+        return ContainerLostResult(expired=await self.containers.end(row.id, "expired"))
 
     @activity.defn(name=activity_names.RUN_CODE)
     async def run_code(self, request: RunCodeInput) -> RunCodeResult:
@@ -104,9 +104,7 @@ class CodeExecutionActivities(ContainerWork):
         if request.emit_events:
             await self.emit(request.response_id, code_opening(call, request.output_index))
         try:
-            ended = await unless_cancelled(
-                self.repository.cancels.notifier, request.response_id, self._run(request, row)
-            )
+            ended = await unless_cancelled(self.cancels.notifier, request.response_id, self._run(request, row))
         except CancelRequestedError:
             await _stop(self.host.interpreters(row.id), call.id)
             raise
@@ -116,7 +114,7 @@ class CodeExecutionActivities(ContainerWork):
             raise
         output = self.host.interpreters(row.id).output(call.id, self.settings.output_bytes).decode(errors="replace")
         created = await self.files.take_out(row.id, self.quotas)
-        await self.repository.containers.touch(row.id)
+        await self.containers.touch(row.id)
         return await self._told(request, call, ended, output, created)
 
     async def _run(self, request: RunCodeInput, row: ContainerRow) -> Ended:
@@ -155,7 +153,7 @@ class CodeExecutionActivities(ContainerWork):
         """Until the call has answered or its interpreter has ended, heartbeating (and keeping
         its container from expiring); whether it ran out of time (then it was interrupted, and
         its interpreter ended if it did not stop)."""
-        rhythm = Rhythm(self.repository, container_id)
+        rhythm = Rhythm(self.containers, container_id)
         delay = FIRST_POLL_SECONDS
         while interpreters.status(call_id) is None and interpreters.alive():
             if time.monotonic() >= deadline:

@@ -28,9 +28,8 @@ from models.ids import new_id
 from models.quotas import ProjectQuotas
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.containers import ContainerHost
-from store.containers import ContainerFileRow
-from store.files import PART_BYTES
-from store.repository import ResponseRepository
+from store.containers import ContainerFileRow, Containers
+from store.files import PART_BYTES, Files
 
 MAX_FILES_SEEN = 2_000
 """Files a sync looks at, at most (what code made past it stays on the host only)."""
@@ -44,8 +43,10 @@ class Seen:
 
 
 class ContainerFiles:
-    def __init__(self, repository: ResponseRepository, host: ContainerHost) -> None:
-        self.repository = repository
+    def __init__(self, containers: Containers, files: Files, host: ContainerHost) -> None:
+        self.containers = containers
+        self.stored_files = files
+        """The files' bytes, as `/v1/files` keeps them."""
         self.host = host
 
     def _manifest_path(self, container_id: str) -> Path:
@@ -72,7 +73,7 @@ class ContainerFiles:
 
     async def bring_in(self, container_id: str) -> None:
         """The store's files on the host: uploads written in, deletions carried out."""
-        rows = await self.repository.containers.files(container_id)
+        rows = await self.containers.files(container_id)
         manifest = self._manifest(container_id)
         data = self.host.data(container_id)
         kept = {row.id for row in rows}
@@ -86,9 +87,9 @@ class ContainerFiles:
             name = row.path.removeprefix(f"{DATA_MOUNT}/")
             if "/" in name or not name or name.startswith("."):
                 continue  # only the top of /mnt/data is written
-            size, modified = await _write(data, name, self.repository.files.parts(row.id))
+            size, modified = await _write(data, name, self.stored_files.parts(row.id))
             manifest[row.path] = Seen(row.id, size, modified)
-            await self.repository.containers.synced(row.id)
+            await self.containers.synced(row.id)
         self._save(container_id, manifest)
 
     async def take_out(self, container_id: str, quotas: ProjectQuotas) -> list[ContainerFileCreated]:
@@ -97,7 +98,7 @@ class ContainerFiles:
         on_disk = await asyncio.to_thread(_regular_files, self.host.data(container_id))
         created: list[ContainerFileCreated] = []
         for path in [path for path in manifest if path not in on_disk]:
-            await self.repository.containers.delete_file(container_id, manifest.pop(path).file_id)
+            await self.containers.delete_file(container_id, manifest.pop(path).file_id)
         for path, (size, modified) in sorted(on_disk.items()):
             seen = manifest.get(path)
             if seen is not None and (seen.size, seen.modified_ns) == (size, modified):
@@ -105,12 +106,12 @@ class ContainerFiles:
             if size > LIMITS.max_file_bytes:
                 continue
             file_id = new_id("cfile")
-            written = await self.repository.files.write_parts(file_id, _read(self.host.data(container_id), path))
+            written = await self.stored_files.write_parts(file_id, _read(self.host.data(container_id), path))
             row = ContainerFileRow(file_id, container_id, path, written, "assistant", int(time.time()), True)
             try:
-                await self.repository.containers.add_file(row, quotas)
+                await self.containers.add_file(row, quotas)
             except Exception:
-                await self.repository.files.drop_parts(file_id)
+                await self.stored_files.drop_parts(file_id)
                 raise
             manifest[path] = Seen(file_id, size, modified)
             created.append(ContainerFileCreated(file_id=file_id, path=path))

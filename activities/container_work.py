@@ -15,8 +15,10 @@ from models.events import StreamEvent
 from models.quotas import ProjectQuotas
 from sandbox.containers import ContainerHost, ContainerLimits
 from sandbox.settings import SandboxSettings
-from store.containers import ContainerRow
-from store.repository import ResponseRepository
+from store.cancels import CancelRequests
+from store.containers import ContainerRow, Containers
+from store.event_log import EventLog
+from store.files import Files
 
 HEARTBEAT_EVERY_SECONDS = 2.0
 TOUCH_EVERY_SECONDS = 60.0
@@ -35,18 +37,24 @@ def shown(output: str, chars: int = SHOWN_CHARS) -> str:
 class ContainerWork:
     def __init__(
         self,
-        repository: ResponseRepository,
+        *,
+        containers: Containers,
+        files: Files,
+        events: EventLog,
+        cancels: CancelRequests,
         host: ContainerHost,
         host_id: str,
         settings: SandboxSettings,
         quotas: ProjectQuotas,
     ) -> None:
-        self.repository = repository
+        self.containers = containers
+        self.events = events
+        self.cancels = cancels
         self.host = host
         self.host_id = host_id
         self.settings = settings
         self.quotas = quotas
-        self.files = ContainerFiles(repository, host)
+        self.files = ContainerFiles(containers, files, host)
 
     def limits(self, row: ContainerRow) -> ContainerLimits:
         policy = row.network_policy
@@ -60,7 +68,7 @@ class ContainerWork:
 
     async def container(self, container_id: str) -> ContainerRow | None:
         """The container, if it still runs here (its commands run nowhere else)."""
-        row = await self.repository.containers.get(container_id)
+        row = await self.containers.get(container_id)
         return row if row is not None and row.status == "running" and row.host == self.host_id else None
 
     async def emit(self, response_id: str, events: list[StreamEvent], *, once: bool = True) -> None:
@@ -68,24 +76,24 @@ class ContainerWork:
         otherwise as they come (output deltas)."""
         batch = [event.wire() for event in events]
         if once:
-            await self.repository.events.append_once(response_id, batch)
+            await self.events.append_once(response_id, batch)
         else:
-            await self.repository.events.append(response_id, batch)
+            await self.events.append(response_id, batch)
 
 
 class Rhythm:
     """A command's wait: a heartbeat now and then (with what the retried activity needs to go
     on from), and the container touched."""
 
-    def __init__(self, repository: ResponseRepository, container_id: str) -> None:
-        self.repository = repository
+    def __init__(self, containers: Containers, container_id: str) -> None:
+        self.containers = containers
         self.container_id = container_id
         self.beat = self.touched = time.monotonic()
 
     async def keep(self, *details: object) -> None:
         now = time.monotonic()
         if now - self.touched >= TOUCH_EVERY_SECONDS:
-            await self.repository.containers.touch(self.container_id)
+            await self.containers.touch(self.container_id)
             self.touched = now
         if now - self.beat >= HEARTBEAT_EVERY_SECONDS:
             activity.heartbeat(*details)

@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from file_search.embedder import Embedder
+from file_search.library import Library
 from file_search.searching import search, shown_to_model
 from models import activity_names
 from models.activity_io import FileSearchInput, FileSearchResult
@@ -26,15 +27,18 @@ from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES, size_of
 from models.items import FileSearchResult as ResultEntry
 from models.search import Source
-from store.repository import ResponseRepository
+from store.event_log import EventLog
+from store.parked import ParkedFields
 from telemetry import metrics
 
 DEFAULT_RESULTS = 10
 
 
 class FileSearchActivities:
-    def __init__(self, repository: ResponseRepository, embedder: Embedder) -> None:
-        self.repository = repository
+    def __init__(self, *, library: Library, events: EventLog, parked: ParkedFields, embedder: Embedder) -> None:
+        self.library = library
+        self.events = events
+        self.parked = parked
         self.embedder = embedder
 
     @activity.defn(name=activity_names.FILE_SEARCH)
@@ -42,12 +46,12 @@ class FileSearchActivities:
         call, index, tool = request.call, request.output_index, request.tool
         if request.emit_events:
             await self._emit(request.response_id, search_opening(call, index))
-        stores = await self.repository.vector_stores.some(tool.vector_store_ids, request.project)
+        stores = await self.library.vector_stores.some(tool.vector_store_ids, request.project)
         query = call.queries[0] if call.queries else ""
         began = time.perf_counter()
         try:
             hits = await search(
-                self.repository,
+                self.library,
                 self.embedder,
                 list(stores.values()),
                 [query],
@@ -93,11 +97,11 @@ class FileSearchActivities:
                 "output": text,
                 "results": [entry.model_dump(mode="json") for entry in results or []] if results is not None else None,
             }
-            await self.repository.parked.put(request.response_id, {call.id: fields})
+            await self.parked.put(request.response_id, {call.id: fields})
             return FileSearchResult(
                 call=done.model_copy(update={"results": None}), text="", parked=True, sources=sources
             )
         return FileSearchResult(call=done, text=text, sources=sources)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
-        await self.repository.events.append_once(response_id, [event.wire() for event in events])
+        await self.events.append_once(response_id, [event.wire() for event in events])

@@ -49,9 +49,12 @@ from models.hosted_tools import WEB_SEARCH
 from models.ids import new_id
 from models.items import CompactionItem
 from models.responses import Usage
+from sealing.secret_box import SecretBox
+from store.cancels import CancelRequests
 from store.chat_contexts import ContextBase
-from store.repository import ResponseRepository
-from store.turns import Fence, TurnLost, TurnStart
+from store.event_log import EventLog
+from store.parked import ParkedFields
+from store.turns import Fence, TurnLost, Turns, TurnStart
 from telemetry import metrics
 from telemetry.tracing import inference_span
 from upstream.clients import Upstreams
@@ -64,16 +67,26 @@ from upstream.windows import ContextWindows
 class InferenceActivities:
     def __init__(
         self,
-        repository: ResponseRepository,
         gate: UpstreamGate,
         upstreams: Upstreams,
         *,
+        turns: Turns,
+        events: EventLog,
+        parked: ParkedFields,
+        cancels: CancelRequests,
+        secret_box: SecretBox | None,
         send_reasoning: bool = False,
         windows: ContextWindows | None = None,
         moderator: Moderator | None = None,
         announce_turns: bool = False,
     ) -> None:
-        self.repository = repository
+        self.turns = turns
+        """Claims, records and releases of turns (`activities/turn_claims.py`)."""
+        self.events = events
+        self.parked = parked
+        self.cancels = cancels
+        self.secret_box = secret_box
+        """Seals reasoning and compactions for the response's project."""
         self.announce_turns = announce_turns
         """An API process's own early calls, whose turns a worker elsewhere waits for: their
         ends are announced to other processes (`store/turns.py`'s `settled`), and a failed one
@@ -115,29 +128,29 @@ class InferenceActivities:
 
     async def _infer(self, request: InferenceInput) -> InferenceResult:
         try:
-            return await unless_cancelled(self.repository.cancels.notifier, request.response.id, self._turn(request))
+            return await unless_cancelled(self.cancels.notifier, request.response.id, self._turn(request))
         except CancelRequestedError as error:
             raise turn_failures.cancelled(error) from error
 
     async def _turn(self, request: InferenceInput) -> InferenceResult:
         fence = Fence(request.response.id, request.turn, holder=new_id("call"))
-        start = await turn_claims.claimed(self.repository.turns, fence, request)
+        start = await turn_claims.claimed(self.turns, fence, request)
         if start.recorded is not None:
             return await self._carried(request, InferenceResult.model_validate(start.recorded))
         if start.cancelled:
             raise CancelRequestedError(f"response {request.response.id} was cancelled")
-        keeping = asyncio.ensure_future(turn_claims.kept(self.repository.turns, fence, request.lease_seconds))
+        keeping = asyncio.ensure_future(turn_claims.kept(self.turns, fence, request.lease_seconds))
         try:
             turn_failures.raise_if_spent(start, request.max_attempts)
-            functions = await self.repository.parked.whole_functions(request.response.id, request.mcp_functions)
+            functions = await self.parked.whole_functions(request.response.id, request.mcp_functions)
             set_up = {*request.set_up, *((WEB_SEARCH.name,) if request.web_search else ())}
             table = ToolTable(request.response.tools, functions, set_up=set_up)
-            tool_results = await self.repository.parked.tool_texts(request.response.id, request.tool_results)
+            tool_results = await self.parked.tool_texts(request.response.id, request.tool_results)
             assembled = self._messages(request, start, table, tool_results)
             context, messages = assembled.context, assembled.sent
             if not request.response.generate:  # WebSocket mode's warm-up: the input is context now
                 result = InferenceResult(output=[], finish_reason="stop", usage=Usage())
-                await self.repository.turns.record(
+                await self.turns.record(
                     fence, context, result.model_dump(mode="json"), base=start.base, announce=self.announce_turns
                 )
                 return await self._carried(request, result)
@@ -154,7 +167,7 @@ class InferenceActivities:
                 raise turn_failures.to_application_error(error) from error
             if isinstance(step, Compact):
                 metrics.context_step(request.response.model, "compacted")
-                await self.repository.turns.release(fence, None, announce=self.announce_turns)
+                await self.turns.release(fence, None, announce=self.announce_turns)
                 return InferenceResult(output=[], finish_reason="stop", usage=Usage(), compaction_due=True)
             if step.dropped:
                 metrics.context_step(request.response.model, "truncated")
@@ -167,7 +180,7 @@ class InferenceActivities:
             plan = request.response.moderation_plan
             if plan is not None and plan.output is not None and result.moderation is None:
                 result, message = await checked_whole(self.moderator, plan, request, result, message)
-            await self.repository.turns.record(
+            await self.turns.record(
                 fence,
                 context + [converter.assistant_message(message)],
                 result.model_dump(mode="json"),
@@ -185,9 +198,7 @@ class InferenceActivities:
             )
             with contextlib.suppress(Exception):
                 await asyncio.shield(
-                    self.repository.turns.release(
-                        fence, turn_failures.failure_record(failed), announce=self.announce_turns
-                    )
+                    self.turns.release(fence, turn_failures.failure_record(failed), announce=self.announce_turns)
                 )
             raise
         finally:
@@ -243,14 +254,14 @@ class InferenceActivities:
             )
         content = compaction.CompactionContent(summary=summary, kept=kept)
         item = CompactionItem(
-            id=new_id("cmp"), encrypted_content=compaction.seal(content, self.repository.secret_box, request.project)
+            id=new_id("cmp"), encrypted_content=compaction.seal(content, self.secret_box, request.project)
         )
         result = InferenceResult(output=[item], finish_reason="stop", usage=result.usage, deployment=result.deployment)
         if request.emit_events:
-            emitter = EventEmitter(self.repository.events, request.response.id, fence)
+            emitter = EventEmitter(self.events, request.response.id, fence)
             emitter.emit(compaction_events(item, request.output_offset))
             await emitter.close()
-        await self.repository.turns.record(
+        await self.turns.record(
             fence,
             compaction.rendered(item.id or "", content),
             result.model_dump(mode="json"),
@@ -363,7 +374,7 @@ class InferenceActivities:
         message = reply.with_call_ids(reply.present(choice.get("message") or {}))
         output = converter.assistant_to_output(message, table, reply.logprobs(choice), request.sources)
         result = InferenceResult(
-            output=sealed_items.with_sealed_reasoning(self.repository.secret_box, request, output),
+            output=sealed_items.with_sealed_reasoning(self.secret_box, request, output),
             finish_reason=reply.finish_reason(choice.get("finish_reason"), message),
             usage=reply.usage(completion.get("usage")),
         )
@@ -390,15 +401,15 @@ class InferenceActivities:
     ) -> tuple[InferenceResult, dict[str, Any]]:
         """Deltas go to the event log as the upstream chunks arrive; history gets only the result."""
         response_id = request.response.id
-        earlier = await self.repository.events.item_events(response_id, from_output_index=request.output_offset)
+        earlier = await self.events.item_events(response_id, from_output_index=request.output_offset)
         assembler = StreamAssembler(
             request.output_offset,
             streamed_from_events(earlier),
             table,
-            seal=sealed_items.sealer(self.repository.secret_box, request),
+            seal=sealed_items.sealer(self.secret_box, request),
             sources=request.sources,
         )
-        emitter = EventEmitter(self.repository.events, response_id, fence, pending_deltas=assembler.pending_deltas)
+        emitter = EventEmitter(self.events, response_id, fence, pending_deltas=assembler.pending_deltas)
         held = HeldOutput.of(self.moderator, request.response, request.project, lambda: emitter.emit([]))
         if held is not None:
             assembler.ceiling = held.ceiling
@@ -437,7 +448,7 @@ class InferenceActivities:
         """The result as it travels through history: large items as stubs, their heavy fields
         parked in the store (again, idempotently, for a turn whose result was recorded)."""
         output, parked = history_budget.split(result.output)
-        await self.repository.parked.put(request.response.id, parked)
+        await self.parked.put(request.response.id, parked)
         carried = result.model_copy(update={"output": output, "parked": list(parked)})
         size = history_budget.size_of(carried)
         if size > history_budget.MAX_RESULT_BYTES:
@@ -453,7 +464,7 @@ class InferenceActivities:
         self, request: InferenceInput, start: TurnStart, table: ToolTable, tool_results: dict[str, str]
     ) -> TurnMessages:
         """The turn's messages (`chat_completions/turn_messages.py`), its items opened."""
-        box = self.repository.secret_box
+        box = self.secret_box
 
         def opened(stored: list[dict[str, Any]]) -> list[Any]:
             return [sealed_items.opened(box, item, request.project) for item in converter.parse_items(stored)]

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from file_search.embedder import Embedder
+from file_search.library import Library
 from file_search.reader import ReaderStoppedError, read_chunks
 from models import activity_names
 from models.errors import (
@@ -41,7 +42,6 @@ from models.ingestion import (
     SettleFileInput,
     SettleFileResult,
 )
-from store.repository import ResponseRepository
 from telemetry import metrics
 
 
@@ -65,48 +65,48 @@ async def heartbeating() -> AsyncIterator[None]:
 
 
 class IngestionActivities:
-    def __init__(self, repository: ResponseRepository, embedder: Embedder) -> None:
-        self.repository = repository
+    def __init__(self, *, library: Library, embedder: Embedder) -> None:
+        self.library = library
         self.embedder = embedder
 
     @activity.defn(name=activity_names.CHUNK_FILE)
     async def chunk_file(self, request: ChunkFileInput) -> ChunkFileResult:
         store, file_id = request.vector_store_id, request.file_id
-        entry = await self.repository.vector_stores.file(store, file_id)
+        entry = await self.library.vector_stores.file(store, file_id)
         if entry is None or entry.status != "in_progress":
             return ChunkFileResult(chunks=0, gone=True)
         if entry.chunk_count is not None:  # chunked by an earlier run: its chunks are there
             return ChunkFileResult(chunks=entry.chunk_count)
-        found = await self.repository.files.find(file_id)
+        found = await self.library.files.find(file_id)
         if found is None:
             return ChunkFileResult(chunks=0, gone=True)
         static = entry.chunking_strategy["static"]
-        await self.repository.chunks.clear(store, file_id)  # what an attempt that died kept
+        await self.library.chunks.clear(store, file_id)  # what an attempt that died kept
         count = 0
         try:
             async with heartbeating():
                 batches = read_chunks(
                     found.filename,
-                    self.repository.files.parts(file_id),
+                    self.library.files.parts(file_id),
                     static["max_chunk_size_tokens"],
                     static["chunk_overlap_tokens"],
                 )
                 async with contextlib.aclosing(batches):
                     async for batch in batches:
-                        if not await self.repository.chunks.add(store, file_id, count, batch):
+                        if not await self.library.chunks.add(store, file_id, count, batch):
                             return ChunkFileResult(chunks=0, gone=True)
                         count += len(batch)
         except UnreadableFileError as error:
             raise ApplicationError(error.message, error.code, type=type(error).__name__, non_retryable=True) from error
         except ReaderStoppedError as error:
             raise ApplicationError(str(error), type=type(error).__name__) from error
-        if not await self.repository.vector_stores.chunked(store, file_id, count):
+        if not await self.library.vector_stores.chunked(store, file_id, count):
             return ChunkFileResult(chunks=0, gone=True)
         return ChunkFileResult(chunks=count)
 
     @activity.defn(name=activity_names.EMBED_NEXT_CHUNKS)
     async def embed_next_chunks(self, request: EmbedNextChunksInput) -> EmbedNextChunksResult:
-        pending = await self.repository.chunks.unembedded(
+        pending = await self.library.chunks.unembedded(
             request.vector_store_id, request.file_id, request.after, request.limit
         )
         await self._embed(request.vector_store_id, request.file_id, request.project, request.embedding_model, pending)
@@ -118,7 +118,7 @@ class IngestionActivities:
 
     @activity.defn(name=activity_names.EMBED_CHUNKS)
     async def embed_chunks(self, request: EmbedChunksInput) -> EmbedChunksResult:
-        pending = await self.repository.chunks.unembedded_between(
+        pending = await self.library.chunks.unembedded_between(
             request.vector_store_id, request.file_id, request.start, request.end
         )
         await self._embed(request.vector_store_id, request.file_id, request.project, request.embedding_model, pending)
@@ -143,7 +143,7 @@ class IngestionActivities:
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except UpstreamError as error:  # refused, misconfigured: retrying cannot mend it
             raise ApplicationError(error.message, type=type(error).__name__, non_retryable=True) from error
-        await self.repository.chunks.embed(
+        await self.library.chunks.embed(
             vector_store_id,
             file_id,
             {position: vector for (position, _), vector in zip(pending, vectors, strict=True)},
@@ -157,7 +157,7 @@ class IngestionActivities:
             if request.error_code
             else None
         )
-        settled = await self.repository.vector_stores.settle(
+        settled = await self.library.vector_stores.settle(
             request.vector_store_id, request.file_id, request.status, error
         )
         if settled:

@@ -64,7 +64,11 @@ from models.items import (
     McpProtocolError,
     McpToolExecutionError,
 )
-from store.repository import ResponseRepository
+from store.cancels import CancelRequests
+from store.dispatches import ToolDispatches
+from store.event_log import EventLog
+from store.mcp_secrets import McpSecretsStore
+from store.parked import ParkedFields
 from telemetry import metrics
 from telemetry.tracing import mcp_span
 
@@ -82,14 +86,24 @@ IDEMPOTENCY_KEY = "durable-responses/idempotency-key"
 class McpActivities:
     def __init__(
         self,
-        repository: ResponseRepository,
         *,
+        parked: ParkedFields,
+        events: EventLog,
+        cancels: CancelRequests,
+        dispatches: ToolDispatches,
+        mcp_secrets: McpSecretsStore,
         max_result_bytes: int = MAX_RESULT_BYTES,
         egress: EgressPolicy = EgressPolicy(),
     ) -> None:
         self.egress = egress
         """Which addresses MCP servers may have (`access/egress.py`)."""
-        self.repository = repository
+        self.parked = parked
+        self.events = events
+        self.cancels = cancels
+        self.dispatches = dispatches
+        """Which calls were sent: one that is not repeatable is sent at most once."""
+        self.mcp_secrets = mcp_secrets
+        """The request's `headers` and `authorization`, sealed; opened for the call alone."""
         self.max_result_bytes = max_result_bytes
 
     @activity.defn(name=activity_names.LIST_MCP_TOOLS)
@@ -145,7 +159,7 @@ class McpActivities:
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
         if history_budget.should_park(item):  # the tools' schemas wait in the store
-            await self.repository.parked.put(request.response_id, {item.id: history_budget.heavy_fields(item)})
+            await self.parked.put(request.response_id, {item.id: history_budget.heavy_fields(item)})
             return ListMcpToolsResult(item=history_budget.stubbed(item), parked=True)
         return ListMcpToolsResult(item=item)
 
@@ -155,14 +169,14 @@ class McpActivities:
         response starts no call, and stops the one it runs."""
         response_id = request.response_id
         try:
-            return await unless_cancelled(self.repository.cancels.notifier, response_id, self._run(request))
+            return await unless_cancelled(self.cancels.notifier, response_id, self._run(request))
         except CancelRequestedError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
 
     async def _run(self, request: CallMcpToolInput) -> CallMcpToolResult:
         response_id = request.response_id
         call = await self._with_arguments(request)
-        if await self.repository.cancels.requested([response_id]):
+        if await self.cancels.requested([response_id]):
             raise CancelRequestedError(f"response {response_id} was cancelled")
         if request.emit_events:
             await self._emit(response_id, mcp_call_opening(call, request.output_index))
@@ -171,7 +185,7 @@ class McpActivities:
             await self._emit(response_id, mcp_call_closing(finished, request.output_index))
         # A large result (or large arguments) travels as a stub; its fields wait in the store.
         (carried,), parked = history_budget.split([finished])
-        await self.repository.parked.put(response_id, parked)
+        await self.parked.put(response_id, parked)
         return CallMcpToolResult(call=carried, parked=bool(parked))
 
     async def _with_arguments(self, request: CallMcpToolInput) -> McpCallItem:
@@ -179,7 +193,7 @@ class McpActivities:
         parked_in = request.arguments_parked_in
         if parked_in is None:
             return request.call
-        fields = (await self.repository.parked.get(request.response_id, [parked_in])).get(parked_in, {})
+        fields = (await self.parked.get(request.response_id, [parked_in])).get(parked_in, {})
         if request.call.arguments or "arguments" not in fields:
             return request.call
         return request.call.model_copy(update={"arguments": fields["arguments"]})
@@ -204,7 +218,7 @@ class McpActivities:
             ) as client:
                 vitals.connected(client)
                 # Claimed once connected: a server that cannot be reached has run nothing.
-                if not repeatable and not await self.repository.dispatches.claim(response_id, call.id):
+                if not repeatable and not await self.dispatches.claim(response_id, call.id):
                     raise McpSentBeforeError(
                         "an earlier attempt sent the call and was cut off before its answer came back "
                         "(its worker stopped, or the call stopped answering)",
@@ -251,13 +265,13 @@ class McpActivities:
 
     async def _headers(self, response_id: str, server_label: str) -> dict[str, str]:
         try:
-            secrets = await self.repository.mcp_secrets.opened(response_id, server_label)
+            secrets = await self.mcp_secrets.opened(response_id, server_label)
         except SecretsUnavailableError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from error
         return secrets.http_headers() if secrets else {}
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
-        await self.repository.events.append_once(response_id, [event.wire() for event in events])
+        await self.events.append_once(response_id, [event.wire() for event in events])
 
 
 class _Vitals:

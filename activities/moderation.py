@@ -19,12 +19,14 @@ from guardrails.moderator import Moderator, Subject
 from guardrails.subjects import input_subjects, tool_subjects
 from models import activity_names
 from models.activity_io import ModerateInputRequest, ModerateInputResult
-from store.repository import ResponseRepository
+from store.parked import ParkedFields
+from store.responses import Responses
 
 
 class ModerationActivities:
-    def __init__(self, repository: ResponseRepository, moderator: Moderator) -> None:
-        self.repository = repository
+    def __init__(self, *, responses: Responses, parked: ParkedFields, moderator: Moderator) -> None:
+        self.responses = responses
+        self.parked = parked
         self.moderator = moderator
         self.first_checks = SingleFlight()
         """First turns' input checks: begun while the workflow starts (`begin`), taken by its
@@ -48,9 +50,9 @@ class ModerationActivities:
     async def _check(self, request: ModerateInputRequest) -> ModerateInputResult:
         subjects: list[Subject] = []
         if request.first:
-            subjects.extend(input_subjects(await self.repository.responses.input_items_of(request.response_id)))
+            subjects.extend(input_subjects(await self.responses.input_items_of(request.response_id)))
         if request.tool_results:
-            texts = await self.repository.parked.tool_texts(request.response_id, request.tool_results)
+            texts = await self.parked.tool_texts(request.response_id, request.tool_results)
             subjects.extend(tool_subjects(texts))
         plan = request.plan
         result = await self.moderator.check(

@@ -75,9 +75,7 @@ class ShellActivities(ContainerWork):
         if row is None:
             return await self._result(request, call, Ended([], [], lost=True), "the container is gone")
         try:
-            ended = await unless_cancelled(
-                self.repository.cancels.notifier, request.response_id, self._run(request, row)
-            )
+            ended = await unless_cancelled(self.cancels.notifier, request.response_id, self._run(request, row))
         except CancelRequestedError:
             self._kill(row.id, call)
             raise
@@ -86,7 +84,7 @@ class ShellActivities(ContainerWork):
                 self._kill(row.id, call)
             raise
         created = await self.files.take_out(row.id, self.quotas)
-        await self.repository.containers.touch(row.id)
+        await self.containers.touch(row.id)
         result = await self._result(request, call, ended, None)
         return result.model_copy(update={"files": created})
 
@@ -107,7 +105,7 @@ class ShellActivities(ContainerWork):
             await self.files.bring_in(row.id)
         details = activity.info().heartbeat_details
         following = Following(details[0] if details and isinstance(details[0], dict) else {})
-        rhythm = Rhythm(self.repository, row.id)
+        rhythm = Rhythm(self.containers, row.id)
         outputs: list[ShellCommandOutput] = []
         texts: list[str] = []
         share = ITEM_OUTPUT_CHARS // (2 * max(1, len(call.action.commands)))

@@ -15,7 +15,8 @@ from models import activity_names
 from models.mcp import McpListing
 from models.responses import Response
 from models.steering import StartSuccessorInput, StartSuccessorResult
-from store.repository import ResponseRepository
+from store.responses import Responses
+from store.starts import Starts
 
 log = logging.getLogger(__name__)
 
@@ -29,25 +30,25 @@ class StartsResponses(Protocol):
 
 
 class SteeringActivities:
-    def __init__(self, repository: ResponseRepository, runner: StartsResponses) -> None:
-        self.repository = repository
+    def __init__(self, *, responses: Responses, starts: Starts, runner: StartsResponses) -> None:
+        self.responses = responses
+        self.starts = starts
         self.runner = runner
         """Starts successors (on the task queue responses run on; never eagerly)."""
 
     @activity.defn(name=activity_names.START_SUCCESSOR)
     async def start_successor(self, request: StartSuccessorInput) -> StartSuccessorResult:
-        repository = self.repository
-        successor = await repository.responses.get(request.successor_id, include_unstored=True)
+        successor = await self.responses.get(request.successor_id, include_unstored=True)
         if successor is None or successor.is_terminal:
             return StartSuccessorResult(started=False)
         has_mcp = any(tool.type == "mcp" for tool in successor.tools)
         previous = successor.previous_response_id
-        listings = await repository.responses.listings(previous) if has_mcp and previous else []
+        listings = await self.responses.listings(previous) if has_mcp and previous else []
         try:
             await self.runner.start(
                 successor, emit_events=True, if_never_started=True, listings=listings, project=request.project
             )
         except WorkflowAlreadyStartedError:
             return StartSuccessorResult(started=False)
-        await repository.starts.confirm_started([successor.id])
+        await self.starts.confirm_started([successor.id])
         return StartSuccessorResult(started=True)

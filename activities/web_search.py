@@ -21,7 +21,8 @@ from models.errors import SearchRefusedError, SearchUnavailableError
 from models.events import StreamEvent, search_closing, search_opening
 from models.history_budget import PARK_ITEM_BYTES
 from models.items import WebSearchSource
-from store.repository import ResponseRepository
+from store.event_log import EventLog
+from store.parked import ParkedFields
 from telemetry import metrics
 from web_search.citations import numbered, shown_to_model
 from web_search.provider import MAX_RESULTS, SearchProvider, SearchQuery, allowed
@@ -34,8 +35,9 @@ history carries, stay within what it carries whole)."""
 
 
 class SearchActivities:
-    def __init__(self, repository: ResponseRepository, provider: SearchProvider | None) -> None:
-        self.repository = repository
+    def __init__(self, *, events: EventLog, parked: ParkedFields, provider: SearchProvider | None) -> None:
+        self.events = events
+        self.parked = parked
         self.provider = provider
 
     @activity.defn(name=activity_names.WEB_SEARCH)
@@ -82,9 +84,9 @@ class SearchActivities:
             await self._emit(request.response_id, search_closing(done, index))
         text = shown_to_model(call.action.query, results, sources)
         if len(text.encode()) > PARK_ITEM_BYTES:  # it waits in the store; history carries its place
-            await self.repository.parked.put(request.response_id, {call.id: {"output": text}})
+            await self.parked.put(request.response_id, {call.id: {"output": text}})
             return WebSearchResult(call=done, text="", parked=True, sources=sources)
         return WebSearchResult(call=done, text=text, sources=sources)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
-        await self.repository.events.append_once(response_id, [event.wire() for event in events])
+        await self.events.append_once(response_id, [event.wire() for event in events])

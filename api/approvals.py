@@ -36,7 +36,9 @@ from models.errors import ConflictError, InvalidRequestError
 from models.responses import Response
 from models.workflow_io import ApprovalBody, ApprovalUpdate
 from response_service.lookup import stored_response, with_progress
-from store.repository import ResponseRepository
+from store.approvals import Approvals
+from store.event_log import EventLog
+from store.responses import Responses
 from telemetry import metrics
 
 STATUSES = ("pending",)
@@ -61,7 +63,7 @@ async def list_approvals(request: Request) -> HttpResponse:
     after = query.get("after")
     cursor = None
     if after is not None:
-        cursor = await _cursor(repository, project, after)
+        cursor = await _cursor(repository.approvals, project, after)
     rows = await repository.approvals.page(project, after=cursor, limit=limit + 1)
     data = []
     responses: dict[str, Response | None] = {}  # a response is read once, however many requests it has
@@ -70,8 +72,8 @@ async def list_approvals(request: Request) -> HttpResponse:
         request_id, response_id, asked_at = pending.request_id, pending.response_id, pending.asked_at
         if response_id not in responses:
             stored = await repository.responses.get(response_id, project=project)
-            responses[response_id] = None if stored is None else await with_progress(repository, stored)
-            asked[response_id] = None if stored is None else await _last_user_message(repository, response_id)
+            responses[response_id] = None if stored is None else await with_progress(repository.events, stored)
+            asked[response_id] = None if stored is None else await _last_user_message(repository.responses, response_id)
         response = responses[response_id]
         item = _request_item(response, request_id) if response is not None else None
         if response is None or item is None:
@@ -96,8 +98,8 @@ async def list_approvals(request: Request) -> HttpResponse:
     return list_page(data, len(rows) > limit)
 
 
-async def _cursor(repository: ResponseRepository, project: str, after: str) -> tuple[int, str]:
-    cursor = await repository.approvals.cursor(project, after) if plausible_id(after) else None
+async def _cursor(approvals: Approvals, project: str, after: str) -> tuple[int, str]:
+    cursor = await approvals.cursor(project, after) if plausible_id(after) else None
     if cursor is None:
         raise InvalidRequestError(f"No pending approval request with id '{after}'.", param="after")
     return cursor
@@ -110,8 +112,8 @@ def _request_item(response: Response, request_id: str) -> dict[str, Any] | None:
     return None
 
 
-async def _last_user_message(repository: ResponseRepository, response_id: str) -> str | None:
-    page = await repository.responses.input_items_page(
+async def _last_user_message(responses: Responses, response_id: str) -> str | None:
+    page = await responses.input_items_page(
         response_id, after=None, before=None, limit=INPUT_ITEMS_LOOKED_AT, order="desc"
     )
     for item in page.data:
@@ -146,8 +148,8 @@ async def decide_approval(request: Request) -> HttpResponse:
     decision = parse_approval(await read_json(request, limits(request)), principal(request).key_id)
     repository = repository_of(request)
     if response.is_terminal or not response.background:
-        return await _kept_for_follow_up(repository, response, decision)
-    shown = await with_progress(repository, response)
+        return await _kept_for_follow_up(repository.approvals, repository.events, response, decision)
+    shown = await with_progress(repository.events, response)
     if not any(
         item.type == "mcp_approval_request" and item.id == decision.approval_request_id for item in shown.output
     ):
@@ -165,11 +167,11 @@ async def decide_approval(request: Request) -> HttpResponse:
     metrics.approval_decided(decision.approve, waited)
     # As it stands now (for an approver too, though it may already have moved on).
     current = await repository.responses.get(response.id) or response
-    return json_response(await with_progress(repository, current))
+    return json_response(await with_progress(repository.events, current))
 
 
 async def _kept_for_follow_up(
-    repository: ResponseRepository, response: Response, decision: ApprovalUpdate
+    approvals: Approvals, events: EventLog, response: Response, decision: ApprovalUpdate
 ) -> HttpResponse:
     """A decision on a request the ended response left open: kept, and applied by the follow-up
     that continues the response without answering the request itself."""
@@ -180,7 +182,7 @@ async def _kept_for_follow_up(
             "`mcp_approval_response` item), or decide them here once it has ended.",
             param="response_id",
         )
-    waited = await repository.approvals.keep(
+    waited = await approvals.keep(
         response.id,
         decision.approval_request_id,
         approve=decision.approve,
@@ -195,4 +197,4 @@ async def _kept_for_follow_up(
             param="approval_request_id",
         )
     metrics.approval_decided(decision.approve, waited)
-    return json_response(await with_progress(repository, response))
+    return json_response(await with_progress(events, response))

@@ -80,9 +80,11 @@ async def count_input_tokens(request: Request) -> HttpResponse:
     counted = validate(payload)
     acting = principal(request)
     repository = _repository(request)
-    items = await resolved(counted.input_items(), repository, acting.project)
+    items = await resolved(counted.input_items(), repository.responses, acting.project)
     check_compactions(items, repository.secret_box, acting.project)
-    _, known_context, known_items = await history_of(counted, repository, acting.project)
+    _, known_context, known_items = await history_of(
+        counted, repository.responses, repository.conversations, acting.project
+    )
     response = Response.from_request("resp_count", int(time.time()), counted)
     tokens = request_size(response, known_context, known_items, items, repository.secret_box, acting.project)
     return json_response(InputTokenCount(input_tokens=tokens))

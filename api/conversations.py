@@ -53,7 +53,7 @@ async def _conversation(request: Request) -> ConversationRow:
 async def create_conversation(request: Request) -> HttpResponse:
     body = await _parsed(CreateConversation, request)
     project = principal(request).project
-    items = as_stored(await resolved(body.items or [], repository(request), project))
+    items = as_stored(await resolved(body.items or [], repository(request).responses, project))
     row = new_conversation(new_id("conv"), body.metadata, project)
     await repository(request).conversations.create(row, items)
     return JSONResponse(row.to_wire())
@@ -96,7 +96,7 @@ async def add_items(request: Request) -> HttpResponse:
     conversation = await _conversation(request)
     _include(request)
     body = await _parsed(AddConversationItems, request)
-    items = as_stored(await resolved(body.items, repository(request), conversation.project))
+    items = as_stored(await resolved(body.items, repository(request).responses, conversation.project))
     await repository(request).conversations.add_items(conversation.id, items)
     return list_page([data for _, data in items], False)
 

@@ -77,7 +77,7 @@ async def _created(
     response = prepared.response
     launched = await kept_and_launched(request, prepared, acting)
     if prepared.request.stream:
-        if await streams_before_start(repository, launched):
+        if await streams_before_start(repository.events, launched):
             settle_later(request, prepared, launched)  # the stream goes on whatever the start's outcome
         else:
             await settled(request, prepared, launched)
@@ -118,7 +118,7 @@ def _event_stream(request: Request, response_id: str, *, after: int) -> Streamin
 async def retrieve_response(request: Request) -> HttpResponse:
     response = await stored_response(request, request.path_params["response_id"])
     if request.query_params.get("stream", "false").lower() != "true":
-        return _json(await with_progress(_repository(request), response))
+        return _json(await with_progress(_repository(request).events, response))
     try:
         after = int(request.query_params.get("starting_after", "-1"))
     except ValueError:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response as HttpResponse
 
+from file_search.library import Library
 from file_search.searching import search
 from http_plumbing.body import ModelT, read_model
 from http_plumbing.params import limits, list_page, page_params, plausible_id, principal, project_quotas, repository
@@ -136,10 +137,11 @@ async def delete_vector_store(request: Request) -> HttpResponse:
 async def search_vector_store(request: Request) -> HttpResponse:
     store = await vector_store(request)
     body = await parsed(SearchVectorStore, request)
+    stores = repository(request)
     began = time.perf_counter()
     try:
         hits = await search(
-            repository(request),
+            Library(stores.vector_stores, stores.chunks, stores.files),
             request.app.state.embedder,
             [store],
             body.queries(),

@@ -28,6 +28,7 @@ import openai
 from bench.processes import Backend, Dev
 from demo.lexical_embedder import LEXICAL_MODEL, lexical_vector
 from file_search.embedder import Embedder
+from file_search.library import Library
 from file_search.searching import search
 from models.ids import new_id
 from models.quotas import ProjectQuotas
@@ -112,6 +113,7 @@ async def filled(url: str, chunks: int) -> tuple[ResponseRepository, VectorStore
 
 async def search_times(url: str, chunks: int, queries: int) -> list[float]:
     repository, store = await filled(url, chunks)
+    library = Library(repository.vector_stores, repository.chunks, repository.files)
     embedder = Embedder(LEXICAL_MODEL, ModelRegistry.single(""), Upstreams())
     rng = random.Random(13)
     times = []
@@ -119,7 +121,7 @@ async def search_times(url: str, chunks: int, queries: int) -> list[float]:
         for _ in range(queries):
             query = document(rng, 6)
             began = time.perf_counter()
-            hits = await search(repository, embedder, [store], [query], project="", max_num_results=10)
+            hits = await search(library, embedder, [store], [query], project="", max_num_results=10)
             times.append(time.perf_counter() - began)
             assert hits, "a search found nothing"
     finally:

@@ -13,8 +13,8 @@ from typing import Any
 from demo.lexical_embedder import words
 from file_search import ranking
 from file_search.embedder import Embedder
+from file_search.library import Library
 from models.file_search import Filter, RankingOptions
-from store.repository import ResponseRepository
 from store.vector_store_rows import VectorStoreRow
 
 ACTIVE_WITHIN_SECONDS = 60
@@ -43,7 +43,7 @@ class Hit:
 
 
 async def search(
-    repository: ResponseRepository,
+    library: Library,
     embedder: Embedder,
     stores: list[VectorStoreRow],
     queries: list[str],
@@ -54,7 +54,7 @@ async def search(
     ranking_options: RankingOptions | None = None,
 ) -> list[Hit]:
     ids = [store.id for store in stores]
-    attributes = await repository.vector_stores.attributes_of(ids)
+    attributes = await library.vector_stores.attributes_of(ids)
     # Every file's attributes against every comparison: work that grows with the stores, so
     # in a thread (it yields the loop every few milliseconds) rather than on the loop.
     allowed = (
@@ -75,7 +75,7 @@ async def search(
     for model, store_ids in by_model.items():
         vectors = await embedder.embed(queries, project, model=model, lane="interactive")
         for vector in vectors:
-            nearest = await repository.chunks.nearest(
+            nearest = await library.chunks.nearest(
                 store_ids, allowed if filters is not None else None, vector, max(CANDIDATES, 4 * max_num_results)
             )
             for chunk in nearest:
@@ -92,10 +92,10 @@ async def search(
         ),
         key=lambda each: (-each[0], each[1], each[2]),
     )[:max_num_results]
-    files = await repository.files.some(list({file_id for _, file_id, _, _ in ranked}), project)
+    files = await library.files.some(list({file_id for _, file_id, _, _ in ranked}), project)
     stale = [store.id for store in stores if store.last_active_at < time.time() - ACTIVE_WITHIN_SECONDS]
     if stale:  # a write only when a store's last activity is worth updating, not one per search
-        await repository.vector_stores.touch(stale)
+        await library.vector_stores.touch(stale)
     return [
         Hit(
             file_id, files[file_id].filename if file_id in files else file_id, scored, text, attributes.get(file_id, {})

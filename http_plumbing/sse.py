@@ -11,13 +11,26 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 from models.events import ErrorEvent
-from store.event_log import TERMINAL_EVENT_TYPES, StoredEvent
-from store.repository import ResponseRepository
+from store.event_log import TERMINAL_EVENT_TYPES, EventLog, StoredEvent
+from store.responses import Responses
 from telemetry import metrics
 
 log_error = logging.getLogger(__name__)
+
+
+class StreamSource(Protocol):
+    """What a stream reads: the response's event log, and the response itself when its log
+    falls silent (the store's hub has both)."""
+
+    @property
+    def events(self) -> EventLog: ...
+
+    @property
+    def responses(self) -> Responses: ...
+
 
 # How often a tail with no new events checks that its response has not ended another way.
 STALL_CHECK_SECONDS = 2.0
@@ -38,7 +51,7 @@ def frame(event: StoredEvent) -> str:
 
 
 async def tail(
-    repository: ResponseRepository,
+    source: StreamSource,
     response_id: str,
     *,
     after: int,
@@ -47,13 +60,13 @@ async def tail(
 ) -> AsyncIterator[str]:
     """The response's events after `after` as SSE frames (`logged_events`)."""
     async for event in logged_events(
-        repository, response_id, after=after, forget_at_end=forget_at_end, live_since_ms=live_since_ms
+        source, response_id, after=after, forget_at_end=forget_at_end, live_since_ms=live_since_ms
     ):
         yield frame(event)
 
 
 async def logged_events(
-    repository: ResponseRepository,
+    source: StreamSource,
     response_id: str,
     *,
     after: int,
@@ -66,7 +79,7 @@ async def logged_events(
     of a silent close. Events written since `live_since_ms` (default: now) count in the stream's
     lag: a new response's stream is live from its request, though it may open after its first
     events were written; a resumed one's old events do not count."""
-    log, notifier = repository.events, repository.events.notifier
+    log, notifier = source.events, source.events.notifier
     last = after
     opened_at_ms = live_since_ms if live_since_ms is not None else int(time.time() * 1000)
     try:
@@ -76,9 +89,7 @@ async def logged_events(
                 batch = await log.read(response_id, after=last)
                 if not batch:
                     waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
-                    if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(
-                        repository, response_id, last
-                    ):
+                    if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(source, response_id, last):
                         yield _error_event(
                             last + 1,
                             "stream_ended",
@@ -106,9 +117,9 @@ def _error_event(sequence_number: int, code: str, message: str) -> StoredEvent:
     return StoredEvent(sequence_number, "error", json.dumps(event, separators=(",", ":")))
 
 
-async def _ended_without_terminal_event(repository: ResponseRepository, response_id: str, last: int) -> bool:
+async def _ended_without_terminal_event(source: StreamSource, response_id: str, last: int) -> bool:
     """A response that is gone or finished, with nothing left to read: nothing will come."""
-    response = await repository.responses.get(response_id, include_unstored=True)
+    response = await source.responses.get(response_id, include_unstored=True)
     if response is not None and not response.is_terminal:
         return False
-    return not await repository.events.read(response_id, after=last, limit=1)
+    return not await source.events.read(response_id, after=last, limit=1)

@@ -13,11 +13,12 @@ from models.items import McpApprovalRequestItem
 from models.mcp import ApprovalDecision
 from models.requests import CreateResponseRequest
 from models.responses import Response
-from store.repository import ResponseRepository
+from store.approvals import Approvals
+from store.responses import Responses
 
 
 async def _foreign_requests(
-    items: list[Any], previous: Response | None, history: list[Any], project: str, repository: ResponseRepository
+    items: list[Any], previous: Response | None, history: list[Any], project: str, responses: Responses
 ) -> set[str]:
     """Approval requests passed back in `input` that are not the client's to answer: a request
     this server stored for a response of another project, or stored with other content than
@@ -31,7 +32,7 @@ async def _foreign_requests(
     passed_back = {item.id: item for item in items if item.type == "mcp_approval_request" and item.id not in in_chain}
     if not passed_back:
         return set()
-    stored = await repository.responses.stored_output_items(list(passed_back))
+    stored = await responses.stored_output_items(list(passed_back))
     return {
         request_id
         for request_id, (owner, data) in stored.items()
@@ -47,7 +48,8 @@ async def answered_approvals(
     request: CreateResponseRequest,
     items: list[Any],
     previous: Response | None,
-    repository: ResponseRepository,
+    approvals: Approvals,
+    responses: Responses,
     history: list[Any],
     project: str,
     decided_by: str | None,
@@ -75,13 +77,11 @@ async def answered_approvals(
     answers = [(index, item) for index, item in enumerate(items) if item.type == "mcp_approval_response"]
     # A conversation keeps its unanswered requests: each turn looks only for decisions kept for
     # them, and reads the rest only when there is something to answer, apply or close.
-    kept = await repository.approvals.kept(in_chain) if in_chain else {}
+    kept = await approvals.kept(in_chain) if in_chain else {}
     if not answers and not from_previous and not kept:
         return [], frozenset()
-    answered_before = await repository.approvals.answered(
-        list(requests) + [item.approval_request_id for _, item in answers]
-    )
-    foreign = await _foreign_requests(items, previous, history, project, repository)
+    answered_before = await approvals.answered(list(requests) + [item.approval_request_id for _, item in answers])
+    foreign = await _foreign_requests(items, previous, history, project, responses)
     labels = {tool.server_label for tool in request.tools if tool.type == "mcp"}
     decisions: dict[str, ApprovalDecision] = {}
     for index, answer in answers:

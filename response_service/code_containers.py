@@ -36,7 +36,8 @@ from models.tools import (
 )
 from response_service.containers import check_container_options, container_not_found, file_not_found, new_container
 from sandbox.settings import SandboxSettings
-from store.repository import ResponseRepository
+from store.containers import Containers
+from store.files import Files
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class AutoContainer:
 
 async def code_containers(
     request: CreateResponseRequest,
-    store: ResponseRepository,
+    containers: Containers,
+    files: Files,
     project: str,
     previous: Response | None,
     sandbox: SandboxSettings,
@@ -73,22 +75,22 @@ async def code_containers(
         else:
             continue
         if named:
-            await _running(store, named, project, param)
+            await _running(containers, named, project, param)
             continue
         assert isinstance(auto, (CodeInterpreterAutoContainer, ShellContainerAuto))
         await check_container_options(
             sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, egress, f"{param}."
         )
-        await _files_exist(store, auto.file_ids or [], project, f"{param}.file_ids")
+        await _files_exist(files, auto.file_ids or [], project, f"{param}.file_ids")
         if not sandbox.enabled:
             continue
-        container_id = await _kept_or_new(store, previous, project, auto, made, index)
+        container_id = await _kept_or_new(containers, previous, project, auto, made, index)
         tools[index] = _naming(tool, container_id)
     return request.model_copy(update={"tools": tools}), made
 
 
 async def _kept_or_new(
-    store: ResponseRepository,
+    containers: Containers,
     previous: Response | None,
     project: str,
     auto: CodeInterpreterAutoContainer | ShellContainerAuto,
@@ -105,7 +107,7 @@ async def _kept_or_new(
             and not made[0].network_policy.get("allowed_domains")
         ):
             return made[0].container_id  # code_interpreter and shell share it, as one conversation's
-        kept = await _previous_container(store, previous, project)
+        kept = await _previous_container(containers, previous, project)
         if kept is not None:
             return kept
     container_id = new_id("cntr")
@@ -134,24 +136,24 @@ def _plain(auto: CodeInterpreterAutoContainer | ShellContainerAuto) -> bool:
     return not auto.file_ids and auto.memory_limit is None and auto.network_policy is None
 
 
-async def _running(store: ResponseRepository, container_id: str, project: str, param: str) -> None:
-    found = await store.containers.get(container_id, project) if plausible_id(container_id) else None
+async def _running(containers: Containers, container_id: str, project: str, param: str) -> None:
+    found = await containers.get(container_id, project) if plausible_id(container_id) else None
     if found is None or found.status != "running":
         raise container_not_found(container_id, param)
 
 
-async def _files_exist(store: ResponseRepository, file_ids: list[str], project: str, param: str) -> None:
-    found = await store.files.some(file_ids, project) if file_ids else {}
+async def _files_exist(files: Files, file_ids: list[str], project: str, param: str) -> None:
+    found = await files.some(file_ids, project) if file_ids else {}
     for index, file_id in enumerate(file_ids):
         if file_id not in found:
             raise file_not_found(file_id, f"{param}[{index}]")
 
 
-async def _previous_container(store: ResponseRepository, previous: Response | None, project: str) -> str | None:
+async def _previous_container(containers: Containers, previous: Response | None, project: str) -> str | None:
     """The previous response's code interpreter container, while it runs."""
     for tool in previous.tools if previous is not None else []:
         if isinstance(tool, (CodeInterpreterTool, ShellTool)) and tool.container_id:
-            found = await store.containers.get(tool.container_id, project)
+            found = await containers.get(tool.container_id, project)
             if found is not None and found.status == "running":
                 return found.id
     return None
@@ -173,12 +175,12 @@ async def make(request: HTTPConnection, response_id: str, made: list[AutoContain
                 container_id=auto.container_id,
             )
     except BaseException:
-        await unmake(repository(request), [auto.container_id for auto in made])
+        await unmake(repository(request).containers, [auto.container_id for auto in made])
         raise
 
 
-async def unmake(store: ResponseRepository, container_ids: list[str]) -> None:
+async def unmake(containers: Containers, container_ids: list[str]) -> None:
     """The response was refused after its containers were made: they go (no host has them yet)."""
     for container_id in container_ids:
-        await store.containers.end(container_id, "deleted")
-        await store.containers.forget(container_id)
+        await containers.end(container_id, "deleted")
+        await containers.forget(container_id)

@@ -11,23 +11,20 @@ from http_plumbing.params import repository as repository_of
 from models.errors import NotFoundError
 from models.responses import Response
 from response_service.progress import OutputFolds
-from store.repository import ResponseRepository
+from store.approvals import Approvals
+from store.event_log import EventLog
 
 OUTPUT_FOLDS = OutputFolds()
 """Running responses' outputs so far, kept between polls (`response_service/progress.py`)."""
 
 
-async def with_progress(repository: ResponseRepository, response: Response) -> Response:
+async def with_progress(events: EventLog, response: Response) -> Response:
     """A running response shows the output streamed so far (its log, when it keeps one)."""
     if response.is_terminal:
         OUTPUT_FOLDS.forget(response.id)
         return response
     fold = OUTPUT_FOLDS.of(response.id, len(response.output))
-    fold.apply(
-        await repository.events.item_events(
-            response.id, from_output_index=len(response.output), after=fold.last_sequence
-        )
-    )
+    fold.apply(await events.item_events(response.id, from_output_index=len(response.output), after=fold.last_sequence))
     if not fold.items:
         return response
     output = [item.model_dump(mode="json", by_alias=True) for item in response.output]
@@ -37,22 +34,20 @@ async def with_progress(repository: ResponseRepository, response: Response) -> R
 async def stored_response(request: Request, response_id: str) -> Response:
     """A stored response of the request's project; an approver key sees only those that wait
     for a decision. Anything else is not found, exactly as an unknown id."""
-    acting = principal(request)
-    response = (
-        await repository_of(request).responses.get(response_id, project=acting.project)
-        if plausible_id(response_id)
-        else None
-    )
-    if response is None or (acting.approver and not await waits_for_approval(repository_of(request), response)):
+    acting, stores = principal(request), repository_of(request)
+    response = await stores.responses.get(response_id, project=acting.project) if plausible_id(response_id) else None
+    if response is None or (
+        acting.approver and not await waits_for_approval(stores.approvals, stores.events, response)
+    ):
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return response
 
 
-async def waits_for_approval(repository: ResponseRepository, response: Response) -> bool:
+async def waits_for_approval(approvals: Approvals, events: EventLog, response: Response) -> bool:
     """It waits for a decision now, or it ended leaving a request open that nobody has decided."""
     if response.is_terminal:
-        return await repository.approvals.undecided(response.id)
+        return await approvals.undecided(response.id)
     if response.status != "in_progress":
         return False
-    output = (await with_progress(repository, response)).output
+    output = (await with_progress(events, response)).output
     return bool(output) and output[-1].type == "mcp_approval_request"

@@ -35,10 +35,13 @@ from response_service.context_size import check_compactions, check_fits
 from response_service.input_checks import check_items
 from response_service.prompt_rendering import with_prompt
 from sandbox.settings import SandboxSettings
-from store.conversations import conversation_not_found
+from sealing.secret_box import SecretBox
+from store.conversations import Conversations, conversation_not_found
 from store.parked import Parked
 from store.repository import ResponseRepository
+from store.responses import Responses
 from store.schema import NO_PROJECT
+from store.vector_stores import VectorStores
 from upstream.windows import ContextWindows
 
 ITEM_ID_PREFIX = {
@@ -173,23 +176,31 @@ async def prepare(
             param="max_output_tokens",
             code="invalid_value",
         )
-    items = await resolved(request.input_items(), repository, project)
-    previous, known_context, known_items = await history_of(request, repository, project, held)
+    items = await resolved(request.input_items(), repository.responses, project)
+    previous, known_context, known_items = await history_of(
+        request, repository.responses, repository.conversations, project, held
+    )
     if not items and request.previous_response_id is None and request.conversation is None:
         raise InvalidRequestError(
             "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
         )
     check_items(items, _call_ids(known_context, known_items))
     check_compactions(items, repository.secret_box, project)
-    await _vector_stores_exist(request, repository, project)
+    await _vector_stores_exist(request, repository.vector_stores, project)
     request, containers = await code_containers(
-        request, repository, project, previous, sandbox or SandboxSettings(), egress or EgressPolicy()
+        request,
+        repository.containers,
+        repository.files,
+        project,
+        previous,
+        sandbox or SandboxSettings(),
+        egress or EgressPolicy(),
     )
-    secrets = _secrets(request, repository)
+    secrets = _secrets(request, repository.secret_box)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)
     listings = await repository.responses.listings(previous.id) if previous is not None and has_mcp else []
     approvals, applied = await answered_approvals(
-        request, items, previous, repository, known_items, project, decided_by
+        request, items, previous, repository.approvals, repository.responses, known_items, project, decided_by
     )
     response = Response.from_request(new_id("resp"), int(time.time()), request)
     response.compact_only = compact_only or bool(items and items[-1].type == "compaction_trigger")
@@ -214,7 +225,11 @@ async def prepare(
 
 
 async def history_of(
-    request: CreateResponseRequest, repository: ResponseRepository, project: str, held: Collection[str] = ()
+    request: CreateResponseRequest,
+    responses: Responses,
+    conversations: Conversations,
+    project: str,
+    held: Collection[str] = (),
 ) -> tuple[Response | None, list[dict[str, Any]], list[Any]]:
     """What the request continues: the previous response and its chat context, or the items
     of its conversation (each of `project`, or not found; not both)."""
@@ -226,7 +241,7 @@ async def history_of(
     known_context: list[dict[str, Any]] = []
     previous: Response | None = None
     if request.previous_response_id is not None:
-        previous = await repository.responses.get(
+        previous = await responses.get(
             request.previous_response_id, project=project, include_unstored=request.previous_response_id in held
         )
         if previous is None:
@@ -241,24 +256,22 @@ async def history_of(
                 "wait for it to finish before continuing from it.",
                 param="previous_response_id",
             )
-        known_context = await repository.responses.chat_context(previous.id) or []
+        known_context = await responses.chat_context(previous.id) or []
     known_items: list[Any] = []
     if request.conversation_id is not None:
-        conversation = await repository.conversations.get(request.conversation_id)
+        conversation = await conversations.get(request.conversation_id)
         if conversation is None or conversation.project != project:
             raise conversation_not_found(request.conversation_id, "conversation")
-        known_items = [
-            _input_item.validate_python(item) for item in await repository.conversations.items(request.conversation_id)
-        ]
+        known_items = [_input_item.validate_python(item) for item in await conversations.items(request.conversation_id)]
     return previous, known_context, known_items
 
 
-async def _vector_stores_exist(request: CreateResponseRequest, repository: ResponseRepository, project: str) -> None:
+async def _vector_stores_exist(request: CreateResponseRequest, vector_stores: VectorStores, project: str) -> None:
     """Every vector store a `file_search` tool names is one of the project's."""
     for index, tool in enumerate(request.tools):
         if tool.type != "file_search":
             continue
-        found = await repository.vector_stores.some(list(tool.vector_store_ids), project)
+        found = await vector_stores.some(list(tool.vector_store_ids), project)
         for position, vector_store_id in enumerate(tool.vector_store_ids):
             if vector_store_id not in found:
                 raise NotFoundError(
@@ -303,7 +316,7 @@ async def _reachable_urls(request: CreateResponseRequest, egress: EgressPolicy) 
             ) from None
 
 
-async def resolved(items: list[Any], repository: ResponseRepository, project: str) -> list[Any]:
+async def resolved(items: list[Any], responses: Responses, project: str) -> list[Any]:
     """Input items with each `item_reference` replaced by the item it names: an item of any
     stored response or conversation of `project`."""
     resolved = []
@@ -311,7 +324,7 @@ async def resolved(items: list[Any], repository: ResponseRepository, project: st
         if item.type != "item_reference":
             resolved.append(item)
             continue
-        found = await repository.responses.find_item(item.id, project)
+        found = await responses.find_item(item.id, project)
         if found is None:
             raise NotFoundError(
                 f"Item with id '{item.id}' not found.", param=f"input[{index}].id", code="item_not_found"
@@ -334,7 +347,7 @@ def _call_ids(context: list[dict[str, Any]], items: list[Any]) -> set[str]:
     return known
 
 
-def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> dict[str, McpSecrets]:
+def _secrets(request: CreateResponseRequest, secret_box: SecretBox | None) -> dict[str, McpSecrets]:
     secrets = {
         tool.server_label: found
         for tool in request.tools
@@ -342,7 +355,7 @@ def _secrets(request: CreateResponseRequest, repository: ResponseRepository) -> 
         for found in [tool.secrets()]
         if found is not None
     }
-    if secrets and repository.secret_box is None:
+    if secrets and secret_box is None:
         raise InvalidRequestError(
             "This server cannot keep MCP `headers` or `authorization` secret: its operator has not set "
             "SECRETS_KEY. Send the MCP tool without them, or ask for SECRETS_KEY to be set.",

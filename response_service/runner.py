@@ -32,7 +32,8 @@ from models.workflow_io import (
     side_task_queues,
 )
 from response_service.history_eraser import HistoryEraser
-from store.repository import ResponseRepository
+from store.history_deletions import HistoryDeletions
+from store.responses import Responses
 from upstream.registry import ModelRegistry
 from workflows.turn_input import FirstTurn, first_turn_input
 
@@ -73,7 +74,8 @@ class ResponseRunner:
         settings: ExecutionSettings,
         *,
         task_timeout_seconds: float = 10.0,
-        repository: ResponseRepository,
+        responses: Responses,
+        history_deletions: HistoryDeletions,
         local_worker: bool,
         outcomes: Outcomes,
         registry: ModelRegistry | None = None,
@@ -91,7 +93,7 @@ class ResponseRunner:
         self.settings = (
             settings if settings.mcp_task_queue else settings.model_copy(update=side_task_queues(task_queue))
         )
-        self.repository = repository
+        self.responses = responses
         self.outcomes = outcomes
         """Ends handed over by this process's worker (`activities/handover.py`)."""
         self.registry = registry or ModelRegistry.single("")
@@ -102,13 +104,13 @@ class ResponseRunner:
         # How soon a workflow task held by a dead worker (e.g. running a local activity)
         # is handed to another worker.
         self.task_timeout = timedelta(seconds=task_timeout_seconds)
-        self.eraser = HistoryEraser(repository.history_deletions, client)
+        self.eraser = HistoryEraser(history_deletions, client)
         self._erasing: set[asyncio.Task[None]] = set()
 
     async def forget(self, response_id: str, *, with_decisions: bool = True) -> None:
         """Remove an ended response from the store, and its history from Temporal as soon as
         its workflow has ended (the store keeps asking until it is: `response_service/history_eraser.py`)."""
-        await self.repository.responses.purge(response_id, with_decisions=with_decisions)
+        await self.responses.purge(response_id, with_decisions=with_decisions)
         self.erase_histories_soon([response_id])
 
     def erase_histories_soon(self, workflow_ids: list[str]) -> None:
@@ -280,13 +282,13 @@ class ResponseRunner:
         except WorkflowFailureError as error:
             # A failed or cancelled response's workflow ends Failed or Canceled once the store has
             # its end; anything else is a bug.
-            stored = await self.repository.responses.get(handle.id, include_unstored=True)
+            stored = await self.responses.get(handle.id, include_unstored=True)
             if stored is not None and stored.is_terminal:
                 return stored
             log.error("workflow %s failed: %s", handle.id, error.cause)
             raise UnavailableError(f"The workflow of response {handle.id} failed: {error.cause}") from error
         # The workflow's result says which response ended; the store has it (large items whole).
-        stored = await self.repository.responses.get(ended.id, include_unstored=True)
+        stored = await self.responses.get(ended.id, include_unstored=True)
         if stored is None:
             raise UnavailableError(f"Response {ended.id} ended, but the store no longer has it.")
         return stored

@@ -25,7 +25,7 @@ from models.events import opening_events
 from response_service import code_containers
 from response_service.preparation import PreparedResponse
 from response_service.runner import Launch, ResponseRunner, Started
-from store.repository import ResponseRepository
+from store.event_log import EventLog
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def settle_later(request: HTTPConnection, prepared: PreparedResponse, launched: 
     start.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
-async def streams_before_start(repository: ResponseRepository, launched: Launched) -> bool:
+async def streams_before_start(log: EventLog, launched: Launched) -> bool:
     """Whether a stream begins before its start is acknowledged: the first turn's call began
     beside the start and logged an event first. The response is in the store by then, and a
     stored response is started by the orphan sweep if its start fails, so what a client is
@@ -66,7 +66,6 @@ async def streams_before_start(repository: ResponseRepository, launched: Launche
     launch = launched.launch
     if launch.early is None:
         return False
-    log = repository.events
     while not launch.starting.done():
         waiter = log.notifier.subscribe(launched.response_id)
         try:
@@ -106,7 +105,7 @@ async def settled(request: HTTPConnection, prepared: PreparedResponse, launched:
             )
             raise
         await repository.responses.purge(response.id)  # refused or failed: nothing is left behind
-        await code_containers.unmake(repository, launched.made)
+        await code_containers.unmake(repository.containers, launched.made)
         raise
     metrics.response_created(response.model, stream=prepared.request.stream, background=prepared.request.background)
     return started
@@ -137,7 +136,7 @@ async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse,
             commits=prepared.commits,
         )
     except BaseException:
-        await code_containers.unmake(repository, made)
+        await code_containers.unmake(repository.containers, made)
         raise
     launch = runner.launch(
         response,

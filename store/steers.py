@@ -147,7 +147,7 @@ async def mark_in(
 
 
 CreateIn = Callable[..., Awaitable[None]]
-"""`ResponseRepository._create_in`: keep a response within a transaction."""
+"""`store/responses.py`'s `Responses._create_in`: keep a response within a transaction."""
 
 
 @dataclass

@@ -84,7 +84,7 @@ class Connection:
         self.repository: ResponseRepository = state.repository
         self.runner: ResponseRunner = state.runner
         self.limits: Limits = state.limits
-        self.held = HeldResponses(self.runner, settings.max_held_responses)
+        self.held = HeldResponses(self.runner, self.repository.responses, settings.max_held_responses)
         self.lanes: dict[str | None, Lane] = {}
         self.lane_of: dict[str, str | None] = {}
         """Responses made or followed on this connection -> their lane."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from response_service.runner import ResponseRunner
+from store.responses import Responses
 
 
 class HeldResponses:
-    def __init__(self, runner: ResponseRunner, most: int) -> None:
+    def __init__(self, runner: ResponseRunner, responses: Responses, most: int) -> None:
         self.runner = runner
+        self.responses = responses
         self.most = most
         self._held: OrderedDict[str, None] = OrderedDict()
 
@@ -36,6 +38,6 @@ class HeldResponses:
 
     async def _let_go(self, response_id: str) -> None:
         """Forget it once it has ended (a running one is forgotten at its end by the sweep)."""
-        stored = await self.runner.repository.responses.get(response_id, include_unstored=True)
+        stored = await self.responses.get(response_id, include_unstored=True)
         if stored is not None and stored.is_terminal:
             await self.runner.forget_unstored(response_id)

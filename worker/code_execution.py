@@ -24,11 +24,13 @@ import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from activities.code_execution import CodeExecutionActivities
+from activities.container_work import ContainerWork
 from activities.shell_execution import ShellActivities
 from sandbox.containers import ContainerHost
 from store.containers import Containers
@@ -112,6 +114,10 @@ class ContainerChores:
         return len(unplaced) + len(abandoned) + forgotten
 
 
+Work = TypeVar("Work", bound=ContainerWork)
+"""The activities that work in this host's containers (code, shell)."""
+
+
 @contextlib.asynccontextmanager
 async def code_execution(
     client: Client,
@@ -129,8 +135,21 @@ async def code_execution(
         return
     host = ContainerHost.open(settings.sandbox.directory, settings.egress_allowlist)
     this_host = host_id(settings.sandbox.directory)
-    activities = CodeExecutionActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
-    shells = ShellActivities(repository, host, this_host, settings.sandbox, settings.project_quotas)
+
+    def working_here(kind: type[Work]) -> Work:
+        return kind(
+            containers=repository.containers,
+            files=repository.files,
+            events=repository.events,
+            cancels=repository.cancels,
+            host=host,
+            host_id=this_host,
+            settings=settings.sandbox,
+            quotas=settings.project_quotas,
+        )
+
+    activities = working_here(CodeExecutionActivities)
+    shells = working_here(ShellActivities)
     workers = [
         Worker(
             client,

@@ -22,7 +22,10 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from models.responses import Response
 from models.webhooks import WebhookSubscription
 from response_service.runner import ResponseRunner
-from store.repository import ResponseRepository
+from store.event_log import EventLog
+from store.responses import Responses
+from store.starts import Starts
+from store.webhooks import WebhookEndpoints
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +33,20 @@ log = logging.getLogger(__name__)
 class OrphanSweeper:
     def __init__(
         self,
-        repository: ResponseRepository,
         runner: ResponseRunner,
         *,
+        starts: Starts,
+        events: EventLog,
+        responses: Responses,
+        webhook_endpoints: WebhookEndpoints,
         grace_seconds: float = 30.0,
         window_seconds: float = 24 * 3600.0,
     ) -> None:
-        self.repository = repository
+        self.starts = starts
+        """Which responses' starts are confirmed: an unconfirmed one past the grace is an orphan."""
+        self.events = events
+        self.responses = responses
+        self.webhook_endpoints = webhook_endpoints
         self.runner = runner
         self.grace_seconds = grace_seconds
         self.window_seconds = window_seconds
@@ -47,13 +57,11 @@ class OrphanSweeper:
         whose workflow runs (or was just started here) is marked, and never looked at again."""
         now = time.time()
         started, confirmed = [], []
-        candidates = await self.repository.starts.unconfirmed_created_between(
-            now - self.window_seconds, now - self.grace_seconds
-        )
+        candidates = await self.starts.unconfirmed_created_between(now - self.window_seconds, now - self.grace_seconds)
         for response in candidates:
             try:
-                emit_events = await self.repository.events.has_events(response.id)
-                project = await self.repository.responses.project_of(response.id) or ""
+                emit_events = await self.events.has_events(response.id)
+                project = await self.responses.project_of(response.id) or ""
                 await self.runner.start(
                     response,
                     emit_events=emit_events,
@@ -70,7 +78,7 @@ class OrphanSweeper:
             log.warning("started the workflow of response %s, which its API server never started", response.id)
             started.append(response.id)
             confirmed.append(response.id)
-        await self.repository.starts.confirm_started(confirmed)
+        await self.starts.confirm_started(confirmed)
         return started
 
     async def _subscriptions(self, response: Response, project: str) -> list[WebhookSubscription]:
@@ -78,4 +86,4 @@ class OrphanSweeper:
         read them."""
         if not response.background:
             return []
-        return await self.repository.webhook_endpoints.subscriptions(project)
+        return await self.webhook_endpoints.subscriptions(project)

@@ -15,19 +15,18 @@ from __future__ import annotations
 import logging
 import time
 
-from temporalio.client import Client
-
-from store.repository import ResponseRepository
+from store.event_log import EventLog
+from store.responses import Responses
 
 log = logging.getLogger(__name__)
 
 
 class Retention:
     def __init__(
-        self, repository: ResponseRepository, client: Client, *, unstored_seconds: float, retention_days: float
+        self, responses: Responses, events: EventLog, *, unstored_seconds: float, retention_days: float
     ) -> None:
-        self.repository = repository
-        self.client = client
+        self.responses = responses
+        self.events = events
         self.unstored_seconds = unstored_seconds
         self.retention_days = retention_days
         self._events_after = ""
@@ -36,11 +35,11 @@ class Retention:
     async def sweep(self) -> int:
         """One pass; returns how many responses (or leftover logs) it removed."""
         now = time.time()
-        removed = await self.repository.responses.sweep_unstored(now - self.unstored_seconds)
-        orphaned, self._events_after = await self.repository.events.sweep_orphaned(self._events_after)
+        removed = await self.responses.sweep_unstored(now - self.unstored_seconds)
+        orphaned, self._events_after = await self.events.sweep_orphaned(self._events_after)
         removed += orphaned
         if self.retention_days > 0:
-            for response_id in await self.repository.responses.expired(now - self.retention_days * 86400):
-                await self.repository.responses.purge(response_id)
+            for response_id in await self.responses.expired(now - self.retention_days * 86400):
+                await self.responses.purge(response_id)
                 removed += 1
         return removed

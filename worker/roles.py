@@ -114,10 +114,16 @@ async def working(
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
-    orphans = OrphanSweeper(repository, response_runner(client, settings, repository, outcomes, local_worker=True))
+    orphans = OrphanSweeper(
+        response_runner(client, settings, repository, outcomes, local_worker=True),
+        starts=repository.starts,
+        events=repository.events,
+        responses=repository.responses,
+        webhook_endpoints=repository.webhook_endpoints,
+    )
     retention = Retention(
-        repository,
-        client,
+        repository.responses,
+        repository.events,
         unstored_seconds=settings.unstored_retention_seconds,
         retention_days=settings.response_retention_days,
     )

@@ -28,6 +28,7 @@ from activities.store import StoreActivities
 from activities.web_search import SearchActivities
 from activities.webhooks import WebhookActivities
 from file_search.embedder import Embedder
+from file_search.library import Library
 from guardrails.moderator import Moderator
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
@@ -165,14 +166,22 @@ class ModelCalls:
         gate = UpstreamGate(settings.registry(), Budgets(repository.db))
         moderator = Moderator(settings.registry(), upstreams, gate)
         inference = InferenceActivities(
-            repository,
             gate,
             upstreams,
+            turns=repository.turns,
+            events=repository.events,
+            parked=repository.parked,
+            cancels=repository.cancels,
+            secret_box=repository.secret_box,
             send_reasoning=settings.inference_send_reasoning,
             moderator=moderator,
             announce_turns=for_api,
         )
-        return cls(upstreams, inference, ModerationActivities(repository, moderator))
+        return cls(
+            upstreams,
+            inference,
+            ModerationActivities(responses=repository.responses, parked=repository.parked, moderator=moderator),
+        )
 
     @asynccontextmanager
     async def lent(self, early_calls: EarlyCalls, grace_seconds: float) -> AsyncIterator[None]:
@@ -203,7 +212,8 @@ def response_runner(
         settings.task_queue,
         settings.execution,
         task_timeout_seconds=settings.workflow_task_timeout_seconds,
-        repository=repository,
+        responses=repository.responses,
+        history_deletions=repository.history_deletions,
         local_worker=local_worker,
         outcomes=outcomes,
         registry=settings.registry(),
@@ -232,15 +242,39 @@ async def build_worker(
     calls = ModelCalls.of(settings, repository)
     upstreams, inference, moderating = calls.upstreams, calls.inference, calls.moderation
     gate = calls.inference.gate
-    store = StoreActivities(repository, outcomes)
-    steering = SteeringActivities(
-        repository, response_runner(client, settings, repository, outcomes, local_worker=False)
+    store = StoreActivities(
+        responses=repository.responses,
+        approvals=repository.approvals,
+        events=repository.events,
+        parked=repository.parked,
+        strikes=repository.strikes,
+        outcomes=outcomes,
     )
-    mcp = McpActivities(repository, max_result_bytes=settings.mcp_max_result_bytes, egress=settings.egress())
-    searching = SearchActivities(repository, provider_for(settings.search(), settings.search_egress()))
+    steering = SteeringActivities(
+        responses=repository.responses,
+        starts=repository.starts,
+        runner=response_runner(client, settings, repository, outcomes, local_worker=False),
+    )
+    mcp = McpActivities(
+        parked=repository.parked,
+        events=repository.events,
+        cancels=repository.cancels,
+        dispatches=repository.dispatches,
+        mcp_secrets=repository.mcp_secrets,
+        max_result_bytes=settings.mcp_max_result_bytes,
+        egress=settings.egress(),
+    )
+    searching = SearchActivities(
+        events=repository.events,
+        parked=repository.parked,
+        provider=provider_for(settings.search(), settings.search_egress()),
+    )
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
-    ingestion = IngestionActivities(repository, embedder)
-    file_searching = FileSearchActivities(repository, embedder)
+    library = Library(repository.vector_stores, repository.chunks, repository.files)
+    ingestion = IngestionActivities(library=library, embedder=embedder)
+    file_searching = FileSearchActivities(
+        library=library, events=repository.events, parked=repository.parked, embedder=embedder
+    )
     webhooks = WebhookActivities(
         settings.webhook_endpoints(),
         settings.webhook_key(),

@@ -489,7 +489,7 @@ async def test_an_abandoned_unstored_stream_is_swept(
 
     await eventually(ended_with_its_log, "the abandoned response to end")
     async with opened_store(stack.settings) as repository:
-        retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=0)
+        retention = Retention(repository.responses, repository.events, unstored_seconds=3600, retention_days=0)
         await retention.sweep()
         assert await rows_left(stack, response_id), "swept before its time"
         retention.unstored_seconds = 0
@@ -511,7 +511,7 @@ async def test_an_event_log_whose_response_is_gone_is_swept_in_its_turn(stack: S
     )
     logs = await store_probe.value(stack.settings.database_url, "SELECT COUNT(DISTINCT response_id) FROM events")
     async with opened_store(stack.settings) as repository:
-        retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=0)
+        retention = Retention(repository.responses, repository.events, unstored_seconds=3600, retention_days=0)
         for _ in range(logs // 200 + 2):
             await retention.sweep()
     assert (
@@ -577,7 +577,9 @@ async def test_retention_deletes_old_responses_and_their_histories(
         await asyncio.sleep(2.5)
         new = await sdk.responses.create(model=model, input="new")
         async with opened_store(stack.settings) as repository:
-            retention = Retention(repository, stack.client, unstored_seconds=3600, retention_days=2 / 86400)
+            retention = Retention(
+                repository.responses, repository.events, unstored_seconds=3600, retention_days=2 / 86400
+            )
             await retention.sweep()
             await HistoryEraser(repository.history_deletions, stack.client).sweep()
         assert await rows_left(stack, old.id) == {}
@@ -606,11 +608,22 @@ async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
                 stack.client,
                 stack.settings.task_queue,
                 stack.settings.execution,
-                repository=repository,
+                responses=repository.responses,
+                history_deletions=repository.history_deletions,
                 local_worker=False,
                 outcomes=Outcomes(),
             )
-            assert "resp_unreadable" not in await OrphanSweeper(repository, runner, grace_seconds=0).sweep()
+            assert (
+                "resp_unreadable"
+                not in await OrphanSweeper(
+                    runner,
+                    starts=repository.starts,
+                    events=repository.events,
+                    responses=repository.responses,
+                    webhook_endpoints=repository.webhook_endpoints,
+                    grace_seconds=0,
+                ).sweep()
+            )
     finally:
         await store_probe.execute(stack.settings.database_url, "DELETE FROM responses WHERE id = 'resp_unreadable'")
 

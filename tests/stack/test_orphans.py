@@ -39,11 +39,19 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
                 stack.client,
                 stack.settings.task_queue,
                 stack.settings.execution,
-                repository=repository,
+                responses=repository.responses,
+                history_deletions=repository.history_deletions,
                 local_worker=False,
                 outcomes=Outcomes(),
             )
-            sweeper = OrphanSweeper(repository, runner, grace_seconds=0)
+            sweeper = OrphanSweeper(
+                runner,
+                starts=repository.starts,
+                events=repository.events,
+                responses=repository.responses,
+                webhook_endpoints=repository.webhook_endpoints,
+                grace_seconds=0,
+            )
             waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)
             assert await sweeper.sweep() == [orphan.id]
             # Both are marked now: the sweep never looks at them again (it costs what it finds).

@@ -59,3 +59,25 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     for module in sorted(arrows):
         circle = circle_from(module, [])
         assert circle is None, " -> ".join(circle)
+
+
+HUB_HOLDERS = {
+    "worker.temporal": "wires each activity class to the parts of the store it uses",
+    "worker.roles": "opens the store and hands its parts to the chores",
+    "worker.code_execution": "wires the container activities and chores",
+    "worker.http_app": "opens the store for the HTTP app",
+    "http_plumbing.params": "the routes' reach to the app's store: each takes one part of it",
+    "websocket_mode.connection": "a connection's requests are prepared like any other",
+    "response_service.preparation": "a request may name anything the store holds",
+    "bench.file_search": "fills a store to search it",
+}
+"""The modules that hold the store's hub (`store/repository.py`), and why; every other one
+takes the parts it uses (`docs/development.md`, "The store's hub")."""
+
+
+def test_only_the_wiring_holds_the_store_hub() -> None:
+    holders = {module for module, imported in imports_between_modules().items() if "store.repository" in imported}
+    assert holders <= set(HUB_HOLDERS), (
+        f"take the parts of the store you use, not the hub: {holders - set(HUB_HOLDERS)}"
+    )
+    assert set(HUB_HOLDERS) <= holders, f"no longer holds the hub: {set(HUB_HOLDERS) - holders}"
