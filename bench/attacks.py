@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -113,11 +114,11 @@ async def upload(http: httpx.AsyncClient, name: str, content: bytes) -> str:
     return str(answer.json()["id"])
 
 
-async def ingest(http: httpx.AsyncClient, file: tuple[str, bytes], chunking: dict | None = None) -> str:
+async def ingest(http: httpx.AsyncClient, file: tuple[str, bytes], chunking: dict[str, Any] | None = None) -> str:
     """Upload a file into a new vector store and wait for its ingestion to end: its status,
     and its error's code."""
     file_id = await upload(http, *file)
-    body: dict = {"name": "attack", "file_ids": [file_id]}
+    body: dict[str, Any] = {"name": "attack", "file_ids": [file_id]}
     if chunking is not None:
         body["chunking_strategy"] = chunking
     store = (await http.post("/v1/vector_stores", json=body)).json()

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import httpx
 import openai
+from openai.types.responses import ResponseCodeInterpreterToolCall
+from openai.types.responses.tool_param import CodeInterpreterContainer
 
 from bench.attacks import rss_mib
 from bench.load import percentile
@@ -43,7 +45,9 @@ def _times(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} / {percentile(values, 0.95):.1f} ms"
 
 
-async def _code_response(client: openai.AsyncOpenAI, backend: Backend, container: object, code: str) -> float:
+async def _code_response(
+    client: openai.AsyncOpenAI, backend: Backend, container: CodeInterpreterContainer, code: str
+) -> float:
     model = f"bench-{uuid.uuid4().hex[:8]}"
     backend.script(model, [{"tool_calls": [["code_interpreter", {"code": code}]]}, {"text": "done"}])
     began = time.perf_counter()
@@ -51,7 +55,9 @@ async def _code_response(client: openai.AsyncOpenAI, backend: Backend, container
         model=model, input="run it", tools=[{"type": "code_interpreter", "container": container}]
     )
     took = (time.perf_counter() - began) * 1000
-    assert response.status == "completed" and response.output[0].status == "completed", response.output
+    call = response.output[0]
+    assert response.status == "completed" and isinstance(call, ResponseCodeInterpreterToolCall), response.output
+    assert call.status == "completed", call
     return took
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import httpx
 import openai
+from openai import Omit, omit
+from openai.types.responses.response_create_params import ContextManagement
 
 from bench.load import stored_bytes
 from bench.processes import Backend, Dev
@@ -43,13 +45,13 @@ class Chain:
 
     def turn(self, client: openai.OpenAI, turn: int) -> None:
         text = f"turn {turn}: " + " ".join(WORDS[index % len(WORDS)] for index in range(60))
-        extra = (
-            {"context_management": [{"type": "compaction", "compact_threshold": self.threshold}]}
-            if self.threshold
-            else {}
+        management: list[ContextManagement] | Omit = (
+            [{"type": "compaction", "compact_threshold": self.threshold}] if self.threshold else omit
         )
         began = time.perf_counter()
-        response = client.responses.create(model=self.model, input=text, previous_response_id=self.previous, **extra)
+        response = client.responses.create(
+            model=self.model, input=text, previous_response_id=self.previous, context_management=management
+        )
         self.milliseconds.append((time.perf_counter() - began) * 1000)
         assert response.status == "completed", response.error
         self.compactions += sum(1 for item in response.output if item.type == "compaction")

@@ -57,7 +57,8 @@ async def _recorded(client: Client, database: str, response_id: str, moments: di
     history = await client.get_workflow_handle(response_id).fetch_history()
     first: dict[str, float] = {}
     for event in history.events:
-        first.setdefault(event.WhichOneof("attributes"), event.event_time.ToMilliseconds())
+        if kind := event.WhichOneof("attributes"):
+            first.setdefault(kind, event.event_time.ToMilliseconds())
     with sqlite3.connect(database) as db:
         written = dict(
             db.execute(

@@ -16,6 +16,8 @@ import httpx
 import openai
 
 Call = Callable[[], Awaitable[object]]
+TimedCall = Callable[[], Awaitable[float]]
+"""A call that times itself (to a first delta, say), in ms."""
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -32,7 +34,7 @@ async def timed(call: Call) -> float:
 async def alternating(direct: Call, durable: Call, count: int, warmup: int) -> tuple[list[float], list[float]]:
     """The backend alone and the same work through durable-responses, one after the other, so
     both see the same machine noise."""
-    direct_ms, durable_ms = [], []
+    direct_ms, durable_ms = list[float](), list[float]()
     for index in range(warmup + count):
         a, b = await timed(direct), await timed(durable)
         if index >= warmup:
@@ -52,7 +54,7 @@ async def rotating(calls: list[Call], count: int, warmup: int) -> list[list[floa
     return timings
 
 
-def first_delta(http: httpx.AsyncClient, url: str, body: dict, marker: str) -> Call:
+def first_delta(http: httpx.AsyncClient, url: str, body: dict[str, Any], marker: str) -> TimedCall:
     """A call whose time is from sending the request to the first SSE data line holding `marker`
     (the rest of the stream is read afterwards, untimed, as a client would)."""
 
@@ -76,7 +78,7 @@ class WebSocketFirstDelta:
     `client.responses.connect()` is): each sends a `response.create` and is timed to its
     first text delta (the rest of the response is read afterwards, untimed)."""
 
-    def __init__(self, url: str, body: dict) -> None:
+    def __init__(self, url: str, body: dict[str, Any]) -> None:
         self.url = url
         self.message = json.dumps({"type": "response.create", **body})
         self.connection: Any = None
@@ -103,7 +105,9 @@ class WebSocketFirstDelta:
             await self.connection.close()
 
 
-async def alternating_first_delta(direct: Call, durable: Call, count: int, warmup: int):
+async def alternating_first_delta(
+    direct: TimedCall, durable: TimedCall, count: int, warmup: int
+) -> tuple[list[float], list[float]]:
     direct_ms, durable_ms = [], []
     for index in range(warmup + count):
         a, b = await direct(), await durable()
@@ -118,9 +122,11 @@ class Loaded:
     """What a concurrent run produced."""
 
     latencies_ms: list[float] = field(default_factory=list)
-    errors: Counter = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
     elapsed_s: float = 0.0
-    statuses: Counter = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
+    cpu: tuple[float, float] = (0.0, 0.0)
+    """CPU per response in ms, in `dev` and in Temporal (the run measures it around the load)."""
 
     @property
     def throughput(self) -> float:
@@ -158,7 +164,7 @@ async def concurrently(
                 loaded.errors[type(error).__name__] += 1
                 return
             loaded.latencies_ms.append((time.perf_counter() - started) * 1000)
-            loaded.statuses[response.status] += 1
+            loaded.statuses[response.status or "no status"] += 1
 
     started = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(total)))
@@ -173,7 +179,7 @@ async def chain(
     alone given the same growing conversation (sent as plain JSON, so the client's own cost of
     a growing request does not count as the backend's); returns per-turn ms (direct, durable)
     and the response ids."""
-    messages: list[dict] = []
+    messages: list[dict[str, Any]] = []
     previous: str | None = None
     direct_ms, durable_ms, ids = [], [], []
     for turn in range(turns):

@@ -5,6 +5,9 @@ lists and calls (`python -m bench.run`'s MCP row)."""
 from __future__ import annotations
 
 import openai
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ToolParam
+from openai.types.responses.response_output_item import McpCall
 
 from bench import load
 from bench.processes import Backend
@@ -21,7 +24,7 @@ async def measure(
     from tests.support.mcp_servers import McpTestServer
 
     server = McpTestServer().start()
-    tool = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
+    tool: ToolParam = {"type": "mcp", "server_label": "bench", "server_url": server.url, "require_approval": "never"}
     backend.script(
         "bench-mcp",
         [
@@ -30,7 +33,7 @@ async def measure(
             for reply in ({"tool_calls": [["add", {"a": 1, "b": 2}]]}, {"text": "3"})
         ],
     )
-    hi = [{"role": "user", "content": "hi"}]
+    hi: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
     async def directly() -> None:
         await direct.chat.completions.create(model="bench", messages=hi)
@@ -41,7 +44,8 @@ async def measure(
 
     async def durably() -> None:
         answer = await durable.responses.create(model="bench-mcp", input="add", tools=[tool])
-        assert answer.status == "completed" and answer.output[1].output == "3", answer
+        call = answer.output[1]
+        assert answer.status == "completed" and isinstance(call, McpCall) and call.output == "3", answer
 
     try:
         return await load.alternating(directly, durably, count, warmup)

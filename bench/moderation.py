@@ -15,6 +15,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import httpx
 
@@ -26,7 +27,7 @@ SENTENCE = "The quick brown fox jumps over the lazy dog. "
 """Nine words, 45 characters: a window holds four sentences."""
 
 
-async def _words_per_second(http: httpx.AsyncClient, url: str, body: dict, words: int) -> float:
+async def _words_per_second(http: httpx.AsyncClient, url: str, body: dict[str, Any], words: int) -> float:
     began, tail, done = time.perf_counter(), b"", False
     async with http.stream("POST", url, json=body) as answer:
         async for chunk in answer.aiter_bytes():

@@ -186,7 +186,7 @@ def _tiktoken_cache(peer: Peer) -> Path:
     return cache
 
 
-def start(peer: Peer, backend: Backend, store: Path) -> tuple[subprocess.Popen, str]:
+def start(peer: Peer, backend: Backend, store: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     process = subprocess.Popen(
         [str(peer.venv / "bin" / peer.cli), *peer.run, str(peer.config), "--port", str(port), *peer.run_options],

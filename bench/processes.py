@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -23,7 +24,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def cpu_seconds(pid: int) -> float:
@@ -46,7 +48,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def _wait_healthy(process: subprocess.Popen, url: str, what: str, seconds: float = 90) -> None:
+def _wait_healthy(process: subprocess.Popen[Any], url: str, what: str, seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -63,7 +65,7 @@ def _wait_healthy(process: subprocess.Popen, url: str, what: str, seconds: float
 
 @dataclass
 class Backend:
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     base_url: str
 
     @classmethod
@@ -95,11 +97,12 @@ class Backend:
                 time.sleep(0.05)
         raise SystemExit("the scripted backend did not start")
 
-    def script(self, model: str, replies: list[dict]) -> None:
+    def script(self, model: str, replies: list[dict[str, Any]]) -> None:
         httpx.post(f"{self.base_url}/_script", json={"model": model, "replies": replies}, timeout=10).raise_for_status()
 
     def calls(self) -> dict[str, int]:
-        return httpx.get(f"{self.base_url}/_calls", timeout=10).json()
+        calls: dict[str, int] = httpx.get(f"{self.base_url}/_calls", timeout=10).json()
+        return calls
 
     def stop(self) -> None:
         self.process.kill()
@@ -110,7 +113,7 @@ class Backend:
 class Dev:
     """`durable-responses dev` on a fresh data dir, and its Temporal server child."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     url: str
     temporal_port: int
     data_dir: str
@@ -168,7 +171,7 @@ class Dev:
         stop(self.process)
 
 
-def start_serve(dev: Dev, backend: Backend) -> tuple[subprocess.Popen, str]:
+def start_serve(dev: Dev, backend: Backend) -> tuple[subprocess.Popen[bytes], str]:
     """A second API process (no worker) on the same Temporal, store and backend (it makes the
     first turn's model calls itself: `activities/early_calls.py`)."""
     port = free_port()
@@ -192,7 +195,7 @@ def start_serve(dev: Dev, backend: Backend) -> tuple[subprocess.Popen, str]:
     return process, url
 
 
-def start_otlp_sink() -> tuple[subprocess.Popen, str]:
+def start_otlp_sink() -> tuple[subprocess.Popen[str], str]:
     """A stand-in OTLP/HTTP collector (`bench/otlp_sink.py`)."""
     port = free_port()
     process = subprocess.Popen(
@@ -203,12 +206,12 @@ def start_otlp_sink() -> tuple[subprocess.Popen, str]:
     return process, url
 
 
-def start_cpu_hog() -> subprocess.Popen:
+def start_cpu_hog() -> subprocess.Popen[bytes]:
     """A process that keeps one core busy until it is stopped."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def stop(process: subprocess.Popen, timeout: float = 30) -> None:
+def stop(process: subprocess.Popen[Any], timeout: float = 30) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -218,7 +221,7 @@ def stop(process: subprocess.Popen, timeout: float = 30) -> None:
             process.wait()
 
 
-def measure_floor(dev: Dev, requests: int) -> dict:
+def measure_floor(dev: Dev, requests: int) -> dict[str, Any]:
     """The Temporal floor (`bench/floor.py`) on `dev`'s Temporal server, in a process of its own."""
     output = subprocess.run(
         [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
@@ -228,4 +231,5 @@ def measure_floor(dev: Dev, requests: int) -> dict:
         timeout=600,
         check=True,
     )
-    return json.loads(output.stdout.strip().splitlines()[-1])
+    floor: dict[str, Any] = json.loads(output.stdout.strip().splitlines()[-1])
+    return floor

@@ -40,7 +40,8 @@ async def _foreground(client: openai.AsyncOpenAI, count: int, concurrency: int) 
     async def one(index: int) -> str:
         async with gate:
             try:
-                return (await client.responses.create(model="limited", input=f"fg {index}")).status
+                status = (await client.responses.create(model="limited", input=f"fg {index}")).status
+                return status or "no status"
             except openai.APIError as error:
                 return f"error {getattr(error, 'status_code', '')}".strip()
 
@@ -52,13 +53,13 @@ async def _background(client: openai.AsyncOpenAI, count: int, seconds: float = 6
     created = await asyncio.gather(
         *(client.responses.create(model="limited", input=f"bg {index}", background=True) for index in range(count))
     )
-    pending, statuses = {response.id for response in created}, []
+    pending, statuses = {response.id for response in created}, list[str]()
     while pending and time.monotonic() - started < seconds:
         await asyncio.sleep(1.0)
         for response_id in list(pending):
             status = (await client.responses.retrieve(response_id)).status
             if status not in ("queued", "in_progress"):
-                statuses.append(status)
+                statuses.append(status or "no status")
                 pending.discard(response_id)
     return statuses + ["unfinished"] * len(pending), time.monotonic() - started
 

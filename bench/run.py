@@ -47,9 +47,12 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletionMessageParam
 
 from bench import (
     attacks,
@@ -112,7 +115,7 @@ async def run(args: argparse.Namespace) -> str:
             direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
             durable = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="bench", max_retries=0, timeout=300)
             http = httpx.AsyncClient(timeout=120)
-            hi = [{"role": "user", "content": "hi"}]
+            hi: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
             # 1. non-streaming, sequential
             plain_direct, plain_durable = await load.alternating(
@@ -409,7 +412,9 @@ async def run(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[list[str], list[list[float]], dict]:
+async def tracing_cost(
+    backend: Backend, requests: int, warmup: int
+) -> tuple[list[str], list[list[float]], dict[str, Any]]:
     """Non-streaming latency through three fresh `dev`s, one request to each in turn: no
     tracing, 10 % of traces sampled, and all of them, exported to a stand-in collector."""
     sink, sink_url = start_otlp_sink()
@@ -430,7 +435,7 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
                 clients.append(
                     openai.AsyncOpenAI(base_url=f"{devs[-1].url}/v1", api_key="bench", max_retries=0, timeout=120)
                 )
-            calls = [lambda client=client: client.responses.create(model="bench", input="hi") for client in clients]
+            calls = [_asking(client) for client in clients]
             timings = await load.rotating(calls, requests, warmup)
             for client in clients:
                 await client.close()
@@ -439,8 +444,13 @@ async def tracing_cost(backend: Backend, requests: int, warmup: int) -> tuple[li
             dev.stop()
         sink.terminate()
         out, _ = sink.communicate(timeout=10)
-    exported = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"exports": 0, "bytes": 0}
+    exported: dict[str, Any] = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"exports": 0, "bytes": 0}
     return [label for label, _ in setups], timings, exported
+
+
+def _asking(client: openai.AsyncOpenAI) -> Callable[[], Awaitable[object]]:
+    """One non-streaming request to `client`'s server, again on each call."""
+    return lambda: client.responses.create(model="bench", input="hi")
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import httpx
 import openai
+from openai.types.responses import ToolParam
 
 from bench.processes import Dev, children_of, cpu_seconds
 
@@ -37,7 +38,9 @@ def rss_mb(pid: int) -> float:
 async def waiting(url: str, count: int) -> list[tuple[str, str]]:
     """`count` background responses, each waiting for its approval: (response id, request id)."""
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", timeout=120, max_retries=5)
-    tools = [{"type": "mcp", "server_label": "demo", "server_url": f"{url}/demo/mcp", "require_approval": "always"}]
+    tools: list[ToolParam] = [
+        {"type": "mcp", "server_label": "demo", "server_url": f"{url}/demo/mcp", "require_approval": "always"}
+    ]
     gate = asyncio.Semaphore(20)
 
     async def one(n: int) -> tuple[str, str]:

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from starlette.types import Message, Receive, Scope, Send
 
 from tests.support.threaded_server import ThreadedServer
 
@@ -124,11 +126,11 @@ class McpTestServer:
             server.add_tool(lambda: "", name=f"tool_{number}", description="d" * self.description_size)
         return server
 
-    def _failing_after(self, send, called: list[str]):  # noqa: ANN001, ANN202 - ASGI
+    def _failing_after(self, send: Send, called: list[str]) -> Send:
         """`send`, answering 502 instead of the result of a call to a tool in `fail_after_running`."""
         replaced = False
 
-        async def sending(message):  # noqa: ANN001, ANN202
+        async def sending(message: Message) -> None:
             nonlocal replaced
             if called and called[0] in self.endless_reply:
                 if message["type"] == "http.response.start" and not replaced:
@@ -153,7 +155,8 @@ class McpTestServer:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return None
             if not (called and called[0] in self.fail_after_running):
-                return await send(message)
+                await send(message)
+                return None
             if message["type"] == "http.response.start":
                 await send(
                     {"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/plain")]}
@@ -164,12 +167,12 @@ class McpTestServer:
 
         return sending
 
-    def _reading_calls(self, receive, called: list[str]):  # noqa: ANN001, ANN202 - ASGI
+    def _reading_calls(self, receive: Receive, called: list[str]) -> Receive:
         """`receive`, noting the `_meta` of a `tools/call` request body as it passes (and the
         tool's name in `called`)."""
         body = bytearray()
 
-        async def receiving():  # noqa: ANN202
+        async def receiving() -> Message:
             message = await receive()
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
@@ -189,10 +192,14 @@ class McpTestServer:
     def start(self) -> McpTestServer:
         server = self.build()
         # Large enough for the tests' 5 MB arguments (the SDK's default is 4 MiB).
-        limit = {"max_request_body_size": 64 * 1024 * 1024}
-        app = server.sse_app(**limit) if self.transport == "sse" else server.streamable_http_app(**limit)
+        limit = 64 * 1024 * 1024
+        app = (
+            server.sse_app(max_request_body_size=limit)
+            if self.transport == "sse"
+            else server.streamable_http_app(max_request_body_size=limit)
+        )
 
-        async def recording(scope, receive, send):  # noqa: ANN001 - ASGI
+        async def recording(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http":
                 headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
                 with self._lock:
@@ -214,7 +221,9 @@ class McpTestServer:
 class EndlessPages(MCPServer):
     """A server whose tool list never ends: each page holds one tool and names the next."""
 
-    async def _handle_list_tools(self, ctx, params):  # noqa: ANN001, ANN202 - the SDK's handler
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
         page = int(params.cursor) if params is not None and params.cursor else 0
         tool = mcp_types.Tool(name=f"page_{page}", input_schema={"type": "object"})
         return mcp_types.ListToolsResult(tools=[tool], next_cursor=str(page + 1))

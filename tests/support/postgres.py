@@ -27,7 +27,8 @@ def _binaries() -> Path | None:
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 class PostgresServer:
@@ -99,6 +100,7 @@ class PostgresServer:
 
     def create_database(self) -> str:
         """A fresh, empty database; its URL."""
+        assert self.binaries is not None
         name = f"test_{int(time.time() * 1e6)}"
         subprocess.run(
             self._as_owner(

@@ -22,6 +22,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict, deque
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -381,7 +382,7 @@ def reference_tokens(body: dict[str, Any]) -> int:
     return count
 
 
-async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
+async def _as_chunks(completion: dict[str, Any], reply: Reply) -> AsyncIterator[str]:
     """The same answer as chat.completion.chunk events, paced and cut as the reply says."""
     for count, piece in enumerate(_chunks(completion, reply.chunk_chars)):
         if reply.cut_after_chunks is not None and count >= reply.cut_after_chunks:
@@ -391,7 +392,7 @@ async def _as_chunks(completion: dict[str, Any], reply: Reply):  # noqa: ANN201
         yield piece
 
 
-async def _half_then_reset(whole: bytes):
+async def _half_then_reset(whole: bytes) -> AsyncIterator[bytes]:
     yield whole[: len(whole) // 2]
     raise ConnectionResetError("scripted cut mid-body")
 
@@ -401,7 +402,7 @@ def _step(text: str, small: int) -> int:
     return small if len(text) < 64 * 1024 else len(text) // 256
 
 
-def _chunks(completion: dict[str, Any], chunk_chars: int | None = None):  # noqa: ANN201
+def _chunks(completion: dict[str, Any], chunk_chars: int | None = None) -> Iterator[str]:
     base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     message = completion["choices"][0]["message"]
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import uvicorn
 
 
 class ThreadedServer:
-    def __init__(self, app, name: str, port: int = 0, **config: object) -> None:  # noqa: ANN001 - any ASGI app
+    def __init__(self, app: Callable[..., Any], name: str, port: int = 0, **config: Any) -> None:
+        """`app`: any ASGI app; `config`: uvicorn's settings besides host, port and log level."""
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self.port = 0
