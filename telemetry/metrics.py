@@ -15,7 +15,7 @@ import contextlib
 import hmac
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -385,19 +385,21 @@ webhook_backlog_gauge = Gauge(
 )
 webhook_circuit_gauge = Gauge(
     "durable_responses_webhook_circuit_open",
-    "1 while nothing is sent to the endpoint: it failed too often in a row",
+    "Endpoints nothing is sent to while they failed too often in a row (1 for an operator's "
+    'endpoint; for endpoint="projects", how many of the projects\' endpoints)',
     ["endpoint"],
     registry=REGISTRY,
 )
 
 
-def webhook_backlog(backlog: dict[str, int], open_circuits: set[str]) -> None:
+def webhook_backlog(backlog: Mapping[str, int], open_circuits: Mapping[str, int]) -> None:
+    """Events waiting and open circuits, by endpoint label (`worker/webhooks.py`'s `labelled`)."""
     webhook_backlog_gauge.clear()
     webhook_circuit_gauge.clear()
     for endpoint, waiting in backlog.items():
         webhook_backlog_gauge.labels(endpoint).set(waiting)
-    for endpoint in open_circuits:
-        webhook_circuit_gauge.labels(endpoint).set(1)
+    for endpoint, count in open_circuits.items():
+        webhook_circuit_gauge.labels(endpoint).set(count)
 
 
 def stream_event_sent(written_at_ms: int | None, opened_at_ms: int) -> None:

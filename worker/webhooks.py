@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from temporalio.exceptions import ApplicationError
 
+from activities.webhooks import PROJECT_ENDPOINT_PREFIX
 from models.webhooks import DeliverWebhookInput, DeliverWebhookResult, WebhookPolicy
 from store.webhooks import DueQueue, OutboxEntry, WebhookOutbox
 from telemetry import metrics
@@ -38,6 +39,9 @@ CIRCUIT_BASE_SECONDS = 30.0
 BATCH = 100
 """Events of one endpoint a round takes at most."""
 REPORT_SECONDS = 10.0
+PROJECTS_LABEL = "projects"
+"""The metrics' label for the projects' endpoints (`we_...`) counted together: a label of its
+own for each would be a series for each endpoint any project makes."""
 """How often the backlog is counted for metrics (a count over the backlog)."""
 
 
@@ -133,4 +137,20 @@ class WebhookDispatcher:
         self._reported_at = self.clock()
         backlog, circuits = await self.outbox.backlog(), await self.outbox.open_circuits(self._now_ms())
         self._backlog_seen = bool(backlog or circuits)
-        metrics.webhook_backlog(backlog, circuits)
+        metrics.webhook_backlog(*labelled(backlog, circuits))
+
+
+def labelled(backlog: dict[str, int], open_circuits: set[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """The backlog and the open circuits by the endpoint's label: an operator's endpoint by its
+    name, the projects' together (`PROJECTS_LABEL`)."""
+
+    def label(endpoint: str) -> str:
+        return PROJECTS_LABEL if endpoint.startswith(PROJECT_ENDPOINT_PREFIX) else endpoint
+
+    waiting: dict[str, int] = {}
+    for endpoint, count in backlog.items():
+        waiting[label(endpoint)] = waiting.get(label(endpoint), 0) + count
+    circuits: dict[str, int] = {}
+    for endpoint in open_circuits:
+        circuits[label(endpoint)] = circuits.get(label(endpoint), 0) + 1
+    return waiting, circuits
