@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import secrets
 from dataclasses import dataclass, field
@@ -46,9 +47,10 @@ def new_master_key() -> str:
 class MasterKey:
     secret: bytes = field(repr=False)
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
-        """Names the key in what it sealed (8 hex characters), without saying anything of it."""
+        """Names the key in what it sealed (8 hex characters), without saying anything of it
+        (worked out once: every payload sealed and opened names its key)."""
         return hashlib.sha256(b"durable-responses key id\0" + self.secret).hexdigest()[:8]
 
     def derive(self, purpose: Purpose) -> bytes:

@@ -34,6 +34,8 @@ ASSOCIATED_DATA = b"durable-responses temporal payload"
 class EncryptedPayloads(PayloadCodec):
     def __init__(self, ring: KeyRing, *, encrypt: bool = True) -> None:
         self.ring = ring
+        self._ciphers: dict[str, AESGCM] = {}
+        """Each master key's payload cipher, by key id (made once: every payload uses one)."""
         self.encrypt = encrypt
         """False: payloads are written in clear but still read either way (the first step of
         turning encryption on across a fleet, `PAYLOAD_ENCRYPTION=off`)."""
@@ -41,14 +43,26 @@ class EncryptedPayloads(PayloadCodec):
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         if not self.encrypt:
             return list(payloads)
-        master = self.ring.sealing
-        key = AESGCM(self.ring.key(master.id, Purpose.PAYLOADS) or b"")
+        key_id = self.ring.sealing.id
+        cipher = self._cipher(key_id)
+        assert cipher is not None  # the sealing key is the ring's first
+        named = key_id.encode()
         sealed = []
         for payload in payloads:
             nonce = os.urandom(NONCE_BYTES)
-            data = nonce + key.encrypt(nonce, payload.SerializeToString(), ASSOCIATED_DATA)
-            sealed.append(Payload(metadata={"encoding": ENCODING, KEY_ID: master.id.encode()}, data=data))
+            data = nonce + cipher.encrypt(nonce, payload.SerializeToString(), ASSOCIATED_DATA)
+            sealed.append(Payload(metadata={"encoding": ENCODING, KEY_ID: named}, data=data))
         return sealed
+
+    def _cipher(self, key_id: str) -> AESGCM | None:
+        """The payload cipher of the ring's master key `key_id`; None if it is not in the ring."""
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            key = self.ring.key(key_id, Purpose.PAYLOADS)
+            if key is None:
+                return None
+            cipher = self._ciphers[key_id] = AESGCM(key)
+        return cipher
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self.open(payload) for payload in payloads]
@@ -57,11 +71,11 @@ class EncryptedPayloads(PayloadCodec):
         if payload.metadata.get("encoding") != ENCODING:
             return payload
         key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
-        key = self.ring.key(key_id, Purpose.PAYLOADS)
-        if key is None:
+        cipher = self._cipher(key_id)
+        if cipher is None:
             raise SealedElsewhereError(f"a Temporal payload sealed with a key not in SECRETS_KEY (key id {key_id!r})")
         try:
-            plain = AESGCM(key).decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], ASSOCIATED_DATA)
+            plain = cipher.decrypt(payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:], ASSOCIATED_DATA)
         except InvalidTag:
             raise SealedElsewhereError(f"a Temporal payload that key {key_id!r} did not seal") from None
         opened = Payload()
