@@ -31,6 +31,7 @@ from http_plumbing.host_check import default_allowed_hosts, loopback
 from http_plumbing.http_protocol import with_header_timeout
 from models.errors import StartupError
 from response_service.history_eraser import HistoryEraser
+from response_service.runner import ResponseRunner
 from sealing.payload_codec import EncryptedPayloads
 from sealing.sealer import LegacyBlobs
 from sealing.secret_box import SecretBox
@@ -100,6 +101,20 @@ async def connect_with_retry(settings: Settings) -> Client:
     )
 
 
+def orphan_sweeper(
+    repository: ResponseRepository, runner: ResponseRunner, *, grace_seconds: float = 30.0
+) -> OrphanSweeper:
+    """The orphan sweep (`worker/orphans.py`) on the store's parts it reads."""
+    return OrphanSweeper(
+        runner,
+        starts=repository.starts,
+        events=repository.events,
+        responses=repository.responses,
+        webhook_endpoints=repository.webhook_endpoints,
+        grace_seconds=grace_seconds,
+    )
+
+
 @asynccontextmanager
 async def working(
     client: Client,
@@ -114,13 +129,7 @@ async def working(
     """A worker polling the task queue, and its chores: starting responses their API server
     never started, removing what the retention settings let go."""
     stop_sweeping = asyncio.Event()
-    orphans = OrphanSweeper(
-        response_runner(client, settings, repository, outcomes, local_worker=True),
-        starts=repository.starts,
-        events=repository.events,
-        responses=repository.responses,
-        webhook_endpoints=repository.webhook_endpoints,
-    )
+    orphans = orphan_sweeper(repository, response_runner(client, settings, repository, outcomes, local_worker=True))
     retention = Retention(
         repository.responses,
         repository.events,

@@ -593,8 +593,7 @@ async def test_retention_deletes_old_responses_and_their_histories(
 
 async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
     from response_service.runner import ResponseRunner
-    from worker.orphans import OrphanSweeper
-    from worker.roles import opened_store
+    from worker.roles import opened_store, orphan_sweeper
 
     now_us = time.time_ns() // 1000 - 60_000_000
     await store_probe.execute(
@@ -613,17 +612,7 @@ async def test_the_orphan_sweep_skips_an_unreadable_row(stack: Stack):
                 local_worker=False,
                 outcomes=Outcomes(),
             )
-            assert (
-                "resp_unreadable"
-                not in await OrphanSweeper(
-                    runner,
-                    starts=repository.starts,
-                    events=repository.events,
-                    responses=repository.responses,
-                    webhook_endpoints=repository.webhook_endpoints,
-                    grace_seconds=0,
-                ).sweep()
-            )
+            assert "resp_unreadable" not in await orphan_sweeper(repository, runner, grace_seconds=0).sweep()
     finally:
         await store_probe.execute(stack.settings.database_url, "DELETE FROM responses WHERE id = 'resp_unreadable'")
 

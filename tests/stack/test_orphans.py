@@ -14,8 +14,7 @@ from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, running_stack
 from tests.support.waiting import eventually, until_terminal
 from tests.support.webhook_receiver import Receiver
-from worker.orphans import OrphanSweeper
-from worker.roles import opened_store
+from worker.roles import opened_store, orphan_sweeper
 
 
 async def test_stored_but_never_started_response_is_started_by_the_sweep(
@@ -44,14 +43,7 @@ async def test_stored_but_never_started_response_is_started_by_the_sweep(
                 local_worker=False,
                 outcomes=Outcomes(),
             )
-            sweeper = OrphanSweeper(
-                runner,
-                starts=repository.starts,
-                events=repository.events,
-                responses=repository.responses,
-                webhook_endpoints=repository.webhook_endpoints,
-                grace_seconds=0,
-            )
+            sweeper = orphan_sweeper(repository, runner, grace_seconds=0)
             waiting = await client.responses.create(model=f"{model}-slow", input="waits", background=True)
             assert await sweeper.sweep() == [orphan.id]
             # Both are marked now: the sweep never looks at them again (it costs what it finds).
