@@ -245,8 +245,13 @@ CLOSING_NOTICE_SECONDS = 0.5
 (503, naming the response) this long ahead of being cut off."""
 
 
-class _QuietServer(uvicorn.Server):
-    """Signals belong to the CLI, which turns them into `stop`; uvicorn must not take them."""
+class ServerWithoutSignals(uvicorn.Server):
+    """Signals belong to the CLI, which turns them into `stop`; uvicorn must not take them.
+
+    (A uvicorn server in the main thread points SIGTERM and SIGINT at itself and puts back the
+    handler it found when it stops; servers that start and stop in any order, as the tests'
+    stacks do, can leave a stopped one's handler installed, which sse-starlette reads as a
+    shutdown: it then ends every SSE response in the process before it is written.)"""
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -285,7 +290,7 @@ async def _serve_http(
 ) -> None:
     """Serve until `stop`; then open requests get `grace_seconds`, and `closing` is set just
     before that runs out (the API answers requests still waiting)."""
-    server = _QuietServer(
+    server = ServerWithoutSignals(
         uvicorn.Config(
             app,
             host=host,

@@ -29,7 +29,7 @@ from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
 from websocket_mode.settings import WebSocketSettings
 from worker.http_app import create_app
-from worker.roles import codec_access, opened_store
+from worker.roles import ServerWithoutSignals, codec_access, opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect, with_visibility
 
@@ -181,7 +181,7 @@ async def running_stack(
             websocket=websocket,
             moderation=settings.moderation,
         )
-        server = uvicorn.Server(
+        server = ServerWithoutSignals(  # the test process keeps its signal handlers
             uvicorn.Config(
                 app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
             )
