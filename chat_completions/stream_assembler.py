@@ -205,43 +205,9 @@ class StreamAssembler:
                 case "message":
                     part = final.content[0] if isinstance(final, OutputMessage) and final.content else None
                     if part is not None and part.type == "output_text":
-                        events.append(
-                            TextDoneEvent(
-                                item_id=item.id,
-                                output_index=item.output_index,
-                                content_index=0,
-                                text=item.text,
-                                logprobs=item.logprobs,
-                            )
-                        )
-                        events.append(
-                            ContentPartEvent(
-                                type="response.content_part.done",
-                                item_id=item.id,
-                                output_index=item.output_index,
-                                content_index=0,
-                                part=part,
-                            )
-                        )
+                        events.extend(_part_done(item, part, "response.output_text.done"))
                 case "reasoning":
-                    events.append(
-                        TextDoneEvent(
-                            type="response.reasoning_text.done",
-                            item_id=item.id,
-                            output_index=item.output_index,
-                            content_index=0,
-                            text=item.text,
-                        )
-                    )
-                    events.append(
-                        ContentPartEvent(
-                            type="response.content_part.done",
-                            item_id=item.id,
-                            output_index=item.output_index,
-                            content_index=0,
-                            part=ReasoningText(text=item.text),
-                        )
-                    )
+                    events.extend(_part_done(item, ReasoningText(text=item.text), "response.reasoning_text.done"))
                 case _:
                     events.append(
                         ArgumentsDoneEvent(
@@ -465,6 +431,31 @@ def _abandoned(earlier: Streamed) -> OutputItem:
         namespace=earlier.namespace,
         status="incomplete",
     )
+
+
+def _part_done(
+    item: _Item,
+    part: OutputText | ReasoningText,
+    text_done: Literal["response.output_text.done", "response.reasoning_text.done"],
+) -> list[StreamEvent]:
+    """The end of an item's one content part: its whole text, then the part itself."""
+    return [
+        TextDoneEvent(
+            type=text_done,
+            item_id=item.id,
+            output_index=item.output_index,
+            content_index=0,
+            text=item.text,
+            logprobs=item.logprobs,
+        ),
+        ContentPartEvent(
+            type="response.content_part.done",
+            item_id=item.id,
+            output_index=item.output_index,
+            content_index=0,
+            part=part,
+        ),
+    ]
 
 
 def _called_name(final: OutputItem) -> str:
