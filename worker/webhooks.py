@@ -18,6 +18,7 @@ import asyncio
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from temporalio.exceptions import ApplicationError
@@ -140,17 +141,14 @@ class WebhookDispatcher:
         metrics.webhook_backlog(*labelled(backlog, circuits))
 
 
-def labelled(backlog: dict[str, int], open_circuits: set[str]) -> tuple[dict[str, int], dict[str, int]]:
+def labelled(backlog: dict[str, int], open_circuits: set[str]) -> tuple[Counter[str], Counter[str]]:
     """The backlog and the open circuits by the endpoint's label: an operator's endpoint by its
     name, the projects' together (`PROJECTS_LABEL`)."""
 
     def label(endpoint: str) -> str:
         return PROJECTS_LABEL if endpoint.startswith(PROJECT_ENDPOINT_PREFIX) else endpoint
 
-    waiting: dict[str, int] = {}
+    waiting: Counter[str] = Counter()
     for endpoint, count in backlog.items():
-        waiting[label(endpoint)] = waiting.get(label(endpoint), 0) + count
-    circuits: dict[str, int] = {}
-    for endpoint in open_circuits:
-        circuits[label(endpoint)] = circuits.get(label(endpoint), 0) + 1
-    return waiting, circuits
+        waiting[label(endpoint)] += count
+    return waiting, Counter(label(endpoint) for endpoint in open_circuits)
