@@ -27,12 +27,12 @@ from models.containers import (
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from response_service.containers import (
-    DATA,
     check_container_options,
     container_not_found,
     file_not_found,
     new_container,
 )
+from sandbox.bubblewrap import DATA_MOUNT
 from store.containers import ContainerFileRow, ContainerRow
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -102,7 +102,7 @@ async def create_container_file(request: Request) -> HttpResponse:
     if is_multipart(request):
         upload = await upload_of(request, (), "a `file`")
         try:
-            path = f"{DATA}/{upload.filename}"
+            path = f"{DATA_MOUNT}/{upload.filename}"
             size = await store.files.write_parts(file_id, upload.pieces())
             row = await store.containers.add_file(
                 ContainerFileRow(file_id, found.id, path, size, "user", now, False), project_quotas(request)
@@ -119,7 +119,7 @@ async def create_container_file(request: Request) -> HttpResponse:
         raise file_not_found(body.file_id, "file_id")
     await store.files.copy_parts(source.id, file_id)
     row = await store.containers.add_file(
-        ContainerFileRow(file_id, found.id, f"{DATA}/{source.filename}", source.bytes, "user", now, False),
+        ContainerFileRow(file_id, found.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
         project_quotas(request),
     )
     return JSONResponse(row.to_wire())

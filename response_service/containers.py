@@ -18,10 +18,8 @@ from http_plumbing.params import principal, project_quotas, repository
 from models.containers import MEMORY_LIMITS, NetworkAllowlist
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
+from sandbox.bubblewrap import DATA_MOUNT
 from store.containers import ContainerFileRow, ContainerRow
-
-DATA = "/mnt/data"
-"""Where a container's files are, as its commands see them."""
 
 
 def file_not_found(file_id: str, param: str | None = None) -> NotFoundError:
@@ -99,7 +97,7 @@ async def new_container(
         copy = new_id("cfile")
         await store.files.copy_parts(file_id, copy)
         await store.containers.add_file(
-            ContainerFileRow(copy, row.id, f"{DATA}/{source.filename}", source.bytes, "user", now, False),
+            ContainerFileRow(copy, row.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
             project_quotas(request),
         )
     return row
