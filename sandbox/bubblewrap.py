@@ -86,7 +86,7 @@ def write_etc(etc_dir: Path) -> None:
     (etc_dir / "group").write_text(GROUP)
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
     """The server's Python, its standard library and its packages (a venv's and its base)."""
     paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     return sorted(path for path in paths if path and not path.startswith("/usr"))
@@ -113,7 +113,7 @@ def argv(bwrap: str, walls: Walls, command: Sequence[str]) -> list[str]:
     # a Python under one of them (a venv made with `mktemp -d`, as CI's is) would be hidden by a
     # filesystem mounted over it afterwards.
     args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
-    for path in _python_paths():
+    for path in python_paths():
         args += ["--ro-bind", path, path]
     for host, inside in walls.read_only.items():
         args += ["--ro-bind", host, inside]
