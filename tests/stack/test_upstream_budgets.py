@@ -20,6 +20,7 @@ from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import TEST_EXECUTION, EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually
 from upstream.admission import REFRESH_SECONDS
+from upstream.budgets import Budgets
 
 # ---- the rules, pure ------------------------------------------------------------------------------
 
@@ -194,19 +195,18 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
             assert (await replayer().replay_workflow(history)).replay_failure is None
             await keep_recording("upstream_capacity_waits", stack.client, waiting.id)
 
-            # The door: the provider now says to come back in a minute, and a worker hears it (a
-            # second background response is told so, and waits). The deployment is known limited
-            # for that minute however slow the machine, where the learned rate alone grows back
-            # within seconds. The API reads the budgets once every REFRESH_SECONDS.
-            refusing.rate_limit_headers = {"retry-after": "60"}
-            blocking = await sdk.responses.create(model="limited", input="hear the minute", background=True)
-            blocked = stack.client.get_workflow_handle(blocking.id)
-
-            async def told_to_wait() -> str:
-                return (await blocked.query("__temporal_workflow_metadata")).current_details
-
-            await eventually(
-                lambda: _containing(told_to_wait(), "waiting for capacity"), "the minute to be heard", seconds=10
+            # The door: a 429 that says to come back in a minute, recorded as a worker records
+            # one (a response sent to hear it could be paced and never call in time). The
+            # deployment is then known limited for that minute however slow the machine, where
+            # the learned rate alone grows back within seconds. The API reads the budgets once
+            # every REFRESH_SECONDS.
+            deployment = stack.settings.registry().serving("limited")[0]
+            await Budgets(stack.repository.db).rate_limited(
+                deployment.budget_key("limited"),
+                deployment.limits(),
+                retry_after=60,
+                sending_rate=None,
+                provider_rate=None,
             )
             await asyncio.sleep(REFRESH_SECONDS)
             before = (await http.get("/v1/responses", params={"limit": 100})).json()["data"]
@@ -215,8 +215,6 @@ async def test_capacity_is_waited_for_by_time_not_attempts_and_refused_at_the_do
             assert raised.value.body["code"] == "rate_limit_exceeded"
             assert int(raised.value.response.headers["retry-after"]) >= 1
             assert (await http.get("/v1/responses", params={"limit": 100})).json()["data"] == before
-            with contextlib.suppress(openai.ConflictError):  # a minute is past its queue time: it may have ended
-                await sdk.responses.cancel(blocking.id)
     finally:
         refusing.stop()
 
