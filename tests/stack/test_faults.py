@@ -46,10 +46,15 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
 ):
     """The API process A began the response's first turn itself (`activities/early_calls.py`),
     so its death takes the call along: the worker makes it again once the call's claim lapses,
-    and the stream goes on from where the log left it."""
+    and the stream goes on from where the log left it.
+
+    The worker starts once A's first delta has reached the client: whoever claims a turn first
+    makes its call, and a worker already running can claim it before A's early call does on a
+    busy machine (then A's death takes nothing along, and there is nothing to prove)."""
     backend.script(model, [Reply(text=TEXT, chunk_delay=0.03), Reply(text=TEXT, chunk_delay=0.03)])
-    async with running_stack(temporal_address, backend, store) as stack:  # API "B" and the worker
+    async with running_stack(temporal_address, backend, store, with_worker=False) as stack:  # API "B"
         api_a, url_a = spawn_api(stack)
+        worker = None
         events = []
         broken = None
         try:
@@ -59,22 +64,26 @@ async def test_api_killed_while_a_client_streams_the_client_resumes_on_another(
                 try:
                     async for event in await client_a.responses.create(model=model, input="long", stream=True):
                         events.append(event)
-                        if sum(e.type == "response.output_text.delta" for e in events) == 5:
+                        deltas = sum(e.type == "response.output_text.delta" for e in events)
+                        if deltas == 1 and worker is None:
+                            worker = spawn_worker(stack)  # the turn is A's now; the worker finds it claimed
+                        elif deltas == 5:
                             kill(api_a)
                 except Exception as error:  # noqa: BLE001 - whatever the dead server's socket raises
                     broken = error
+            assert broken is not None, "the stream outlived its server"
+            assert events[-1].type != "response.completed"
+            async with stack.sdk(timeout=30) as client_b:
+                rest = [
+                    event
+                    async for event in await client_b.responses.retrieve(
+                        events[0].response.id, stream=True, starting_after=events[-1].sequence_number
+                    )
+                ]
+                stored = await client_b.responses.retrieve(events[0].response.id)
         finally:
             kill(api_a)
-        assert broken is not None, "the stream outlived its server"
-        assert events[-1].type != "response.completed"
-        async with stack.sdk(timeout=30) as client_b:
-            rest = [
-                event
-                async for event in await client_b.responses.retrieve(
-                    events[0].response.id, stream=True, starting_after=events[-1].sequence_number
-                )
-            ]
-            stored = await client_b.responses.retrieve(events[0].response.id)
+            kill(worker)
     everything = events + rest
     assert [event.sequence_number for event in everything] == list(range(len(everything)))
     assert "".join(event.delta for event in everything if event.type == "response.output_text.delta") == TEXT
