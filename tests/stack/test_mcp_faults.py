@@ -9,12 +9,13 @@ from typing import Any
 
 import openai
 import pytest
+from temporalio.api.enums.v1 import EventType
 
 from activities.mcp import IDEMPOTENCY_KEY
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import kill, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
-from tests.support.stack import EmptyStore, running_stack
+from tests.support.stack import EmptyStore, Stack, running_stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_terminal
 
 
@@ -159,8 +160,8 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
                     second = spawn_worker(stack)
                     deciding = decide()
                 answer = await deciding
-                assert answer.status_code == 200, answer.text
                 final = await until_terminal(client, created.id)
+                assert answer.status_code == 200, await _story(stack, created.id, answer.text, final)
         finally:
             kill(first)
             kill(second)
@@ -204,3 +205,19 @@ async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
     await until_awaiting_approval(sdk, waiting.id)
     assert (await sdk.responses.cancel(waiting.id)).status == "cancelled"
     assert {"path": "/tmp/never"} not in mcp_server.calls_of("delete_file")
+
+
+async def _story(stack: Stack, response_id: str, answer: str, final: Any) -> str:
+    """What a refused decision needs to be understood: the answer, the response's end, and
+    its workflow's history (each event's type and time, the worker that started each task,
+    the id of each update taken)."""
+    lines = [answer, f"final: {final.status} {[item.type for item in final.output]}"]
+    async for event in stack.client.get_workflow_handle(response_id).fetch_history_events():
+        kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        detail = ""
+        if event.HasField("workflow_task_started_event_attributes"):
+            detail = event.workflow_task_started_event_attributes.identity
+        elif event.HasField("workflow_execution_update_accepted_event_attributes"):
+            detail = event.workflow_execution_update_accepted_event_attributes.accepted_request.meta.update_id
+        lines.append(f"{event.event_id} {event.event_time.ToDatetime():%H:%M:%S.%f} {kind} {detail}".rstrip())
+    return "\n".join(lines)
