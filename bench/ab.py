@@ -1,11 +1,13 @@
 """Two revisions of this repository, one against the other, in the same run: `dev` started
 from each in turn (its code from a git worktree of the revision), the same scripted backend,
-sequential non-streaming responses, rounds alternating so a drift of the machine falls on both.
+non-streaming responses, rounds alternating so a drift of the machine falls on both.
 
     python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2]
 
-Prints each round's p50 and, at the end, the median difference (B - A): what a change costs
-a response, beside the whole benchmark's figures that move with the machine from run to run.
+Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
+at concurrency 10, their throughput and the CPU each cost in `dev` and in its Temporal server.
+Prints each round's figures and, at the end, the median difference (B - A) of each: what a
+change costs a response, beside the whole benchmark's figures that move with the machine.
 """
 
 from __future__ import annotations
@@ -16,14 +18,34 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import openai
 
+from bench import load
 from bench.processes import ROOT, Backend, Dev
 
+CONCURRENCY = 10
 
-async def _p50(backend: Backend, code: Path, requests: int) -> float:
+
+@dataclass(frozen=True)
+class Round:
+    """One revision's figures in one round."""
+
+    p50_ms: float
+    per_second: float
+    dev_cpu_ms: float
+    temporal_cpu_ms: float
+
+    def __str__(self) -> str:
+        return (
+            f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {CONCURRENCY} | CPU per response "
+            f"{self.dev_cpu_ms:.2f} ms in dev, {self.temporal_cpu_ms:.2f} ms in Temporal"
+        )
+
+
+async def _round(backend: Backend, code: Path, requests: int) -> Round:
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
         dev = Dev.start(data_dir, backend, env={"PYTHONPATH": str(code)})
         try:
@@ -35,8 +57,19 @@ async def _p50(backend: Backend, code: Path, requests: int) -> float:
                 began = time.perf_counter()
                 await client.responses.create(model="bench", input="hi")
                 samples.append((time.perf_counter() - began) * 1000)
+            before = dev.cpu()
+            loaded = await load.concurrently(
+                lambda: client.responses.create(model="bench", input="hi"), 2 * requests, CONCURRENCY
+            )
+            after = dev.cpu()
             await client.close()
-            return statistics.median(samples)
+            done = max(1, len(loaded.latencies_ms))
+            return Round(
+                statistics.median(samples),
+                loaded.throughput,
+                (after[0] - before[0]) / done * 1000,
+                (after[1] - before[1]) / done * 1000,
+            )
         finally:
             dev.stop()
 
@@ -55,18 +88,23 @@ def main() -> None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), name], check=True)
             code[name] = tree
         backend = Backend.start(0)
-        figures: dict[str, list[float]] = {args.a: [], args.b: []}
+        figures: dict[str, list[Round]] = {args.a: [], args.b: []}
         try:
             for round_ in range(args.rounds):
                 for name in (args.a, args.b):
-                    figures[name].append(asyncio.run(_p50(backend, code[name], args.requests)))
-                    print(f"round {round_ + 1}: {name} p50 {figures[name][-1]:.2f} ms", flush=True)
+                    figures[name].append(asyncio.run(_round(backend, code[name], args.requests)))
+                    print(f"round {round_ + 1}: {name}: {figures[name][-1]}", flush=True)
         finally:
             backend.stop()
             for tree in code.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
-    change = statistics.median(b - a for a, b in zip(figures[args.a], figures[args.b], strict=True))
-    print(f"non-streaming p50, {args.b} - {args.a}: {change:+.2f} ms (median of {args.rounds} rounds)")
+    print(f"{args.b} - {args.a}, the median of {args.rounds} rounds:")
+    for field in fields(Round):
+        change = statistics.median(
+            getattr(b, field.name) - getattr(a, field.name)
+            for a, b in zip(figures[args.a], figures[args.b], strict=True)
+        )
+        print(f"  {field.name}: {change:+.2f}")
 
 
 if __name__ == "__main__":
