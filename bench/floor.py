@@ -1,12 +1,13 @@
 """The Temporal floor: what this design's shape costs with no work of ours in it.
 
-    python -m bench.floor --address 127.0.0.1:7233 [--requests 100]
+    python -m bench.floor --address 127.0.0.1:7233 [--requests 100] [--temporal-pids 123,124]
 
 One workflow per request, started eagerly on a worker in this process, running two local
 activities that do nothing, and its result awaited with `handle.result()`: the start, the
 first workflow task, two local-activity markers and the completion, with nothing else. It
 prints one JSON line: sequential p50/p95 and throughput at concurrency 10, with the
-unsandboxed runner and with the default sandbox.
+unsandboxed runner and with the default sandbox, and the CPU each loaded workflow cost this
+process (its client and worker) and the Temporal server whose `--temporal-pids` it is given.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+with workflow.unsafe.imports_passed_through():  # the sandbox re-imports this module
+    from bench.processes import cpu_seconds
 
 
 @activity.defn(name="floor_nothing")
@@ -54,7 +58,14 @@ async def _one(client: Client, task_queue: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def measure(client: Client, sandboxed: bool, requests: int, concurrency: int) -> dict[str, float]:
+def _cpu(temporal_pids: list[int]) -> tuple[float, float]:
+    """(this process, the Temporal server) CPU seconds so far."""
+    return time.process_time(), sum(cpu_seconds(pid) for pid in temporal_pids)
+
+
+async def measure(
+    client: Client, sandboxed: bool, requests: int, concurrency: int, temporal_pids: list[int]
+) -> dict[str, float]:
     task_queue = f"floor-{uuid.uuid4().hex[:8]}"
     runner = SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
     async with Worker(
@@ -69,10 +80,12 @@ async def measure(client: Client, sandboxed: bool, requests: int, concurrency: i
             async with gate:
                 return await _one(client, task_queue)
 
-        started = time.perf_counter()
+        started, before = time.perf_counter(), _cpu(temporal_pids)
         loaded = await asyncio.gather(*(gated() for _ in range(2 * requests)))
-        elapsed = time.perf_counter() - started
+        elapsed, after = time.perf_counter() - started, _cpu(temporal_pids)
     return {
+        "worker_cpu_ms": (after[0] - before[0]) / len(loaded) * 1000,
+        "temporal_cpu_ms": (after[1] - before[1]) / len(loaded) * 1000,
         "p50_ms": statistics.median(sequential),
         "p95_ms": percentile(sequential, 0.95),
         "throughput_per_s": len(loaded) / elapsed,
@@ -85,11 +98,13 @@ async def main() -> None:
     parser.add_argument("--address", required=True)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--temporal-pids", default="", help="the Temporal server's processes, comma-separated")
     args = parser.parse_args()
+    pids = [int(pid) for pid in args.temporal_pids.split(",") if pid]
     client = await Client.connect(args.address)
     result = {
-        "unsandboxed": await measure(client, False, args.requests, args.concurrency),
-        "sandboxed": await measure(client, True, args.requests, args.concurrency),
+        "unsandboxed": await measure(client, False, args.requests, args.concurrency, pids),
+        "sandboxed": await measure(client, True, args.requests, args.concurrency, pids),
     }
     print(json.dumps(result), flush=True)
 

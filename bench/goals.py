@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable, Iterable
 
@@ -100,11 +101,13 @@ def issue_42_rows(
     plain: tuple[list[float], list[float]],
     first: tuple[list[float], list[float]],
     loads: dict[int, load.Loaded],
-    floor_p50: float,
+    floor: dict[str, float],
     peers: list[PeerFigures],
 ) -> list[str]:
     """Issue 42's table: durable-responses (`dev`) beside the peers measured in this run, each
-    latency with the backend alone measured alternately with it, and the goals."""
+    latency with the backend alone measured alternately with it, and the goals; `floor` is the
+    unsandboxed Temporal floor's figures (`bench/floor.py`). Where the throughput goal lies
+    above the floor, the CPU that each response costs says where it goes."""
     measured = [peer for peer in peers if not peer.missing]
     names = [peer.name for peer in measured]
 
@@ -119,6 +122,10 @@ def issue_42_rows(
         if bound is None:
             return "no peer measured"
         return "held" if (ours <= bound if below else ours >= bound) else "missed"
+
+    def above_the_floor(goal: float | None) -> str:
+        reach = floor["throughput_per_s"]
+        return f" (the goal, {goal:.0f}, is above the floor's {reach:.0f})" if goal and reach < goal else ""
 
     first_peer = fastest(lambda peer: statistics.median(peer.first[1]), min)
     plain_peer = fastest(lambda peer: statistics.median(peer.plain[1]), min)
@@ -141,7 +148,7 @@ def issue_42_rows(
         _row(
             [
                 "non-streaming",
-                f"{latency(plain)}; Temporal floor {floor_p50:.1f}",
+                f"{latency(plain)}; Temporal floor {floor['p50_ms']:.1f}",
                 *(latency(peer.plain) for peer in measured),
                 "≤ the fastest peer's",
                 held(plain_ours, plain_peer, True),
@@ -162,11 +169,14 @@ def issue_42_rows(
                         for peer in measured
                     ),
                     "≥ 1.5× the fastest peer's; p95 ≤ 3× p50",
-                    f"{held(ours.throughput, best * 1.5 if best else None, False)}; "
+                    f"{held(ours.throughput, best * 1.5 if best else None, False)}"
+                    f"{above_the_floor(best * 1.5 if best else None)}; "
                     f"{'held' if ours.p95 <= 3 * ours.p50 else 'missed'}",
                 ]
             )
         )
+    if best_at_10 := fastest(lambda peer: peer.loads[10].throughput, max):
+        lines.append(throughput_budget(1.5 * best_at_10, floor, loads[10]))
     lines += [f"\n{peer.name}: {peer.missing}" for peer in peers if peer.missing]
     if measured:
         lines.append(
@@ -175,3 +185,17 @@ def issue_42_rows(
             " one's overhead over its own backend figure as well as the p50s."
         )
     return lines
+
+
+def throughput_budget(goal: float, floor: dict[str, float], ours: load.Loaded) -> str:
+    """Where the CPU of a response goes, against what the throughput goal leaves it."""
+    cores = os.cpu_count() or 1
+    return (
+        f"\nThe throughput goal, {goal:.0f} req/s on {cores} cores, leaves {cores * 1000 / goal:.1f} ms of CPU"
+        " a response for every process on the machine (the load generator and the backend too). With"
+        f" nothing of this project's in it, the Temporal floor reached {floor['throughput_per_s']:.1f} req/s"
+        f" at concurrency 10, its workflows costing {floor['temporal_cpu_ms']:.1f} ms each in the Temporal"
+        f" server and {floor['worker_cpu_ms']:.1f} ms in their client and worker; a response through `dev`"
+        f" cost {ours.cpu[1]:.1f} ms in the same server and {ours.cpu[0]:.1f} ms in `dev` (HTTP, store,"
+        " model call, worker)."
+    )

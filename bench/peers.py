@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,10 +236,19 @@ async def measure(peer: Peer, backend: Backend, requests: int, warmup: int) -> P
                 process.wait()
 
 
-async def measured(name: str, url: str, model: str, backend: Backend, requests: int, warmup: int) -> PeerFigures:
+async def measured(
+    name: str,
+    url: str,
+    model: str,
+    backend: Backend,
+    requests: int,
+    warmup: int,
+    cpu: Callable[[], tuple[float, float]] | None = None,
+) -> PeerFigures:
     """The rows of issue 42's table for a Responses API at `url` (its `/v1`) serving `model`
     from `backend`: non-streaming and first delta (each alternating with the backend alone),
-    then 200 responses at concurrency 10 and 50."""
+    then 200 responses at concurrency 10 and 50; with `cpu` (two processes' CPU seconds so
+    far, as `Dev.cpu` reads them), the CPU each loaded response cost in each."""
     direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=300)
     hi: list[Any] = [{"role": "user", "content": "hi"}]
@@ -265,9 +275,12 @@ async def measured(name: str, url: str, model: str, backend: Backend, requests: 
         )
     for concurrency in (10, 50):
         await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 40, concurrency)
-        figures.loads[concurrency] = await load.concurrently(
-            lambda: client.responses.create(model=model, input="hi"), 200, concurrency
-        )
+        before = cpu() if cpu else (0.0, 0.0)
+        loaded = await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 200, concurrency)
+        if cpu:
+            after, done = cpu(), max(1, len(loaded.latencies_ms))
+            loaded.cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
+        figures.loads[concurrency] = loaded
     await direct.close()
     await client.close()
     return figures

@@ -224,7 +224,17 @@ def stop(process: subprocess.Popen[Any], timeout: float = 30) -> None:
 def measure_floor(dev: Dev, requests: int) -> dict[str, Any]:
     """The Temporal floor (`bench/floor.py`) on `dev`'s Temporal server, in a process of its own."""
     output = subprocess.run(
-        [sys.executable, "-m", "bench.floor", "--address", dev.temporal_address, "--requests", str(requests)],
+        [
+            sys.executable,
+            "-m",
+            "bench.floor",
+            "--address",
+            dev.temporal_address,
+            "--requests",
+            str(requests),
+            "--temporal-pids",
+            ",".join(str(pid) for pid in dev.temporal_pids()),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -397,7 +397,7 @@ async def run(args: argparse.Namespace) -> str:
             (plain_direct, plain_durable),
             (first_direct, first_dev),
             loads,
-            floor["unsandboxed"]["p50_ms"],
+            floor["unsandboxed"],
             peer_figures,
         ),
         "",

@@ -25,14 +25,16 @@ async def run(requests: int, skip_peers: bool) -> str:
         with tempfile.TemporaryDirectory(prefix="dr-bench-versus-") as data_dir:
             dev = Dev.start(data_dir, backend)
             try:
-                ours = await peers.measured("durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup)
+                ours = await peers.measured(
+                    "durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup, cpu=dev.cpu
+                )
                 floor = measure_floor(dev, requests // 2)
             finally:
                 dev.stop()
         measured = [] if skip_peers else await peers.measure_all(backend, requests, warmup)
     finally:
         backend.stop()
-    return "\n".join(goals.issue_42_rows(ours.plain, ours.first, ours.loads, floor["unsandboxed"]["p50_ms"], measured))
+    return "\n".join(goals.issue_42_rows(ours.plain, ours.first, ours.loads, floor["unsandboxed"], measured))
 
 
 def main() -> None:
