@@ -68,7 +68,7 @@ class FileIngestionWorkflow:
     @workflow.run
     async def run(self, job: FileIngestionInput) -> str:
         try:
-            if workflow.patched(patches.INGESTION_RESUMES):
+            if patches.taken(patches.INGESTION_RESUMES):
                 if await self._ingest(job) == "gone":
                     return "gone"
             elif await self._ingest_by_ranges(job) == "gone":

@@ -36,12 +36,12 @@ async def call_model(
     inference: InferenceInput, budget: RetryBudget, *, queue_seconds: float, fallbacks: Sequence[str] = ()
 ) -> tuple[InferenceResult, bool]:
     """The result, and whether the current details were changed on the way (retries, waits)."""
-    if not workflow.patched(patches.UPSTREAM_ATTEMPTS_SHOWN):
+    if not patches.taken(patches.UPSTREAM_ATTEMPTS_SHOWN):
         result = await workflow.execute_local_activity(
             activity_names.RUN_INFERENCE, inference, result_type=InferenceResult, **local_activity_options(budget)
         )
         return result, False
-    paced = workflow.patched(patches.UPSTREAM_CAPACITY_WAITS)
+    paced = patches.taken(patches.UPSTREAM_CAPACITY_WAITS)
     attempt, waited, group, call = 1, 0.0, 0, inference
     while True:
         try:

@@ -18,14 +18,30 @@ marker saying so). Each patch lives through three stages:
    started by a deploy that still had the `patched` call: the same wait again, counted from
    the deploy that deprecated it.
 
+Workflow code asks `taken(ID)`, never `workflow.patched` itself. A patch costs every run that
+takes it a marker in its history and, from the SDK's core, an upsert of the
+`TemporalChangeVersion` search attribute: a history event and a visibility write each. With
+fourteen patches in force, a plain response paid five of each, a tenth of its CPU in the
+Temporal server. A **baseline** folds the patches in force on its day into one: a run that
+starts after it records the baseline's marker once and takes every folded patch's new branch
+with no marker of its own; a run from before it (replayed after a deploy) finds no baseline
+marker, so each folded patch is asked as it was. The Python SDK remembers a patch's answer for
+the whole run, so the two kinds never mix within one. A folded patch moves through the stages
+above as before (its old branch stays while a run from before the baseline may be running),
+and the baseline goes once every folded patch has.
+
 `tests/unit/test_patches.py` keeps this list whole: every id used in `workflows/` is here and
-every id here is used, and every one stands in at least one recorded history (a branch no
-history takes is a branch no replay guards).
+every id here is used, every one stands in at least one recorded history (a branch no
+history takes is a branch no replay guards), and every history recorded since the baseline
+holds its marker and no folded one. Histories recorded before the baseline are kept in
+`tests/histories/before-baseline-2026-11-27/` and replay as long as the patches they take do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from temporalio import workflow
 
 
 @dataclass(frozen=True)
@@ -76,3 +92,19 @@ PATCHES = (
     ),
 )
 """Every patch in force (stage 1), oldest first. None is deprecated yet."""
+
+BASELINE_2026_11_27 = "baseline-2026-11-27"
+"""The patches in force on 2026-11-27, in one marker."""
+
+FOLDED = frozenset(patch.id for patch in PATCHES)
+"""The patches the baseline folds: every one above (a patch added after it is asked alone)."""
+
+BASELINES = (Patch(BASELINE_2026_11_27, "2026-11-27", "every patch above, in one marker"),)
+
+
+def taken(patch_id: str) -> bool:
+    """Whether this run takes the patch's new branch: a run under the baseline takes every
+    folded patch's; any other asks the patch itself (`workflow.patched`)."""
+    if patch_id in FOLDED and workflow.patched(BASELINE_2026_11_27):
+        return True
+    return workflow.patched(patch_id)

@@ -74,7 +74,7 @@ class ResponseWorkflow(ToolSteps):
 
     @workflow.run
     async def run(self, request: ResponseWorkflowInput) -> ResponseEnded | Response:
-        if workflow.patched(patches.STATE_SHOWN_IN_TEMPORAL):
+        if patches.taken(patches.STATE_SHOWN_IN_TEMPORAL):
             self.state.machine.on_change = self._show_state
             workflow.set_current_details(current_details(self.state.machine.state.value))
         try:
@@ -116,7 +116,7 @@ class ResponseWorkflow(ToolSteps):
             lambda event_id, now: [ended_event(event_id, final.id, final.status, now)],
             self.state.settings.store,
         )
-        if workflow.patched(patches.ENDS_AS_THE_RESPONSE_ENDS):
+        if patches.taken(patches.ENDS_AS_THE_RESPONSE_ENDS):
             # Once the store has the end: Temporal's own status says it too (its Failures filter,
             # its Canceled), so the UI does not show every response as Completed.
             if final.status == "failed":
@@ -127,7 +127,7 @@ class ResponseWorkflow(ToolSteps):
                 )
             if final.status == "cancelled":
                 raise TemporalCancelledError("the response was cancelled")
-        if workflow.patched(patches.RESULT_IS_ID_AND_STATUS):
+        if patches.taken(patches.RESULT_IS_ID_AND_STATUS):
             return ResponseEnded(id=final.id, status=final.status)
         return final
 
@@ -137,10 +137,10 @@ class ResponseWorkflow(ToolSteps):
         in the workflow task that the request arrives during: Temporal refuses that end
         (UnhandledCommand, a failed task, red in the UI) and runs the task again. Wait for the
         request instead, a moment at most."""
-        if not workflow.patched(patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL):
+        if not patches.taken(patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL):
             return
         task = asyncio.current_task()
-        if task is not None and task.cancelling() and workflow.patched(patches.TEMPORAL_CANCEL_SEEN_FIRST):
+        if task is not None and task.cancelling() and patches.taken(patches.TEMPORAL_CANCEL_SEEN_FIRST):
             return  # it came first (a call waited for to stop after it): nothing to wait for
         try:
             await workflow.wait_condition(lambda: False, timeout=timedelta(seconds=CANCEL_ARRIVAL_SECONDS))
@@ -158,7 +158,7 @@ class ResponseWorkflow(ToolSteps):
     @workflow.update(name="decide_approval")
     async def decide_approval(self, update: ApprovalUpdate) -> ApprovalUpdateResult:
         request_id = update.approval_request_id
-        if workflow.patched(patches.APPROVAL_WAITS_FOR_THE_WAIT):
+        if patches.taken(patches.APPROVAL_WAITS_FOR_THE_WAIT):
             # A decision can reach a worker whose replay (after a crash) has not come back to
             # the wait yet: it waits for the wait. The API sends only ids the response has
             # shown as asked, so the wait is short; a response that ends first refuses it.
@@ -341,7 +341,7 @@ class ResponseWorkflow(ToolSteps):
             or info.get_current_history_size() > self.state.settings.continue_as_new_bytes
         ):
             return None
-        if not (workflow.all_handlers_finished() and workflow.patched(patches.CONTINUES_AS_NEW)):
+        if not (workflow.all_handlers_finished() and patches.taken(patches.CONTINUES_AS_NEW)):
             return None
         carried = request.model_copy(
             update={

@@ -168,7 +168,7 @@ class ToolSteps:
         """The call as it ended, and whether it travels as a stub (its fields parked)."""
         # A cancel waits for a running call to stop (it watches the store's cancel record), so
         # no call starts after the client has its cancelled response.
-        wait_for_cancel = workflow.patched(patches.TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED)
+        wait_for_cancel = patches.taken(patches.TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED)
         try:
             result = await workflow.execute_activity(
                 activity_names.CALL_MCP_TOOL,
@@ -229,7 +229,7 @@ class ToolSteps:
 
     async def _await_approval(self, requests: tuple[McpApprovalRequestItem, ...]) -> bool:
         """Wait for a decision on every request; False when the wait timed out."""
-        if workflow.patched(patches.APPROVAL_WAITS_RECORDED):  # before the wait: a decision finds its row
+        if patches.taken(patches.APPROVAL_WAITS_RECORDED):  # before the wait: a decision finds its row
             await workflow.execute_local_activity(
                 activity_names.RECORD_APPROVAL_WAIT,
                 RecordApprovalWaitInput(

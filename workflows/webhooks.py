@@ -60,10 +60,10 @@ async def send_webhooks(
     (None: the response's own queue); `store`: the outbox write's budget; `any_response`:
     events that are not the response's own (a blocked `safety_identifier`), sent whether it
     runs in the background or not."""
-    if not policy.sends or not (response.background or any_response) or not workflow.patched(patches.WEBHOOKS_SENT):
+    if not policy.sends or not (response.background or any_response) or not patches.taken(patches.WEBHOOKS_SENT):
         return
     made = events(f"evt_{workflow.uuid4().hex}", int(workflow.now().timestamp()))
-    if workflow.patched(patches.WEBHOOKS_OUTBOX):
+    if patches.taken(patches.WEBHOOKS_OUTBOX):
         queued = [QueuedWebhook(event=event, endpoints=policy.targets(event.type)) for event in made if event]
         queued = [each for each in queued if each.endpoints]
         if not queued:

@@ -1,6 +1,6 @@
 """Replay: workflow code must stay deterministic for histories already recorded.
 
-`tests/histories/*.json` are histories recorded from earlier versions of the code; a change
+`tests/histories/**.json` are histories recorded from earlier versions of the code; a change
 that would break workflows running in production fails here. Record new ones with
 `RECORD_HISTORIES=1 pytest tests/stack/test_replay.py` when a new kind of path is added (files
 already there are kept, so they go on testing the code that recorded them).
@@ -8,6 +8,7 @@ already there are kept, so they go on testing the code that recorded them).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import openai
@@ -15,16 +16,17 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowHistory
 
-from tests.support.histories import decoded_history, keep_recording, patches_in, recorded, replayer
+from tests.support.histories import HISTORIES, decoded_history, keep_recording, patches_in, recorded, replayer
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import free_port
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
 from tests.support.waiting import eventually, until_awaiting_approval, until_requested, until_terminal
 from workflows import patches
+from workflows.response import CANCEL_ARRIVAL_SECONDS
 
 
-@pytest.mark.parametrize("path", recorded(), ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", recorded(), ids=lambda path: str(path.relative_to(HISTORIES).with_suffix("")))
 async def test_recorded_histories_replay(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     result = await replayer().replay_workflow(history)
@@ -209,11 +211,24 @@ async def test_both_orders_of_a_cancel_are_recorded_and_replay(
     await eventually(lambda: cancel_taken(handle), "the workflow to take Temporal's cancel request")
     await stack.repository.cancels.request(by_temporal.id)
     assert (await until_terminal(sdk, by_temporal.id)).status == "cancelled"
-    for name, response_id, patch in [
-        ("cancelled_in_the_store", by_store.id, patches.CANCEL_ENDS_AFTER_TEMPORAL_CANCEL),
-        ("cancelled_by_temporal_first", by_temporal.id, patches.TEMPORAL_CANCEL_SEEN_FIRST),
+    for name, response_id, waits in [
+        ("cancelled_in_the_store", by_store.id, True),
+        ("cancelled_by_temporal_first", by_temporal.id, False),
     ]:
         history = await decoded_history(stack.client, response_id)
-        assert patch in patches_in(history), (name, patches_in(history))
+        # Each took its patched branch: under the baseline (one marker for every patch) it
+        # shows as what the branch does, the wait for Temporal's cancel or none.
+        assert patches.BASELINE_2026_11_27 in patches_in(history), (name, patches_in(history))
+        assert _waited_for_temporal_cancel(history) == waits, name
         assert (await replayer().replay_workflow(history)).replay_failure is None, name
         await keep_recording(name, stack.client, response_id)
+
+
+def _waited_for_temporal_cancel(history: WorkflowHistory) -> bool:
+    """Whether the response waited for Temporal's cancel request (`CANCEL_ARRIVAL_SECONDS`)."""
+    return any(
+        event.event_type == EventType.EVENT_TYPE_TIMER_STARTED
+        and event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+        == timedelta(seconds=CANCEL_ARRIVAL_SECONDS)
+        for event in history.events
+    )

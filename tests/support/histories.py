@@ -19,6 +19,8 @@ from workflows.response import ResponseWorkflow
 from workflows.webhooks import WebhookDeliveryWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+BEFORE_THE_BASELINE = HISTORIES / "before-baseline-2026-11-27"
+"""Histories recorded before `patches.BASELINE_2026_11_27`: each folded patch's own marker."""
 
 
 def replayer() -> Replayer:
@@ -42,7 +44,8 @@ async def keep_recording(name: str, client: Client, workflow_id: str, run_id: st
 
 
 def recorded() -> list[Path]:
-    return sorted(HISTORIES.glob("*.json"))
+    """Every recorded history, those from before the baseline too."""
+    return sorted(HISTORIES.rglob("*.json"))
 
 
 async def decoded_history(client: Client, workflow_id: str, run_id: str | None = None) -> Any:
@@ -97,6 +100,6 @@ def patches_in(history: Any) -> set[str]:
     return found
 
 
-def patches_recorded() -> dict[str, set[str]]:
-    """Each recorded history's patch ids, by the history's name."""
-    return {path.stem: patches_in(WorkflowHistory.from_json(path.stem, path.read_text())) for path in recorded()}
+def patches_recorded() -> dict[Path, set[str]]:
+    """Each recorded history's patch ids, by the history's path."""
+    return {path: patches_in(WorkflowHistory.from_json(path.stem, path.read_text())) for path in recorded()}

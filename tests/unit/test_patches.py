@@ -1,7 +1,8 @@
 """The patches and the recorded histories hold together (`workflows/patches.py`): every
-`workflow.patched` id in `workflows/` is listed there, every listed one is used, every one
-stands in at least one recorded history, and every workflow type the worker runs has a
-recorded history to replay."""
+patch id asked in `workflows/` is listed there, every listed one is used, every one stands in
+at least one recorded history, every history recorded since the baseline holds the baseline's
+marker and no folded patch's, and every workflow type the worker runs has a recorded history
+to replay."""
 
 from __future__ import annotations
 
@@ -12,21 +13,27 @@ from pathlib import Path
 
 import temporalio.workflow
 
-from tests.support.histories import patches_recorded, recorded
+from tests.support.histories import BEFORE_THE_BASELINE, patches_recorded, recorded
 from workflows import patches
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTED = {patch.id for patch in patches.PATCHES}
+BASELINES = {patch.id for patch in patches.BASELINES}
 
 
 def _used() -> set[str]:
+    """The patch ids workflow code asks through `patches.taken`; only `workflows/patches.py`
+    may call `workflow.patched` (for the baseline, and for the patch it is asked)."""
     constants = {name: value for name, value in vars(patches).items() if name.isupper() and isinstance(value, str)}
     used = set()
     for path in (ROOT / "workflows").glob("*.py"):
-        for name in re.findall(r"workflow\.(?:patched|deprecate_patch)\(patches\.([A-Z_]+)\)", path.read_text()):
+        text = path.read_text()
+        for name in re.findall(r"patches\.taken\(patches\.([A-Z_0-9]+)\)", text):
             used.add(constants[name])
-        literal = re.findall(r"workflow\.(?:patched|deprecate_patch)\(\s*[\"']", path.read_text())
+        literal = re.findall(r"(?:workflow\.(?:patched|deprecate_patch)|taken)\(\s*[\"']", text)
         assert not literal, f"{path.name}: a patch id written as a literal (use workflows/patches.py)"
+        if path.name != "patches.py":
+            assert "workflow.patched(" not in text, f"{path.name}: asks workflow.patched, not patches.taken"
     return used
 
 
@@ -34,9 +41,46 @@ def test_every_patch_used_is_listed_and_every_listed_one_is_used() -> None:
     assert _used() == LISTED
 
 
+def test_the_baseline_folds_every_patch_before_it() -> None:
+    assert patches.FOLDED == {patch.id for patch in patches.PATCHES if patch.since <= "2026-11-27"}
+    assert BASELINES == {patches.BASELINE_2026_11_27}
+
+
+def test_a_history_since_the_baseline_holds_its_marker_and_no_folded_one() -> None:
+    """A run that starts now records one marker, however many patches are in force."""
+    since = {path: ids for path, ids in patches_recorded().items() if BEFORE_THE_BASELINE not in path.parents}
+    assert since, "no history recorded since the baseline"
+    folded = {path.name: sorted(ids & patches.FOLDED) for path, ids in since.items() if ids & patches.FOLDED}
+    assert not folded, f"histories since the baseline with a folded patch's marker: {folded}"
+    # A response's run asks a patch in its first workflow task (`STATE_SHOWN_IN_TEMPORAL`), so
+    # each that completed one holds the marker; other workflows may never ask one.
+    asking = [path for path in since if _workflow_type(path) == "ResponseWorkflow" and _completed_a_task(path)]
+    without = [path.name for path in asking if patches.BASELINE_2026_11_27 not in since[path]]
+    assert not without, f"histories since the baseline without its marker: {without}"
+
+
+def _workflow_type(path: Path) -> str:
+    name: str = json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"]["workflowType"][
+        "name"
+    ]
+    return name
+
+
+def _completed_a_task(path: Path) -> bool:
+    return any(
+        event["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_COMPLETED" for event in json.loads(path.read_text())["events"]
+    )
+
+
+def test_histories_before_the_baseline_hold_no_baseline_marker() -> None:
+    before = {path: ids for path, ids in patches_recorded().items() if BEFORE_THE_BASELINE in path.parents}
+    assert before, "the histories from before the baseline are missing"
+    assert not [path.name for path, ids in before.items() if patches.BASELINE_2026_11_27 in ids]
+
+
 def test_every_patch_stands_in_a_recorded_history() -> None:
     seen = set().union(*patches_recorded().values())
-    assert LISTED <= seen, f"patches no recorded history takes: {sorted(LISTED - seen)}"
+    assert LISTED | BASELINES <= seen, f"patches no recorded history takes: {sorted(LISTED | BASELINES - seen)}"
 
 
 def _workflow_types() -> set[str]:
@@ -54,8 +98,5 @@ def _workflow_types() -> set[str]:
 def test_every_workflow_type_has_a_recorded_history() -> None:
     registered = _workflow_types()
     assert {"ResponseWorkflow", "FileIngestion", "WebhookDelivery"} <= registered, registered
-    replayed = {
-        json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"]["workflowType"]["name"]
-        for path in recorded()
-    }
+    replayed = {_workflow_type(path) for path in recorded()}
     assert registered <= replayed, f"workflow types with no recorded history: {sorted(registered - replayed)}"
