@@ -24,7 +24,7 @@ from pathlib import Path
 import openai
 
 from bench import load
-from bench.processes import ROOT, Backend, Dev
+from bench.processes import ROOT, Backend, Dev, dev_cpu
 
 CONCURRENCY = 10
 
@@ -57,19 +57,14 @@ async def _round(backend: Backend, code: Path, requests: int) -> Round:
                 began = time.perf_counter()
                 await client.responses.create(model="bench", input="hi")
                 samples.append((time.perf_counter() - began) * 1000)
-            before = dev.cpu()
             loaded = await load.concurrently(
-                lambda: client.responses.create(model="bench", input="hi"), 2 * requests, CONCURRENCY
+                lambda: client.responses.create(model="bench", input="hi"),
+                2 * requests,
+                CONCURRENCY,
+                dev_cpu(dev, backend),
             )
-            after = dev.cpu()
             await client.close()
-            done = max(1, len(loaded.latencies_ms))
-            return Round(
-                statistics.median(samples),
-                loaded.throughput,
-                (after[0] - before[0]) / done * 1000,
-                (after[1] - before[1]) / done * 1000,
-            )
+            return Round(statistics.median(samples), loaded.throughput, loaded.cpu.server, loaded.cpu.temporal)
         finally:
             dev.stop()
 

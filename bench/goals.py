@@ -125,7 +125,7 @@ def issue_42_rows(
 
     def above_the_floor(goal: float | None) -> str:
         reach = floor["throughput_per_s"]
-        return f" (the goal, {goal:.0f}, is above the floor's {reach:.0f})" if goal and reach < goal else ""
+        return f" (the goal, {goal:.1f}, is above the floor's {reach:.1f})" if goal and reach < goal else ""
 
     first_peer = fastest(lambda peer: statistics.median(peer.first[1]), min)
     plain_peer = fastest(lambda peer: statistics.median(peer.plain[1]), min)
@@ -176,7 +176,7 @@ def issue_42_rows(
             )
         )
     if best_at_10 := fastest(lambda peer: peer.loads[10].throughput, max):
-        lines.append(throughput_budget(1.5 * best_at_10, floor, loads[10]))
+        lines.append(throughput_budget(1.5 * best_at_10, floor, loads[10], measured))
     lines += [f"\n{peer.name}: {peer.missing}" for peer in peers if peer.missing]
     if measured:
         lines.append(
@@ -187,15 +187,23 @@ def issue_42_rows(
     return lines
 
 
-def throughput_budget(goal: float, floor: dict[str, float], ours: load.Loaded) -> str:
-    """Where the CPU of a response goes, against what the throughput goal leaves it."""
+def throughput_budget(goal: float, floor: dict[str, float], ours: load.Loaded, peers: list[PeerFigures]) -> str:
+    """Where the CPU of a response goes at concurrency 10, against what the throughput goal
+    leaves it on this machine."""
     cores = os.cpu_count() or 1
+    budget = cores * 1000 / goal
+    driving = ours.cpu.load_generator + ours.cpu.backend
+    shape = floor["temporal_cpu_ms"] + floor["worker_cpu_ms"]
+    spent = "; ".join(f"through {peer.name} {peer.loads[10].cpu.server:.1f} ms" for peer in peers)
     return (
-        f"\nThe throughput goal, {goal:.0f} req/s on {cores} cores, leaves {cores * 1000 / goal:.1f} ms of CPU"
-        " a response for every process on the machine (the load generator and the backend too). With"
-        f" nothing of this project's in it, the Temporal floor reached {floor['throughput_per_s']:.1f} req/s"
-        f" at concurrency 10, its workflows costing {floor['temporal_cpu_ms']:.1f} ms each in the Temporal"
-        f" server and {floor['worker_cpu_ms']:.1f} ms in their client and worker; a response through `dev`"
-        f" cost {ours.cpu[1]:.1f} ms in the same server and {ours.cpu[0]:.1f} ms in `dev` (HTTP, store,"
-        " model call, worker)."
+        f"\nThe throughput goal, {goal:.0f} req/s on {cores} cores, leaves {budget:.1f} ms of CPU a response"
+        f" for every process on the machine. At concurrency 10 a response cost the load generator"
+        f" {ours.cpu.load_generator:.1f} ms and the backend {ours.cpu.backend:.1f} ms; through `dev`"
+        f" {ours.cpu.server:.1f} ms in `dev` and {ours.cpu.temporal:.1f} ms in its Temporal server"
+        f"{'; ' + spent if spent else ''}. The Temporal floor, with nothing of this project's in it, reached"
+        f" {floor['throughput_per_s']:.1f} req/s, a workflow costing {floor['temporal_cpu_ms']:.1f} ms in"
+        f" the Temporal server and {floor['worker_cpu_ms']:.1f} ms in its client and worker: with the load"
+        f" generator and the backend, {shape + driving:.1f} ms of the {budget:.1f}, which leaves"
+        f" {budget - shape - driving:.1f} ms a response for all the rest (the HTTP API, the store, the model"
+        " call, the payload codec)."
     )

@@ -9,7 +9,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import httpx
@@ -117,6 +117,30 @@ async def alternating_first_delta(
     return direct_ms, durable_ms
 
 
+@dataclass(frozen=True)
+class ProcessCpu:
+    """CPU time of each process on the machine a loaded run involves: seconds so far when read
+    (`processes.cpu_reader`), or ms per response once a run's two readings are divided."""
+
+    server: float = 0.0
+    """The server measured (`dev`, or a peer)."""
+    temporal: float = 0.0
+    """`dev`'s Temporal server (a peer has none)."""
+    load_generator: float = 0.0
+    """This process: the client sending the load."""
+    backend: float = 0.0
+    """The scripted backend."""
+
+    def per_response(self, later: ProcessCpu, responses: int) -> ProcessCpu:
+        """From this reading to a later one, in ms per response."""
+        return ProcessCpu(
+            *(
+                (getattr(later, each.name) - getattr(self, each.name)) / max(1, responses) * 1000
+                for each in fields(self)
+            )
+        )
+
+
 @dataclass
 class Loaded:
     """What a concurrent run produced."""
@@ -125,8 +149,8 @@ class Loaded:
     errors: Counter[str] = field(default_factory=Counter)
     elapsed_s: float = 0.0
     statuses: Counter[str] = field(default_factory=Counter)
-    cpu: tuple[float, float] = (0.0, 0.0)
-    """CPU per response in ms, in `dev` and in Temporal (the run measures it around the load)."""
+    cpu: ProcessCpu = field(default_factory=ProcessCpu)
+    """CPU per response in ms in each process, when the run was given a reader."""
 
     @property
     def throughput(self) -> float:
@@ -146,9 +170,13 @@ class Loaded:
 
 
 async def concurrently(
-    create: Callable[[], Awaitable[openai.types.responses.Response]], total: int, concurrency: int
+    create: Callable[[], Awaitable[openai.types.responses.Response]],
+    total: int,
+    concurrency: int,
+    cpu: Callable[[], ProcessCpu] | None = None,
 ) -> Loaded:
-    """`total` responses, at most `concurrency` at once; an HTTP error is counted, not raised."""
+    """`total` responses, at most `concurrency` at once; an HTTP error is counted, not raised.
+    With `cpu` (`processes.cpu_reader`), what each response cost each process."""
     loaded = Loaded()
     gate = asyncio.Semaphore(concurrency)
 
@@ -166,9 +194,11 @@ async def concurrently(
             loaded.latencies_ms.append((time.perf_counter() - started) * 1000)
             loaded.statuses[response.status or "no status"] += 1
 
-    started = time.perf_counter()
+    started, before = time.perf_counter(), cpu() if cpu else None
     await asyncio.gather(*(one() for _ in range(total)))
     loaded.elapsed_s = time.perf_counter() - started
+    if cpu and before:
+        loaded.cpu = before.per_response(cpu(), len(loaded.latencies_ms))
     return loaded
 
 

@@ -32,7 +32,7 @@ import httpx
 import openai
 
 from bench import load
-from bench.processes import Backend, free_port
+from bench.processes import Backend, children_of, cpu_reader, free_port
 
 CACHE = Path(os.environ.get("BENCH_PEERS_DIR", "~/.cache/durable-responses-bench")).expanduser()
 CONFIGS = Path(__file__).parent / "peer_configs"
@@ -226,7 +226,8 @@ async def measure(peer: Peer, backend: Backend, requests: int, warmup: int) -> P
         except RuntimeError as error:
             return PeerFigures(peer.name, missing=str(error))
         try:
-            return await measured(peer.name, url, MODEL, backend, requests, warmup)
+            server = [process.pid, *children_of(process.pid)]
+            return await measured(peer.name, url, MODEL, backend, requests, warmup, cpu_reader(backend, server))
         finally:
             process.terminate()
             try:
@@ -243,12 +244,12 @@ async def measured(
     backend: Backend,
     requests: int,
     warmup: int,
-    cpu: Callable[[], tuple[float, float]] | None = None,
+    cpu: Callable[[], load.ProcessCpu] | None = None,
 ) -> PeerFigures:
     """The rows of issue 42's table for a Responses API at `url` (its `/v1`) serving `model`
     from `backend`: non-streaming and first delta (each alternating with the backend alone),
-    then 200 responses at concurrency 10 and 50; with `cpu` (two processes' CPU seconds so
-    far, as `Dev.cpu` reads them), the CPU each loaded response cost in each."""
+    then 200 responses at concurrency 10 and 50; with `cpu` (`processes.cpu_reader`), the CPU
+    each loaded response cost each process."""
     direct = openai.AsyncOpenAI(base_url=backend.base_url, api_key="bench", max_retries=0, timeout=120)
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=300)
     hi: list[Any] = [{"role": "user", "content": "hi"}]
@@ -275,12 +276,9 @@ async def measured(
         )
     for concurrency in (10, 50):
         await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 40, concurrency)
-        before = cpu() if cpu else (0.0, 0.0)
-        loaded = await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 200, concurrency)
-        if cpu:
-            after, done = cpu(), max(1, len(loaded.latencies_ms))
-            loaded.cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
-        figures.loads[concurrency] = loaded
+        figures.loads[concurrency] = await load.concurrently(
+            lambda: client.responses.create(model=model, input="hi"), 200, concurrency, cpu
+        )
     await direct.close()
     await client.close()
     return figures

@@ -10,11 +10,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.load import ProcessCpu
 
 CLI = str(Path(sys.executable).parent / "durable-responses")
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,10 +166,6 @@ class Dev:
     def temporal_pids(self) -> list[int]:
         return children_of(self.process.pid)
 
-    def cpu(self) -> tuple[float, float]:
-        """(this process, its Temporal server) CPU seconds so far."""
-        return cpu_seconds(self.process.pid), sum(cpu_seconds(pid) for pid in self.temporal_pids())
-
     def stop(self) -> None:
         stop(self.process)
 
@@ -219,6 +218,26 @@ def stop(process: subprocess.Popen[Any], timeout: float = 30) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def cpu_reader(backend: Backend, server: list[int], temporal: list[int] | None = None) -> Callable[[], ProcessCpu]:
+    """Reads the CPU seconds so far of a server's processes, its Temporal server's (for `dev`),
+    this process's (the load generator) and the backend's."""
+
+    def read() -> ProcessCpu:
+        return ProcessCpu(
+            server=sum(cpu_seconds(pid) for pid in server),
+            temporal=sum(cpu_seconds(pid) for pid in temporal or []),
+            load_generator=time.process_time(),
+            backend=cpu_seconds(backend.process.pid),
+        )
+
+    return read
+
+
+def dev_cpu(dev: Dev, backend: Backend) -> Callable[[], ProcessCpu]:
+    """`cpu_reader` for `dev`: its own process, and its Temporal server as Temporal."""
+    return cpu_reader(backend, [dev.process.pid], dev.temporal_pids())
 
 
 def measure_floor(dev: Dev, requests: int) -> dict[str, Any]:

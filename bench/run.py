@@ -69,7 +69,16 @@ from bench import (
     telemetry_cost,
     waiting,
 )
-from bench.processes import Backend, Dev, measure_floor, start_cpu_hog, start_otlp_sink, start_serve, stop
+from bench.processes import (
+    Backend,
+    Dev,
+    dev_cpu,
+    measure_floor,
+    start_cpu_hog,
+    start_otlp_sink,
+    start_serve,
+    stop,
+)
 
 CHAINS = 8
 
@@ -154,13 +163,12 @@ async def run(args: argparse.Namespace) -> str:
             loads = {}
             for concurrency in (10, 50):
                 await load.concurrently(lambda: durable.responses.create(model="bench", input="hi"), 40, concurrency)
-                before = dev.cpu()
                 loads[concurrency] = await load.concurrently(
-                    lambda: durable.responses.create(model="bench", input="hi"), 200, concurrency
+                    lambda: durable.responses.create(model="bench", input="hi"),
+                    200,
+                    concurrency,
+                    dev_cpu(dev, backend),
                 )
-                after = dev.cpu()
-                done = max(1, len(loads[concurrency].latencies_ms))
-                loads[concurrency].cpu = ((after[0] - before[0]) / done * 1000, (after[1] - before[1]) / done * 1000)
 
             # 4. a 30-turn chain, eight times (fewer chains leave the per-turn medians noisy)
             chains = [
@@ -273,7 +281,7 @@ async def run(args: argparse.Namespace) -> str:
                     _ms(result.p99),
                     f"{result.p95 / result.p50:.2f}",
                     str(sum(result.errors.values())),
-                    f"{result.cpu[0]:.1f} ms / {result.cpu[1]:.1f} ms",
+                    f"{result.cpu.server:.1f} ms / {result.cpu.temporal:.1f} ms",
                     goal,
                 ]
             )

@@ -15,7 +15,7 @@ import logging
 import tempfile
 
 from bench import goals, peers
-from bench.processes import Backend, Dev, measure_floor
+from bench.processes import Backend, Dev, dev_cpu, measure_floor
 
 
 async def run(requests: int, skip_peers: bool) -> str:
@@ -26,7 +26,7 @@ async def run(requests: int, skip_peers: bool) -> str:
             dev = Dev.start(data_dir, backend)
             try:
                 ours = await peers.measured(
-                    "durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup, cpu=dev.cpu
+                    "durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup, cpu=dev_cpu(dev, backend)
                 )
                 floor = measure_floor(dev, requests // 2)
             finally:
