@@ -33,6 +33,7 @@ from temporalio.runtime import (
 CORE_LOGGER = logging.getLogger("temporalio.core")
 BUFFER_SIZE = 100_000
 DRAIN_SECONDS = 5.0
+MAX_CHILDREN_KEPT = 10_000
 
 TEMPORAL_REGISTRY = CollectorRegistry(auto_describe=True)
 """Temporal's SDK metrics, as Prometheus metrics (scraped with ours)."""
@@ -47,12 +48,14 @@ class TemporalMetrics:
     def __init__(self, buffer: MetricBuffer) -> None:
         self.buffer = buffer
         self._metrics: dict[str, tuple[Any, tuple[str, ...]]] = {}
+        self._children: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+        """The Prometheus child of a (metric, attribute set): the SDK hands the same objects
+        again for the same ones, so their ids find it without reading the labels each time
+        (the objects are kept with it, so an id is never reused while it is here)."""
 
     def drain(self) -> None:
         for update in self.buffer.retrieve_updates():
-            metric, labels = self._metric(update.metric, update.attributes)
-            values = [str(update.attributes.get(label, "")) for label in labels]
-            child = metric.labels(*values) if labels else metric
+            child = self._child(update.metric, update.attributes)
             kind = update.metric.kind
             if kind == BUFFERED_METRIC_KIND_COUNTER:
                 child.inc(update.value)
@@ -60,6 +63,18 @@ class TemporalMetrics:
                 child.set(update.value)
             else:
                 child.observe(update.value)
+
+    def _child(self, source: Any, attributes: Mapping[str, Any]) -> Any:
+        key = (id(source), id(attributes))
+        known = self._children.get(key)
+        if known is not None and known[0] is source and known[1] is attributes:
+            return known[2]
+        metric, labels = self._metric(source, attributes)
+        child = metric.labels(*(str(attributes.get(label, "")) for label in labels)) if labels else metric
+        if len(self._children) >= MAX_CHILDREN_KEPT:  # attribute sets made anew each time: keep few
+            self._children.clear()
+        self._children[key] = (source, attributes, child)
+        return child
 
     def _metric(self, source: Any, attributes: Mapping[str, Any]) -> tuple[Any, tuple[str, ...]]:
         known = self._metrics.get(source.name)
