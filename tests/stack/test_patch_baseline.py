@@ -1,0 +1,117 @@
+"""The baseline patch (`workflows/patches.py`) on a real Temporal server: a run started by code
+from before it, and continued by a worker with `patches.taken`, goes on asking each patch (and
+replays); a run started now records the baseline's marker alone.
+
+The two workflow classes here stand for one workflow type at two deploys: the old one asks
+`workflow.patched` as the code did before the baseline, the new one `patches.taken`, around a
+wait for a signal where the old worker stops and the new one takes the run over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+
+from tests.support.histories import patches_in
+from tests.support.waiting import eventually
+from workflows import patches
+
+TYPE = "BaselineProbe"
+ASKED_BEFORE_THE_WAIT = patches.STATE_SHOWN_IN_TEMPORAL
+ASKED_AFTER_THE_WAIT = patches.RESULT_IS_ID_AND_STATUS
+RESULT_SECONDS = 30
+"""A run the new code cannot replay retries its task forever: the test fails instead."""
+
+
+@workflow.defn(name=TYPE)
+class BeforeTheBaseline:
+    def __init__(self) -> None:
+        self.go_on = False
+
+    @workflow.signal
+    def go(self) -> None:
+        self.go_on = True
+
+    @workflow.run
+    async def run(self) -> list[bool]:
+        taken = [workflow.patched(ASKED_BEFORE_THE_WAIT)]
+        await workflow.wait_condition(lambda: self.go_on)
+        taken.append(workflow.patched(ASKED_AFTER_THE_WAIT))
+        return taken
+
+
+@workflow.defn(name=TYPE)
+class SinceTheBaseline:
+    def __init__(self) -> None:
+        self.go_on = False
+
+    @workflow.signal
+    def go(self) -> None:
+        self.go_on = True
+
+    @workflow.run
+    async def run(self) -> list[bool]:
+        taken = [patches.taken(ASKED_BEFORE_THE_WAIT)]
+        await workflow.wait_condition(lambda: self.go_on)
+        taken.append(patches.taken(ASKED_AFTER_THE_WAIT))
+        return taken
+
+
+def _worker(client: Client, task_queue: str, definition: type) -> Worker:
+    # No sticky cache: the next worker gets each task (and the whole history) at once.
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[definition],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        max_cached_workflows=0,
+    )
+
+
+async def test_a_run_from_before_the_baseline_goes_on_asking_each_patch(temporal_env: WorkflowEnvironment) -> None:
+    client, task_queue = temporal_env.client, f"baseline-{uuid.uuid4().hex[:8]}"
+    async with _worker(client, task_queue, BeforeTheBaseline):
+        handle = await client.start_workflow(TYPE, id=f"old-{uuid.uuid4().hex}", task_queue=task_queue)
+        await _until_waiting(handle)
+    async with _worker(client, task_queue, SinceTheBaseline):
+        await handle.signal("go")
+        assert await asyncio.wait_for(handle.result(), RESULT_SECONDS) == [True, True]
+    history = await handle.fetch_history()
+    # The new code asked the patch it met after the wait as the old run's own marker, not the baseline.
+    assert patches_in(history) == {ASKED_BEFORE_THE_WAIT, ASKED_AFTER_THE_WAIT}
+    assert (await _replayer().replay_workflow(history)).replay_failure is None
+
+
+async def test_a_run_since_the_baseline_records_its_marker_alone(temporal_env: WorkflowEnvironment) -> None:
+    client, task_queue = temporal_env.client, f"baseline-{uuid.uuid4().hex[:8]}"
+    async with _worker(client, task_queue, SinceTheBaseline):
+        handle = await client.start_workflow(TYPE, id=f"new-{uuid.uuid4().hex}", task_queue=task_queue)
+        await _until_waiting(handle)
+        await handle.signal("go")
+        assert await asyncio.wait_for(handle.result(), RESULT_SECONDS) == [True, True]
+    history = await handle.fetch_history()
+    assert patches_in(history) == {patches.BASELINE_2026_11_27}
+    assert (await _replayer().replay_workflow(history)).replay_failure is None
+
+
+def _replayer() -> Replayer:
+    return Replayer(workflows=[SinceTheBaseline], workflow_runner=UnsandboxedWorkflowRunner())
+
+
+async def _until_waiting(handle: WorkflowHandle[Any, Any]) -> None:
+    """Until the run's first workflow task is in its history (it waits for the signal)."""
+
+    async def completed_a_task() -> bool:
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                return True
+        return False
+
+    await eventually(completed_a_task, "the run's first workflow task to complete")
