@@ -31,14 +31,11 @@ from openai.types.responses.tool_param import CodeInterpreterContainer
 from bench.attacks import rss_mib
 from bench.load import percentile
 from bench.processes import Backend, Dev
+from bench.tables import row
 from sandbox.containers import ContainerHost
 
 AT_ONCE = 20
 BUSY_CODE = "import numpy as np, time\nx = np.arange(8_000_000, dtype=float)\nprint(float(x.sum()))\ntime.sleep(1)"
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 def _times(values: list[float]) -> str:
@@ -130,25 +127,25 @@ async def measure(calls: int = 40) -> str:
     finally:
         backend.stop()
     lines = [
-        _row(["code in a container (p50 / p95)", "time", "beside it"]),
-        _row(["---"] * 3),
-        _row(["backend alone: two chat completions", _times(direct), ""]),
-        _row(["a plain response (one completion, no tool)", _times(plain), ""]),
-        _row(
+        row(["code in a container (p50 / p95)", "time", "beside it"]),
+        row(["---"] * 3),
+        row(["backend alone: two chat completions", _times(direct), ""]),
+        row(["a plain response (one completion, no tool)", _times(plain), ""]),
+        row(
             [
                 "cold container: a response whose first call is `print(1)`",
                 _times(cold),
                 f"+{statistics.median(cold) - statistics.median(plain):.0f} ms over a plain response",
             ]
         ),
-        _row(
+        row(
             [
                 "warm container: a response with one `print(1)`",
                 _times(warm),
                 f"+{statistics.median(warm) - statistics.median(plain):.0f} ms over a plain response",
             ]
         ),
-        _row(
+        row(
             [
                 f"{AT_ONCE} containers computing at once (numpy, 1 s sleep)",
                 f"all done in {wall:.1f} s (each {statistics.median(each) / 1000:.1f} s p50)",

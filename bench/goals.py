@@ -8,10 +8,7 @@ from collections.abc import Callable, Iterable
 
 from bench import load, waiting
 from bench.peers import PeerFigures
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+from bench.tables import row
 
 
 def issue_29_rows(
@@ -32,9 +29,9 @@ def issue_29_rows(
     lines = [
         "Ten thousand waiting, first token first (issue 29)",
         "",
-        _row(["measured", "this run", "goal"]),
-        _row(["---"] * 3),
-        _row(
+        row(["measured", "this run", "goal"]),
+        row(["---"] * 3),
+        row(
             [
                 "first text delta p50, `dev`",
                 f"{statistics.median(first_dev):.1f} ms (+{over(first_direct, first_dev, 0.5):.1f} ms over "
@@ -42,7 +39,7 @@ def issue_29_rows(
                 "≤ llama-stack's (9.6 ms in the issue's run)",
             ]
         ),
-        _row(
+        row(
             [
                 "first text delta, `serve` + a worker in another process: over the backend p50 / p95 / p99",
                 " / ".join(f"+{over(serve_direct, serve_first, fraction):.1f}" for fraction in (0.5, 0.95, 0.99))
@@ -50,14 +47,14 @@ def issue_29_rows(
                 "≤ +15 ms p50",
             ]
         ),
-        _row(
+        row(
             [
                 "throughput at concurrency 10",
                 f"{concurrency_10.throughput:.1f} req/s",
                 "≥ 1.5× llama-stack's (54.5 req/s in the issue's run: ≥ 81.8)",
             ]
         ),
-        _row(
+        row(
             [
                 "streamed words relayed per second, one stream",
                 f"{relayed[1]:,.0f} (the backend alone: {relayed[0]:,.0f}; {relayed[1] / relayed[0]:.0%})",
@@ -68,14 +65,14 @@ def issue_29_rows(
     if waits:
         many, few = waits
         lines += [
-            _row(
+            row(
                 [
                     f"{many.count:,} responses waiting for approval: `dev` RSS (without Temporal)",
                     f"{many.rss_mb:.0f} MB ({many.cached:,} workflows cached; made in {many.made_seconds:.0f} s)",
                     "≤ 400 MB",
                 ]
             ),
-            _row(
+            row(
                 [
                     "idle CPU of waiting responses (chores every 5 s)",
                     f"{many.idle_cpu_ms_per_s:.1f} ms/s with {many.count:,} waiting, "
@@ -83,7 +80,7 @@ def issue_29_rows(
                     "independent of how many wait",
                 ]
             ),
-            _row(
+            row(
                 [
                     "an approval answered after its workflow was evicted: p50 / max",
                     f"{statistics.median(many.approvals_ms):.0f} / {max(many.approvals_ms):.0f} ms",
@@ -134,9 +131,9 @@ def issue_42_rows(
     lines = [
         ISSUE_42_TITLE,
         "",
-        _row(["measured (p50)", "durable-responses `dev`", *names, "goal", "this run"]),
-        _row(["---"] * (4 + len(names))),
-        _row(
+        row(["measured (p50)", "durable-responses `dev`", *names, "goal", "this run"]),
+        row(["---"] * (4 + len(names))),
+        row(
             [
                 "first text delta",
                 f"{latency(first)}, +{over_backend:.1f} ms",
@@ -145,7 +142,7 @@ def issue_42_rows(
                 f"{held(first_ours, first_peer, True)}; {'held' if over_backend <= 5 else 'missed'}",
             ]
         ),
-        _row(
+        row(
             [
                 "non-streaming",
                 f"{latency(plain)}; Temporal floor {floor['p50_ms']:.1f}",
@@ -159,7 +156,7 @@ def issue_42_rows(
         ours = loads[concurrency]
         best = fastest(lambda peer: peer.loads[concurrency].throughput, max)  # noqa: B023 - called at once
         lines.append(
-            _row(
+            row(
                 [
                     f"requests/s at concurrency {concurrency} (p95 / p50)",
                     f"{ours.throughput:.1f} ({ours.p95 / ours.p50:.2f})",

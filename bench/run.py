@@ -17,9 +17,9 @@ fresh data dir, and later a `serve` process, then measures:
 6. overload: 200 responses at concurrency 50 while a CPU hog holds one core, with the
    upstream calls each response made (a response makes each inference call once);
 7. an MCP turn (list, call, answer) against the same work done directly;
-8. what telemetry costs: three fresh `dev`s, untraced, traced with 10 % of traces sampled and
-   with every trace, to a stand-in OTLP collector, in turn; and the metrics' own cost per
-   response, timed in-process (`bench/telemetry_cost.py`);
+8. what telemetry costs (`bench/tracing.py`): three fresh `dev`s, untraced, traced with 10 %
+   of traces sampled and with every trace, to a stand-in OTLP collector, in turn; and the
+   metrics' own cost per response, timed in-process (`bench/telemetry_cost.py`);
 9. a rate-limited backend (`bench/rate_limited.py`): responses lost, upstream calls per
    response, and one project's interactive latency while another floods it;
 10. one stream's relay rate: words a second, the backend alone and through `dev`
@@ -40,15 +40,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import httpx
 import openai
@@ -67,6 +64,7 @@ from bench import (
     rate_limited,
     relay,
     telemetry_cost,
+    tracing,
     waiting,
 )
 from bench.processes import (
@@ -75,20 +73,12 @@ from bench.processes import (
     dev_cpu,
     measure_floor,
     start_cpu_hog,
-    start_otlp_sink,
     start_serve,
     stop,
 )
+from bench.tables import ms, row
 
 CHAINS = 8
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f} ms"
 
 
 class Report:
@@ -99,11 +89,11 @@ class Report:
         d50, d95, d99 = statistics.median(direct), load.percentile(direct, 0.95), load.percentile(direct, 0.99)
         r50, r95, r99 = statistics.median(durable), load.percentile(durable, 0.95), load.percentile(durable, 0.99)
         self.lines.append(
-            _row(
+            row(
                 [
                     name,
-                    f"{_ms(d50)} / {_ms(d95)} / {_ms(d99)}",
-                    f"{_ms(r50)} / {_ms(r95)} / {_ms(r99)}",
+                    f"{ms(d50)} / {ms(d95)} / {ms(d99)}",
+                    f"{ms(r50)} / {ms(r95)} / {ms(r99)}",
                     f"+{r50 - d50:.1f} / +{r95 - d95:.1f} / +{r99 - d99:.1f} ms",
                     f"{r50 / d50:.2f}x",
                     goal,
@@ -216,7 +206,7 @@ async def run(args: argparse.Namespace) -> str:
             # 15. the peers, on the same backend, with dev stopped (`bench/peers.py`)
             peer_figures = [] if args.skip_peers else await peers.measure_all(backend, requests, warmup)
             # 8. telemetry
-            tracing = await tracing_cost(backend, requests, warmup)
+            tracing_figures = await tracing.measure(backend, requests, warmup)
             metrics_cost = await telemetry_cost.measure()
             # 10. one stream's relay rate
             relayed = await asyncio.to_thread(relay.measure, args.relay_words, 3, backend)
@@ -241,8 +231,8 @@ async def run(args: argparse.Namespace) -> str:
         f"durable-responses benchmark: {os.cpu_count()} cores, scripted backend "
         f"(+{args.latency_ms:g} ms), {requests} requests a latency row, one run",
         "",
-        _row(["latency (p50 / p95 / p99)", "backend alone", "durable-responses", "overhead", "ratio p50", "goal"]),
-        _row(["---"] * 6),
+        row(["latency (p50 / p95 / p99)", "backend alone", "durable-responses", "overhead", "ratio p50", "goal"]),
+        row(["---"] * 6),
     ]
     plain_overhead = report.latency("non-streaming", plain_direct, plain_durable, "≤ +20 / +30 ms")
     report.latency("first text delta, `dev`", first_direct, first_dev, "≤ +12 ms p50")
@@ -254,7 +244,7 @@ async def run(args: argparse.Namespace) -> str:
 
     lines += [
         "",
-        _row(
+        row(
             [
                 "throughput, 200 non-streaming",
                 "req/s",
@@ -267,18 +257,18 @@ async def run(args: argparse.Namespace) -> str:
                 "goal",
             ]
         ),
-        _row(["---"] * 9),
+        row(["---"] * 9),
     ]
     for concurrency, goal in ((10, "≥ 55 req/s, p95 ≤ 3× p50, CPU ≤ 15 ms"), (50, "≥ 50 req/s, p95 ≤ 3× p50")):
         result = loads[concurrency]
         lines.append(
-            _row(
+            row(
                 [
                     f"concurrency {concurrency}",
                     f"{result.throughput:.1f}",
-                    _ms(result.p50),
-                    _ms(result.p95),
-                    _ms(result.p99),
+                    ms(result.p50),
+                    ms(result.p95),
+                    ms(result.p99),
                     f"{result.p95 / result.p50:.2f}",
                     str(sum(result.errors.values())),
                     f"{result.cpu.server:.1f} ms / {result.cpu.temporal:.1f} ms",
@@ -292,7 +282,7 @@ async def run(args: argparse.Namespace) -> str:
     bytes_per_turn = [statistics.median(each[turn] for each in stored) for turn in range(args.turns)]
     lines += [
         "",
-        _row(
+        row(
             [
                 f"{args.turns}-turn chain ({CHAINS} chains)",
                 "overhead turns 1–5",
@@ -302,14 +292,14 @@ async def run(args: argparse.Namespace) -> str:
                 "goal",
             ]
         ),
-        _row(["---"] * 6),
+        row(["---"] * 6),
     ]
     lines.append(
-        _row(
+        row(
             [
                 "`previous_response_id`",
-                _ms(head),
-                _ms(tail),
+                ms(head),
+                ms(tail),
                 f"{tail / head:.2f}x",
                 " / ".join(f"{bytes_per_turn[min(turn, args.turns) - 1]:,.0f}" for turn in (1, 15, 30)),
                 "end ≤ 1.2× start",
@@ -319,17 +309,17 @@ async def run(args: argparse.Namespace) -> str:
 
     lines += [
         "",
-        _row(["Temporal floor (same server)", "p50", "p95", "req/s at 10", "our overhead p50 / floor p50", "goal"]),
-        _row(["---"] * 6),
+        row(["Temporal floor (same server)", "p50", "p95", "req/s at 10", "our overhead p50 / floor p50", "goal"]),
+        row(["---"] * 6),
     ]
     for name in ("unsandboxed", "sandboxed"):
         figures = floor[name]
         lines.append(
-            _row(
+            row(
                 [
                     f"eager start + 2 empty local activities + result, {name}",
-                    _ms(figures["p50_ms"]),
-                    _ms(figures["p95_ms"]),
+                    ms(figures["p50_ms"]),
+                    ms(figures["p95_ms"]),
                     f"{figures['throughput_per_s']:.1f}",
                     f"{plain_overhead / figures['p50_ms']:.2f}x",
                     "≤ 1.3×" if name == "unsandboxed" else "",
@@ -340,7 +330,7 @@ async def run(args: argparse.Namespace) -> str:
     accepted = sum(overload.statuses.values())
     lines += [
         "",
-        _row(
+        row(
             [
                 "overload: 200 at concurrency 50, a CPU hog on one core",
                 "completed",
@@ -352,51 +342,25 @@ async def run(args: argparse.Namespace) -> str:
                 "goal",
             ]
         ),
-        _row(["---"] * 8),
+        row(["---"] * 8),
     ]
     shed = overload.errors.get("429", 0) + overload.errors.get("503", 0)
     lines.append(
-        _row(
+        row(
             [
                 "non-streaming",
                 str(overload.statuses.get("completed", 0)),
                 str(shed),
                 str(sum(overload.errors.values()) - shed),
                 f"{upstream_calls / max(1, accepted):.3f}",
-                _ms(overload.p50),
-                _ms(overload.p95),
+                ms(overload.p50),
+                ms(overload.p95),
                 "≤ 1.05 calls per response",
             ]
         )
     )
 
-    labels, timings, exported = tracing
-    untraced = statistics.median(timings[0])
-    lines += ["", _row(["telemetry (three fresh `dev`s in turn)", "p50", "p95", "p50 cost", "goal"]), _row(["---"] * 5)]
-    for label, samples in zip(labels, timings, strict=True):
-        lines.append(
-            _row(
-                [
-                    label,
-                    _ms(statistics.median(samples)),
-                    _ms(load.percentile(samples, 0.95)),
-                    f"{statistics.median(samples) - untraced:+.2f} ms",
-                    "< +1 ms" if "10 %" in label else "",
-                ]
-            )
-        )
-    lines.append(
-        _row(
-            [
-                "metrics per response, in-process (access log middleware, recorders, 20 stream events)",
-                f"{metrics_cost['metrics_us'] / 1000:.3f} ms",
-                "",
-                f"+{metrics_cost['metrics_and_access_line_us'] / 1000:.3f} ms with the access line",
-                "< +1 ms",
-            ]
-        )
-    )
-    lines.append(f"\nOTLP exports received: {exported['exports']} ({exported['bytes'] / 1024:.0f} KiB).")
+    lines += ["", *tracing.rows(tracing_figures, metrics_cost)]
     if limited:
         lines += ["", limited]
     lines += [
@@ -418,47 +382,6 @@ async def run(args: argparse.Namespace) -> str:
         coded,
     ]
     return "\n".join(lines)
-
-
-async def tracing_cost(
-    backend: Backend, requests: int, warmup: int
-) -> tuple[list[str], list[list[float]], dict[str, Any]]:
-    """Non-streaming latency through three fresh `dev`s, one request to each in turn: no
-    tracing, 10 % of traces sampled, and all of them, exported to a stand-in collector."""
-    sink, sink_url = start_otlp_sink()
-    traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink_url, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio"}
-    setups = [
-        ("no tracing", {}),
-        ("tracing, 10 % of traces sampled", traced | {"OTEL_TRACES_SAMPLER_ARG": "0.1"}),
-        ("tracing, every trace", traced | {"OTEL_TRACES_SAMPLER_ARG": "1.0"}),
-    ]
-    devs: list[Dev] = []
-    clients: list[openai.AsyncOpenAI] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="dr-bench-telemetry-") as root:
-            for index, (_, env) in enumerate(setups):
-                data_dir = os.path.join(root, str(index))
-                os.mkdir(data_dir)
-                devs.append(Dev.start(data_dir, backend, env))
-                clients.append(
-                    openai.AsyncOpenAI(base_url=f"{devs[-1].url}/v1", api_key="bench", max_retries=0, timeout=120)
-                )
-            calls = [_asking(client) for client in clients]
-            timings = await load.rotating(calls, requests, warmup)
-            for client in clients:
-                await client.close()
-    finally:
-        for dev in devs:
-            dev.stop()
-        sink.terminate()
-        out, _ = sink.communicate(timeout=10)
-    exported: dict[str, Any] = json.loads(out.strip().splitlines()[-1]) if out.strip() else {"exports": 0, "bytes": 0}
-    return [label for label, _ in setups], timings, exported
-
-
-def _asking(client: openai.AsyncOpenAI) -> Callable[[], Awaitable[object]]:
-    """One non-streaming request to `client`'s server, again on each call."""
-    return lambda: client.responses.create(model="bench", input="hi")
 
 
 def main() -> None:
