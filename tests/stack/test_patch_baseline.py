@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -30,8 +31,9 @@ RESULT_SECONDS = 30
 """A run the new code cannot replay retries its task forever: the test fails instead."""
 
 
-@workflow.defn(name=TYPE)
-class BeforeTheBaseline:
+class _Probe:
+    """Asks one patch, waits for the `go` signal, asks another: the worker changes at the wait."""
+
     def __init__(self) -> None:
         self.go_on = False
 
@@ -39,29 +41,25 @@ class BeforeTheBaseline:
     def go(self) -> None:
         self.go_on = True
 
-    @workflow.run
-    async def run(self) -> list[bool]:
-        taken = [workflow.patched(ASKED_BEFORE_THE_WAIT)]
+    async def _around_the_wait(self, ask: Callable[[str], bool]) -> list[bool]:
+        taken = [ask(ASKED_BEFORE_THE_WAIT)]
         await workflow.wait_condition(lambda: self.go_on)
-        taken.append(workflow.patched(ASKED_AFTER_THE_WAIT))
+        taken.append(ask(ASKED_AFTER_THE_WAIT))
         return taken
 
 
 @workflow.defn(name=TYPE)
-class SinceTheBaseline:
-    def __init__(self) -> None:
-        self.go_on = False
-
-    @workflow.signal
-    def go(self) -> None:
-        self.go_on = True
-
+class BeforeTheBaseline(_Probe):
     @workflow.run
     async def run(self) -> list[bool]:
-        taken = [patches.taken(ASKED_BEFORE_THE_WAIT)]
-        await workflow.wait_condition(lambda: self.go_on)
-        taken.append(patches.taken(ASKED_AFTER_THE_WAIT))
-        return taken
+        return await self._around_the_wait(workflow.patched)
+
+
+@workflow.defn(name=TYPE)
+class SinceTheBaseline(_Probe):
+    @workflow.run
+    async def run(self) -> list[bool]:
+        return await self._around_the_wait(patches.taken)
 
 
 def _worker(client: Client, task_queue: str, definition: type) -> Worker:
