@@ -12,15 +12,13 @@ are not encrypted (histories from before the codec) pass through decoding unchan
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, PayloadCodec
+from temporalio.converter import PayloadCodec
 
 from models.errors import SealedElsewhereError
 from sealing.keyring import KeyRing, Purpose
@@ -81,17 +79,3 @@ class EncryptedPayloads(PayloadCodec):
         opened = Payload()
         opened.ParseFromString(plain)
         return opened
-
-
-def data_converter(ring: KeyRing | None, *, encrypt: bool = True) -> DataConverter:
-    """Pydantic payloads; with a key ring, sealed by the codec, failure messages and stack
-    traces included (they can quote user content)."""
-    if ring is None:
-        return pydantic_data_converter
-    return dataclasses.replace(
-        pydantic_data_converter,
-        payload_codec=EncryptedPayloads(ring, encrypt=encrypt),
-        failure_converter_class=(
-            DefaultFailureConverterWithEncodedAttributes if encrypt else pydantic_data_converter.failure_converter_class
-        ),
-    )

@@ -25,13 +25,13 @@ from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget, code_execution_for
 from sandbox.settings import SandboxSettingError, SandboxSettings
 from sealing.keyring import KeyRing
-from sealing.payload_codec import data_converter
 from sealing.webhooks import InvalidWebhookSecret, secret_bytes
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
 from web_search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
 from web_search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from websocket_mode.settings import WebSocketSettings
+from worker.data_converter import data_converter
 
 DEFAULT_TASK_QUEUE = "durable-responses"
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"

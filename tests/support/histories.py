@@ -12,8 +12,8 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from sealing.keyring import KeyRing
-from sealing.payload_codec import data_converter
 from tests.support.stack import SECRETS_KEY
+from worker.data_converter import data_converter
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
 from workflows.webhooks import WebhookDeliveryWorkflow
