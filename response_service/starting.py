@@ -119,13 +119,13 @@ async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse,
     # A background response sends its events to the endpoints its project has now, too.
     subscriptions = await repository.webhook_endpoints.subscriptions(acting.project) if response.background else []
     made = [auto.container_id for auto in prepared.containers]
-    opening = opening_events(response)
+    opening = opening_events(response) if emit_events else []
     await code_containers.make(request, response.id, prepared.containers)
     try:
         await repository.responses.create(
             response,
             prepared.items,
-            opening if emit_events else None,
+            opening or None,
             secrets=prepared.secrets,
             decisions=prepared.answers,
             parked=prepared.parked,
