@@ -43,7 +43,8 @@ class Launched:
     made: list[str]
     """The containers made for the response (removed with it if its start fails)."""
     opened_through: int
-    """The sequence number of the last event kept with the response (its log's opening)."""
+    """The sequence number of the last event kept with the response (its log's opening; -1 for
+    a response that emits no events: it has none)."""
 
 
 _SETTLING: set[asyncio.Future[Started]] = set()
