@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 from models.errors import UnavailableError
 from models.ingestion import INGESTION_WORKFLOW, FileIngestionInput, ingestion_workflow_id
 from models.workflow_io import ingestion_task_queue
+from workflows import patches
 
 STARTS_AT_ONCE = 32
 
@@ -48,6 +49,7 @@ class Ingestions:
                         task_queue=ingestion_task_queue(self.task_queue),
                         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                        memo=patches.start_memo(),  # the baseline of its patches (workflows/patches.py)
                     )
                 except WorkflowAlreadyStartedError:
                     pass

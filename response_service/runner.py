@@ -35,6 +35,7 @@ from response_service.history_eraser import HistoryEraser
 from store.history_deletions import HistoryDeletions
 from store.responses import Responses
 from upstream.registry import ModelRegistry
+from workflows import patches
 from workflows.turn_input import FirstTurn, first_turn_input
 
 log = logging.getLogger(__name__)
@@ -198,6 +199,8 @@ class ResponseRunner:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 # With a worker in this process, the first workflow task runs here at once.
                 request_eager_start=eager,
+                # The baseline the run takes its patches from, with no marker (workflows/patches.py).
+                memo=patches.start_memo(),
                 static_summary=visibility.summary(response.model, words if self.summary_input else ""),
                 static_details=visibility.details(
                     previous_response_id=response.previous_response_id,

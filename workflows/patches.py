@@ -22,19 +22,25 @@ Workflow code asks `taken(ID)`, never `workflow.patched` itself. A patch costs e
 takes it a marker in its history and, from the SDK's core, an upsert of the
 `TemporalChangeVersion` search attribute: a history event and a visibility write each. With
 fourteen patches in force, a plain response paid five of each, a tenth of its CPU in the
-Temporal server. A **baseline** folds the patches in force on its day into one: a run that
-starts after it records the baseline's marker once and takes every folded patch's new branch
-with no marker of its own; a run from before it (replayed after a deploy) finds no baseline
-marker, so each folded patch is asked as it was. The Python SDK remembers a patch's answer for
-the whole run, so the two kinds never mix within one. A folded patch moves through the stages
-above as before (its old branch stays while a run from before the baseline may be running),
-and the baseline goes once every folded patch has.
+Temporal server. A **baseline** folds the patches in force on its day into one. A run is told
+its baseline by its **memo** (`start_memo()`, which every start of a workflow of ours carries,
+and continue-as-new carries on): it takes every folded patch's new branch and records no
+marker at all. A run started between the baseline and its memo (2026-11-27) holds the
+baseline's own marker instead, and is asked it, with the same answer. A run from before the
+baseline (replayed after a deploy) has neither, so each folded patch is asked as it was. A
+run's memo is in its start event, and the Python SDK remembers a patch's answer for the whole
+run, so the kinds never mix within one run. A folded patch moves through the stages above as
+before (its old branch stays while a run from before the baseline may be running), and the
+baseline goes once every folded patch has.
 
 `tests/unit/test_patches.py` keeps this list whole: every id used in `workflows/` is here and
 every id here is used, every one stands in at least one recorded history (a branch no
-history takes is a branch no replay guards), and every history recorded since the baseline
-holds its marker and no folded one. Histories recorded before the baseline are kept in
-`tests/histories/before-baseline-2026-11-27/` and replay as long as the patches they take do.
+history takes is a branch no replay guards), every history recorded since the memo carries it
+and holds no folded patch's marker nor the baseline's, and those between the baseline and its
+memo hold its marker and no folded one. Histories recorded before the baseline are kept in
+`tests/histories/before-baseline-2026-11-27/`, those between it and its memo in
+`tests/histories/baseline-marker-2026-11-27/`, and all replay as long as the patches they
+take do.
 """
 
 from __future__ import annotations
@@ -102,9 +108,23 @@ FOLDED = frozenset(patch.id for patch in PATCHES)
 BASELINES = (Patch(BASELINE_2026_11_27, "2026-11-27", "every patch above, in one marker"),)
 
 
+BASELINE_MEMO = "patch-baseline"
+"""The memo key that tells a run the baseline it started under."""
+
+
+def start_memo() -> dict[str, str]:
+    """The memo every start of one of our workflows carries: the baseline it starts under."""
+    return {BASELINE_MEMO: BASELINE_2026_11_27}
+
+
 def taken(patch_id: str) -> bool:
-    """Whether this run takes the patch's new branch: a run under the baseline takes every
-    folded patch's; any other asks the patch itself (`workflow.patched`)."""
-    if patch_id in FOLDED and workflow.patched(BASELINE_2026_11_27):
+    """Whether this run takes the patch's new branch: a run under the baseline (by its memo, or
+    by the baseline's marker) takes every folded patch's; any other asks the patch itself
+    (`workflow.patched`)."""
+    if patch_id in FOLDED and (_memo_says_baseline() or workflow.patched(BASELINE_2026_11_27)):
         return True
     return workflow.patched(patch_id)
+
+
+def _memo_says_baseline() -> bool:
+    return workflow.memo_value(BASELINE_MEMO, None, type_hint=str) == BASELINE_2026_11_27

@@ -32,6 +32,7 @@ from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, running_stack
 from worker.roles import opened_store
 from worker.vector_store_chores import VectorStoreChores
+from workflows import patches
 
 EMBEDDINGS = "embed-test"
 CONCURRENT = 8
@@ -218,6 +219,7 @@ async def ingestion_of(stack: Stack, sdk: openai.AsyncOpenAI, content: bytes, **
         ),
         id=ingestion_workflow_id(store.id, uploaded.id),
         task_queue=ingestion_task_queue(stack.settings.task_queue),
+        memo=patches.start_memo(),  # as the API starts one
     )
     return store, uploaded, handle
 

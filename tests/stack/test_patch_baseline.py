@@ -1,6 +1,8 @@
 """The baseline patch (`workflows/patches.py`) on a real Temporal server: a run started by code
 from before it, and continued by a worker with `patches.taken`, goes on asking each patch (and
-replays); a run started now records the baseline's marker alone.
+replays); a run started without the baseline in its memo (by the release before the memo)
+records the baseline's marker alone; a run started with it records no marker, and its run
+continued as new neither.
 
 The two workflow classes here stand for one workflow type at two deploys: the old one asks
 `workflow.patched` as the code did before the baseline, the new one `patches.taken`, around a
@@ -20,7 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
-from tests.support.histories import patches_in
+from tests.support.histories import baseline_in_memo, patches_in
 from tests.support.waiting import eventually
 from workflows import patches
 
@@ -58,7 +60,10 @@ class BeforeTheBaseline(_Probe):
 @workflow.defn(name=TYPE)
 class SinceTheBaseline(_Probe):
     @workflow.run
-    async def run(self) -> list[bool]:
+    async def run(self, continue_first: bool = False) -> list[bool]:
+        if continue_first:  # one patch asked, then the next run (its memo carried on) does the rest
+            patches.taken(ASKED_BEFORE_THE_WAIT)
+            workflow.continue_as_new(False)
         return await self._around_the_wait(patches.taken)
 
 
@@ -87,7 +92,9 @@ async def test_a_run_from_before_the_baseline_goes_on_asking_each_patch(temporal
     assert (await _replayer().replay_workflow(history)).replay_failure is None
 
 
-async def test_a_run_since_the_baseline_records_its_marker_alone(temporal_env: WorkflowEnvironment) -> None:
+async def test_a_run_started_without_the_memo_records_the_baseline_marker_alone(
+    temporal_env: WorkflowEnvironment,
+) -> None:
     client, task_queue = temporal_env.client, f"baseline-{uuid.uuid4().hex[:8]}"
     async with _worker(client, task_queue, SinceTheBaseline):
         handle = await client.start_workflow(TYPE, id=f"new-{uuid.uuid4().hex}", task_queue=task_queue)
@@ -99,8 +106,35 @@ async def test_a_run_since_the_baseline_records_its_marker_alone(temporal_env: W
     assert (await _replayer().replay_workflow(history)).replay_failure is None
 
 
+async def test_a_run_started_with_the_memo_records_no_marker_nor_does_its_next_run(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    client, task_queue = temporal_env.client, f"baseline-{uuid.uuid4().hex[:8]}"
+    async with _worker(client, task_queue, SinceTheBaseline):
+        started = await client.start_workflow(
+            TYPE, True, id=f"memo-{uuid.uuid4().hex}", task_queue=task_queue, memo=patches.start_memo()
+        )
+        latest = client.get_workflow_handle(started.id)
+        first_run = started.first_execution_run_id
+        await eventually(lambda: _next_run_started(latest, first_run), "the run to continue as new")
+        await _until_waiting(latest)
+        await latest.signal("go")
+        assert await asyncio.wait_for(latest.result(), RESULT_SECONDS) == [True, True]
+    first = await client.get_workflow_handle(started.id, run_id=first_run).fetch_history()
+    history = await latest.fetch_history()
+    assert first.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    for run in (first, history):
+        assert baseline_in_memo(run) == patches.BASELINE_2026_11_27
+        assert patches_in(run) == set()
+        assert (await _replayer().replay_workflow(run)).replay_failure is None
+
+
 def _replayer() -> Replayer:
     return Replayer(workflows=[SinceTheBaseline], workflow_runner=UnsandboxedWorkflowRunner())
+
+
+async def _next_run_started(handle: WorkflowHandle[Any, Any], first_run_id: str | None) -> bool:
+    return (await handle.describe()).run_id != first_run_id
 
 
 async def _until_waiting(handle: WorkflowHandle[Any, Any]) -> None:

@@ -14,6 +14,7 @@ from temporalio.worker import Replayer
 from sealing.keyring import KeyRing
 from tests.support.stack import SECRETS_KEY
 from worker.data_converter import data_converter
+from workflows import patches
 from workflows.ingestion import FileIngestionWorkflow
 from workflows.response import ResponseWorkflow
 from workflows.webhooks import WebhookDeliveryWorkflow
@@ -21,6 +22,8 @@ from workflows.webhooks import WebhookDeliveryWorkflow
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 BEFORE_THE_BASELINE = HISTORIES / "before-baseline-2026-11-27"
 """Histories recorded before `patches.BASELINE_2026_11_27`: each folded patch's own marker."""
+UNDER_THE_BASELINE_MARKER = HISTORIES / "baseline-marker-2026-11-27"
+"""Histories recorded under the baseline's marker, before runs carried it in their memo."""
 
 
 def replayer() -> Replayer:
@@ -98,6 +101,16 @@ def patches_in(history: Any) -> set[str]:
                     if isinstance(marker, dict) and isinstance(marker.get("id"), str) and "deprecated" in marker:
                         found.add(marker["id"])
     return found
+
+
+def baseline_in_memo(history: Any) -> str | None:
+    """The baseline a (decoded) history's run was started under by its memo
+    (`patches.start_memo()`), if any."""
+    memo = history.events[0].workflow_execution_started_event_attributes.memo.fields
+    if patches.BASELINE_MEMO not in memo:
+        return None
+    said: str = json.loads(memo[patches.BASELINE_MEMO].data)
+    return said
 
 
 def patches_recorded() -> dict[Path, set[str]]:

@@ -1,8 +1,9 @@
 """The patches and the recorded histories hold together (`workflows/patches.py`): every
 patch id asked in `workflows/` is listed there, every listed one is used, every one stands in
-at least one recorded history, every history recorded since the baseline holds the baseline's
-marker and no folded patch's, and every workflow type the worker runs has a recorded history
-to replay."""
+at least one recorded history, every history recorded since runs carry the baseline in their
+memo carries it and holds no baseline or folded marker, every one recorded under the baseline's
+marker holds it and no folded one, and every workflow type the worker runs has a recorded
+history to replay."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ import re
 from pathlib import Path
 
 import temporalio.workflow
+from temporalio.client import WorkflowHistory
 
-from tests.support.histories import BEFORE_THE_BASELINE, patches_recorded, recorded
+from tests.support.histories import (
+    BEFORE_THE_BASELINE,
+    UNDER_THE_BASELINE_MARKER,
+    baseline_in_memo,
+    patches_recorded,
+    recorded,
+)
 from workflows import patches
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,17 +54,45 @@ def test_the_baseline_folds_every_patch_before_it() -> None:
     assert BASELINES == {patches.BASELINE_2026_11_27}
 
 
-def test_a_history_since_the_baseline_holds_its_marker_and_no_folded_one() -> None:
-    """A run that starts now records one marker, however many patches are in force."""
-    since = {path: ids for path, ids in patches_recorded().items() if BEFORE_THE_BASELINE not in path.parents}
-    assert since, "no history recorded since the baseline"
-    folded = {path.name: sorted(ids & patches.FOLDED) for path, ids in since.items() if ids & patches.FOLDED}
-    assert not folded, f"histories since the baseline with a folded patch's marker: {folded}"
+STARTED_BY_US = {"ResponseWorkflow", "FileIngestion"}
+"""The workflow types our code starts (with `patches.start_memo()`); a webhook delivery is a
+child that only runs from before the outbox start."""
+
+
+def test_a_history_since_the_memo_carries_the_baseline_there_and_records_no_marker_of_it() -> None:
+    """A run that starts now records no patch marker, however many patches are in force."""
+    since = {
+        path: ids
+        for path, ids in patches_recorded().items()
+        if not {BEFORE_THE_BASELINE, UNDER_THE_BASELINE_MARKER} & set(path.parents)
+    }
+    assert since, "no history recorded since runs carry the baseline in their memo"
+    marked = {
+        path.name: sorted(ids & (patches.FOLDED | BASELINES))
+        for path, ids in since.items()
+        if ids & (patches.FOLDED | BASELINES)
+    }
+    assert not marked, f"histories since the memo with a folded patch's or the baseline's marker: {marked}"
+    started = [path for path in since if _workflow_type(path) in STARTED_BY_US]
+    without = [path.name for path in started if baseline_in_memo(_history(path)) != patches.BASELINE_2026_11_27]
+    assert not without, f"histories since the memo whose run's memo does not carry the baseline: {without}"
+
+
+def test_a_history_under_the_baseline_marker_holds_it_and_no_folded_one() -> None:
+    under = {path: ids for path, ids in patches_recorded().items() if UNDER_THE_BASELINE_MARKER in path.parents}
+    assert under, "the histories recorded under the baseline's marker are missing"
+    folded = {path.name: sorted(ids & patches.FOLDED) for path, ids in under.items() if ids & patches.FOLDED}
+    assert not folded, f"histories under the baseline marker with a folded patch's marker: {folded}"
     # A response's run asks a patch in its first workflow task (`STATE_SHOWN_IN_TEMPORAL`), so
     # each that completed one holds the marker; other workflows may never ask one.
-    asking = [path for path in since if _workflow_type(path) == "ResponseWorkflow" and _completed_a_task(path)]
-    without = [path.name for path in asking if patches.BASELINE_2026_11_27 not in since[path]]
-    assert not without, f"histories since the baseline without its marker: {without}"
+    asking = [path for path in under if _workflow_type(path) == "ResponseWorkflow" and _completed_a_task(path)]
+    without = [path.name for path in asking if patches.BASELINE_2026_11_27 not in under[path]]
+    assert not without, f"histories under the baseline marker without it: {without}"
+    assert not [path.name for path in under if baseline_in_memo(_history(path)) is not None]
+
+
+def _history(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, path.read_text())
 
 
 def _workflow_type(path: Path) -> str:
@@ -76,6 +112,7 @@ def test_histories_before_the_baseline_hold_no_baseline_marker() -> None:
     before = {path: ids for path, ids in patches_recorded().items() if BEFORE_THE_BASELINE in path.parents}
     assert before, "the histories from before the baseline are missing"
     assert not [path.name for path, ids in before.items() if patches.BASELINE_2026_11_27 in ids]
+    assert not [path.name for path in before if baseline_in_memo(_history(path)) is not None]
 
 
 def test_every_patch_stands_in_a_recorded_history() -> None:
