@@ -56,7 +56,7 @@ def test_the_baseline_folds_every_patch_before_it() -> None:
 
 STARTED_BY_US = {"ResponseWorkflow", "FileIngestion"}
 """The workflow types our code starts (with `patches.start_memo()`); a webhook delivery is a
-child that only runs from before the outbox start."""
+child workflow, started only by runs from before the webhook outbox."""
 
 
 def test_a_history_since_the_memo_carries_the_baseline_there_and_records_no_marker_of_it() -> None:
