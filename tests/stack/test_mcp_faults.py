@@ -12,6 +12,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from activities.mcp import IDEMPOTENCY_KEY
+from models.visibility import RESPONSE_STATE
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import kill, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
@@ -141,6 +142,7 @@ async def test_a_background_response_waiting_for_approval_outlives_a_killed_work
                     model=model, input="delete", background=True, tools=tools(mcp_server, "always")
                 )
                 request = (await until_awaiting_approval(client, created.id)).output[-1]
+                await _wait_in_history(stack, created.id)
                 kill(first)
 
                 def decide() -> asyncio.Task:
@@ -205,6 +207,20 @@ async def test_cancel_stops_a_running_tool_call_and_an_approval_wait(
     await until_awaiting_approval(sdk, waiting.id)
     assert (await sdk.responses.cancel(waiting.id)).status == "cancelled"
     assert {"path": "/tmp/never"} not in mcp_server.calls_of("delete_file")
+
+
+async def _wait_in_history(stack: Stack, response_id: str) -> None:
+    """Until the workflow's wait for the approval is in its history (its `ResponseState` is
+    upserted by the workflow task that begins the wait). The output shows the request as soon
+    as the model call writes its events, before that task completes: a worker killed in
+    between takes the task's work with it, and the next worker asks the model again (in this
+    test's script, for the answer meant for after the approval)."""
+    handle = stack.client.get_workflow_handle(response_id)
+
+    async def waiting() -> bool:
+        return (await handle.describe()).typed_search_attributes.get(RESPONSE_STATE) == "awaiting_approval"
+
+    await eventually(waiting, f"the wait of {response_id} for its approval to be in its history")
 
 
 async def _story(stack: Stack, response_id: str, answer: str, final: Any) -> str:
