@@ -29,6 +29,7 @@ from pathlib import Path
 import openai
 
 from bench.processes import CLI, Backend, Dev
+from bench.tables import row
 
 Row = list[str]
 OPEN_REQUESTS = {"MAX_INFLIGHT_PER_KEY": "1000"}
@@ -168,7 +169,7 @@ async def _fairness() -> Row:
 
 
 async def measure() -> str:
-    rows = await _limits(None) + await _limits(1200) + [await _fairness()]
+    measured = await _limits(None) + await _limits(1200) + [await _fairness()]
     head = [
         "rate-limited backend (20 req/s, 429 + retry-after: 1)",
         "completed",
@@ -178,9 +179,7 @@ async def measure() -> str:
         "time",
         "goal",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join([row(head), row(["---"] * len(head)), *(row(cells) for cells in measured)])
 
 
 def main() -> None:
