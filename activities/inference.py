@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities import sealed_items, turn_claims, turn_failures
 from activities.cancel_watch import unless_cancelled
 from activities.event_emitter import EventEmitter
+from activities.response_ends import ResponseEnds
 from activities.single_flight import SingleFlight
 from chat_completions import converter, reply
 from chat_completions.client import ChatBackend, HeadersSeen
@@ -36,7 +37,7 @@ from guardrails.held_output import HeldOutput
 from guardrails.moderator import Moderator
 from guardrails.output_checks import checked_whole
 from models import activity_names, history_budget
-from models.activity_io import InferenceInput, InferenceResult
+from models.activity_io import EndWritten, InferenceInput, InferenceResult
 from models.errors import (
     CancelRequestedError,
     CapacityWaitError,
@@ -62,6 +63,7 @@ from upstream.gate import UpstreamGate
 from upstream.pacing import Lane
 from upstream.registry import Deployment
 from upstream.windows import ContextWindows
+from workflows.response_end import call_end
 
 
 class InferenceActivities:
@@ -79,6 +81,7 @@ class InferenceActivities:
         windows: ContextWindows | None = None,
         moderator: Moderator | None = None,
         announce_turns: bool = False,
+        ends: ResponseEnds | None = None,
     ) -> None:
         self.turns = turns
         """Claims, records and releases of turns (`activities/turn_claims.py`)."""
@@ -100,6 +103,9 @@ class InferenceActivities:
         self.send_reasoning = send_reasoning
         """Whether the backend is sent earlier turns' reasoning back (INFERENCE_SEND_REASONING)."""
         self.calls = SingleFlight()
+        self.ends = ends
+        """Writes the end of a response whose call may end it (`InferenceInput.may_end`); an
+        API process's early calls have none (the workflow's own execution writes it)."""
 
     async def stop(self, grace_seconds: float = 0.0) -> None:
         """Make no new calls; give those running `grace_seconds` to finish, then abandon them
@@ -110,8 +116,15 @@ class InferenceActivities:
     async def run_inference(self, request: InferenceInput) -> InferenceResult:
         """One inference call per turn. An execution that repeats a turn (its workflow task
         ran again) joins the call still running in this process, waits for one running in
-        another (`store/turns.py`), or returns the result recorded for the turn."""
-        return await self.calls.run(_turn_key(request), lambda: self._infer(request))
+        another (`store/turns.py`), or returns the result recorded for the turn. A call that
+        may end the response writes its end when the answer ends it (`may_end`)."""
+        result = await self.calls.run(_turn_key(request), lambda: self._infer(request))
+        at = int(time.time())
+        end = call_end(request, result, at)
+        if end is None or self.ends is None:
+            return result
+        written = await self.ends.write(end)
+        return result.model_copy(update={"ended": EndWritten(at=at, status=end.response.status, written=written)})
 
     def begin(self, request: InferenceInput, *, kept: bool = True) -> asyncio.Future[InferenceResult] | None:
         """Start a turn's call before its workflow asks for it (`activities/early_calls.py`):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.handover import Outcomes
-from chat_completions.converter import tool_messages
+from activities.response_ends import ResponseEnds
 from models import activity_names
 from models.activity_io import (
     EmitEventsInput,
@@ -20,11 +19,7 @@ from models.activity_io import (
 )
 from store.approvals import Approvals
 from store.event_log import EventLog
-from store.parked import ParkedFields
 from store.responses import Responses
-from store.safety_strikes import SafetyStrikes
-from store.steers import SteerSettlement
-from telemetry import metrics
 
 
 class StoreActivities:
@@ -34,16 +29,12 @@ class StoreActivities:
         responses: Responses,
         approvals: Approvals,
         events: EventLog,
-        parked: ParkedFields,
-        strikes: SafetyStrikes,
-        outcomes: Outcomes,
+        ends: ResponseEnds,
     ) -> None:
         self.responses = responses
         self.approvals = approvals
         self.events = events
-        self.parked = parked
-        self.strikes = strikes
-        self.outcomes = outcomes
+        self.ends = ends
 
     @activity.defn(name=activity_names.RECORD_STATUS)
     async def record_status(self, request: RecordStatusInput) -> RecordStatusResult:
@@ -68,47 +59,5 @@ class StoreActivities:
 
     @activity.defn(name=activity_names.FINALIZE_RESPONSE)
     async def finalize_response(self, request: FinalizeInput) -> FinalizeResult:
-        """Write the final response, its stubs whole again, then hand it to a request in this
-        process that waits for it."""
-        response = request.response
-        tool_results = await self.parked.tool_texts(response.id, request.tool_results)
-        steering = (
-            None if request.successor_id is None else SteerSettlement(request.successor_id, request.required_input)
-        )
-        # A strike is kept before the end is written: whoever sees this block (here, through the
-        # store, in another process) finds its identifier counted when it asks again.
-        identifier_blocked = await self._struck(request)
-        ended = await self.responses.finish(
-            response,
-            with_event=request.emit_events,
-            parked=request.parked,
-            tool_messages=tool_messages(tool_results),
-            listings=request.listings,
-            steering=steering,
-        )
-        if ended is not None:
-            self.outcomes.publish(ended)
-            metrics.response_ended(ended.model, ended.status)
-        return FinalizeResult(
-            stored=response.store,
-            successor_id=steering.made if steering else None,
-            identifier_blocked=identifier_blocked,
-        )
-
-    async def _struck(self, request: FinalizeInput) -> bool:
-        """A response a moderation check blocked is a strike against its `safety_identifier`;
-        whether this strike is the one that blocks the identifier."""
-        response, limit = request.response, request.safety
-        if not (
-            limit is not None
-            and limit.blocks
-            and response.safety_identifier
-            and response.moderation is not None
-            and response.incomplete_details is not None
-            and response.incomplete_details.reason == "content_filter"
-        ):
-            return False
-        place = await self.strikes.record(
-            request.project, response.safety_identifier, response.id, limit.window_seconds
-        )
-        return place == limit.blocks  # the same answer when a retried finalize asks again
+        """Write the final response (`activities/response_ends.py`)."""
+        return await self.ends.write(request)

@@ -60,6 +60,9 @@ class InferenceInput(BaseModel):
     """The search results shown to the model so far, numbered: its `[n]` become citations."""
     just_compacted: bool = False
     """The context was compacted right before this turn: it is not compacted again."""
+    may_end: bool = False
+    """When the answer ends the response, the call writes its end, as `finalize_response`
+    would (`workflows/response_end.py`), and says so in `InferenceResult.ended`."""
 
 
 class InferenceResult(BaseModel):
@@ -78,6 +81,8 @@ class InferenceResult(BaseModel):
     """What the output checks of the turn found (a moderation plan with an output mode)."""
     blocked: bool = False
     """A check blocked the output: `output` holds what passed, and the response ends."""
+    ended: EndWritten | None = None
+    """The call wrote the response's end (`InferenceInput.may_end`): the workflow does not."""
 
 
 class ModerateInputRequest(BaseModel):
@@ -187,6 +192,15 @@ class FinalizeResult(BaseModel):
     """The successor made from the response's steers, to be started now."""
     identifier_blocked: bool = False
     """This response's block was the one that blocked its `safety_identifier`."""
+
+
+class EndWritten(BaseModel):
+    """A response's end as a turn's call wrote it."""
+
+    at: int
+    """When, in seconds since the epoch: the response's `completed_at`, if it completed."""
+    status: ResponseStatus
+    written: FinalizeResult
 
 
 class WebSearchInput(BaseModel):

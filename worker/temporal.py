@@ -23,6 +23,7 @@ from activities.inference import InferenceActivities
 from activities.ingestion import IngestionActivities
 from activities.mcp import McpActivities
 from activities.moderation import ModerationActivities
+from activities.response_ends import ResponseEnds
 from activities.steering import SteeringActivities
 from activities.store import StoreActivities
 from activities.web_search import SearchActivities
@@ -160,8 +161,16 @@ class ModelCalls:
     moderation: ModerationActivities
 
     @classmethod
-    def of(cls, settings: Settings, repository: ResponseRepository, *, for_api: bool = False) -> ModelCalls:
-        """`for_api`: an API process's own, whose turns' ends are announced to the workers."""
+    def of(
+        cls,
+        settings: Settings,
+        repository: ResponseRepository,
+        *,
+        for_api: bool = False,
+        ends: ResponseEnds | None = None,
+    ) -> ModelCalls:
+        """`for_api`: an API process's own, whose turns' ends are announced to the workers;
+        `ends`: a worker's, which writes the end of a response its call ends."""
         upstreams = Upstreams(default_timeout_seconds=settings.execution.inference.start_to_close_seconds)
         gate = UpstreamGate(settings.registry(), Budgets(repository.db))
         moderator = Moderator(settings.registry(), upstreams, gate)
@@ -176,6 +185,7 @@ class ModelCalls:
             send_reasoning=settings.inference_send_reasoning,
             moderator=moderator,
             announce_turns=for_api,
+            ends=ends,
         )
         return cls(
             upstreams,
@@ -239,16 +249,14 @@ async def build_worker(
     abandoned (a model call) or cancelled (an MCP call), and Temporal gives them to another
     worker: the response goes on there, with nothing lost."""
     known_models.start(settings.registry().names())
-    calls = ModelCalls.of(settings, repository)
+    ends = ResponseEnds(
+        responses=repository.responses, parked=repository.parked, strikes=repository.strikes, outcomes=outcomes
+    )
+    calls = ModelCalls.of(settings, repository, ends=ends)
     upstreams, inference, moderating = calls.upstreams, calls.inference, calls.moderation
     gate = calls.inference.gate
     store = StoreActivities(
-        responses=repository.responses,
-        approvals=repository.approvals,
-        events=repository.events,
-        parked=repository.parked,
-        strikes=repository.strikes,
-        outcomes=outcomes,
+        responses=repository.responses, approvals=repository.approvals, events=repository.events, ends=ends
     )
     steering = SteeringActivities(
         responses=repository.responses,

@@ -29,18 +29,22 @@ marker at all. A run started between the baseline and its memo (2026-11-27) hold
 baseline's own marker instead, and is asked it, with the same answer. A run from before the
 baseline (replayed after a deploy) has neither, so each folded patch is asked as it was. A
 run's memo is in its start event, and the Python SDK remembers a patch's answer for the whole
-run, so the kinds never mix within one run. A folded patch moves through the stages above as
-before (its old branch stays while a run from before the baseline may be running), and the
-baseline goes once every folded patch has.
+run, so the kinds never mix within one run. A patch that comes later is folded at once by a
+new baseline that only the memo names (it never had a marker): new runs carry it, and a run
+whose memo names an older baseline asks the patch itself, as any run asks a patch its
+baseline does not fold. A folded patch moves through the stages above as before (its old
+branch stays while a run that asks it may be running), and a baseline goes once every patch
+it folds has.
 
 `tests/unit/test_patches.py` keeps this list whole: every id used in `workflows/` is here and
 every id here is used, every one stands in at least one recorded history (a branch no
-history takes is a branch no replay guards), every history recorded since the memo carries it
-and holds no folded patch's marker nor the baseline's, and those between the baseline and its
-memo hold its marker and no folded one. Histories recorded before the baseline are kept in
+history takes, by its marker or by its memo, is a branch no replay guards), every history
+recorded since the memo carries a baseline there and holds no marker of a patch it folds, and
+those between the first baseline and its memo hold its marker and no folded one. Histories recorded before the baseline are kept in
 `tests/histories/before-baseline-2026-11-27/`, those between it and its memo in
-`tests/histories/baseline-marker-2026-11-27/`, and all replay as long as the patches they
-take do.
+`tests/histories/baseline-marker-2026-11-27/`, those of paths a later patch changed, recorded
+under the first memo, in `tests/histories/memo-baseline-2026-11-27/`, and all replay as long
+as the patches they take do.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ CONTINUES_AS_NEW = "continues-as-new"
 RESULT_IS_ID_AND_STATUS = "result-is-id-and-status"
 WEBHOOKS_OUTBOX = "webhooks-outbox"
 INGESTION_RESUMES = "ingestion-resumes"
+ENDS_IN_THE_CALL = "ends-in-the-call"
 
 PATCHES = (
     Patch(STATE_SHOWN_IN_TEMPORAL, "2026-11-22", "the state machine's state shown in the UI"),
@@ -96,35 +101,51 @@ PATCHES = (
         "2026-11-26",
         "a file's ingestion embeds the next batch after the last, continues as new, resumes from its chunks",
     ),
+    Patch(ENDS_IN_THE_CALL, "2026-11-27", "a first turn's call writes the end of a response its answer ends"),
 )
 """Every patch in force (stage 1), oldest first. None is deprecated yet."""
 
 BASELINE_2026_11_27 = "baseline-2026-11-27"
-"""The patches in force on 2026-11-27, in one marker."""
+"""The patches in force on the morning of 2026-11-27: in one marker, or in the memo."""
 
-FOLDED = frozenset(patch.id for patch in PATCHES)
-"""The patches the baseline folds: every one above (a patch added after it is asked alone)."""
+FOLDED = frozenset(patch.id for patch in PATCHES if patch.id != ENDS_IN_THE_CALL)
+"""The patches the first baseline folds (a patch added after it is asked alone by a run whose
+memo does not fold it)."""
 
-BASELINES = (Patch(BASELINE_2026_11_27, "2026-11-27", "every patch above, in one marker"),)
+BASELINE_2026_11_27_2 = "baseline-2026-11-27.2"
+"""The first baseline and `ENDS_IN_THE_CALL`: by the memo alone (it has no marker)."""
 
+BASELINES = (
+    Patch(BASELINE_2026_11_27, "2026-11-27", "every patch before ENDS_IN_THE_CALL, in one marker or the memo"),
+    Patch(BASELINE_2026_11_27_2, "2026-11-27", "every patch above, in the memo"),
+)
+
+FOLDED_BY_MEMO = {
+    BASELINE_2026_11_27: FOLDED,
+    BASELINE_2026_11_27_2: FOLDED | {ENDS_IN_THE_CALL},
+}
+"""What each baseline a memo may name folds: a run takes those patches without asking."""
 
 BASELINE_MEMO = "patch-baseline"
 """The memo key that tells a run the baseline it started under."""
 
 
 def start_memo() -> dict[str, str]:
-    """The memo every start of one of our workflows carries: the baseline it starts under."""
-    return {BASELINE_MEMO: BASELINE_2026_11_27}
+    """The memo every start of one of our workflows carries: the newest baseline."""
+    return {BASELINE_MEMO: BASELINE_2026_11_27_2}
 
 
 def taken(patch_id: str) -> bool:
-    """Whether this run takes the patch's new branch: a run under the baseline (by its memo, or
-    by the baseline's marker) takes every folded patch's; any other asks the patch itself
-    (`workflow.patched`)."""
-    if patch_id in FOLDED and (_memo_says_baseline() or workflow.patched(BASELINE_2026_11_27)):
+    """Whether this run takes the patch's new branch: one whose memo names a baseline that folds
+    it, or (the first baseline's patches) one that holds that baseline's marker; any other asks
+    the patch itself (`workflow.patched`)."""
+    if patch_id in FOLDED_BY_MEMO.get(_memo_baseline(), frozenset()):
+        return True
+    if patch_id in FOLDED and workflow.patched(BASELINE_2026_11_27):
         return True
     return workflow.patched(patch_id)
 
 
-def _memo_says_baseline() -> bool:
-    return workflow.memo_value(BASELINE_MEMO, None, type_hint=str) == BASELINE_2026_11_27
+def _memo_baseline() -> str:
+    said = workflow.memo_value(BASELINE_MEMO, "", type_hint=str)
+    return said

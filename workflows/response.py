@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
         EmitEventsInput,
         EmitEventsResult,
-        FinalizeInput,
+        EndWritten,
         FinalizeResult,
         RecordStatusInput,
         RecordStatusResult,
@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.machine import IllegalTransition, State
     from workflows.model_call import call_model
     from workflows.options import local_activity_options
+    from workflows.response_end import end_input, ended, may_end_in_the_call
     from workflows.response_state import ResponseState
     from workflows.tool_steps import ToolSteps
     from workflows.turn import next_step
@@ -71,6 +72,8 @@ class ResponseWorkflow(ToolSteps):
     @workflow.init
     def __init__(self, request: ResponseWorkflowInput) -> None:
         self.state = ResponseState.of(request)
+        self.end_written: EndWritten | None = None
+        """The response's end as its last turn's call wrote it (`workflows/response_end.py`)."""
 
     @workflow.run
     async def run(self, request: ResponseWorkflowInput) -> ResponseEnded | Response:
@@ -264,12 +267,15 @@ class ResponseWorkflow(ToolSteps):
             if not compact and not await moderation.input_passes(self.state, request.project, first=turn == 0):
                 self.state.machine.fire("block")
                 return
+            position = TurnPosition(turn, turn_start, compact, from_start=not recorded, just_compacted=just_compacted)
             result, detailed = await call_model(
                 turn_input(
                     self.state,
                     functions,
-                    TurnPosition(turn, turn_start, compact, from_start=not recorded, just_compacted=just_compacted),
+                    position,
                     lease_seconds=self._lease_seconds(),
+                    # The patch is asked only where it changes something: other runs hold no trace.
+                    may_end=may_end_in_the_call(self.state, position) and patches.taken(patches.ENDS_IN_THE_CALL),
                 ),
                 self.state.settings.inference,
                 queue_seconds=self.state.settings.inference_queue_seconds,
@@ -278,6 +284,7 @@ class ResponseWorkflow(ToolSteps):
             if detailed:  # the details told of retries or waits; they are over
                 workflow.set_current_details(current_details(self.state.machine.state.value))
             turn += 1
+            self.end_written = result.ended
             if result.compaction_due:  # nothing was asked: compact the context, then ask
                 compact = True
                 continue
@@ -390,18 +397,6 @@ class ResponseWorkflow(ToolSteps):
         self.state.machine.fire("fail")
         self.state.response.error = ResponseErrorInfo(code=code, message=message)
 
-    def _ended_items(self, final: Response) -> Response:
-        """A response that ends cancelled or failed leaves no item in progress."""
-        if final.status not in ("cancelled", "failed"):
-            return final
-        output = [
-            item.model_copy(update={"status": "incomplete"})
-            if getattr(item, "status", None) in ("in_progress", "calling")
-            else item
-            for item in final.output
-        ]
-        return final.model_copy(update={"output": output})
-
     def _snapshot(self) -> Response:
         return self.state.response.model_copy(update={"status": self.state.machine.response_status})
 
@@ -425,22 +420,27 @@ class ResponseWorkflow(ToolSteps):
 
     async def _finalize(self) -> tuple[Response, FinalizeResult]:
         """The response as it ends, and what writing it did (the successor its steers made, to
-        be started; whether it blocked its `safety_identifier`)."""
-        final = moderation.concluded(self._snapshot())
-        final.completed_at = int(workflow.now().timestamp()) if final.status == "completed" else None
-        final = self._ended_items(final)
+        be started; whether it blocked its `safety_identifier`). Its last turn's call may have
+        written it already (`workflows/response_end.py`): when the response ends as that call
+        found, this is what it wrote."""
+        snapshot = self._snapshot()
+        written = self.end_written
+        if written is not None and written.status == snapshot.status:
+            return ended(snapshot, written.at), written.written
+        final = ended(snapshot, int(workflow.now().timestamp()))
         writing = asyncio.ensure_future(
             workflow.execute_local_activity(
                 activity_names.FINALIZE_RESPONSE,
-                FinalizeInput(
-                    response=final,
+                end_input(
+                    final,
                     emit_events=self.state.emit_events,
+                    project=self.state.project,
                     tool_results=self.state.tool_results,
                     listings=self.state.listings,
                     parked=self.state.parked,
-                    project=self.state.project,
-                    safety=self.state.settings.safety if final.moderation is not None else None,
-                    **steering.settlement(self.state),
+                    safety=self.state.settings.safety,
+                    settled_output=self.state.response.output,
+                    decided={*self.state.decisions, *self.state.answered},
                 ),
                 result_type=FinalizeResult,
                 **local_activity_options(self.state.settings.store),
@@ -448,8 +448,8 @@ class ResponseWorkflow(ToolSteps):
         )
         while True:
             try:
-                written: FinalizeResult = await asyncio.shield(writing)
-                return final, written
+                result: FinalizeResult = await asyncio.shield(writing)
+                return final, result
             except asyncio.CancelledError:
                 # A cancel that arrives now is too late to change the end: write it anyway.
                 continue

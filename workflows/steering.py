@@ -2,16 +2,15 @@
 
 The `steer` signal brings a steer the store already keeps (its id only: the input stays in
 the store, out of history); the response stops at its next safe boundary (`turn.next_step`).
-Its end settles the steers the store holds for it in the same transaction (`settlement`,
-`store/steers.py`): a successor made from them, or kept `pending` while the client owes tool
-results or approvals, or failed. The successor starts once the end is written
+Its end settles the steers the store holds for it in the same transaction (`successor_id`,
+in `workflows/response_end.py`'s `end_input`; `store/steers.py`): a successor made from
+them, or kept `pending` while the client owes tool results or approvals, or failed. The successor starts once the end is written
 (`start_successor`); if that start is lost, the orphan sweep starts it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -23,7 +22,6 @@ with workflow.unsafe.imports_passed_through():
         StartSuccessorInput,
         StartSuccessorResult,
         SteerSignal,
-        required_input,
     )
     from workflows.options import local_activity_options
     from workflows.response_state import ResponseState
@@ -48,16 +46,6 @@ def successor_id(response_id: str) -> str:
     from its id, not drawn from the workflow's randomness, which later steps (webhook event
     ids) draw from as they did before steering existed."""
     return "resp_" + hashlib.sha256(f"{response_id}/successor".encode()).hexdigest()[:48]
-
-
-def settlement(state: ResponseState) -> dict[str, Any]:
-    """What the response's end needs to settle its steers (`FinalizeInput`): the id a
-    successor would get, and what the client owes it. The store settles them, since a steer
-    the workflow has not heard of yet (its signal waits behind a model call) is one too."""
-    return {
-        "successor_id": successor_id(state.response.id),
-        "required_input": required_input(state.response.output, decided={*state.decisions, *state.answered}),
-    }
 
 
 async def start_successor(state: ResponseState, successor_id: str) -> None:

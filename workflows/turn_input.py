@@ -35,9 +35,10 @@ class TurnPosition:
 
 
 def turn_input(
-    state: ResponseState, functions: list[McpFunction], at: TurnPosition, *, lease_seconds: float
+    state: ResponseState, functions: list[McpFunction], at: TurnPosition, *, lease_seconds: float, may_end: bool = False
 ) -> InferenceInput:
-    """The call of the turn at `at`, with the tools and results the workflow holds now."""
+    """The call of the turn at `at`, with the tools and results the workflow holds now;
+    `may_end`: it writes the response's end when its answer ends it (`workflows/response_end.py`)."""
     settings = state.settings
     return InferenceInput(
         response=state.response,
@@ -55,6 +56,7 @@ def turn_input(
         web_search=settings.web_search,
         set_up=settings.set_up_tools(),
         sources=state.sources,
+        may_end=may_end,
     )
 
 

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
@@ -124,9 +125,48 @@ async def test_a_run_started_with_the_memo_records_no_marker_nor_does_its_next_r
     history = await latest.fetch_history()
     assert first.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     for run in (first, history):
-        assert baseline_in_memo(run) == patches.BASELINE_2026_11_27
+        assert baseline_in_memo(run) == patches.start_memo()[patches.BASELINE_MEMO]
         assert patches_in(run) == set()
         assert (await _replayer().replay_workflow(run)).replay_failure is None
+
+
+LATER = "BaselineLaterPatch"
+
+
+@workflow.defn(name=LATER)
+class AsksALaterPatch:
+    """Asks a patch the first baseline does not fold, and one it does."""
+
+    @workflow.run
+    async def run(self) -> list[bool]:
+        return [patches.taken(patches.ENDS_IN_THE_CALL), patches.taken(ASKED_BEFORE_THE_WAIT)]
+
+
+@pytest.mark.parametrize(
+    ("baseline", "markers"),
+    [
+        (patches.BASELINE_2026_11_27, {patches.ENDS_IN_THE_CALL}),
+        (patches.BASELINE_2026_11_27_2, set()),
+    ],
+)
+async def test_a_patch_a_run_s_baseline_does_not_fold_is_asked_by_its_marker(
+    temporal_env: WorkflowEnvironment, baseline: str, markers: set[str]
+) -> None:
+    """A run started under the first baseline's memo (by the deploy before the next) asks a
+    later patch itself, and only that one; a run under the newer memo asks none."""
+    client, task_queue = temporal_env.client, f"baseline-{uuid.uuid4().hex[:8]}"
+    async with _worker(client, task_queue, AsksALaterPatch):
+        handle = await client.start_workflow(
+            LATER,
+            id=f"later-{uuid.uuid4().hex}",
+            task_queue=task_queue,
+            memo={patches.BASELINE_MEMO: baseline},
+        )
+        assert await asyncio.wait_for(handle.result(), RESULT_SECONDS) == [True, True]
+    history = await handle.fetch_history()
+    assert patches_in(history) == markers
+    replayer = Replayer(workflows=[AsksALaterPatch], workflow_runner=UnsandboxedWorkflowRunner())
+    assert (await replayer.replay_workflow(history)).replay_failure is None
 
 
 def _replayer() -> Replayer:

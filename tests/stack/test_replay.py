@@ -226,7 +226,7 @@ async def test_both_orders_of_a_cancel_are_recorded_and_replay(
         history = await decoded_history(stack.client, response_id)
         # Each took its patched branch: under the baseline (in its memo, with no marker) it
         # shows as what the branch does, the wait for Temporal's cancel or none.
-        assert baseline_in_memo(history) == patches.BASELINE_2026_11_27, name
+        assert baseline_in_memo(history) == patches.BASELINE_2026_11_27_2, name
         assert not patches_in(history), (name, patches_in(history))
         assert _waited_for_temporal_cancel(history) == waits, name
         assert (await replayer().replay_workflow(history)).replay_failure is None, name

@@ -24,6 +24,9 @@ BEFORE_THE_BASELINE = HISTORIES / "before-baseline-2026-11-27"
 """Histories recorded before `patches.BASELINE_2026_11_27`: each folded patch's own marker."""
 UNDER_THE_BASELINE_MARKER = HISTORIES / "baseline-marker-2026-11-27"
 """Histories recorded under the baseline's marker, before runs carried it in their memo."""
+UNDER_THE_FIRST_MEMO = HISTORIES / "memo-baseline-2026-11-27"
+"""Histories recorded under `patches.BASELINE_2026_11_27` in their memo, of paths that the
+next baseline (`BASELINE_2026_11_27_2`) changed: recorded again beside this folder."""
 
 
 def replayer() -> Replayer:

@@ -1,9 +1,10 @@
 """The patches and the recorded histories hold together (`workflows/patches.py`): every
 patch id asked in `workflows/` is listed there, every listed one is used, every one stands in
-at least one recorded history, every history recorded since runs carry the baseline in their
-memo carries it and holds no baseline or folded marker, every one recorded under the baseline's
-marker holds it and no folded one, and every workflow type the worker runs has a recorded
-history to replay."""
+at least one recorded history (by its marker or its memo), every history recorded since runs
+carry a baseline in their memo carries one and holds no marker of what it folds, a path the
+newer baseline changed keeps its recording under the first memo beside its new one, every one
+recorded under the baseline's marker holds it and no folded one, and every workflow type the
+worker runs has a recorded history to replay."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from temporalio.client import WorkflowHistory
 
 from tests.support.histories import (
     BEFORE_THE_BASELINE,
+    HISTORIES,
     UNDER_THE_BASELINE_MARKER,
+    UNDER_THE_FIRST_MEMO,
     baseline_in_memo,
     patches_recorded,
     recorded,
@@ -49,9 +52,14 @@ def test_every_patch_used_is_listed_and_every_listed_one_is_used() -> None:
     assert _used() == LISTED
 
 
-def test_the_baseline_folds_every_patch_before_it() -> None:
-    assert patches.FOLDED == {patch.id for patch in patches.PATCHES if patch.since <= "2026-11-27"}
-    assert BASELINES == {patches.BASELINE_2026_11_27}
+def test_each_baseline_folds_every_patch_before_it_and_new_runs_take_the_newest() -> None:
+    listed = [patch.id for patch in patches.PATCHES]
+    first_after = listed.index(patches.ENDS_IN_THE_CALL)
+    assert patches.FOLDED == set(listed[:first_after])
+    assert BASELINES == set(patches.FOLDED_BY_MEMO) == {patches.BASELINE_2026_11_27, patches.BASELINE_2026_11_27_2}
+    assert patches.FOLDED_BY_MEMO[patches.BASELINE_2026_11_27] == patches.FOLDED
+    assert patches.FOLDED_BY_MEMO[patches.BASELINE_2026_11_27_2] == set(listed)
+    assert patches.start_memo() == {patches.BASELINE_MEMO: patches.BASELINE_2026_11_27_2}
 
 
 STARTED_BY_US = {"ResponseWorkflow", "FileIngestion"}
@@ -59,7 +67,7 @@ STARTED_BY_US = {"ResponseWorkflow", "FileIngestion"}
 child workflow, started only by runs from before the webhook outbox."""
 
 
-def test_a_history_since_the_memo_carries_the_baseline_there_and_records_no_marker_of_it() -> None:
+def test_a_history_since_the_memo_carries_a_baseline_there_and_records_no_marker_it_folds() -> None:
     """A run that starts now records no patch marker, however many patches are in force."""
     since = {
         path: ids
@@ -67,15 +75,27 @@ def test_a_history_since_the_memo_carries_the_baseline_there_and_records_no_mark
         if not {BEFORE_THE_BASELINE, UNDER_THE_BASELINE_MARKER} & set(path.parents)
     }
     assert since, "no history recorded since runs carry the baseline in their memo"
-    marked = {
-        path.name: sorted(ids & (patches.FOLDED | BASELINES))
-        for path, ids in since.items()
-        if ids & (patches.FOLDED | BASELINES)
-    }
-    assert not marked, f"histories since the memo with a folded patch's or the baseline's marker: {marked}"
     started = [path for path in since if _workflow_type(path) in STARTED_BY_US]
-    without = [path.name for path in started if baseline_in_memo(_history(path)) != patches.BASELINE_2026_11_27]
-    assert not without, f"histories since the memo whose run's memo does not carry the baseline: {without}"
+    without = [path.name for path in started if baseline_in_memo(_history(path)) not in patches.FOLDED_BY_MEMO]
+    assert not without, f"histories since the memo whose run's memo carries no baseline: {without}"
+    marked = {}
+    for path, ids in since.items():
+        folded = patches.FOLDED_BY_MEMO.get(baseline_in_memo(_history(path)) or "", patches.FOLDED) | BASELINES
+        if ids & folded:
+            marked[path.name] = sorted(ids & folded)
+    assert not marked, f"histories since the memo with a marker of a patch their baseline folds: {marked}"
+
+
+def test_a_path_a_later_patch_changed_keeps_its_history_under_the_first_memo() -> None:
+    """Each history recorded under the first baseline's memo of a path the newer baseline
+    changed is kept beside the path's new recording, so both branches replay."""
+    kept = [path for path in recorded() if UNDER_THE_FIRST_MEMO in path.parents]
+    assert kept, "the histories recorded under the first baseline's memo are missing"
+    for path in kept:
+        assert baseline_in_memo(_history(path)) == patches.BASELINE_2026_11_27, path.name
+        again = HISTORIES / path.name
+        assert again.exists(), f"{path.name}: no new recording of its path"
+        assert baseline_in_memo(_history(again)) == patches.BASELINE_2026_11_27_2, path.name
 
 
 def test_a_history_under_the_baseline_marker_holds_it_and_no_folded_one() -> None:
@@ -116,7 +136,11 @@ def test_histories_before_the_baseline_hold_no_baseline_marker() -> None:
 
 
 def test_every_patch_stands_in_a_recorded_history() -> None:
-    seen = set().union(*patches_recorded().values())
+    """By its marker, or by a memo whose baseline folds it."""
+    by_memo = [patches.FOLDED_BY_MEMO.get(baseline_in_memo(_history(path)) or "", set()) for path in recorded()]
+    seen = set().union(
+        *patches_recorded().values(), *by_memo, {baseline_in_memo(_history(path)) for path in recorded()}
+    )
     assert LISTED | BASELINES <= seen, f"patches no recorded history takes: {sorted(LISTED | BASELINES - seen)}"
 
 
