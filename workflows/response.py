@@ -52,8 +52,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.response_end import end_input, ended, may_end_in_the_call
     from workflows.response_state import ResponseState
     from workflows.tool_steps import ToolSteps
-    from workflows.turn import next_step
-    from workflows.turn_input import TurnPosition, turn_input
+    from workflows.turn import TurnPosition, next_step
+    from workflows.turn_input import turn_input
     from workflows.webhooks import send_webhooks
 
 

@@ -30,8 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.moderation import concluded
     from workflows.response_state import ResponseState
     from workflows.steering import successor_id
-    from workflows.turn import Finish, next_step
-    from workflows.turn_input import TurnPosition
+    from workflows.turn import Finish, TurnPosition, next_step
 
 ENDED_BY = {"complete": "completed", "truncate": "incomplete"}
 """The `workflows/turn.py` finishes a call may write, and the status each ends with."""

@@ -49,6 +49,19 @@ class Infer:
 
 NextStep = Finish | RunTools | AwaitApproval | Infer
 
+
+@dataclass(frozen=True)
+class TurnPosition:
+    """Where the loop is when it asks the model."""
+
+    turn: int
+    output_offset: int
+    """The output index of the call's first item."""
+    compact: bool = False
+    from_start: bool = True
+    just_compacted: bool = False
+
+
 SERVER_CALLS = ("mcp_call", *HOSTED_ITEM_TYPES)
 """The types of calls this server runs for the model (an MCP tool's, a hosted tool's): a
 `shell_call` is one only in a container (`is_server_call`)."""

@@ -19,19 +19,9 @@ with workflow.unsafe.imports_passed_through():
     from models.mcp import McpFunction
     from models.workflow_io import ResponseWorkflowInput
     from workflows.moderation import input_check
+    from workflows.response_end import may_end_in_the_call
     from workflows.response_state import ResponseState
-
-
-@dataclass(frozen=True)
-class TurnPosition:
-    """Where the loop is when it asks the model."""
-
-    turn: int
-    output_offset: int
-    """The output index of the call's first item."""
-    compact: bool = False
-    from_start: bool = True
-    just_compacted: bool = False
+    from workflows.turn import TurnPosition
 
 
 def turn_input(
@@ -84,5 +74,7 @@ def first_turn_input(request: ResponseWorkflowInput, *, lease_seconds: float) ->
     ):
         return None
     state = ResponseState.of(request)
-    call = turn_input(state, [], TurnPosition(turn=0, output_offset=len(response.output)), lease_seconds=lease_seconds)
+    position = TurnPosition(turn=0, output_offset=len(response.output))
+    # As a run under the newest baseline (the one the API starts it with) asks it.
+    call = turn_input(state, [], position, lease_seconds=lease_seconds, may_end=may_end_in_the_call(state, position))
     return FirstTurn(call, input_check(state, request.project, first=True))

@@ -5,6 +5,7 @@ split deployment, where `serve` makes the call and a worker elsewhere adopts it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -17,6 +18,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
 
 from tests.support.dev_stack import DevStack
 from tests.support.processes import kill, spawn_api, spawn_worker
@@ -115,6 +118,64 @@ def test_killed_after_the_first_delta_before_the_start_is_acknowledged_the_respo
     assert everything[-1].type == "response.completed"
     # Asked again after the crash: the early call's claim on the turn died with its process.
     assert len(dev.backend.requests(model)) == 2
+    assert dev.stop() == 0
+
+
+def _workflow_status(dev: DevStack, response_id: str) -> WorkflowExecutionStatus | None:
+    """The response's workflow's status in the stack's Temporal, None while it has none."""
+
+    async def described() -> WorkflowExecutionStatus | None:
+        client = await Client.connect(f"127.0.0.1:{dev.temporal_port}")
+        try:
+            return (await client.get_workflow_handle(response_id).describe()).status
+        except RPCError:
+            return None
+
+    return asyncio.run(described())
+
+
+def test_killed_after_the_call_wrote_the_end_before_temporal_had_it_the_end_stays_as_written(dev: DevStack):
+    """A first turn's call writes the end of a response its answer ends
+    (`workflows/response_end.py`), so a client may hold the end before Temporal has the call's
+    result. Temporal is stopped (SIGSTOP) once the start is acknowledged, the client reads the
+    whole stream to `response.completed`, and everything is killed (-9). After the restart a
+    worker runs the turn again: it takes the recorded answer (the model is not asked again),
+    writes the end again, which changes nothing, and the workflow completes. The client's end
+    is the stored one, and the log holds one end."""
+    dev.start()
+    model = f"ended-{uuid.uuid4().hex[:8]}"
+    dev.backend.script(model, [Reply(text=TEXT, delay=1.0), Reply(text="asked twice")])
+    temporal = _temporal_pid(dev)
+    seen: list[Any] = []
+
+    def stream() -> None:
+        seen.extend(dev.sdk().responses.create(model=model, input="long", stream=True))
+
+    client = threading.Thread(target=stream, daemon=True)
+    client.start()
+    response_id = _until(lambda: seen and seen[0].response.id, "the stream to begin")
+    _until(lambda: _workflow_status(dev, response_id) == WorkflowExecutionStatus.RUNNING, "the start")
+    os.kill(temporal, signal.SIGSTOP)
+    try:
+        client.join(timeout=30)
+        assert not client.is_alive(), "the stream ended while Temporal was stopped"
+    finally:
+        dev.crash()
+    ended = seen[-1]
+    assert ended.type == "response.completed" and ended.response.output_text == TEXT
+
+    dev.start()
+    _until(
+        lambda: _workflow_status(dev, response_id) == WorkflowExecutionStatus.COMPLETED,
+        "the workflow to run the turn again and complete",
+        seconds=90,
+    )
+    with dev.sdk() as sdk:
+        stored = sdk.responses.retrieve(response_id)
+    assert stored.model_dump() == ended.response.model_dump()
+    assert len(dev.backend.requests(model)) == 1
+    ends = "SELECT COUNT(*) FROM events WHERE response_id = ? AND type = 'response.completed'"
+    assert _store(dev, ends, response_id) == [(1,)]
     assert dev.stop() == 0
 
 

@@ -15,7 +15,8 @@ from models.responses import Response
 from models.workflow_io import CarriedLoop, ExecutionSettings, ResponseWorkflowInput
 from workflows.moderation import input_check
 from workflows.response_state import ResponseState
-from workflows.turn_input import TurnPosition, first_turn_input, turn_input
+from workflows.turn import TurnPosition
+from workflows.turn_input import first_turn_input, turn_input
 
 MCP_TOOL = {"type": "mcp", "server_label": "s", "server_url": "https://mcp.example/mcp", "require_approval": "never"}
 
@@ -39,7 +40,7 @@ def test_the_early_call_is_the_workflows_first_call(emit_events: bool):
     first = first_turn_input(given, lease_seconds=7)
     assert first is not None and first.check is None
     early = first.call
-    made = turn_input(ResponseState.of(given), [], TurnPosition(turn=0, output_offset=0), lease_seconds=7)
+    made = turn_input(ResponseState.of(given), [], TurnPosition(turn=0, output_offset=0), lease_seconds=7, may_end=True)
     assert early == made
     assert (early.turn, early.from_start, early.compact, early.emit_events) == (0, True, False, emit_events)
     assert early.project == "p" and early.web_search and early.lease_seconds == 7
