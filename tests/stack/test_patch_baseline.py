@@ -2,7 +2,8 @@
 from before it, and continued by a worker with `patches.taken`, goes on asking each patch (and
 replays); a run started without the baseline in its memo (by the release before the memo)
 records the baseline's marker alone; a run started with it records no marker, and its run
-continued as new neither.
+continued as new neither; a patch its memo's baseline does not fold is asked by its own
+marker, and one the newer baseline folds by none.
 
 The two workflow classes here stand for one workflow type at two deploys: the old one asks
 `workflow.patched` as the code did before the baseline, the new one `patches.taken`, around a
