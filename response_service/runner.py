@@ -32,6 +32,7 @@ from models.workflow_io import (
     side_task_queues,
 )
 from response_service.history_eraser import HistoryEraser
+from store.event_log import EventLog
 from store.history_deletions import HistoryDeletions
 from store.responses import Responses
 from upstream.registry import ModelRegistry
@@ -61,6 +62,10 @@ class Launch:
     (which starts it; the client's stream goes on) instead of removing them."""
 
 
+START_YIELDS_SECONDS = 0.02
+"""The longest a streamed response's start waits for its first turn's call to log an event
+(`ResponseRunner._yield_to_the_first_event`)."""
+
 HANDOVER_WAIT_SECONDS = 1.0
 """How long a request whose workflow started on this process's worker waits for the end to be
 handed over in-process before it also asks Temporal (the workflow may have moved on to
@@ -82,8 +87,11 @@ class ResponseRunner:
         registry: ModelRegistry | None = None,
         summary_input: bool = False,
         early_calls: EarlyCalls | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.client = client
+        self.events = events
+        """The event log, whose first event from an early call lets a streamed start go."""
         self.early_calls = early_calls
         """The in-process worker's model calls: a response's first turn is asked while its
         workflow starts (`activities/early_calls.py`); None: the workflow asks."""
@@ -187,6 +195,8 @@ class ResponseRunner:
     ) -> Started:
         response, emit_events = workflow_input.response, workflow_input.emit_events
         handover = self.outcomes.expect(response.id) if eager and not emit_events else None
+        if emit_events and launch.early is not None:
+            await self._yield_to_the_first_event(response.id, launch.early)
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -240,6 +250,24 @@ class ResponseRunner:
             self.outcomes.forget(response.id)
             handover = None
         return Started(handle, handover)
+
+    async def _yield_to_the_first_event(self, response_id: str, early: asyncio.Future[Any]) -> None:
+        """Let a streamed response's first turn log its first event before the start begins,
+        for `START_YIELDS_SECONDS` at most. On a small machine the start (its RPC, the Temporal
+        server's work, the first workflow task) takes the CPU the call's first token needs, and
+        nothing a client is shown waits for it: a stream begins once the call has logged an
+        event (`response_service/starting.py`). The response is in the store already, so a
+        process that dies in the wait leaves it to the orphan sweep, as one that dies mid-start."""
+        if self.events is None:
+            return
+        notifier = self.events.notifier
+        waiter = notifier.subscribe(response_id)
+        logged = asyncio.ensure_future(waiter.wait())
+        try:
+            await asyncio.wait({logged, early}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            logged.cancel()
+            notifier.unsubscribe(response_id, waiter)
 
     def _first_call(self, workflow_input: ResponseWorkflowInput) -> FirstTurn | None:
         """The first turn's call, when this process makes calls and the workflow's input fixes it."""

@@ -229,6 +229,7 @@ def response_runner(
         registry=settings.registry(),
         summary_input=settings.summary_input,
         early_calls=early_calls,
+        events=repository.events,
     )
 
 

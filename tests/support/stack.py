@@ -166,6 +166,7 @@ async def running_stack(
             outcomes=outcomes,
             registry=settings.registry(),
             early_calls=early_calls if with_worker else None,
+            events=repository.events,
         )
         app = create_app(
             repository,
