@@ -23,7 +23,7 @@ from response_service.admission import Admission
 from response_service.lookup import stored_response, with_progress
 from response_service.preparation import PreparedResponse, prepared_for
 from response_service.runner import ResponseRunner, Started
-from response_service.starting import kept_and_launched, settle_later, settled, streams_before_start
+from response_service.starting import kept_and_launched, ready_to_stream, settled
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -77,10 +77,7 @@ async def _created(
     response = prepared.response
     launched = await kept_and_launched(request, prepared, acting)
     if prepared.request.stream:
-        if await streams_before_start(repository.events, launched):
-            settle_later(request, prepared, launched)  # the stream goes on whatever the start's outcome
-        else:
-            await settled(request, prepared, launched)
+        await ready_to_stream(request, prepared, launched)
         events = metrics.first_delta_watch(
             tail(
                 repository,

@@ -86,6 +86,16 @@ async def streams_before_start(log: EventLog, launched: Launched) -> bool:
     return False
 
 
+async def ready_to_stream(request: HTTPConnection, prepared: PreparedResponse, launched: Launched) -> None:
+    """Until a launched response's stream may begin: its start acknowledged, or its first
+    turn's call has logged an event first (`streams_before_start`), and the start settles
+    behind the stream."""
+    if await streams_before_start(_repository(request).events, launched):
+        settle_later(request, prepared, launched)  # the stream goes on whatever the start's outcome
+    else:
+        await settled(request, prepared, launched)
+
+
 async def kept_and_started(request: HTTPConnection, prepared: PreparedResponse, acting: Principal) -> Started:
     """The response kept in the store and its workflow started (or nothing left behind)."""
     return await settled(request, prepared, await kept_and_launched(request, prepared, acting))

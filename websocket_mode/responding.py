@@ -14,7 +14,7 @@ from http_plumbing.sse import logged_events
 from models.errors import ApiError
 from response_service.admission import Admission
 from response_service.preparation import PreparedResponse, prepared_for
-from response_service.starting import kept_and_started
+from response_service.starting import kept_and_launched, ready_to_stream
 from telemetry import metrics
 from websocket_mode.client_events import CreateEvent
 from websocket_mode.connection import Connection, Lane
@@ -39,7 +39,8 @@ async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> Non
             prepared = await _prepared(connection, event)
             if event.generate:
                 await state.capacity.check(prepared.response.model)
-            await kept_and_started(connection.websocket, prepared, connection.acting)
+            launched = await kept_and_launched(connection.websocket, prepared, connection.acting)
+            await ready_to_stream(connection.websocket, prepared, launched)
         except ApiError as error:  # refused before anything was kept: the lane goes on
             await connection.send(error_event(error, lane.stream_id))
             return
