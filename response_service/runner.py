@@ -195,7 +195,7 @@ class ResponseRunner:
     ) -> Started:
         response, emit_events = workflow_input.response, workflow_input.emit_events
         handover = self.outcomes.expect(response.id) if eager and not emit_events else None
-        if emit_events and launch.early is not None:
+        if eager and emit_events and launch.early is not None:
             await self._yield_to_the_first_event(response.id, launch.early)
         try:
             handle = await self.client.start_workflow(
@@ -253,11 +253,13 @@ class ResponseRunner:
 
     async def _yield_to_the_first_event(self, response_id: str, early: asyncio.Future[Any]) -> None:
         """Let a streamed response's first turn log its first event before the start begins,
-        for `START_YIELDS_SECONDS` at most. On a small machine the start (its RPC, the Temporal
-        server's work, the first workflow task) takes the CPU the call's first token needs, and
-        nothing a client is shown waits for it: a stream begins once the call has logged an
-        event (`response_service/starting.py`). The response is in the store already, so a
-        process that dies in the wait leaves it to the orphan sweep, as one that dies mid-start."""
+        for `START_YIELDS_SECONDS` at most, when the workflow starts on this process's worker.
+        Its first workflow task (and the Temporal server's work) then takes the CPU the call's
+        first token needs, and nothing a client is shown waits for it: a stream begins once the
+        call has logged an event (`response_service/starting.py`). Without a worker here
+        (`serve`), the start's RPC is better made while the call waits for the model than as
+        the first event is sent. The response is in the store already, so a process that dies
+        in the wait leaves it to the orphan sweep, as one that dies mid-start."""
         if self.events is None:
             return
         notifier = self.events.notifier
