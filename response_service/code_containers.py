@@ -24,6 +24,7 @@ from access.egress import EgressPolicy
 from http_plumbing.params import plausible_id, repository
 from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
 from models.ids import new_id
+from models.quotas import QuotaExceededError
 from models.requests import CreateResponseRequest
 from models.responses import Response
 from models.tools import (
@@ -161,19 +162,26 @@ async def _previous_container(containers: Containers, previous: Response | None,
 
 async def make(request: HTTPConnection, response_id: str, made: list[AutoContainer]) -> None:
     """Make the response's new containers (a project at its quota of containers is refused
-    here, before the response is kept)."""
+    here, before the response is kept, naming the tool whose container would pass it)."""
     try:
         for auto in made:
-            await new_container(
-                request,
-                name=f"code_interpreter for {response_id}",
-                memory_limit=auto.memory_limit,
-                minutes=DEFAULT_EXPIRY_MINUTES,
-                network_policy=auto.network_policy,
-                file_ids=auto.file_ids,
-                param=f"tools[{auto.tool_index}].container.file_ids",
-                container_id=auto.container_id,
-            )
+            try:
+                await new_container(
+                    request,
+                    name=f"code_interpreter for {response_id}",
+                    memory_limit=auto.memory_limit,
+                    minutes=DEFAULT_EXPIRY_MINUTES,
+                    network_policy=auto.network_policy,
+                    file_ids=auto.file_ids,
+                    param=f"tools[{auto.tool_index}].container.file_ids",
+                    container_id=auto.container_id,
+                )
+            except QuotaExceededError as error:
+                if error.param is not None:
+                    raise
+                raise QuotaExceededError(
+                    error.quota, error.limit, param=f"tools[{auto.tool_index}].container"
+                ) from None
     except BaseException:
         await unmake(repository(request).containers, [auto.container_id for auto in made])
         raise

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from access.quotas import QuotaSettings
+from models.quotas import ProjectQuotas
 from sandbox.containers import ContainerHost
 from sandbox.settings import SandboxSettings
 from tests.stack.test_fuzz import as_json, code_tools, shell_tools
@@ -326,6 +328,32 @@ async def test_no_code_tool_breaks_the_server_or_leaves_a_container_when_refused
 
     await asyncio.to_thread(one_request)
     assert outcomes["200"] > 0 and len(outcomes) > 2, outcomes
+
+
+async def test_a_project_at_its_container_quota_is_refused_naming_the_tool(
+    temporal_address: str, backend: ScriptedBackend, store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """A response whose `code_interpreter` would make one container more than its project may
+    keep gets a 400 `limit_exceeded` naming that tool's `container`; nothing of it is kept."""
+    store = empty_store(store_kind, tmp_path, request)
+    sandbox = SandboxSettings(runtime="bubblewrap", directory=tmp_path / "containers")
+    quotas = QuotaSettings(project=ProjectQuotas(max_containers=1))
+    tools = [{"type": "function", "name": "f", "parameters": {}}, {"type": "code_interpreter", "container": "auto"}]
+    try:
+        async with running_stack(temporal_address, backend, store, sandbox=sandbox, quotas=quotas) as stack:
+            async with stack.http() as http:
+                first = await http.post("/v1/responses", json={"model": "m", "input": "hi", "tools": tools})
+                assert first.status_code == 200, first.text
+                refused = await http.post("/v1/responses", json={"model": "m", "input": "hi", "tools": tools})
+                assert refused.status_code == 400, refused.text
+                error = refused.json()["error"]
+                assert (error["code"], error["param"]) == ("limit_exceeded", "tools[1].container")
+                assert "PROJECT_MAX_CONTAINERS" in error["message"]
+                listed = (await http.get("/v1/containers")).json()["data"]
+                assert len(listed) == 1
+                assert len((await http.get("/v1/responses", params={"limit": 100})).json()["data"]) == 1
+    finally:
+        await remove_containers(sandbox.directory)
 
 
 @pytest.mark.command_seconds(300)  # the busy container's command runs until the test cancels it, however slow CI is
