@@ -120,8 +120,7 @@ class InferenceActivities:
         may end the response writes its end when the answer ends it (`may_end`)."""
         result = await self.calls.run(_turn_key(request), lambda: self._infer(request))
         at = int(time.time())
-        end = call_end(request, result, at)
-        if end is None or self.ends is None:
+        if self.ends is None or (end := call_end(request, result, at)) is None:
             return result
         written = await self.ends.write(end)
         return result.model_copy(update={"ended": EndWritten(at=at, status=end.response.status, written=written)})

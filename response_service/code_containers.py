@@ -165,26 +165,28 @@ async def make(request: HTTPConnection, response_id: str, made: list[AutoContain
     here, before the response is kept, naming the tool whose container would pass it)."""
     try:
         for auto in made:
-            try:
-                await new_container(
-                    request,
-                    name=f"code_interpreter for {response_id}",
-                    memory_limit=auto.memory_limit,
-                    minutes=DEFAULT_EXPIRY_MINUTES,
-                    network_policy=auto.network_policy,
-                    file_ids=auto.file_ids,
-                    param=f"tools[{auto.tool_index}].container.file_ids",
-                    container_id=auto.container_id,
-                )
-            except QuotaExceededError as error:
-                if error.param is not None:
-                    raise
-                raise QuotaExceededError(
-                    error.quota, error.limit, param=f"tools[{auto.tool_index}].container"
-                ) from None
+            await _made(request, response_id, auto)
     except BaseException:
         await unmake(repository(request).containers, [auto.container_id for auto in made])
         raise
+
+
+async def _made(request: HTTPConnection, response_id: str, auto: AutoContainer) -> None:
+    try:
+        await new_container(
+            request,
+            name=f"code_interpreter for {response_id}",
+            memory_limit=auto.memory_limit,
+            minutes=DEFAULT_EXPIRY_MINUTES,
+            network_policy=auto.network_policy,
+            file_ids=auto.file_ids,
+            param=f"tools[{auto.tool_index}].container.file_ids",
+            container_id=auto.container_id,
+        )
+    except QuotaExceededError as error:
+        if error.param is not None:  # its files' quota, named already
+            raise
+        raise QuotaExceededError(error.quota, error.limit, param=f"tools[{auto.tool_index}].container") from None
 
 
 async def unmake(containers: Containers, container_ids: list[str]) -> None:

@@ -4,8 +4,9 @@ The `steer` signal brings a steer the store already keeps (its id only: the inpu
 the store, out of history); the response stops at its next safe boundary (`turn.next_step`).
 Its end settles the steers the store holds for it in the same transaction (`successor_id`,
 in `workflows/response_end.py`'s `end_input`; `store/steers.py`): a successor made from
-them, or kept `pending` while the client owes tool results or approvals, or failed. The successor starts once the end is written
-(`start_successor`); if that start is lost, the orphan sweep starts it.
+them, or kept `pending` while the client owes tool results or approvals, or failed. The
+successor starts once the end is written (`start_successor`); if that start is lost, the
+orphan sweep starts it.
 """
 
 from __future__ import annotations

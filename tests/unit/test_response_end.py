@@ -17,12 +17,14 @@ from models.responses import IncompleteDetails, Response, Usage
 from models.steering import required_input
 from models.workflow_io import ExecutionSettings, ResponseWorkflowInput
 from workflows.machine import ResponseMachine
-from workflows.response_end import call_end, end_input, ended, may_end_in_the_call
+from workflows.response_end import call_end, may_end_in_the_call
 from workflows.response_state import ResponseState
 from workflows.steering import successor_id
 from workflows.turn import Finish, TurnPosition, next_step
 
 AT = 1_800_000_000
+ENDED_FIELDS = {"status", "output", "usage", "incomplete_details", "completed_at"}
+"""What a response's end changes in it."""
 
 
 def _item(kind: str, index: int) -> Any:
@@ -63,28 +65,21 @@ def test_the_call_writes_an_end_exactly_when_the_workflow_would_end_so(answer: A
         assert end is None
         return
     assert end is not None and isinstance(step, Finish)
-    # As the workflow writes it: its output and usage after the turn, the status its machine
-    # ends in, a cut answer's reason, then `ended` and `end_input` as `_finalize` calls them.
+    # As the workflow ends it: its output and usage after the turn, the status its machine
+    # ends in, a cut answer's reason, `completed_at` when it completed, nothing else changed.
     machine = ResponseMachine()
     machine.fire("start")
     machine.fire(step.trigger)
-    snapshot = call.response.model_copy(
-        update={"output": output, "usage": result.usage, "status": machine.response_status}
-    )
-    if step.incomplete_reason is not None:
-        snapshot.incomplete_details = IncompleteDetails(reason=step.incomplete_reason)
-    assert end == end_input(
-        ended(snapshot, AT),
-        emit_events=True,
-        project="p",
-        tool_results={},
-        listings=[],
-        parked={item_id: item_id for item_id in result.parked},
-        safety=None,
-        settled_output=output,
-        decided=(),
-    )
-    assert end.response.completed_at == (AT if end.response.status == "completed" else None)
+    final = end.response
+    assert final.status == machine.response_status
+    assert (final.output, final.usage) == (output, result.usage)
+    reason = step.incomplete_reason
+    assert final.incomplete_details == (IncompleteDetails(reason=reason) if reason is not None else None)
+    assert final.completed_at == (AT if final.status == "completed" else None)
+    assert final.model_dump(exclude=ENDED_FIELDS) == call.response.model_dump(exclude=ENDED_FIELDS)
+    # What the chain keeps: nothing but the turn's parked items; its steers settle on it.
+    assert (end.emit_events, end.project, end.tool_results, end.listings, end.safety) == (True, "p", {}, [], None)
+    assert end.parked == {item_id: item_id for item_id in result.parked}
     assert end.successor_id == successor_id("resp_1")
     assert end.required_input == required_input(output)
 
