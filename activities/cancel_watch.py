@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from models.errors import CancelRequestedError
 from store.notifier import Notifier
@@ -25,9 +25,9 @@ async def unless_cancelled(cancels: Notifier, response_id: str, work: Awaitable[
     `CancelRequestedError`."""
     cancelled = cancels.subscribe(response_id)
     working = asyncio.ensure_future(work)
-    waiting = asyncio.ensure_future(cancelled.wait())
     try:
-        await asyncio.wait({working, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        racing: set[asyncio.Future[Any]] = {working, cancelled.future}
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         if working.done():
             return working.result()
         working.cancel()
@@ -35,6 +35,5 @@ async def unless_cancelled(cancels: Notifier, response_id: str, work: Awaitable[
             await working
         raise CancelRequestedError(f"response {response_id} was cancelled")
     finally:
-        for task in (working, waiting):
-            task.cancel()
+        working.cancel()
         cancels.unsubscribe(response_id, cancelled)

@@ -264,11 +264,11 @@ class ResponseRunner:
             return
         notifier = self.events.notifier
         waiter = notifier.subscribe(response_id)
-        logged = asyncio.ensure_future(waiter.wait())
         try:
-            await asyncio.wait({logged, early}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {waiter.future, early}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
-            logged.cancel()
             notifier.unsubscribe(response_id, waiter)
 
     def _first_call(self, workflow_input: ResponseWorkflowInput) -> FirstTurn | None:

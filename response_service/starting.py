@@ -75,12 +75,8 @@ async def streams_before_start(log: EventLog, launched: Launched) -> bool:
                 return launch.shown
             if launch.early.done():
                 return False  # it ended without a word (it failed): the start decides
-            written = asyncio.ensure_future(waiter.wait())
-            try:
-                racing: set[asyncio.Future[Any]] = {launch.starting, written, launch.early}
-                await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                written.cancel()
+            racing: set[asyncio.Future[Any]] = {launch.starting, waiter.future, launch.early}
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         finally:
             log.notifier.unsubscribe(launched.response_id, waiter)
     return False

@@ -7,6 +7,11 @@ every `poll_seconds` a single query (`poll`) is asked which of the watched ids h
 the store's load does not grow with the number of waiters. While the channel is heard the
 poll is only a safety net (a lost wake-up, a process that does not publish) and runs
 `HEARD_POLL_FACTOR` times less often.
+
+A waiter is a `Wakeup`: one wait, for one change. It is a bare future, with no task of its
+own, so a change reaches the task that waits in the loop's next turn (an `asyncio.Event`
+waited for with a timeout took two, and made a task every wait: on every event of every
+stream).
 """
 
 from __future__ import annotations
@@ -25,26 +30,54 @@ Poll = Callable[[list[str]], Awaitable[Iterable[str]]]
 HEARD_POLL_FACTOR = 5
 
 
+class Wakeup:
+    """One waiter's wake-up: set by the change it waits for (or by its poll), once."""
+
+    __slots__ = ("_set", "future")
+
+    def __init__(self) -> None:
+        self._set = False
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Done once woken or given up on: for `asyncio.wait` beside other futures."""
+
+    def set(self) -> None:
+        self._set = True
+        self.expire()
+
+    def is_set(self) -> bool:
+        """Woken by a change (not by a timeout)."""
+        return self._set
+
+    def expire(self) -> None:
+        """Done without a change: its wait timed out."""
+        if not self.future.done():
+            self.future.set_result(None)
+
+    async def wait(self) -> None:
+        """Until woken; a task cancelled here cancels only this wake-up."""
+        await self.future
+
+
 class Notifier:
     def __init__(self, poll: Poll, poll_seconds: float, *, channel: Wakeups | None = None, topic: str = "") -> None:
         self._poll = poll
         self.poll_seconds = poll_seconds
-        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._waiters: dict[str, set[Wakeup]] = defaultdict(set)
         self._poller: asyncio.Task[None] | None = None
         self._channel = channel
         self._topic = topic
         if channel is not None:
             channel.listen(topic, self._wake)
 
-    def subscribe(self, response_id: str) -> asyncio.Event:
+    def subscribe(self, response_id: str) -> Wakeup:
         """Register before reading, so a change between the read and the wait is not missed."""
-        waiter = asyncio.Event()
+        waiter = Wakeup()
         self._waiters[response_id].add(waiter)
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll_other_processes())
         return waiter
 
-    def unsubscribe(self, response_id: str, waiter: asyncio.Event) -> None:
+    def unsubscribe(self, response_id: str, waiter: Wakeup) -> None:
         waiters = self._waiters.get(response_id)
         if waiters is not None:
             waiters.discard(waiter)
@@ -62,14 +95,16 @@ class Notifier:
             waiter.set()
 
     @staticmethod
-    async def wait(waiter: asyncio.Event, timeout: float) -> float:
+    async def wait(waiter: Wakeup, timeout: float) -> float:
         """Wait for a notification or the timeout; returns the seconds waited."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        try:
-            await asyncio.wait_for(waiter.wait(), timeout)
-        except TimeoutError:
-            pass
+        if not waiter.future.done():
+            expiry = loop.call_later(timeout, waiter.expire)
+            try:
+                await waiter.future
+            finally:
+                expiry.cancel()
         return loop.time() - started
 
     async def _poll_other_processes(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from store.notifier import Wakeup
 from store.opening import open_database
 from store.repository import ResponseRepository
 from store.wakeups import LocalSocketWakeups
@@ -31,7 +32,7 @@ async def _two_processes(store: EmptyStore) -> tuple[ResponseRepository, Respons
     )
 
 
-async def _woken(waiter: asyncio.Event) -> None:
+async def _woken(waiter: Wakeup) -> None:
     await asyncio.wait_for(waiter.wait(), 10)
 
 
