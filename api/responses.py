@@ -8,11 +8,11 @@ import time
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response as HttpResponse
-from starlette.responses import StreamingResponse
 
 from access.principal import Principal
 from access.quotas import Quotas
 from http_plumbing.body import read_json
+from http_plumbing.event_stream import EventStream
 from http_plumbing.params import at_end, limits, list_page, page_params, principal
 from http_plumbing.params import json_response as _json
 from http_plumbing.params import repository as _repository
@@ -77,7 +77,6 @@ async def _created(
     response = prepared.response
     launched = await kept_and_launched(request, prepared, acting)
     if prepared.request.stream:
-        await ready_to_stream(request, prepared, launched)
         events = metrics.first_delta_watch(
             tail(
                 repository,
@@ -89,7 +88,7 @@ async def _created(
             arrived,
             response.model,
         )
-        return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+        return EventStream(events, headers=SSE_HEADERS, ready=lambda: ready_to_stream(request, prepared, launched))
     started = await settled(request, prepared, launched)
     if prepared.request.background:
         return _json(response)
@@ -105,11 +104,9 @@ async def ended(request: Request, started: Started, response: Response) -> Respo
     return end
 
 
-def _event_stream(request: Request, response_id: str, *, after: int) -> StreamingResponse:
+def _event_stream(request: Request, response_id: str, *, after: int) -> EventStream:
     _open_stream(request)
-    return StreamingResponse(
-        tail(_repository(request), response_id, after=after), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    return EventStream(tail(_repository(request), response_id, after=after), headers=SSE_HEADERS)
 
 
 async def retrieve_response(request: Request) -> HttpResponse:

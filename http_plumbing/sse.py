@@ -1,7 +1,8 @@
 """Server-sent events: tail a response's event log until its terminal event.
 
 The event log wakes a tail when its response has new events (at once for events written
-in this process, at its next poll for others). A client that goes away stops only its own
+in this process, at its next poll for others). A tail sends what one read of the log found
+at once, in one chunk. A client that goes away stops only its own
 tail; the response goes on.
 """
 
@@ -58,27 +59,37 @@ async def tail(
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
     live_since_ms: int | None = None,
 ) -> AsyncIterator[str]:
-    """The response's events after `after` as SSE frames (`logged_events`)."""
-    async for event in logged_events(
+    """The response's events after `after` as SSE frames (`logged_batches`), the frames of one
+    read in one chunk: one send through the middleware and one write to the socket for what
+    was logged together (a stream's opening events, a delta's item events), not one each."""
+    async for batch in logged_batches(
         source, response_id, after=after, forget_at_end=forget_at_end, live_since_ms=live_since_ms
     ):
-        yield frame(event)
+        yield "".join(frame(event) for event in batch)
 
 
-async def logged_events(
+async def logged_events(source: StreamSource, response_id: str, *, after: int) -> AsyncIterator[StoredEvent]:
+    """The events of `logged_batches`, one by one."""
+    async for batch in logged_batches(source, response_id, after=after):
+        for event in batch:
+            yield event
+
+
+async def logged_batches(
     source: StreamSource,
     response_id: str,
     *,
     after: int,
     forget_at_end: Callable[[str], Awaitable[None]] | None = None,
     live_since_ms: int | None = None,
-) -> AsyncIterator[StoredEvent]:
+) -> AsyncIterator[list[StoredEvent]]:
     """The response's events after `after`, then its new ones as they come, to its terminal
-    event (then `forget_at_end`, for an unstored response). A stream that cannot reach one (its
-    response ended without logging it, or the store fails) ends with an `error` event instead
-    of a silent close. Events written since `live_since_ms` (default: now) count in the stream's
-    lag: a new response's stream is live from its request, though it may open after its first
-    events were written; a resumed one's old events do not count."""
+    event (then `forget_at_end`, for an unstored response), in the batches its reads find. A
+    stream that cannot reach one (its response ended without logging it, or the store fails)
+    ends with an `error` event instead of a silent close. Events written since
+    `live_since_ms` (default: now) count in the stream's lag: a new response's stream is live
+    from its request, though it may open after its first events were written; a resumed
+    one's old events do not count."""
     log, notifier = source.events, source.events.notifier
     last = after
     opened_at_ms = live_since_ms if live_since_ms is not None else int(time.time() * 1000)
@@ -90,26 +101,30 @@ async def logged_events(
                 if not batch:
                     waited = await notifier.wait(waiter, STALL_CHECK_SECONDS)
                     if waited >= STALL_CHECK_SECONDS and await _ended_without_terminal_event(source, response_id, last):
-                        yield _error_event(
-                            last + 1,
-                            "stream_ended",
-                            f"Response {response_id} ended without its stream being completed.",
-                        )
+                        yield [
+                            _error_event(
+                                last + 1,
+                                "stream_ended",
+                                f"Response {response_id} ended without its stream being completed.",
+                            )
+                        ]
                         return
                     continue
             finally:
                 notifier.unsubscribe(response_id, waiter)
+            ending = next((index for index, event in enumerate(batch) if event.type in TERMINAL_EVENT_TYPES), None)
+            batch = batch if ending is None else batch[: ending + 1]
             for event in batch:
-                last = event.sequence_number
                 metrics.stream_event_sent(event.written_at, opened_at_ms)
-                yield event
-                if event.type in TERMINAL_EVENT_TYPES:
-                    if forget_at_end is not None:
-                        await forget_at_end(response_id)
-                    return
+            last = batch[-1].sequence_number
+            yield batch
+            if ending is not None:
+                if forget_at_end is not None:
+                    await forget_at_end(response_id)
+                return
     except Exception:  # noqa: BLE001 - the client learns that its stream broke, the log has the rest
         log_error.exception("stream of response %s broke after event %d", response_id, last)
-        yield _error_event(last + 1, "server_error", "The stream broke; resume it with `starting_after`.")
+        yield [_error_event(last + 1, "server_error", "The stream broke; resume it with `starting_after`.")]
 
 
 def _error_event(sequence_number: int, code: str, message: str) -> StoredEvent:

@@ -409,11 +409,15 @@ def stream_event_sent(written_at_ms: int | None, opened_at_ms: int) -> None:
         stream_lag.observe(max(0.0, time.time() - written_at_ms / 1000))
 
 
+_DELTA_FRAME = "event: response.output_text.delta\n"
+
+
 async def first_delta_watch(frames: AsyncIterator[str], started: float, model: str) -> AsyncIterator[str]:
-    """Pass a stream's SSE frames on, timing its first text delta from `started`."""
+    """Pass a stream's SSE frames on (a chunk may hold several), timing its first text delta
+    from `started`."""
     waiting = True
     async for text in frames:
-        if waiting and text.startswith("event: response.output_text.delta\n"):
+        if waiting and (text.startswith(_DELTA_FRAME) or f"\n\n{_DELTA_FRAME}" in text):
             first_delta_seen(started, model)
             waiting = False
         yield text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import openai
@@ -9,9 +10,11 @@ import pytest
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from access.quotas import QuotaSettings
 from tests.support.processes import kill, spawn_worker
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, running_stack
+from tests.support.waiting import until_terminal
 
 STRICT_EVENT = TypeAdapter(ResponseStreamEvent)
 TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
@@ -163,6 +166,36 @@ async def test_stream_store_false_leaves_nothing_behind(stack: Stack, sdk: opena
     with pytest.raises(openai.NotFoundError):
         await sdk.responses.retrieve(final.id)
     assert not await stack_events(stack, final.id)
+
+
+async def test_a_client_that_leaves_gives_its_stream_back_and_the_response_goes_on(
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+):
+    """A key may hold one stream. Its client leaves after the first delta of a long answer:
+    the stream stops and is given back at once, so the key's next stream is accepted while
+    the first response is still answering; that one completes all the same."""
+    text = "slow " * 60
+    backend.script(model, [Reply(text=text, chunk_delay=0.05, chunk_chars=5), Reply(text="after")])
+    async with running_stack(temporal_address, backend, store, quotas=QuotaSettings(max_streams_per_key=1)) as own:
+        first = await raw_events(
+            own, "/v1/responses", method="POST", body={"model": model, "input": "one", "stream": True}, limit=5
+        )
+        assert first[-1][0] == "response.output_text.delta"
+        first_id = first[0][1]["response"]["id"]
+        async with own.sdk() as sdk:
+            for _ in range(100):  # the server hears the client leave within a moment
+                try:
+                    second = await sdk.responses.create(model=model, input="two", stream=True)
+                    break
+                except openai.RateLimitError:
+                    await asyncio.sleep(0.02)
+            else:
+                raise AssertionError("the stream of the client that left was never given back")
+            assert (await sdk.responses.retrieve(first_id)).status == "in_progress"
+            events = [event async for event in second]
+            assert events[-1].type == "response.completed" and events[-1].response.output_text == "after"
+            ended = await until_terminal(sdk, first_id)
+    assert ended.status == "completed" and ended.output_text == text
 
 
 async def stack_events(stack: Stack, response_id: str) -> list:
