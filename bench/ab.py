@@ -2,10 +2,12 @@
 from each in turn (its code from a git worktree of the revision), the same scripted backend,
 non-streaming responses, rounds alternating so a drift of the machine falls on both.
 
-    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2]
+    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta]
 
 Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
 at concurrency 10, their throughput and the CPU each cost in `dev` and in its Temporal server.
+With `--first-delta`, instead: `--requests` streamed responses, each timed to its first text
+delta, alternating with the backend alone streaming the same reply (as `bench.run` does).
 Prints each round's figures and, at the end, the median difference (B - A) of each: what a
 change costs a response, beside the whole benchmark's figures that move with the machine.
 """
@@ -18,9 +20,12 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
+import httpx
 import openai
 
 from bench import load
@@ -43,6 +48,45 @@ class Round:
             f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {CONCURRENCY} | CPU per response "
             f"{self.dev_cpu_ms:.2f} ms in dev, {self.temporal_cpu_ms:.2f} ms in Temporal"
         )
+
+
+@dataclass(frozen=True)
+class FirstDeltaRound:
+    """One revision's first text deltas in one round (p50s)."""
+
+    backend_ms: float
+    through_dev_ms: float
+    over_backend_ms: float
+
+    def __str__(self) -> str:
+        return (
+            f"first delta {self.through_dev_ms:.2f} ms through dev, {self.backend_ms:.2f} ms from the backend "
+            f"alone: +{self.over_backend_ms:.2f} ms"
+        )
+
+
+async def _first_delta_round(backend: Backend, code: Path, requests: int) -> FirstDeltaRound:
+    with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
+        dev = Dev.start(data_dir, backend, env={"PYTHONPATH": str(code)})
+        try:
+            async with httpx.AsyncClient(timeout=30) as http:
+                direct = load.first_delta(
+                    http,
+                    f"{backend.base_url}/chat/completions",
+                    {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+                    '"content": "echo',
+                )
+                through = load.first_delta(
+                    http,
+                    f"{dev.url}/v1/responses",
+                    {"model": "bench", "input": "hi", "stream": True},
+                    "response.output_text.delta",
+                )
+                alone, durable = await load.alternating_first_delta(direct, through, requests, max(10, requests // 10))
+            backend_ms, through_ms = statistics.median(alone), statistics.median(durable)
+            return FirstDeltaRound(backend_ms, through_ms, through_ms - backend_ms)
+        finally:
+            dev.stop()
 
 
 async def _round(backend: Backend, code: Path, requests: int) -> Round:
@@ -75,7 +119,11 @@ def main() -> None:
     parser.add_argument("b")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--first-delta", action="store_true", help="time streamed responses to their first delta")
     args = parser.parse_args()
+    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, Round | FirstDeltaRound]] = (
+        _first_delta_round if args.first_delta else _round
+    )
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-trees-") as trees:
         code = {}
         for name in (args.a, args.b):
@@ -83,18 +131,18 @@ def main() -> None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), name], check=True)
             code[name] = tree
         backend = Backend.start(0)
-        figures: dict[str, list[Round]] = {args.a: [], args.b: []}
+        figures: dict[str, list[Round | FirstDeltaRound]] = {args.a: [], args.b: []}
         try:
             for round_ in range(args.rounds):
                 for name in (args.a, args.b):
-                    figures[name].append(asyncio.run(_round(backend, code[name], args.requests)))
+                    figures[name].append(asyncio.run(measure(backend, code[name], args.requests)))
                     print(f"round {round_ + 1}: {name}: {figures[name][-1]}", flush=True)
         finally:
             backend.stop()
             for tree in code.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     print(f"{args.b} - {args.a}, the median of {args.rounds} rounds:")
-    for field in fields(Round):
+    for field in fields(FirstDeltaRound if args.first_delta else Round):
         change = statistics.median(
             getattr(b, field.name) - getattr(a, field.name)
             for a, b in zip(figures[args.a], figures[args.b], strict=True)
