@@ -94,7 +94,7 @@ class Report:
                     name,
                     f"{ms(d50)} / {ms(d95)} / {ms(d99)}",
                     f"{ms(r50)} / {ms(r95)} / {ms(r99)}",
-                    f"+{r50 - d50:.1f} / +{r95 - d95:.1f} / +{r99 - d99:.1f} ms",
+                    f"{r50 - d50:+.1f} / {r95 - d95:+.1f} / {r99 - d99:+.1f} ms",
                     f"{r50 / d50:.2f}x",
                     goal,
                 ]
