@@ -70,18 +70,8 @@ async def _first_delta_round(backend: Backend, code: Path, requests: int) -> Fir
         dev = Dev.start(data_dir, backend, env={"PYTHONPATH": str(code)})
         try:
             async with httpx.AsyncClient(timeout=30) as http:
-                direct = load.first_delta(
-                    http,
-                    f"{backend.base_url}/chat/completions",
-                    {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-                    '"content": "echo',
-                )
-                through = load.first_delta(
-                    http,
-                    f"{dev.url}/v1/responses",
-                    {"model": "bench", "input": "hi", "stream": True},
-                    "response.output_text.delta",
-                )
+                direct = load.backend_first_delta(http, backend.base_url)
+                through = load.response_first_delta(http, f"{dev.url}/v1/responses")
                 alone, durable = await load.alternating_first_delta(direct, through, requests, max(10, requests // 10))
             backend_ms, through_ms = statistics.median(alone), statistics.median(durable)
             return FirstDeltaRound(backend_ms, through_ms, through_ms - backend_ms)

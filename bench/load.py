@@ -73,6 +73,18 @@ def first_delta(http: httpx.AsyncClient, url: str, body: dict[str, Any], marker:
     return call
 
 
+def backend_first_delta(http: httpx.AsyncClient, base_url: str) -> TimedCall:
+    """The backend alone streaming its reply to "hi", timed to the reply's first text."""
+    body = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    return first_delta(http, f"{base_url}/chat/completions", body, '"content": "echo')
+
+
+def response_first_delta(http: httpx.AsyncClient, url: str, model: str = "bench") -> TimedCall:
+    """A streamed response to "hi" created at `url` (a `/responses` route), timed to its
+    first text delta."""
+    return first_delta(http, url, {"model": model, "input": "hi", "stream": True}, "response.output_text.delta")
+
+
 class WebSocketFirstDelta:
     """Calls on one WebSocket connection (WebSocket mode: opened once, reused, as
     `client.responses.connect()` is): each sends a `response.create` and is timed to its

@@ -262,15 +262,8 @@ async def measured(
             warmup,
         )
         figures.first = await load.alternating_first_delta(
-            load.first_delta(
-                http,
-                f"{backend.base_url}/chat/completions",
-                {"model": "bench", "stream": True, "messages": hi},
-                '"content": "echo',
-            ),
-            load.first_delta(
-                http, f"{url}/responses", {"model": model, "input": "hi", "stream": True}, "response.output_text.delta"
-            ),
+            load.backend_first_delta(http, backend.base_url),
+            load.response_first_delta(http, f"{url}/responses", model),
             requests,
             warmup,
         )

@@ -125,18 +125,8 @@ async def run(args: argparse.Namespace) -> str:
             )
 
             # 2. first delta through dev
-            delta_direct = load.first_delta(
-                http,
-                f"{backend.base_url}/chat/completions",
-                {"model": "bench", "stream": True, "messages": hi},
-                '"content": "echo',
-            )
-            delta_dev = load.first_delta(
-                http,
-                f"{dev.url}/v1/responses",
-                {"model": "bench", "input": "hi", "stream": True},
-                "response.output_text.delta",
-            )
+            delta_direct = load.backend_first_delta(http, backend.base_url)
+            delta_dev = load.response_first_delta(http, f"{dev.url}/v1/responses")
             first_direct, first_dev = await load.alternating_first_delta(delta_direct, delta_dev, requests, warmup)
             # 2a. first delta through dev over one WebSocket connection (WebSocket mode)
             delta_socket = load.WebSocketFirstDelta(
@@ -183,12 +173,7 @@ async def run(args: argparse.Namespace) -> str:
 
             # 2b. first delta through serve (another process)
             serve, serve_url = start_serve(dev, backend)
-            delta_serve = load.first_delta(
-                http,
-                f"{serve_url}/v1/responses",
-                {"model": "bench", "input": "hi", "stream": True},
-                "response.output_text.delta",
-            )
+            delta_serve = load.response_first_delta(http, f"{serve_url}/v1/responses")
             serve_direct, serve_first = await load.alternating_first_delta(
                 delta_direct, delta_serve, requests // 2, warmup
             )

@@ -41,7 +41,7 @@ class EventStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.ready is not None:
-            await self.ready()  # a client that leaves meanwhile leaves the start alone: it is not listened to yet
+            await self.ready()  # not yet listening for the client: its leaving must not stop the start
         streaming = asyncio.current_task()
         assert streaming is not None
         ended = False

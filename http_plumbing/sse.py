@@ -2,8 +2,8 @@
 
 The event log wakes a tail when its response has new events (at once for events written
 in this process, at its next poll for others). A tail sends what one read of the log found
-at once, in one chunk. A client that goes away stops only its own
-tail; the response goes on.
+at once, in one chunk. A client that goes away stops only its own tail; the response goes
+on.
 """
 
 from __future__ import annotations
