@@ -31,31 +31,17 @@ HEARD_POLL_FACTOR = 5
 
 
 class Wakeup:
-    """One waiter's wake-up: set by the change it waits for (or by its poll), once."""
+    """One waiter's wake-up: its future is done once a change (or its poll, or its wait's
+    timeout) wakes it. For `asyncio.wait` beside other futures, or awaited alone."""
 
-    __slots__ = ("_set", "future")
+    __slots__ = ("future",)
 
     def __init__(self) -> None:
-        self._set = False
         self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        """Done once woken or given up on: for `asyncio.wait` beside other futures."""
 
-    def set(self) -> None:
-        self._set = True
-        self.expire()
-
-    def is_set(self) -> bool:
-        """Woken by a change (not by a timeout)."""
-        return self._set
-
-    def expire(self) -> None:
-        """Done without a change: its wait timed out."""
+    def wake(self) -> None:
         if not self.future.done():
             self.future.set_result(None)
-
-    async def wait(self) -> None:
-        """Until woken; a task cancelled here cancels only this wake-up."""
-        await self.future
 
 
 class Notifier:
@@ -92,7 +78,7 @@ class Notifier:
 
     def _wake(self, response_id: str) -> None:
         for waiter in self._waiters.get(response_id, ()):
-            waiter.set()
+            waiter.wake()
 
     @staticmethod
     async def wait(waiter: Wakeup, timeout: float) -> float:
@@ -100,7 +86,7 @@ class Notifier:
         loop = asyncio.get_running_loop()
         started = loop.time()
         if not waiter.future.done():
-            expiry = loop.call_later(timeout, waiter.expire)
+            expiry = loop.call_later(timeout, waiter.wake)
             try:
                 await waiter.future
             finally:

@@ -42,10 +42,10 @@ history takes, by its marker or by its memo, is a branch no replay guards), ever
 recorded since the memo carries a baseline there and holds no marker of a patch it folds, and
 those between the first baseline and its memo hold its marker and no folded one. Histories
 recorded before the baseline are kept in `tests/histories/before-baseline-2026-11-27/`,
-those between it and its memo in
-`tests/histories/baseline-marker-2026-11-27/`, those of paths a later patch changed, recorded
-under the first memo, in `tests/histories/memo-baseline-2026-11-27/`, and all replay as long
-as the patches they take do.
+those between it and its memo in `tests/histories/baseline-marker-2026-11-27/`, those of
+paths a later patch changed, recorded under the first memo, in
+`tests/histories/memo-baseline-2026-11-27/`, and all replay as long as the patches they
+take do.
 """
 
 from __future__ import annotations

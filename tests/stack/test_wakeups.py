@@ -33,7 +33,7 @@ async def _two_processes(store: EmptyStore) -> tuple[ResponseRepository, Respons
 
 
 async def _woken(waiter: Wakeup) -> None:
-    await asyncio.wait_for(waiter.wait(), 10)
+    await asyncio.wait_for(waiter.future, 10)
 
 
 async def test_events_written_by_one_process_wake_the_streams_of_another(store: EmptyStore):
@@ -49,7 +49,7 @@ async def test_events_written_by_one_process_wake_the_streams_of_another(store: 
         other = reader.events.notifier.subscribe("resp_b")
         await writer.events.append("resp_a", [{"type": "response.output_text.delta", "delta": "x"}])
         await asyncio.sleep(0.2)
-        assert not other.is_set(), "a wake-up woke the waiters of another response"
+        assert not other.future.done(), "a wake-up woke the waiters of another response"
     finally:
         await writer.db.close()
         await reader.db.close()
