@@ -30,9 +30,9 @@ from demo.lexical_embedder import LEXICAL_MODEL, lexical_vector
 from file_search.embedder import Embedder
 from file_search.library import Library
 from file_search.searching import search
+from models.chunks import Chunk
 from models.ids import new_id
 from models.quotas import ProjectQuotas
-from models.vector_stores import Chunk
 from store import vector_functions
 from store.opening import open_database
 from store.repository import ResponseRepository

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from context.tokens import text_tokens
-from models.vector_stores import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, Chunk
+from models.chunks import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS, Chunk
 
 MAX_GAP = 16
 """Blanks kept between two words: a page of spaces is as far apart as a few."""

@@ -22,8 +22,8 @@ import orjson
 
 from file_search.limits import LIMITS, IngestionLimits
 from file_search.reader_main import job_argument
+from models.chunks import Chunk
 from models.errors import UnreadableFileError
-from models.vector_stores import Chunk
 from sandbox.process import Ended, confined
 
 log = logging.getLogger(__name__)

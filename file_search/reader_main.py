@@ -19,8 +19,8 @@ import orjson
 from file_search.chunking import TooManyChunksError, chunks_of
 from file_search.limits import IngestionLimits
 from file_search.parsing import text_of
+from models.chunks import Chunk
 from models.errors import UnreadableFileError
-from models.vector_stores import Chunk
 from sandbox.limits import ResourceLimits
 
 

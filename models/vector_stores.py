@@ -4,28 +4,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from models.chunks import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from models.file_search import MAX_RESULTS, Attributes, Body, Filters, RankingOptions
 from models.requests import Metadata
-
-DEFAULT_MAX_TOKENS = 800
-DEFAULT_OVERLAP_TOKENS = 400
-MIN_MAX_TOKENS, MAX_MAX_TOKENS = 100, 4096
-"""`chunking_strategy`'s bounds, as OpenAI's: `auto` is `static` with the defaults
-(`file_search/chunking.py` cuts the chunks)."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One piece of a file's text and its tokens (`context/tokens.py`'s estimate)."""
-
-    text: str
-    tokens: int
-
 
 MAX_FILES_AT_ONCE = 500
 """File ids one request may name (`file_ids` of a vector store or a batch), as with OpenAI."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.vector_stores import Chunk
+from models.chunks import Chunk
 from store.database import Database
 from store.vector_bytes import to_bytes
 

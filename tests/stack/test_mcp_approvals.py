@@ -211,11 +211,13 @@ async def test_an_approval_wait_times_out_into_an_open_request(
             )
             timed_out = await until_terminal(client, created.id)
             assert timed_out.status == "completed" and timed_out.output[-1].type == "mcp_approval_request"
-            # The inbox lists it among requests of ended responses, asked when the wait began.
+            # The inbox lists it among requests of ended responses, asked when the wait began: at
+            # least the wait's second before the response ended (both are whole seconds, rounded down).
             async with stack.http() as http:
                 listed = (await http.get("/v1/approvals")).json()["data"]
             (entry,) = [entry for entry in listed if entry["id"] == timed_out.output[-1].id]
-            assert entry["decision_applies"] == "on_follow_up" and entry["created_at"] <= timed_out.created_at + 1
+            assert entry["decision_applies"] == "on_follow_up"
+            assert timed_out.created_at <= entry["created_at"] <= timed_out.completed_at - 1
             # The request stays open: a follow-up response can still answer it.
             later = await client.responses.create(
                 model=model,
