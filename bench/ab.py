@@ -2,12 +2,16 @@
 from each in turn (its code from a git worktree of the revision), the same scripted backend,
 non-streaming responses, rounds alternating so a drift of the machine falls on both.
 
-    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta]
+    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta | --relay [--words 100000]]
 
 Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
 at concurrency 10, their throughput and the CPU each cost in `dev` and in its Temporal server.
 With `--first-delta`, instead: `--requests` streamed responses, each timed to its first text
 delta, alternating with the backend alone streaming the same reply (as `bench.run` does).
+With `--relay`, instead: one stream of `--words` words, a word a chunk, three times through
+`dev` and three times from the backend alone, alternating (`bench/relay.py`): the median words
+a second of each, and their ratio (a `dev` of the same code moves it by ±15 points: give it
+rounds).
 Prints each round's figures and, at the end, the median difference (B - A) of each: what a
 change costs a response, beside the whole benchmark's figures that move with the machine.
 """
@@ -28,7 +32,7 @@ from typing import Any
 import httpx
 import openai
 
-from bench import load
+from bench import load, relay
 from bench.processes import ROOT, Backend, Dev, dev_cpu
 
 CONCURRENCY = 10
@@ -63,6 +67,26 @@ class FirstDeltaRound:
             f"first delta {self.through_dev_ms:.2f} ms through dev, {self.backend_ms:.2f} ms from the backend "
             f"alone: +{self.over_backend_ms:.2f} ms"
         )
+
+
+@dataclass(frozen=True)
+class RelayRound:
+    """One revision's relay of one long stream in one round (medians of three streams)."""
+
+    backend_words_per_second: float
+    through_dev_words_per_second: float
+    ratio: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.through_dev_words_per_second:,.0f} words/s through dev, "
+            f"{self.backend_words_per_second:,.0f} from the backend alone: {self.ratio:.0%}"
+        )
+
+
+async def _relay_round(backend: Backend, code: Path, words: int) -> RelayRound:
+    direct, relayed = await asyncio.to_thread(relay.measure, words, 3, backend, {"PYTHONPATH": str(code)})
+    return RelayRound(direct, relayed, relayed / direct)
 
 
 async def _first_delta_round(backend: Backend, code: Path, requests: int) -> FirstDeltaRound:
@@ -109,11 +133,18 @@ def main() -> None:
     parser.add_argument("b")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--first-delta", action="store_true", help="time streamed responses to their first delta")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--first-delta", action="store_true", help="time streamed responses to their first delta")
+    modes.add_argument("--relay", action="store_true", help="words a second of one long stream")
+    parser.add_argument("--words", type=int, default=100_000, help="the relay's stream, in words (with --relay)")
     args = parser.parse_args()
-    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, Round | FirstDeltaRound]] = (
-        _first_delta_round if args.first_delta else _round
-    )
+    kind: type[Round | FirstDeltaRound | RelayRound] = Round
+    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, Round | FirstDeltaRound | RelayRound]] = _round
+    size = args.requests
+    if args.relay:
+        kind, measure, size = RelayRound, _relay_round, args.words
+    elif args.first_delta:
+        kind, measure = FirstDeltaRound, _first_delta_round
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-trees-") as trees:
         code = {}
         for name in (args.a, args.b):
@@ -121,18 +152,18 @@ def main() -> None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), name], check=True)
             code[name] = tree
         backend = Backend.start(0)
-        figures: dict[str, list[Round | FirstDeltaRound]] = {args.a: [], args.b: []}
+        figures: dict[str, list[Round | FirstDeltaRound | RelayRound]] = {args.a: [], args.b: []}
         try:
             for round_ in range(args.rounds):
                 for name in (args.a, args.b):
-                    figures[name].append(asyncio.run(measure(backend, code[name], args.requests)))
+                    figures[name].append(asyncio.run(measure(backend, code[name], size)))
                     print(f"round {round_ + 1}: {name}: {figures[name][-1]}", flush=True)
         finally:
             backend.stop()
             for tree in code.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     print(f"{args.b} - {args.a}, the median of {args.rounds} rounds:")
-    for field in fields(FirstDeltaRound if args.first_delta else Round):
+    for field in fields(kind):
         change = statistics.median(
             getattr(b, field.name) - getattr(a, field.name)
             for a, b in zip(figures[args.a], figures[args.b], strict=True)

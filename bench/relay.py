@@ -48,15 +48,18 @@ def _relayed(dev: Dev, words: int) -> float:
     return words / (time.perf_counter() - began)
 
 
-def measure(words: int = 100_000, rounds: int = 3, backend: Backend | None = None) -> tuple[float, float]:
-    """(backend alone, through `dev`): median words a second of one stream."""
+def measure(
+    words: int = 100_000, rounds: int = 3, backend: Backend | None = None, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """(backend alone, through `dev`): median words a second of one stream. `env`: more of
+    `dev`'s environment (`bench/ab.py` runs another revision's code with `PYTHONPATH`)."""
     own = backend is None
     backend = backend or Backend.start(0)
     reply = {"text": "word " * words, "chunk_chars": 5}
     direct, relayed = [], []
     try:
         with tempfile.TemporaryDirectory(prefix="dr-bench-relay-") as data_dir:
-            dev = Dev.start(data_dir, backend)
+            dev = Dev.start(data_dir, backend, env=env)
             try:
                 for _ in range(rounds):
                     backend.script("relay", [reply])
