@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -126,9 +128,6 @@ async def test_a_reader_killed_from_outside_is_worth_another_try():
 def test_a_reader_imports_only_what_reading_needs():
     """Each file pays its reader's start: the request models (pydantic, 0.16 s of a 0.2 s start
     when the reader imported them) stay out of it."""
-    import subprocess
-    import sys
-
     listed = subprocess.run(
         [sys.executable, "-c", "import sys, file_search.reader_main; print(' '.join(sys.modules))"],
         capture_output=True,
