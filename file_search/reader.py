@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 
 import orjson
@@ -24,6 +23,7 @@ from file_search.limits import LIMITS, IngestionLimits
 from file_search.reader_main import job_argument
 from models.chunks import Chunk
 from models.errors import UnreadableFileError
+from sandbox.own_modules import module_command
 from sandbox.process import Ended, confined
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ async def read_chunks(
 ) -> AsyncGenerator[list[Chunk], None]:
     """The file's chunks, in batches of up to `BATCH`, in order. Close the iterator (or leave
     `contextlib.aclosing`) to stop early: the process is killed."""
-    argv = [sys.executable, "-m", "file_search.reader_main", job_argument(filename, max_tokens, overlap_tokens, limits)]
+    argv = module_command("file_search.reader_main", job_argument(filename, max_tokens, overlap_tokens, limits))
     made: int | None = None
     batch: list[Chunk] = []
     async with confined(argv, limits.reader) as process:

@@ -38,6 +38,7 @@ from sandbox import bubblewrap
 from sandbox.cgroups import Cgroup, CgroupLimits, Cgroups, CgroupUnavailable
 from sandbox.interpreter import Interpreters
 from sandbox.limits import ResourceLimits
+from sandbox.own_modules import module_command
 from sandbox.runs import Run, RunSpec
 
 log = logging.getLogger(__name__)
@@ -154,12 +155,7 @@ class ContainerHost:
         if _proxy_alive(home / "egress-proxy.pid", socket_path):
             return
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "sandbox.egress_proxy",
-            str(socket_path),
-            ",".join(domains),
-            self.egress_allowlist,
+            *module_command("sandbox.egress_proxy", str(socket_path), ",".join(domains), self.egress_allowlist),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=(home / "egress-proxy.log").open("ab"),

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 from sandbox.files import read_from
 from sandbox.limits import ResourceLimits
+from sandbox.own_modules import module_command
 
 POLL_SECONDS = 0.05
 STREAMS = ("stdout", "stderr")
@@ -83,10 +83,7 @@ class Run:
         with os.fdopen(fd, "w") as file:
             file.write(json.dumps(payload))
         launcher = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "sandbox.launcher",
-            str(self.directory),
+            *module_command("sandbox.launcher", str(self.directory)),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

@@ -137,3 +137,14 @@ def test_a_reader_imports_only_what_reading_needs():
     heavy = [name for name in listed if name.split(".")[0] in ("pydantic", "pydantic_core", "openai", "temporalio")]
     assert heavy == []
     assert "models.vector_stores" not in listed
+
+
+async def test_a_reader_runs_this_code_whatever_the_working_directory_holds(tmp_path, monkeypatch):
+    """Started from a directory that holds a package of the same name (another checkout, say),
+    the reader is still this process's."""
+    decoy = tmp_path / "file_search"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("")
+    (decoy / "reader_main.py").write_text('print(\'["the decoy\\\'s chunk", 3]\')\nprint(\'{"chunks": 1}\')\n')
+    monkeypatch.chdir(tmp_path)
+    assert await read_all("real.txt", b"the real words") == ["the real words"]

@@ -217,8 +217,11 @@ async def test_a_python_under_tmp_is_seen_inside(host: ContainerHost, tmp_path: 
     `mktemp -d`) must not be hidden by the sandbox's own `/tmp`."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    # This project and this process's packages, so the venv's Python can run the host (its
+    # launcher, started with `-P`, finds the project on the path, not in the working directory).
+    root = str(Path(__file__).resolve().parents[2])
     (venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages" / "server.pth").write_text(
-        "\n".join(sys.path[1:]) + "\n"  # this process's packages, so the venv's Python can run the host
+        "\n".join([root, *sys.path[1:]]) + "\n"
     )
     container = container_id()
     await host.prepare(container, LIMITS)
