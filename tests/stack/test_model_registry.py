@@ -158,7 +158,9 @@ async def test_without_a_file_models_are_the_backends_own(temporal_address: str,
 
 
 names = st.one_of(
-    st.sampled_from(["alpha", "beta", "broken", "gamma", "ALPHA", "alpha ", "*", "", "a/b", "%2F"]),
+    st.sampled_from(
+        ["alpha", "beta", "broken", "gamma", "ALPHA", "alpha ", "*", "", "a/b", "%2F", ".", "..", "al.pha"]
+    ),
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=60),
 )
 
@@ -176,6 +178,8 @@ async def test_any_model_name_is_served_or_refused_naming_model_leaving_nothing(
             assert answer.status_code in (400, 404), answer.text
             assert answer.json()["error"]["param"] == "model", answer.text
             assert (await http.get("/v1/responses", params={"limit": 100})).json()["data"] == before
-        looked_up = await http.get(f"/v1/models/{quote(model, safe='')}")
+        # Dots too: a path segment "." or ".." is resolved away by the client (RFC 3986), and
+        # `/v1/models/.` would ask for the list.
+        looked_up = await http.get(f"/v1/models/{quote(model, safe='').replace('.', '%2E')}")
         assert looked_up.status_code == (200 if known else 404), looked_up.text
         assert looked_up.json()["id" if known else "error"], looked_up.text

@@ -145,6 +145,6 @@ async def test_a_reader_runs_this_code_whatever_the_working_directory_holds(tmp_
     decoy = tmp_path / "file_search"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("")
-    (decoy / "reader_main.py").write_text('print(\'["the decoy\\\'s chunk", 3]\')\nprint(\'{"chunks": 1}\')\n')
+    (decoy / "reader_main.py").write_text("print('[\"the decoy\\'s chunk\", 3]')\nprint('{\"chunks\": 1}')\n")
     monkeypatch.chdir(tmp_path)
     assert await read_all("real.txt", b"the real words") == ["the real words"]
