@@ -2,7 +2,7 @@
 from each in turn (its code from a git worktree of the revision), the same scripted backend,
 non-streaming responses, rounds alternating so a drift of the machine falls on both.
 
-    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta | --relay [--words 100000]]
+    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta | --relay [--words 100000] | --ingestion [--files 200]]
 
 Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
 at concurrency 10, their throughput and the CPU each cost in `dev` and in its Temporal server.
@@ -12,6 +12,8 @@ With `--relay`, instead: one stream of `--words` words, a word a chunk, three ti
 `dev` and three times from the backend alone, alternating (`bench/relay.py`): the median words
 a second of each, and their ratio (a `dev` of the same code moves it by ±15 points: give it
 rounds).
+With `--ingestion`, instead: `--files` one-sentence files put in one vector store (embedded by
+the scripted backend): the seconds until the store is completed, and until its first file is.
 Prints each round's figures and, at the end, the median difference (B - A) of each: what a
 change costs a response, beside the whole benchmark's figures that move with the machine.
 """
@@ -22,6 +24,7 @@ import argparse
 import asyncio
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -85,13 +88,47 @@ class RelayRound:
 
 
 async def _relay_round(backend: Backend, code: Path, words: int) -> RelayRound:
-    direct, relayed = await asyncio.to_thread(relay.measure, words, 3, backend, {"PYTHONPATH": str(code)})
+    direct, relayed = await asyncio.to_thread(relay.measure, words, 3, backend, code)
     return RelayRound(direct, relayed, relayed / direct)
+
+
+@dataclass(frozen=True)
+class IngestionRound:
+    """One revision's ingestion of many small files in one round."""
+
+    seconds: float
+    first_file_seconds: float
+
+    def __str__(self) -> str:
+        return f"completed in {self.seconds:.1f} s, its first file in {self.first_file_seconds:.1f} s"
+
+
+async def _ingestion_round(backend: Backend, code: Path, files: int) -> IngestionRound:
+    with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
+        dev = Dev.start(data_dir, backend, env={"EMBEDDING_MODEL": "bench-embed"}, code=code)
+        try:
+            async with openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="bench", timeout=120) as client:
+                uploaded = [
+                    await client.files.create(
+                        file=(f"note{n}.txt", f"Note {n}: a comet.".encode()), purpose="assistants"
+                    )
+                    for n in range(files)
+                ]
+                began, first = time.monotonic(), None
+                store = await client.vector_stores.create(name="ab", file_ids=[file.id for file in uploaded])
+                while (store := await client.vector_stores.retrieve(store.id)).status != "completed":
+                    if first is None and store.file_counts.completed:
+                        first = time.monotonic() - began
+                    await asyncio.sleep(0.05)
+                seconds = time.monotonic() - began
+            return IngestionRound(seconds, seconds if first is None else first)
+        finally:
+            dev.stop()
 
 
 async def _first_delta_round(backend: Backend, code: Path, requests: int) -> FirstDeltaRound:
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
-        dev = Dev.start(data_dir, backend, env={"PYTHONPATH": str(code)})
+        dev = Dev.start(data_dir, backend, code=code)
         try:
             async with httpx.AsyncClient(timeout=30) as http:
                 direct = load.backend_first_delta(http, backend.base_url)
@@ -105,7 +142,7 @@ async def _first_delta_round(backend: Backend, code: Path, requests: int) -> Fir
 
 async def _round(backend: Backend, code: Path, requests: int) -> Round:
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
-        dev = Dev.start(data_dir, backend, env={"PYTHONPATH": str(code)})
+        dev = Dev.start(data_dir, backend, code=code)
         try:
             client = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="bench", max_retries=0)
             for _ in range(max(10, requests // 10)):
@@ -127,6 +164,9 @@ async def _round(backend: Backend, code: Path, requests: int) -> Round:
             dev.stop()
 
 
+AnyRound = Round | FirstDeltaRound | RelayRound | IngestionRound
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("a")
@@ -136,13 +176,17 @@ def main() -> None:
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--first-delta", action="store_true", help="time streamed responses to their first delta")
     modes.add_argument("--relay", action="store_true", help="words a second of one long stream")
+    modes.add_argument("--ingestion", action="store_true", help="many small files into one vector store")
     parser.add_argument("--words", type=int, default=100_000, help="the relay's stream, in words (with --relay)")
+    parser.add_argument("--files", type=int, default=200, help="files put in the store (with --ingestion)")
     args = parser.parse_args()
-    kind: type[Round | FirstDeltaRound | RelayRound] = Round
-    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, Round | FirstDeltaRound | RelayRound]] = _round
+    kind: type[AnyRound] = Round
+    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, AnyRound]] = _round
     size = args.requests
     if args.relay:
         kind, measure, size = RelayRound, _relay_round, args.words
+    elif args.ingestion:
+        kind, measure, size = IngestionRound, _ingestion_round, args.files
     elif args.first_delta:
         kind, measure = FirstDeltaRound, _first_delta_round
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-trees-") as trees:
@@ -150,9 +194,12 @@ def main() -> None:
         for name in (args.a, args.b):
             tree = Path(trees) / name.replace("/", "_")
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), name], check=True)
+            # Compiled, as an installed package is: a process started for a file or a command
+            # would otherwise compile what it imports every time (PYTHONDONTWRITEBYTECODE).
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True)
             code[name] = tree
         backend = Backend.start(0)
-        figures: dict[str, list[Round | FirstDeltaRound | RelayRound]] = {args.a: [], args.b: []}
+        figures: dict[str, list[AnyRound]] = {args.a: [], args.b: []}
         try:
             for round_ in range(args.rounds):
                 for name in (args.a, args.b):

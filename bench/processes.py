@@ -122,9 +122,15 @@ class Dev:
     data_dir: str
 
     @classmethod
-    def start(cls, data_dir: str, backend: Backend | None, env: dict[str, str] | None = None) -> Dev:
-        """`backend=None`: with no backend configured, so the demo model answers."""
+    def start(
+        cls, data_dir: str, backend: Backend | None, env: dict[str, str] | None = None, code: Path | None = None
+    ) -> Dev:
+        """`backend=None`: with no backend configured, so the demo model answers. `code`: run
+        that checkout's code (a git worktree of another revision, `bench/ab.py`), on the module
+        path and as the working directory, so the processes `dev` starts with `python -m` run
+        it too, whichever revision it is."""
         port, temporal_port = free_port(), free_port()
+        env = (env or {}) | ({"PYTHONPATH": str(code)} if code is not None else {})
         if backend is None:
             environment = {
                 name: value
@@ -154,6 +160,7 @@ class Dev:
             stdout=subprocess.DEVNULL,
             stderr=open(Path(data_dir) / "dev.log", "ab"),
             env=environment,  # noqa: SIM115
+            cwd=code,
         )
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(process, f"{url}/health", "durable-responses dev")

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import httpx
 
@@ -49,17 +50,17 @@ def _relayed(dev: Dev, words: int) -> float:
 
 
 def measure(
-    words: int = 100_000, rounds: int = 3, backend: Backend | None = None, env: dict[str, str] | None = None
+    words: int = 100_000, rounds: int = 3, backend: Backend | None = None, code: Path | None = None
 ) -> tuple[float, float]:
-    """(backend alone, through `dev`): median words a second of one stream. `env`: more of
-    `dev`'s environment (`bench/ab.py` runs another revision's code with `PYTHONPATH`)."""
+    """(backend alone, through `dev`): median words a second of one stream. `code`: another
+    revision's checkout for `dev` to run (`bench/ab.py`)."""
     own = backend is None
     backend = backend or Backend.start(0)
     reply = {"text": "word " * words, "chunk_chars": 5}
     direct, relayed = [], []
     try:
         with tempfile.TemporaryDirectory(prefix="dr-bench-relay-") as data_dir:
-            dev = Dev.start(data_dir, backend, env=env)
+            dev = Dev.start(data_dir, backend, code=code)
             try:
                 for _ in range(rounds):
                     backend.script("relay", [reply])
