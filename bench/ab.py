@@ -165,6 +165,13 @@ async def _round(backend: Backend, code: Path, requests: int) -> Round:
 
 
 AnyRound = Round | FirstDeltaRound | RelayRound | IngestionRound
+MEASURES: dict[str, Callable[[Backend, Path, int], Coroutine[Any, Any, AnyRound]]] = {
+    "requests": _round,
+    "first_delta": _first_delta_round,
+    "relay": _relay_round,
+    "ingestion": _ingestion_round,
+}
+"""Each mode's round, given the revision's code and its size (requests, words or files)."""
 
 
 def main() -> None:
@@ -180,15 +187,8 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=100_000, help="the relay's stream, in words (with --relay)")
     parser.add_argument("--files", type=int, default=200, help="files put in the store (with --ingestion)")
     args = parser.parse_args()
-    kind: type[AnyRound] = Round
-    measure: Callable[[Backend, Path, int], Coroutine[Any, Any, AnyRound]] = _round
-    size = args.requests
-    if args.relay:
-        kind, measure, size = RelayRound, _relay_round, args.words
-    elif args.ingestion:
-        kind, measure, size = IngestionRound, _ingestion_round, args.files
-    elif args.first_delta:
-        kind, measure = FirstDeltaRound, _first_delta_round
+    mode = next((mode for mode in ("first_delta", "relay", "ingestion") if getattr(args, mode)), "requests")
+    measure, size = MEASURES[mode], {"relay": args.words, "ingestion": args.files}.get(mode, args.requests)
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-trees-") as trees:
         code = {}
         for name in (args.a, args.b):
@@ -210,7 +210,7 @@ def main() -> None:
             for tree in code.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     print(f"{args.b} - {args.a}, the median of {args.rounds} rounds:")
-    for field in fields(kind):
+    for field in fields(figures[args.a][0]):
         change = statistics.median(
             getattr(b, field.name) - getattr(a, field.name)
             for a, b in zip(figures[args.a], figures[args.b], strict=True)

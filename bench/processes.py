@@ -137,12 +137,12 @@ class Dev:
                 for name, value in os.environ.items()
                 if name not in ("INFERENCE_BASE_URL", "INFERENCE_API_KEY", "OPENAI_API_KEY")
             }
-            environment |= {"LOG_LEVEL": "WARNING"} | (env or {})
+            environment |= {"LOG_LEVEL": "WARNING"} | env
         else:
             environment = (
                 os.environ
                 | {"INFERENCE_BASE_URL": backend.base_url, "INFERENCE_API_KEY": "bench", "LOG_LEVEL": "WARNING"}
-                | (env or {})
+                | env
             )
         process = subprocess.Popen(
             [
