@@ -23,7 +23,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.scripted_backend import ScriptedBackend
 from tests.support.stack import STORE_KINDS, EmptyStore, Stack, empty_store, running_stack
 from tests.support.webhook_receiver import Receiver
-from worker.dev import temporal_binary
+from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
 
 
 @pytest.fixture(scope="session")
@@ -90,14 +90,10 @@ async def temporal_env(temporal_db: Path) -> AsyncIterator[WorkflowEnvironment]:
             "journal_mode=wal",
             "--sqlite-pragma",
             "synchronous=normal",
-            # A closed workflow's history is deleted once its queue's ack level has
-            # moved past it, which the server records every 30 s by default.
-            "--dynamic-config-value",
-            'history.transferProcessorUpdateAckInterval="1s"',
-            # As `durable-responses dev` sets it: a start through the task queue
-            # is not held up to 50 ms by the transfer queue's polling.
-            "--dynamic-config-value",
-            "history.transferProcessorMaxPollRPS=1000",
+            # As `durable-responses dev` configures its server; and a closed workflow's history
+            # is deleted once its queue's ack level has moved past it, which the server records
+            # every 30 s by default.
+            *dynamic_config_arguments(DEV_SERVER_CONFIG | {"history.transferProcessorUpdateAckInterval": '"1s"'}),
         ],
         ui=False,
         search_attributes=SEARCH_ATTRIBUTES,

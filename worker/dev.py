@@ -61,6 +61,25 @@ def _die_with_parent() -> None:
         pass
 
 
+DEV_SERVER_CONFIG: dict[str, str] = {
+    # The transfer queue reads new tasks at most 20 times a second by default: a workflow
+    # started through its task queue (by `serve`, or a retried start) waited up to 50 ms.
+    "history.transferProcessorMaxPollRPS": "1000",
+    # A task queue has four partitions by default, each kept loaded (its readers, leases and
+    # timers) while any worker polls it, for matching spread over many hosts. One process has
+    # no use for them: with one, a server whose workers come and go (`python -m
+    # bench.task_queues`: 60 times five workers on queues of their own) spent 6.0 s of CPU
+    # instead of 8.7, and 1.1 s instead of 2.1 in the idle half-minute after.
+    "matching.numTaskqueueReadPartitions": "1",
+    "matching.numTaskqueueWritePartitions": "1",
+}
+"""The dynamic config `dev` gives its Temporal server (the tests' server takes the same)."""
+
+
+def dynamic_config_arguments(config: dict[str, str]) -> list[str]:
+    return [argument for key, value in config.items() for argument in ("--dynamic-config-value", f"{key}={value}")]
+
+
 def start_temporal(
     data_dir: Path, port: int, ui_port: int, codec_endpoint: str | None = None
 ) -> subprocess.Popen[bytes]:
@@ -85,10 +104,7 @@ def start_temporal(
         "synchronous=normal",
         "--log-level",
         "warn",
-        # The transfer queue reads new tasks at most 20 times a second by default: a workflow
-        # started through its task queue (by `serve`, or a retried start) waited up to 50 ms.
-        "--dynamic-config-value",
-        "history.transferProcessorMaxPollRPS=1000",
+        *dynamic_config_arguments(DEV_SERVER_CONFIG),
         # What the Temporal UI and `temporal workflow list --query` filter responses on.
         *(argument for key in SEARCH_ATTRIBUTES for argument in ("--search-attribute", f"{key.name}=Keyword")),
     ]
