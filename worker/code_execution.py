@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
-from temporalio.worker import Worker, WorkerDeploymentConfig
+from temporalio.worker import Worker
 
 from activities.code_execution import CodeExecutionActivities
 from activities.container_work import ContainerWork
@@ -37,6 +37,7 @@ from store.containers import Containers
 from store.repository import ResponseRepository
 from worker.housekeeping import keep_house
 from worker.settings import Settings
+from worker.versioning import WorkerVersioning
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ async def code_execution(
     repository: ResponseRepository,
     *,
     grace: timedelta,
-    deployment_config: WorkerDeploymentConfig | None,
+    versioning: WorkerVersioning,
 ) -> AsyncIterator[list[Worker]]:
     """This host's workers for code, and its chores while they run (none when this server
     runs no code)."""
@@ -154,14 +155,14 @@ async def code_execution(
         Worker(
             client,
             task_queue=execution.sandbox_task_queue,
-            deployment_config=deployment_config,
+            **versioning,
             activities=[activities.place_container, activities.container_lost],
             graceful_shutdown_timeout=grace,
         ),
         Worker(
             client,
             task_queue=execution.host_task_queue(this_host),
-            deployment_config=deployment_config,
+            **versioning,
             activities=[activities.run_code, shells.run_shell],
             max_concurrent_activities=MAX_CONCURRENT_COMMANDS,
             graceful_shutdown_timeout=grace,

@@ -49,7 +49,7 @@ from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
 from worker.shutdown import Shutdown
-from worker.versioning import deployment_config, make_current_if_first
+from worker.versioning import make_current_if_first, worker_versioning
 from worker.webhooks import LEASE as DISPATCHER_LEASE
 from worker.webhooks import ROUND_SECONDS, WebhookDispatcher
 from workflows.ingestion import FileIngestionWorkflow
@@ -295,13 +295,13 @@ async def build_worker(
         repository.webhook_outbox, webhooks.deliver_webhook, concurrency=settings.webhook_concurrent_deliveries
     )
     grace = timedelta(seconds=grace_seconds)
-    versioned = deployment_config(
+    versioning = worker_versioning(
         settings.worker_deployment_name, settings.worker_build_id, settings.worker_versioning_behavior
     )
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        deployment_config=versioned,
+        **versioning,
         # The side queues' work is registered here too, for responses that started before
         # those queues existed (their calls and deliveries are scheduled on this queue).
         workflows=[ResponseWorkflow, WebhookDeliveryWorkflow],
@@ -331,7 +331,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["mcp_task_queue"],
-            deployment_config=versioned,
+            **versioning,
             activities=[mcp.call_mcp_tool, searching.web_search],
             max_concurrent_activities=settings.mcp_concurrent_calls,
             graceful_shutdown_timeout=grace,
@@ -339,7 +339,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=ingestion_task_queue(settings.task_queue),
-            deployment_config=versioned,
+            **versioning,
             workflows=[FileIngestionWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[
@@ -355,7 +355,7 @@ async def build_worker(
         Worker(
             client,
             task_queue=queues["webhook_task_queue"],
-            deployment_config=versioned,
+            **versioning,
             workflows=[WebhookDeliveryWorkflow],
             workflow_runner=WORKFLOW_RUNNER,
             activities=[webhooks.deliver_webhook],
@@ -367,15 +367,15 @@ async def build_worker(
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
-    running_code = code_execution(client, settings, repository, grace=grace, deployment_config=versioned)
+    running_code = code_execution(client, settings, repository, grace=grace, versioning=versioning)
     side_workers += await running_code.__aenter__()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.
         await worker.__aenter__()
         for side in side_workers:
             await side.__aenter__()
-        if versioned is not None:  # its first version is current from the start; later ones are promoted
-            await make_current_if_first(client, versioned)
+        if "deployment_config" in versioning:  # its first version is current from the start; later ones are promoted
+            await make_current_if_first(client, versioning["deployment_config"])
         present = asyncio.create_task(keep_present(repository.workers, settings.task_queue, stopping))
         await repository.db.wakeups.hear()  # an event put by another process wakes the dispatcher
         dispatching = asyncio.create_task(

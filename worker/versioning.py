@@ -30,7 +30,7 @@ import hashlib
 import importlib.metadata
 import logging
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
@@ -70,14 +70,26 @@ def build_id() -> str:
     return f"{version}+{digest.hexdigest()[:12]}"
 
 
-def deployment_config(name: str | None, build: str | None, behavior: Behavior) -> WorkerDeploymentConfig | None:
-    """What each worker of the process polls as, or None when versioning is off."""
+class WorkerVersioning(TypedDict, total=False):
+    """What each of the process's Temporal workers is given (`Worker(..., **versioning)`)."""
+
+    deployment_config: WorkerDeploymentConfig
+    """With versioning on: the version every worker of the process polls as."""
+    build_id: str
+    """With versioning off: only its build id. Without one, Temporal's SDK derives one by
+    hashing the code of every module loaded, a quarter of a second of each worker process's
+    start."""
+
+
+def worker_versioning(name: str | None, build: str | None, behavior: Behavior) -> WorkerVersioning:
     if not name:
-        return None
-    return WorkerDeploymentConfig(
-        version=WorkerDeploymentVersion(deployment_name=name, build_id=build or build_id()),
-        use_worker_versioning=True,
-        default_versioning_behavior=BEHAVIORS[behavior],
+        return WorkerVersioning(build_id=build or build_id())
+    return WorkerVersioning(
+        deployment_config=WorkerDeploymentConfig(
+            version=WorkerDeploymentVersion(deployment_name=name, build_id=build or build_id()),
+            use_worker_versioning=True,
+            default_versioning_behavior=BEHAVIORS[behavior],
+        )
     )
 
 
