@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -25,9 +27,9 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from bench.processes import cpu_seconds, free_port
-from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
 
 QUEUES_PER_STACK = ("", "-mcp", "-ingestion", "-webhooks", "-sandbox")
+PARTITION_SETTINGS = ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions")
 IDLE_SECONDS = 30.0
 
 
@@ -61,13 +63,11 @@ async def _churn(client: Client, stacks: int) -> None:
 
 async def measure(partitions: int | None, stacks: int, directory: Path) -> tuple[float, float, float]:
     """(CPU seconds of the churn, its wall seconds, CPU seconds of the idle half-minute after)."""
-    config = {key: value for key, value in DEV_SERVER_CONFIG.items() if "Partitions" not in key}
-    if partitions is not None:
-        config |= {key: str(partitions) for key in DEV_SERVER_CONFIG if "Partitions" in key}
+    settings = [] if partitions is None else [f"{key}={partitions}" for key in PARTITION_SETTINGS]
     port = free_port()
     server = subprocess.Popen(
         [
-            temporal_binary(),
+            shutil.which("temporal", path=str(Path(sys.executable).parent)) or "temporal",
             "server",
             "start-dev",
             "--headless",
@@ -79,7 +79,7 @@ async def measure(partitions: int | None, stacks: int, directory: Path) -> tuple
             "error",
             "--db-filename",
             str(directory / f"temporal-{partitions}.db"),
-            *dynamic_config_arguments(config),
+            *(argument for setting in settings for argument in ("--dynamic-config-value", setting)),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
