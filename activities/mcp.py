@@ -17,23 +17,21 @@ servers that deduplicate.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import sys
 import time
 import typing
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
-import mcp_types
-from mcp import Client
-from mcp_types import RequestParamsMeta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from access.egress import EgressPolicy
 from activities.cancel_watch import unless_cancelled
-from activities.mcp_client import MAX_RESULT_BYTES, connected, content_json, listed_tool, output_text
 from models import activity_names, history_budget
 from models.activity_io import (
     CallMcpToolInput,
@@ -72,8 +70,15 @@ from store.parked import ParkedFields
 from telemetry import metrics
 from telemetry.tracing import mcp_span
 
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+
 T = TypeVar("T")
 
+CLIENT_MODULE = "activities.mcp_client"
+"""Our MCP client, and with it the MCP SDK: a third of what a worker imports, and only a worker
+that talks to an MCP server needs it."""
 INVALID_PARAMS = -32602
 MAX_LISTED_TOOLS = 1000
 """Tools one MCP server may list (before `allowed_tools` chooses among them)."""
@@ -81,6 +86,14 @@ MAX_LIST_PAGES = 100
 """Pages of a `tools/list` this server follows `nextCursor` through."""
 IDEMPOTENCY_KEY = "durable-responses/idempotency-key"
 """The `_meta` entry of a `tools/call` request that names the call, the same on every attempt."""
+
+
+async def load_mcp_client() -> None:
+    """Import `activities.mcp_client` the first time this process talks to an MCP server, in a
+    thread, so the event loop goes on serving while the SDK loads. After it, importing from it
+    is a lookup."""
+    if CLIENT_MODULE not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, CLIENT_MODULE)
 
 
 class McpActivities:
@@ -92,7 +105,7 @@ class McpActivities:
         cancels: CancelRequests,
         dispatches: ToolDispatches,
         mcp_secrets: McpSecretsStore,
-        max_result_bytes: int = MAX_RESULT_BYTES,
+        max_result_bytes: int,
         egress: EgressPolicy = EgressPolicy(),
     ) -> None:
         self.egress = egress
@@ -115,6 +128,9 @@ class McpActivities:
         headers = await self._headers(request.response_id, tool.server_label)
         began = time.perf_counter()
         try:
+            await load_mcp_client()
+            from activities.mcp_client import connected, listed_tool
+
             with mcp_span("tools/list", None, urlsplit(tool.server_url or "").netloc):
                 async with connected(
                     tool.server_label,
@@ -211,6 +227,9 @@ class McpActivities:
         headers = await self._headers(response_id, call.server_label)
         sent = False
 
+        await load_mcp_client()
+        from activities.mcp_client import connected, content_json, output_text
+
         async def calling(vitals: _Vitals) -> mcp_types.CallToolResult:
             nonlocal sent
             async with connected(
@@ -229,7 +248,7 @@ class McpActivities:
                     call.name,
                     arguments,
                     progress_callback=vitals.progressed,
-                    meta=typing.cast(RequestParamsMeta, {IDEMPOTENCY_KEY: call.id}),
+                    meta=typing.cast("mcp_types.RequestParamsMeta", {IDEMPOTENCY_KEY: call.id}),
                 )
 
         began = time.perf_counter()

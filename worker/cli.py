@@ -314,7 +314,6 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from worker.dev import run_dev
     from worker.roles import run_api, run_worker
 
     shutdown = Shutdown()
@@ -325,6 +324,8 @@ async def _run(args: argparse.Namespace) -> int:
     role: Coroutine[Any, Any, Any]
     match args.command:
         case "dev":
+            from worker.dev import run_dev  # with dev's demo MCP server: the other roles need neither
+
             role = run_dev(
                 args.host,
                 args.port,

@@ -5,6 +5,8 @@ parallel calls, tool errors, an unreachable server, headers reaching the server.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -340,3 +342,17 @@ async def test_calls_beyond_max_tool_calls_are_not_run(
     assert {f"{model}-a", f"{model}-b"} <= cities and f"{model}-c" not in cities
     assert "at most 2 tool calls" in backend.requests(model)[2]["messages"][-1]["content"]
     assert response.output_text == "that is all I may do"
+
+
+def test_the_mcp_sdk_is_loaded_only_by_a_process_that_talks_to_mcp():
+    """A third of what a worker imports is the MCP SDK: `worker` and `serve` start without it
+    (`activities/mcp.py` loads it at the first MCP call; the tests above make calls through
+    it), and only `dev` loads it at start, for its demo tools."""
+
+    def loaded(*modules: str) -> set[str]:
+        code = f"import sys, {', '.join(modules)}; print(' '.join(sys.modules))"
+        listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        return {name.split(".")[0] for name in listed.split()}
+
+    assert not loaded("worker.cli", "worker.roles", "worker.temporal") & {"mcp", "mcp_types"}
+    assert {"mcp", "mcp_types"} <= loaded("worker.dev")
