@@ -9,7 +9,6 @@ from __future__ import annotations
 import compileall
 import dataclasses
 import os
-import tomllib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.visibility import SEARCH_ATTRIBUTES
 from telemetry.logs import install_filters
+from tests.support.house import ROOT, folders
 from tests.support.mcp_servers import McpTestServer
 from tests.support.postgres import PostgresServer
 from tests.support.scripted_backend import ScriptedBackend
@@ -151,10 +151,8 @@ def compile_the_project() -> None:
     the CLI, file readers. An editable install leaves its modules uncompiled, and where
     `PYTHONDONTWRITEBYTECODE` is set (CI's container sets it) every one of those processes
     compiled them again: 0.45 s of CPU of each worker's start."""
-    root = Path(__file__).resolve().parent.parent
-    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    for folder in {package.split(".")[0] for package in packages} | {"tests", "bench"}:
-        compileall.compile_dir(root / folder, quiet=1)
+    for folder in [*folders(), "tests"]:
+        compileall.compile_dir(ROOT / folder, quiet=1)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,6 +26,7 @@ each new version (`temporal worker deployment set-current-version`, or ramps it)
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib.metadata
 import logging
@@ -57,8 +58,10 @@ REGISTRATION_SECONDS = 30.0
 worker has polled) before it makes it current."""
 
 
+@functools.cache
 def build_id() -> str:
-    """The package's version and a digest of the workflow code."""
+    """The package's version and a digest of the workflow code (read once: every stack a
+    process builds asks)."""
     digest = hashlib.sha256()
     for folder in WORKFLOW_CODE:
         for path in sorted((ROOT / folder).glob("*.py")):

@@ -5,8 +5,6 @@ parallel calls, tool errors, an unreachable server, headers reaching the server.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import openai
 import pytest
 
 from tests.support import store_probe
+from tests.support.house import modules_loaded_by
 from tests.support.mcp_servers import McpTestServer
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
@@ -349,11 +348,6 @@ def test_the_mcp_sdk_is_loaded_only_by_a_process_that_talks_to_mcp():
     `worker` and `serve` start without it (`activities/mcp.py` loads it at the first MCP call;
     the tests above make calls through it), and only `dev` loads it at start, for its demo
     tools."""
-
-    def loaded(*modules: str) -> set[str]:
-        code = f"import sys, {', '.join(modules)}; print(' '.join(sys.modules))"
-        listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-        return {name.split(".")[0] for name in listed.split()}
-
-    assert not loaded("worker.cli", "worker.roles", "worker.temporal") & {"mcp", "mcp_types"}
-    assert {"mcp", "mcp_types"} <= loaded("worker.dev")
+    sdk = {"mcp", "mcp_types"}
+    assert not sdk & modules_loaded_by("worker.cli", "worker.roles", "worker.temporal")
+    assert sdk <= modules_loaded_by("worker.dev")

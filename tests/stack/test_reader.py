@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -18,6 +16,7 @@ from file_search.limits import LIMITS
 from file_search.reader import read_chunks
 from models.errors import UnreadableFileError
 from sandbox.limits import ResourceLimits
+from tests.support.house import modules_loaded_by
 from tests.support.waiting import eventually
 
 
@@ -128,12 +127,7 @@ async def test_a_reader_killed_from_outside_is_worth_another_try():
 def test_a_reader_imports_only_what_reading_needs():
     """Each file pays its reader's start: the request models (pydantic, 0.16 s of a 0.2 s start
     when the reader imported them) stay out of it."""
-    listed = subprocess.run(
-        [sys.executable, "-c", "import sys, file_search.reader_main; print(' '.join(sys.modules))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    listed = modules_loaded_by("file_search.reader_main")
     heavy = [name for name in listed if name.split(".")[0] in ("pydantic", "pydantic_core", "openai", "temporalio")]
     assert heavy == []
     assert "models.vector_stores" not in listed

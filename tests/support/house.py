@@ -5,6 +5,8 @@ functions too; nothing run)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import tomllib
 from collections import defaultdict
 from functools import cache
@@ -22,6 +24,13 @@ def packages() -> list[str]:
 def folders() -> list[str]:
     """The house's top-level packages: those installed and the benchmarks (`bench/`)."""
     return sorted(path.parent.name for path in ROOT.glob("*/__init__.py") if path.parent.name != "tests")
+
+
+def modules_loaded_by(*modules: str) -> set[str]:
+    """Every module a fresh interpreter holds once it has imported `modules` (run, not read)."""
+    code = f"import sys, {', '.join(modules)}; print(' '.join(sys.modules))"
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(listed.split())
 
 
 @cache
