@@ -22,13 +22,16 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models.errors import StartupError
 from telemetry.logs import configure_logging, say
 from telemetry.tracing import configure_tracing
-from worker.settings import DEFAULT_TASK_QUEUE, Settings
+from worker.defaults import DEFAULT_TASK_QUEUE, database_url_from_env
 from worker.shutdown import Shutdown
+
+if TYPE_CHECKING:  # the whole configuration is imported by the roles that run, not by `keys`
+    from worker.settings import Settings
 
 log = logging.getLogger("durable_responses")
 
@@ -123,7 +126,7 @@ def _add_store_options(parser: argparse.ArgumentParser) -> None:
 def _store_url(args: argparse.Namespace) -> str:
     if args.data_dir is not None:
         return f"sqlite:///{Path(args.data_dir).resolve() / 'responses.db'}"
-    return args.database_url or Settings.from_env().database_url
+    return args.database_url or database_url_from_env()
 
 
 def _add_open_option(parser: argparse.ArgumentParser) -> None:
@@ -304,6 +307,8 @@ def _keys(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from worker.settings import Settings
+
     return Settings.from_env(
         temporal_address=args.temporal_address,
         namespace=args.namespace,
@@ -315,6 +320,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 async def _run(args: argparse.Namespace) -> int:
     from worker.roles import run_api, run_worker
+    from worker.settings import Settings
 
     shutdown = Shutdown()
     grace_seconds = Settings.from_env().shutdown_grace_seconds

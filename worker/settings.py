@@ -32,8 +32,8 @@ from web_search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, Search
 from web_search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from websocket_mode.settings import WebSocketSettings
 from worker.data_converter import data_converter
+from worker.defaults import DEFAULT_DATABASE_URL, DEFAULT_TASK_QUEUE
 
-DEFAULT_TASK_QUEUE = "durable-responses"
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
 
 
@@ -79,7 +79,7 @@ class Settings(BaseModel):
     """Whether the Temporal client configuration (temporalio.envconfig: `TEMPORAL_*`
     variables and profiles, with TLS and API keys) applies; `dev` uses its own server only."""
     task_queue: str = DEFAULT_TASK_QUEUE
-    database_url: str = "sqlite:///./.durable-responses/responses.db"
+    database_url: str = DEFAULT_DATABASE_URL
     inference_base_url: str = DEFAULT_INFERENCE_BASE_URL
     """An OpenAI-compatible chat-completions API (`.../v1`), or `demo` for the built-in demo model."""
     inference_api_key: str = Field(default="", repr=False)

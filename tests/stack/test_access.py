@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
 import uuid
@@ -15,6 +16,7 @@ import openai
 import pytest
 
 from tests.support.histories import decoded_history
+from tests.support.house import modules_loaded_by
 from tests.support.keys import as_key, http_as, make_key
 from tests.support.mcp_servers import McpTestServer
 from tests.support.processes import CLI
@@ -97,6 +99,27 @@ async def test_a_new_key_works_at_once_and_a_revoked_one_stops_within_seconds(ke
         [CLI, "keys", "list", "--database-url", stack.settings.database_url], capture_output=True, text=True, timeout=60
     ).stdout
     assert key_id in listed and "revoked" in listed and key not in listed and "project=gamma" in listed
+
+
+def test_the_keys_command_finds_the_store_in_database_url_and_loads_only_the_store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    with_url = {**os.environ, "DATABASE_URL": url}
+    made = subprocess.run(
+        [CLI, "keys", "create", "--project", "delta"],
+        env=with_url,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    listed = subprocess.run(
+        [CLI, "keys", "list", "--database-url", url], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert "project=delta" in listed
+    assert not (tmp_path / ".durable-responses").exists()
+    # the whole configuration (worker.settings) costs 0.7 s of CPU, and `keys` needs only the URL
+    assert "worker.settings" not in modules_loaded_by("worker.cli", "access.commands")
 
 
 async def _alphas_things(stack: Stack, keys: dict[str, str], backend: ScriptedBackend) -> dict[str, str]:
