@@ -88,7 +88,12 @@ async def _created(
             arrived,
             response.model,
         )
-        return EventStream(events, headers=SSE_HEADERS, ready=lambda: ready_to_stream(request, prepared, launched))
+        return EventStream(
+            events,
+            headers=SSE_HEADERS,
+            ready=lambda: ready_to_stream(request, prepared, launched),
+            sent_first=launched.launch.sent_first,
+        )
     started = await settled(request, prepared, launched)
     if prepared.request.background:
         return _json(response)

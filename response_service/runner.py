@@ -55,16 +55,29 @@ class Launch:
     beside the start (`activities/early_calls.py`)."""
 
     early: asyncio.Future[InferenceResult | None] | None
+    streamed: bool = False
+    """A client streams the response as it is made (`stream: true`, or WebSocket mode)."""
     starting: asyncio.Future[Started] = field(init=False)
     shown: bool = False
     """A client has been sent what the early call streamed, before the start was acknowledged:
     a start that fails then leaves the stored response, and its call, to the orphan sweep
     (which starts it; the client's stream goes on) instead of removing them."""
+    first_sent: asyncio.Future[None] = field(
+        init=False, default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    """Resolved once the streaming client has been sent the response's first events, or will
+    be sent none (`sent_first`)."""
+
+    def sent_first(self) -> None:
+        """The client's stream has sent its first events (or ended without any): a start that
+        yields to them goes on (`ResponseRunner._yield_to_the_first_words`)."""
+        if not self.first_sent.done():
+            self.first_sent.set_result(None)
 
 
 START_YIELDS_SECONDS = 0.02
-"""The longest a streamed response's start waits for its first turn's call to log an event
-(`ResponseRunner._yield_to_the_first_event`)."""
+"""The longest a response's start waits for its first turn's first words: sent to its client, or
+logged (`ResponseRunner._yield_to_the_first_words`)."""
 
 HANDOVER_WAIT_SECONDS = 1.0
 """How long a request whose workflow started on this process's worker waits for the end to be
@@ -150,9 +163,11 @@ class ResponseRunner:
         first_words: str = "",
         webhooks: list[WebhookSubscription] | None = None,
         project: str = "",
+        streamed: bool = False,
     ) -> Launch:
         """Start the response's workflow, and its first turn's call beside it when this process
-        makes calls and the request fixes what that turn asks. `if_never_started`: the start
+        makes calls and the request fixes what that turn asks. `streamed`: a client streams it,
+        and calls the launch's `sent_first` once it has sent the first events. `if_never_started`: the start
         raises `WorkflowAlreadyStartedError` when a workflow with its id runs or has run
         (recovery must not run a response twice). A response without an event log is waited
         for (`ended`): its end is expected in-process. `webhooks`: the endpoints of the
@@ -175,7 +190,7 @@ class ResponseRunner:
         eager = self.local_worker and not if_never_started
         first = self._first_call(workflow_input) if not if_never_started else None
         early = self.early_calls.begin(first) if self.early_calls is not None and first is not None else None
-        launch = Launch(early)
+        launch = Launch(early, streamed=streamed)
         launch.starting = asyncio.ensure_future(
             self._start(
                 workflow_input, launch, first, eager=eager, if_never_started=if_never_started, words=first_words
@@ -196,7 +211,7 @@ class ResponseRunner:
         response, emit_events = workflow_input.response, workflow_input.emit_events
         handover = self.outcomes.expect(response.id) if eager and not emit_events else None
         if eager and emit_events and launch.early is not None:
-            await self._yield_to_the_first_event(response.id, launch.early)
+            await self._yield_to_the_first_words(response.id, launch)
         try:
             handle = await self.client.start_workflow(
                 "ResponseWorkflow",
@@ -251,22 +266,32 @@ class ResponseRunner:
             handover = None
         return Started(handle, handover)
 
-    async def _yield_to_the_first_event(self, response_id: str, early: asyncio.Future[Any]) -> None:
-        """Let a streamed response's first turn log its first event before the start begins,
-        for `START_YIELDS_SECONDS` at most, when the workflow starts on this process's worker.
-        Its first workflow task (and the Temporal server's work) then takes the CPU the call's
-        first token needs, and nothing a client is shown waits for it: a stream begins once the
-        call has logged an event (`response_service/starting.py`). Without a worker here
+    async def _yield_to_the_first_words(self, response_id: str, launch: Launch) -> None:
+        """Let a response's first turn show its first words before the start begins, for
+        `START_YIELDS_SECONDS` at most, when the workflow starts on this process's worker: a
+        streamed response's until its client has been sent them (`Launch.sent_first`), another
+        one's until the call has logged its first event. Its first workflow task (and the
+        Temporal server's work) then takes the CPU the call's first token needs, and nothing a
+        client is shown waits for it: a stream begins once the call has logged an event
+        (`response_service/starting.py`), and the start's CPU, from its first event to the
+        send, cost that send ~0.9 ms (`bench.ab --first-delta`). Without a worker here
         (`serve`), the start's RPC is better made while the call waits for the model than as
         the first event is sent. The response is in the store already, so a process that dies
         in the wait leaves it to the orphan sweep, as one that dies mid-start."""
+        assert launch.early is not None
+        racing: set[asyncio.Future[Any]] = {launch.early}
+        if launch.streamed:
+            await asyncio.wait(
+                racing | {launch.first_sent}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+            return
         if self.events is None:
             return
         notifier = self.events.notifier
         waiter = notifier.subscribe(response_id)
         try:
             await asyncio.wait(
-                {waiter.future, early}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                racing | {waiter.future}, timeout=START_YIELDS_SECONDS, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             notifier.unsubscribe(response_id, waiter)

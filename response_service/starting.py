@@ -154,6 +154,7 @@ async def kept_and_launched(request: HTTPConnection, prepared: PreparedResponse,
         first_words=_first_words(prepared.request.input),
         webhooks=subscriptions,
         project=acting.project,
+        streamed=prepared.request.stream,
     )
     return Launched(response.id, launch, made, opened_through=len(opening) - 1)
 

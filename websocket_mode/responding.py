@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -46,12 +47,17 @@ async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> Non
             return
         response = prepared.response
         following: str | None = response.id
-        while following is not None:
-            connection.lane_of[following] = lane.stream_id
-            if not response.store:
-                await connection.held.hold(following)
-            await _follow(connection, following, lane, arrived, response.model)
-            following = await after_end(connection, following, lane)
+        sent_first: Callable[[], None] | None = launched.launch.sent_first
+        try:
+            while following is not None:
+                connection.lane_of[following] = lane.stream_id
+                if not response.store:
+                    await connection.held.hold(following)
+                await _follow(connection, following, lane, arrived, response.model, sent_first)
+                sent_first = None
+                following = await after_end(connection, following, lane)
+        finally:
+            launched.launch.sent_first()  # the start yields to it (response_service/runner.py)
 
 
 async def _prepared(connection: Connection, event: CreateEvent) -> PreparedResponse:
@@ -78,10 +84,21 @@ async def _prepared(connection: Connection, event: CreateEvent) -> PreparedRespo
     return dataclasses.replace(prepared, commits=[steer.id for steer in pending]) if pending else prepared
 
 
-async def _follow(connection: Connection, response_id: str, lane: Lane, arrived: float, model: str) -> None:
+async def _follow(
+    connection: Connection,
+    response_id: str,
+    lane: Lane,
+    arrived: float,
+    model: str,
+    sent_first: Callable[[], None] | None = None,
+) -> None:
+    """Send the response's events on its lane; `sent_first` is called once the first is sent."""
     waiting_for_delta = True
     async for logged in logged_events(connection.repository, response_id, after=-1):
         if waiting_for_delta and logged.type == "response.output_text.delta":
             metrics.first_delta_seen(arrived, model)
             waiting_for_delta = False
         await connection.send_text(on_lane(logged.data, lane.stream_id))
+        if sent_first is not None:
+            sent_first()
+            sent_first = None
