@@ -274,7 +274,7 @@ class ResponseRunner:
         Temporal server's work) then takes the CPU the call's first token needs, and nothing a
         client is shown waits for it: a stream begins once the call has logged an event
         (`response_service/starting.py`), and the start's CPU, from its first event to the
-        send, cost that send ~0.9 ms (`bench.ab --first-delta`). Without a worker here
+        send, cost that send ~0.5 ms (`bench.ab --first-delta`). Without a worker here
         (`serve`), the start's RPC is better made while the call waits for the model than as
         the first event is sent. The response is in the store already, so a process that dies
         in the wait leaves it to the orphan sweep, as one that dies mid-start."""
