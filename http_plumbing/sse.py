@@ -68,13 +68,6 @@ async def tail(
         yield "".join(frame(event) for event in batch)
 
 
-async def logged_events(source: StreamSource, response_id: str, *, after: int) -> AsyncIterator[StoredEvent]:
-    """The events of `logged_batches`, one by one."""
-    async for batch in logged_batches(source, response_id, after=after):
-        for event in batch:
-            yield event
-
-
 async def logged_batches(
     source: StreamSource,
     response_id: str,

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from access.quotas import Quotas
-from http_plumbing.sse import logged_events
+from http_plumbing.sse import logged_batches
 from models.errors import ApiError
 from response_service.admission import Admission
 from response_service.preparation import PreparedResponse, prepared_for
@@ -92,13 +92,15 @@ async def _follow(
     model: str,
     sent_first: Callable[[], None] | None = None,
 ) -> None:
-    """Send the response's events on its lane; `sent_first` is called once the first is sent."""
+    """Send the response's events on its lane; `sent_first` is called once the first read's
+    events are sent (those the stream began with)."""
     waiting_for_delta = True
-    async for logged in logged_events(connection.repository, response_id, after=-1):
-        if waiting_for_delta and logged.type == "response.output_text.delta":
-            metrics.first_delta_seen(arrived, model)
-            waiting_for_delta = False
-        await connection.send_text(on_lane(logged.data, lane.stream_id))
+    async for batch in logged_batches(connection.repository, response_id, after=-1):
+        for logged in batch:
+            if waiting_for_delta and logged.type == "response.output_text.delta":
+                metrics.first_delta_seen(arrived, model)
+                waiting_for_delta = False
+            await connection.send_text(on_lane(logged.data, lane.stream_id))
         if sent_first is not None:
             sent_first()
             sent_first = None
