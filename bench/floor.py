@@ -7,7 +7,8 @@ activities that do nothing, and its result awaited with `handle.result()`: the s
 first workflow task, two local-activity markers and the completion, with nothing else. It
 prints one JSON line: sequential p50/p95 and throughput at concurrency 10, with the
 unsandboxed runner and with the default sandbox, and the CPU each loaded workflow cost this
-process (its client and worker) and the Temporal server whose `--temporal-pids` it is given.
+process (its client and worker) and the Temporal server whose `--temporal-pids` it is given;
+the unsandboxed runner's throughput at concurrency 50 too (`throughput_by_concurrency`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import statistics
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.client import Client
@@ -64,8 +66,13 @@ def _cpu(temporal_pids: list[int]) -> tuple[float, float]:
 
 
 async def measure(
-    client: Client, sandboxed: bool, requests: int, concurrency: int, temporal_pids: list[int]
-) -> dict[str, float]:
+    client: Client,
+    sandboxed: bool,
+    requests: int,
+    concurrency: int,
+    temporal_pids: list[int],
+    also_at: tuple[int, ...] = (),
+) -> dict[str, Any]:
     task_queue = f"floor-{uuid.uuid4().hex[:8]}"
     runner = SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
     async with Worker(
@@ -74,15 +81,15 @@ async def measure(
         for _ in range(20):
             await _one(client, task_queue)
         sequential = [await _one(client, task_queue) for _ in range(requests)]
-        gate = asyncio.Semaphore(concurrency)
-
-        async def gated() -> float:
-            async with gate:
-                return await _one(client, task_queue)
-
         started, before = time.perf_counter(), _cpu(temporal_pids)
-        loaded = await asyncio.gather(*(gated() for _ in range(2 * requests)))
+        loaded = await _loaded(client, task_queue, 2 * requests, concurrency)
         elapsed, after = time.perf_counter() - started, _cpu(temporal_pids)
+        throughput = {concurrency: len(loaded) / elapsed}
+        for other in also_at:
+            started = time.perf_counter()
+            throughput[other] = len(await _loaded(client, task_queue, 2 * requests, other)) / (
+                time.perf_counter() - started
+            )
     return {
         "worker_cpu_ms": (after[0] - before[0]) / len(loaded) * 1000,
         "temporal_cpu_ms": (after[1] - before[1]) / len(loaded) * 1000,
@@ -90,7 +97,19 @@ async def measure(
         "p95_ms": percentile(sequential, 0.95),
         "throughput_per_s": len(loaded) / elapsed,
         "loaded_p50_ms": statistics.median(loaded),
+        "throughput_by_concurrency": {str(level): per_second for level, per_second in throughput.items()},
     }
+
+
+async def _loaded(client: Client, task_queue: str, requests: int, concurrency: int) -> list[float]:
+    """`requests` workflows, `concurrency` at a time: each one's time in ms."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def gated() -> float:
+        async with gate:
+            return await _one(client, task_queue)
+
+    return await asyncio.gather(*(gated() for _ in range(requests)))
 
 
 async def main() -> None:
@@ -103,7 +122,7 @@ async def main() -> None:
     pids = [int(pid) for pid in args.temporal_pids.split(",") if pid]
     client = await Client.connect(args.address)
     result = {
-        "unsandboxed": await measure(client, False, args.requests, args.concurrency, pids),
+        "unsandboxed": await measure(client, False, args.requests, args.concurrency, pids, also_at=(50,)),
         "sandboxed": await measure(client, True, args.requests, args.concurrency, pids),
     }
     print(json.dumps(result), flush=True)
