@@ -95,7 +95,7 @@ async def measure(
         "temporal_cpu_ms": (after[1] - before[1]) / len(loaded) * 1000,
         "p50_ms": statistics.median(sequential),
         "p95_ms": percentile(sequential, 0.95),
-        "throughput_per_s": len(loaded) / elapsed,
+        "throughput_per_s": throughput[concurrency],
         "loaded_p50_ms": statistics.median(loaded),
         "throughput_by_concurrency": {str(level): per_second for level, per_second in throughput.items()},
     }

@@ -122,7 +122,7 @@ def issue_42_rows(
         return "held" if (ours <= bound if below else ours >= bound) else "missed"
 
     def above_the_floor(goal: float | None, concurrency: int) -> str:
-        reach = floor.get("throughput_by_concurrency", {}).get(str(concurrency))
+        reach = floor["throughput_by_concurrency"].get(str(concurrency))
         if goal is None or reach is None or reach >= goal:
             return ""
         return f" (the goal, {goal:.1f}, is above the floor's {reach:.1f})"

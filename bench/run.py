@@ -316,7 +316,7 @@ async def run(args: argparse.Namespace) -> str:
                     ms(figures["p50_ms"]),
                     ms(figures["p95_ms"]),
                     f"{figures['throughput_per_s']:.1f}",
-                    f"{at_50:.1f}" if (at_50 := figures.get("throughput_by_concurrency", {}).get("50")) else "",
+                    f"{at_50:.1f}" if (at_50 := figures["throughput_by_concurrency"].get("50")) else "",
                     f"{plain_overhead / figures['p50_ms']:.2f}x",
                     "≤ 1.3×" if name == "unsandboxed" else "",
                 ]

@@ -47,14 +47,12 @@ async def respond(connection: Connection, event: CreateEvent, lane: Lane) -> Non
             return
         response = prepared.response
         following: str | None = response.id
-        sent_first: Callable[[], None] | None = launched.launch.sent_first
         try:
             while following is not None:
                 connection.lane_of[following] = lane.stream_id
                 if not response.store:
                     await connection.held.hold(following)
-                await _follow(connection, following, lane, arrived, response.model, sent_first)
-                sent_first = None
+                await _follow(connection, following, lane, arrived, response.model, launched.launch.sent_first)
                 following = await after_end(connection, following, lane)
         finally:
             launched.launch.sent_first()  # the start yields to it (response_service/runner.py)
@@ -90,10 +88,10 @@ async def _follow(
     lane: Lane,
     arrived: float,
     model: str,
-    sent_first: Callable[[], None] | None = None,
+    sent_first: Callable[[], None],
 ) -> None:
-    """Send the response's events on its lane; `sent_first` is called once the first read's
-    events are sent (those the stream began with)."""
+    """Send the response's events on its lane, calling `sent_first` after each read's events
+    (`Launch.sent_first` heeds the first, those the stream began with, and no later one)."""
     waiting_for_delta = True
     async for batch in logged_batches(connection.repository, response_id, after=-1):
         for logged in batch:
@@ -101,6 +99,4 @@ async def _follow(
                 metrics.first_delta_seen(arrived, model)
                 waiting_for_delta = False
             await connection.send_text(on_lane(logged.data, lane.stream_id))
-        if sent_first is not None:
-            sent_first()
-            sent_first = None
+        sent_first()
