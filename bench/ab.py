@@ -2,10 +2,11 @@
 from each in turn (its code from a git worktree of the revision), the same scripted backend,
 non-streaming responses, rounds alternating so a drift of the machine falls on both.
 
-    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--first-delta | --relay [--words 100000] | --ingestion [--files 200]]
+    python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--concurrency 10] [--first-delta | --relay [--words 100000] | --ingestion [--files 200]]
 
 Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
-at concurrency 10, their throughput and the CPU each cost in `dev` and in its Temporal server.
+at `--concurrency` (10), their throughput and the CPU each cost in `dev` and in its Temporal
+server.
 With `--first-delta`, instead: `--requests` streamed responses, each timed to its first text
 delta, alternating with the backend alone streaming the same reply (as `bench.run` does).
 With `--relay`, instead: one stream of `--words` words, a word a chunk, three times through
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import subprocess
 import sys
@@ -38,8 +40,6 @@ import openai
 from bench import load, relay
 from bench.processes import ROOT, Backend, Dev, dev_cpu
 
-CONCURRENCY = 10
-
 
 @dataclass(frozen=True)
 class Round:
@@ -49,10 +49,11 @@ class Round:
     per_second: float
     dev_cpu_ms: float
     temporal_cpu_ms: float
+    concurrency: int
 
     def __str__(self) -> str:
         return (
-            f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {CONCURRENCY} | CPU per response "
+            f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {self.concurrency} | CPU per response "
             f"{self.dev_cpu_ms:.2f} ms in dev, {self.temporal_cpu_ms:.2f} ms in Temporal"
         )
 
@@ -140,7 +141,7 @@ async def _first_delta_round(backend: Backend, code: Path, requests: int) -> Fir
             dev.stop()
 
 
-async def _round(backend: Backend, code: Path, requests: int) -> Round:
+async def _round(backend: Backend, code: Path, requests: int, concurrency: int = 10) -> Round:
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-") as data_dir:
         dev = Dev.start(data_dir, backend, code=code)
         try:
@@ -155,11 +156,13 @@ async def _round(backend: Backend, code: Path, requests: int) -> Round:
             loaded = await load.concurrently(
                 lambda: client.responses.create(model="bench", input="hi"),
                 2 * requests,
-                CONCURRENCY,
+                concurrency,
                 dev_cpu(dev, backend),
             )
             await client.close()
-            return Round(statistics.median(samples), loaded.throughput, loaded.cpu.server, loaded.cpu.temporal)
+            return Round(
+                statistics.median(samples), loaded.throughput, loaded.cpu.server, loaded.cpu.temporal, concurrency
+            )
         finally:
             dev.stop()
 
@@ -180,6 +183,7 @@ def main() -> None:
     parser.add_argument("b")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=10, help="of the loaded responses (without a mode)")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--first-delta", action="store_true", help="time streamed responses to their first delta")
     modes.add_argument("--relay", action="store_true", help="words a second of one long stream")
@@ -189,6 +193,8 @@ def main() -> None:
     args = parser.parse_args()
     mode = next((mode for mode in ("first_delta", "relay", "ingestion") if getattr(args, mode)), "requests")
     measure, size = MEASURES[mode], {"relay": args.words, "ingestion": args.files}.get(mode, args.requests)
+    if mode == "requests":
+        measure = functools.partial(_round, concurrency=args.concurrency)
     with tempfile.TemporaryDirectory(prefix="dr-bench-ab-trees-") as trees:
         code = {}
         for name in (args.a, args.b):
@@ -211,6 +217,8 @@ def main() -> None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     print(f"{args.b} - {args.a}, the median of {args.rounds} rounds:")
     for field in fields(figures[args.a][0]):
+        if field.name == "concurrency":
+            continue
         change = statistics.median(
             getattr(b, field.name) - getattr(a, field.name)
             for a, b in zip(figures[args.a], figures[args.b], strict=True)
