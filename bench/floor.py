@@ -8,7 +8,7 @@ first workflow task, two local-activity markers and the completion, with nothing
 prints one JSON line: sequential p50/p95 and throughput at concurrency 10, with the
 unsandboxed runner and with the default sandbox, and the CPU each loaded workflow cost this
 process (its client and worker) and the Temporal server whose `--temporal-pids` it is given;
-the unsandboxed runner's throughput at concurrency 50 too (`throughput_by_concurrency`).
+the unsandboxed runner's at concurrency 50 too (`throughput_by_concurrency`, `cpu_by_concurrency`).
 """
 
 from __future__ import annotations
@@ -81,23 +81,39 @@ async def measure(
         for _ in range(20):
             await _one(client, task_queue)
         sequential = [await _one(client, task_queue) for _ in range(requests)]
-        started, before = time.perf_counter(), _cpu(temporal_pids)
-        loaded = await _loaded(client, task_queue, 2 * requests, concurrency)
-        elapsed, after = time.perf_counter() - started, _cpu(temporal_pids)
-        throughput = {concurrency: len(loaded) / elapsed}
-        for other in also_at:
-            started = time.perf_counter()
-            throughput[other] = len(await _loaded(client, task_queue, 2 * requests, other)) / (
-                time.perf_counter() - started
-            )
+        by_concurrency = {
+            level: await _loaded_figures(client, task_queue, 2 * requests, level, temporal_pids)
+            for level in (concurrency, *also_at)
+        }
+    figures = by_concurrency[concurrency]
     return {
-        "worker_cpu_ms": (after[0] - before[0]) / len(loaded) * 1000,
-        "temporal_cpu_ms": (after[1] - before[1]) / len(loaded) * 1000,
+        "worker_cpu_ms": figures["worker_cpu_ms"],
+        "temporal_cpu_ms": figures["temporal_cpu_ms"],
         "p50_ms": statistics.median(sequential),
         "p95_ms": percentile(sequential, 0.95),
-        "throughput_per_s": throughput[concurrency],
+        "throughput_per_s": figures["throughput_per_s"],
+        "loaded_p50_ms": figures["loaded_p50_ms"],
+        "throughput_by_concurrency": {str(level): each["throughput_per_s"] for level, each in by_concurrency.items()},
+        "cpu_by_concurrency": {
+            str(level): {"worker_cpu_ms": each["worker_cpu_ms"], "temporal_cpu_ms": each["temporal_cpu_ms"]}
+            for level, each in by_concurrency.items()
+        },
+    }
+
+
+async def _loaded_figures(
+    client: Client, task_queue: str, requests: int, concurrency: int, temporal_pids: list[int]
+) -> dict[str, float]:
+    """`requests` workflows at `concurrency`: their throughput, p50, and the CPU each cost this
+    process and the Temporal server."""
+    started, before = time.perf_counter(), _cpu(temporal_pids)
+    loaded = await _loaded(client, task_queue, requests, concurrency)
+    elapsed, after = time.perf_counter() - started, _cpu(temporal_pids)
+    return {
+        "throughput_per_s": len(loaded) / elapsed,
         "loaded_p50_ms": statistics.median(loaded),
-        "throughput_by_concurrency": {str(level): per_second for level, per_second in throughput.items()},
+        "worker_cpu_ms": (after[0] - before[0]) / len(loaded) * 1000,
+        "temporal_cpu_ms": (after[1] - before[1]) / len(loaded) * 1000,
     }
 
 
