@@ -195,34 +195,44 @@ def test_a_start_that_fails_stops_the_early_call_and_leaves_nothing(dev: DevStac
 
 
 async def test_serve_begins_the_first_turn_and_a_worker_elsewhere_adopts_it(
-    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
+    temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str, tmp_path: Path
 ):
     """A split deployment: `serve` makes the first turn's call itself while the workflow starts
     on a worker in another process, whose execution of the turn finds it claimed and takes its
     recorded result. Each response is asked of the model once, by `serve` (its own metrics
     count the calls), streamed or not."""
     backend.script(model, [Reply(text="answered whole"), Reply(text=TEXT, chunk_delay=0.005)])
-    async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
-        api, url = spawn_api(stack)
-        worker = spawn_worker(stack)
-        try:
-            async with openai.AsyncOpenAI(
-                base_url=url, api_key="test", max_retries=0, timeout=60, _strict_response_validation=True
-            ) as client:
-                whole = await client.responses.create(model=model, input="hi")
-                events = [event async for event in await client.responses.create(model=model, input="go", stream=True)]
-            async with httpx.AsyncClient() as http:
-                scraped = (await http.get(url.removesuffix("/v1") + "/metrics")).text
-        finally:
-            kill(api)
-            kill(worker)
-    assert whole.status == "completed" and whole.output_text == "answered whole"
-    assert events[-1].type == "response.completed" and events[-1].response.output_text == TEXT
-    assert "".join(event.delta for event in events if event.type == "response.output_text.delta") == TEXT
-    assert len(backend.requests(model)) == 2
-    made_by_serve = sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in scraped.splitlines()
-        if line.startswith("durable_responses_inference_duration_seconds_count") and 'outcome="ok"' in line
-    )
-    assert made_by_serve == 2
+    logs = {"serve": tmp_path / "serve.log", "worker": tmp_path / "worker.log"}
+    try:
+        async with running_stack(temporal_address, backend, store, with_worker=False) as stack:
+            api, url = spawn_api(stack, log=logs["serve"])
+            worker = spawn_worker(stack, log=logs["worker"])
+            try:
+                async with openai.AsyncOpenAI(
+                    base_url=url, api_key="test", max_retries=0, timeout=60, _strict_response_validation=True
+                ) as client:
+                    whole = await client.responses.create(model=model, input="hi")
+                    events = [
+                        event async for event in await client.responses.create(model=model, input="go", stream=True)
+                    ]
+                async with httpx.AsyncClient() as http:
+                    scraped = (await http.get(url.removesuffix("/v1") + "/metrics")).text
+            finally:
+                kill(api)
+                kill(worker)
+        assert whole.status == "completed" and whole.output_text == "answered whole"
+        assert events[-1].type == "response.completed" and events[-1].response.output_text == TEXT
+        assert "".join(event.delta for event in events if event.type == "response.output_text.delta") == TEXT
+        assert len(backend.requests(model)) == 2
+        counted = [
+            line
+            for line in scraped.splitlines()
+            if line.startswith("durable_responses_inference_duration_seconds_count") and 'outcome="ok"' in line
+        ]
+        assert sum(float(line.rsplit(" ", 1)[1]) for line in counted) == 2, counted
+    except BaseException:
+        # It failed twice in about a dozen group runs with nothing to read: now the two
+        # processes' own words are shown with the failure.
+        for name, log in logs.items():
+            print(f"--- {name}'s output\n{log.read_text(errors='replace') if log.exists() else '(none)'}")
+        raise

@@ -76,15 +76,17 @@ def spawn_worker(
 
 
 def spawn_api(
-    stack: Stack, *, task_timeout_seconds: float = 2, env: dict[str, str] | None = None
+    stack: Stack, *, task_timeout_seconds: float = 2, env: dict[str, str] | None = None, log: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
-    """`serve` on a port of its own; returns the process and its `/v1` URL once it answers."""
+    """`serve` on a port of its own; returns the process and its `/v1` URL once it answers
+    (`log`: where its output goes, appended; else nowhere)."""
     port = free_port()
+    output = log.open("ab") if log else subprocess.DEVNULL
     process = subprocess.Popen(
         [CLI, "serve", "--port", str(port), *_cluster_options(stack)],
         env=_environment(stack, task_timeout_seconds) | (env or {}),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
