@@ -211,7 +211,10 @@ def throughput_budget(
             f" share alone is {sdk - left:.1f} ms a response over what the processes outside `dev` left it."
         )
     elif cpu.server > left:
-        verdict = f"`dev` took {cpu.server - left:.1f} ms a response more than its share."
+        verdict = (
+            f"`dev` took {cpu.server - left:.1f} ms a response more than its share: the goal leaves this"
+            f" project's code {left - sdk:.1f} ms a response, and it spent {cpu.server - sdk:.1f}."
+        )
     else:
         verdict = (
             f"`dev` kept within its share: the processes measured took {outside + cpu.server:.1f} ms of"

@@ -36,7 +36,12 @@ def outside(dev_left_ms: float, dev_ms: float) -> ProcessCpu:
     [
         (GOAL, outside(dev_left_ms=1.0, dev_ms=9.0), 6.0, "The goal held."),
         (GOAL * 0.8, outside(dev_left_ms=5.0, dev_ms=9.0), 6.0, "the SDK's share alone is 1.0 ms a response over"),
-        (GOAL * 0.8, outside(dev_left_ms=7.0, dev_ms=9.5), 6.0, "`dev` took 2.5 ms a response more than its share."),
+        (
+            GOAL * 0.8,
+            outside(dev_left_ms=7.0, dev_ms=9.5),
+            6.0,
+            "`dev` took 2.5 ms a response more than its share: the goal leaves this project's code 1.0 ms a response, and it spent 3.5.",
+        ),
         (GOAL * 0.8, outside(dev_left_ms=9.0, dev_ms=8.0), 6.0, "`dev` kept within its share"),
     ],
     ids=["held", "out of reach of dev", "dev over its share", "dev within its share"],
