@@ -35,6 +35,7 @@ from response_service.history_eraser import HistoryEraser
 from store.event_log import EventLog
 from store.history_deletions import HistoryDeletions
 from store.responses import Responses
+from telemetry import metrics
 from upstream.registry import ModelRegistry
 from workflows import patches
 from workflows.turn_input import FirstTurn, first_turn_input
@@ -261,6 +262,8 @@ class ResponseRunner:
             if isinstance(error, RPCError):
                 raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
             raise
+        if eager:
+            metrics.workflow_started(here=_started_here(handle))
         if handover is not None and not _started_here(handle):
             self.outcomes.forget(response.id)
             handover = None

@@ -89,6 +89,13 @@ responses_created = Counter(
     ["mode", "model"],
     registry=REGISTRY,
 )
+workflow_starts = Counter(
+    "durable_responses_workflow_starts_total",
+    "Responses' workflows started with a worker in this process, by where their first task ran:"
+    " `here` (taken at the start) or `task_queue` (no slot was free: it waited for a poll).",
+    ["first_task"],
+    registry=REGISTRY,
+)
 responses_ended = Counter(
     "durable_responses_responses_ended_total",
     "Responses that reached a final status, by status and model.",
@@ -337,6 +344,10 @@ def upstream_deferred(deployment: str, lane: str) -> None:
 
 def upstream_rate_limited(deployment: str) -> None:
     upstream_429s.labels(deployment).inc()
+
+
+def workflow_started(*, here: bool) -> None:
+    workflow_starts.labels("here" if here else "task_queue").inc()
 
 
 def upstream_failover(deployment: str) -> None:

@@ -200,6 +200,13 @@ class Settings(BaseModel):
     max_cached_workflows: int = 1000
     """Workflows a worker keeps in memory between their tasks (LRU); a response waiting for an
     approval beyond that costs no worker memory, and is replayed from history when it resumes."""
+    worker_concurrent_responses: int = 1000
+    """Responses one worker runs a step of at once: the responses' queue's workflow-task and
+    local-activity slots. A turn's model call is a local activity inside its workflow task, so
+    each slot is held for a whole call. As many as an API process admits
+    (`max_in_flight_responses`): a worker in the API's process (`dev`, `serve --with-worker`)
+    then takes every admitted response's first task at its start, and none waits in the task
+    queue for a slot."""
 
     def key_ring(self) -> KeyRing | None:
         return KeyRing.parse(self.secrets_key) if self.secrets_key else None
@@ -422,6 +429,7 @@ class Settings(BaseModel):
             "metrics_auth": os.environ.get("METRICS_AUTH", ""),
             "metrics_port": _env_int("METRICS_PORT", 0) or None,
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
+            "worker_concurrent_responses": _env_int("WORKER_CONCURRENT_RESPONSES", 1000),
             "mcp_concurrent_calls": _env_int("MCP_CONCURRENT_CALLS", 100),
             "webhook_concurrent_deliveries": _env_int("WEBHOOK_CONCURRENT_DELIVERIES", 50),
             "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),

@@ -322,6 +322,11 @@ async def build_worker(
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
+        # Temporal's default, 100 of each, held a response's slot for its whole model call:
+        # past 100 at once, a start was not taken eagerly and its first task waited in the
+        # task queue (0.5-2.7 s at concurrency 50, `docs/benchmarks.md`).
+        max_concurrent_workflow_tasks=settings.worker_concurrent_responses,
+        max_concurrent_local_activities=settings.worker_concurrent_responses,
         graceful_shutdown_timeout=grace,
     )
     # Each workload with slots of its own: a slow MCP server or a dead webhook receiver takes
