@@ -5,8 +5,8 @@ non-streaming responses, rounds alternating so a drift of the machine falls on b
     python -m bench.ab d5d4c0c HEAD [--requests 300] [--rounds 2] [--concurrency 10] [--first-delta | --relay [--words 100000] | --ingestion [--files 200]]
 
 Each round measures, for each revision: the sequential p50; then `2 × --requests` responses
-at `--concurrency` (10), their throughput and the CPU each cost in `dev` and in its Temporal
-server.
+at `--concurrency` (10), their throughput and p99, and the CPU each cost in `dev` and in its
+Temporal server.
 With `--first-delta`, instead: `--requests` streamed responses, each timed to its first text
 delta, alternating with the backend alone streaming the same reply (as `bench.run` does).
 With `--relay`, instead: one stream of `--words` words, a word a chunk, three times through
@@ -49,12 +49,14 @@ class Round:
     per_second: float
     dev_cpu_ms: float
     temporal_cpu_ms: float
+    loaded_p99_ms: float
     concurrency: int
 
     def __str__(self) -> str:
         return (
-            f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {self.concurrency} | CPU per response "
-            f"{self.dev_cpu_ms:.2f} ms in dev, {self.temporal_cpu_ms:.2f} ms in Temporal"
+            f"p50 {self.p50_ms:.2f} ms | {self.per_second:.1f} req/s at {self.concurrency}, p99 "
+            f"{self.loaded_p99_ms:.0f} ms | CPU per response {self.dev_cpu_ms:.2f} ms in dev, "
+            f"{self.temporal_cpu_ms:.2f} ms in Temporal"
         )
 
 
@@ -161,7 +163,12 @@ async def _round(backend: Backend, code: Path, requests: int, concurrency: int =
             )
             await client.close()
             return Round(
-                statistics.median(samples), loaded.throughput, loaded.cpu.server, loaded.cpu.temporal, concurrency
+                statistics.median(samples),
+                loaded.throughput,
+                loaded.cpu.server,
+                loaded.cpu.temporal,
+                loaded.p99,
+                concurrency,
             )
         finally:
             dev.stop()
