@@ -70,6 +70,14 @@ def _env_int(name: str, default: int) -> int:
         raise StartupError(f"{name} must be a whole number, not {value!r}") from None
 
 
+def _env_slots(name: str, default: int) -> int:
+    """A count of slots: a whole number, at least 1 (a worker with none would take nothing)."""
+    count = _env_int(name, default)
+    if count < 1:
+        raise StartupError(f"{name} must be at least 1, not {count}")
+    return count
+
+
 class Settings(BaseModel):
     temporal_address: str | None = None
     """Temporal's frontend; None: from the Temporal client configuration (`TEMPORAL_ADDRESS`,
@@ -204,9 +212,8 @@ class Settings(BaseModel):
     """Responses one worker runs a step of at once: the responses' queue's workflow-task and
     local-activity slots. A turn's model call is a local activity inside its workflow task, so
     each slot is held for a whole call. As many as an API process admits
-    (`max_in_flight_responses`): a worker in the API's process (`dev`, `serve --with-worker`)
-    then takes every admitted response's first task at its start, and none waits in the task
-    queue for a slot."""
+    (`max_in_flight_responses`): a worker in the API's process (`dev`) then takes every
+    admitted response's first task at its start, and none waits in the task queue for a slot."""
 
     def key_ring(self) -> KeyRing | None:
         return KeyRing.parse(self.secrets_key) if self.secrets_key else None
@@ -429,9 +436,9 @@ class Settings(BaseModel):
             "metrics_auth": os.environ.get("METRICS_AUTH", ""),
             "metrics_port": _env_int("METRICS_PORT", 0) or None,
             "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
-            "worker_concurrent_responses": _env_int("WORKER_CONCURRENT_RESPONSES", 1000),
-            "mcp_concurrent_calls": _env_int("MCP_CONCURRENT_CALLS", 100),
-            "webhook_concurrent_deliveries": _env_int("WEBHOOK_CONCURRENT_DELIVERIES", 50),
+            "worker_concurrent_responses": _env_slots("WORKER_CONCURRENT_RESPONSES", 1000),
+            "mcp_concurrent_calls": _env_slots("MCP_CONCURRENT_CALLS", 100),
+            "webhook_concurrent_deliveries": _env_slots("WEBHOOK_CONCURRENT_DELIVERIES", 50),
             "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),
             "max_request_bytes": _env_int("MAX_REQUEST_BYTES", 16 * 1024 * 1024),
             "max_json_depth": _env_int("MAX_JSON_DEPTH", 64),
@@ -464,7 +471,7 @@ class Settings(BaseModel):
             "web_search_url": os.environ.get("WEB_SEARCH_URL") or None,
             "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
-            "ingestion_concurrent_activities": _env_int("INGESTION_CONCURRENT_ACTIVITIES", 8),
+            "ingestion_concurrent_activities": _env_slots("INGESTION_CONCURRENT_ACTIVITIES", 8),
             "moderation": ModerationSettings.from_env(os.environ),
             "websocket": WebSocketSettings(
                 enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
