@@ -7,7 +7,7 @@ import asyncio
 
 import openai
 
-from tests.stack.test_telemetry import moved, scrape
+from tests.support.prometheus import moved, scrape
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import Stack
 
