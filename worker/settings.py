@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -23,16 +22,24 @@ from models.errors import StartupError
 from models.quotas import ProjectQuotas
 from models.webhooks import WebhookPolicy, endpoint_id, is_http_url
 from models.workflow_io import ExecutionSettings, RetryBudget, code_execution_for
-from sandbox.settings import SandboxSettingError, SandboxSettings
+from sandbox.settings import SandboxSettings
 from sealing.keyring import KeyRing
 from sealing.webhooks import InvalidWebhookSecret, secret_bytes
 from telemetry.tracing import tracing_configured
 from upstream.registry import ModelRegistry, load_registry
-from web_search.provider import KEYED_PROVIDERS, PROVIDERS, ProviderName, SearchSettings
+from web_search.provider import ProviderName, SearchSettings
 from web_search.searxng import DEFAULT_URL as SEARXNG_DEFAULT_URL
 from websocket_mode.settings import WebSocketSettings
 from worker.data_converter import data_converter
 from worker.defaults import DEFAULT_DATABASE_URL, DEFAULT_TASK_QUEUE
+from worker.environment import (
+    env_float,
+    env_int,
+    env_list,
+    env_slots,
+    sandbox_from_env,
+    web_search_provider_from_env,
+)
 
 DEFAULT_INFERENCE_BASE_URL = "https://api.openai.com/v1"
 
@@ -48,34 +55,6 @@ def backend_configured() -> bool:
 def _registry_in(path: str) -> tuple[ModelRegistry, list[str]]:
     """The file read once a process (`dev`, `serve` and `worker` each read it at start)."""
     return load_registry(path)
-
-
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    try:
-        return float(value) if value else default
-    except ValueError:
-        raise StartupError(f"{name} must be a number, not {value!r}") from None
-
-
-def _env_list(name: str) -> list[str]:
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    try:
-        return int(value) if value else default
-    except ValueError:
-        raise StartupError(f"{name} must be a whole number, not {value!r}") from None
-
-
-def _env_slots(name: str, default: int) -> int:
-    """A count of slots: a whole number, at least 1 (a worker with none would take nothing)."""
-    count = _env_int(name, default)
-    if count < 1:
-        raise StartupError(f"{name} must be at least 1, not {count}")
-    return count
 
 
 class Settings(BaseModel):
@@ -393,38 +372,38 @@ class Settings(BaseModel):
     def from_env(cls, **overrides: object) -> Settings:
         execution = ExecutionSettings(
             inference=RetryBudget(
-                start_to_close_seconds=_env_float("INFERENCE_TIMEOUT_SECONDS", 600),
-                maximum_attempts=_env_int("INFERENCE_MAX_ATTEMPTS", 6),
-                initial_interval_seconds=_env_float("INFERENCE_RETRY_INITIAL_SECONDS", 1),
-                maximum_interval_seconds=_env_float("INFERENCE_RETRY_MAX_SECONDS", 30),
+                start_to_close_seconds=env_float("INFERENCE_TIMEOUT_SECONDS", 600),
+                maximum_attempts=env_int("INFERENCE_MAX_ATTEMPTS", 6),
+                initial_interval_seconds=env_float("INFERENCE_RETRY_INITIAL_SECONDS", 1),
+                maximum_interval_seconds=env_float("INFERENCE_RETRY_MAX_SECONDS", 30),
             ),
             mcp_list=RetryBudget(
-                start_to_close_seconds=_env_float("MCP_LIST_TIMEOUT_SECONDS", 30),
-                maximum_attempts=_env_int("MCP_MAX_ATTEMPTS", 3),
+                start_to_close_seconds=env_float("MCP_LIST_TIMEOUT_SECONDS", 30),
+                maximum_attempts=env_int("MCP_MAX_ATTEMPTS", 3),
             ),
             mcp_call=RetryBudget(
-                start_to_close_seconds=_env_float("MCP_CALL_TIMEOUT_SECONDS", 6 * 3600),
-                maximum_attempts=_env_int("MCP_MAX_ATTEMPTS", 3),
+                start_to_close_seconds=env_float("MCP_CALL_TIMEOUT_SECONDS", 6 * 3600),
+                maximum_attempts=env_int("MCP_MAX_ATTEMPTS", 3),
             ),
-            mcp_heartbeat_seconds=_env_float("MCP_HEARTBEAT_SECONDS", 30),
-            approval_timeout_seconds=_env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
-            continue_as_new_bytes=_env_int("CONTINUE_AS_NEW_BYTES", 8 * 1024 * 1024),
-            inference_queue_seconds=_env_float("INFERENCE_QUEUE_TIMEOUT_SECONDS", 1800),
+            mcp_heartbeat_seconds=env_float("MCP_HEARTBEAT_SECONDS", 30),
+            approval_timeout_seconds=env_float("APPROVAL_TIMEOUT_SECONDS", 7 * 24 * 3600),
+            continue_as_new_bytes=env_int("CONTINUE_AS_NEW_BYTES", 8 * 1024 * 1024),
+            inference_queue_seconds=env_float("INFERENCE_QUEUE_TIMEOUT_SECONDS", 1800),
             webhooks=WebhookPolicy(
-                endpoints=[endpoint_id(url) for url in _env_list("WEBHOOK_URLS")],
-                give_up_after_seconds=_env_float("WEBHOOK_RETRY_HOURS", 72) * 3600,
+                endpoints=[endpoint_id(url) for url in env_list("WEBHOOK_URLS")],
+                give_up_after_seconds=env_float("WEBHOOK_RETRY_HOURS", 72) * 3600,
             ),
         )
         values: dict[str, object] = {
             "inference_base_url": os.environ.get("INFERENCE_BASE_URL") or DEFAULT_INFERENCE_BASE_URL,
             "models_file": os.environ.get("MODELS_FILE") or None,
-            "inference_interactive_wait_seconds": _env_float("INFERENCE_INTERACTIVE_WAIT_SECONDS", 60.0),
+            "inference_interactive_wait_seconds": env_float("INFERENCE_INTERACTIVE_WAIT_SECONDS", 60.0),
             "inference_api_key": os.environ.get("INFERENCE_API_KEY") or os.environ.get("OPENAI_API_KEY", ""),
             "inference_send_reasoning": os.environ.get("INFERENCE_SEND_REASONING", "").lower() in ("1", "true", "yes"),
             "execution": execution,
-            "stream_poll_seconds": _env_float("STREAM_POLL_SECONDS", 0.02),
-            "cancel_poll_seconds": _env_float("CANCEL_POLL_SECONDS", 0.25),
-            "workflow_task_timeout_seconds": _env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
+            "stream_poll_seconds": env_float("STREAM_POLL_SECONDS", 0.02),
+            "cancel_poll_seconds": env_float("CANCEL_POLL_SECONDS", 0.25),
+            "workflow_task_timeout_seconds": env_float("WORKFLOW_TASK_TIMEOUT_SECONDS", 10.0),
             "secrets_key": os.environ.get("SECRETS_KEY", ""),
             "payload_encryption": os.environ.get("PAYLOAD_ENCRYPTION", "on").lower() not in ("0", "false", "no", "off"),
             "summary_input": os.environ.get("WORKFLOW_SUMMARY_INPUT", "").lower() in ("1", "true", "yes", "on"),
@@ -432,52 +411,52 @@ class Settings(BaseModel):
             "worker_build_id": os.environ.get("WORKER_BUILD_ID") or None,
             "worker_versioning_behavior": os.environ.get("WORKER_VERSIONING_BEHAVIOR", "auto_upgrade").lower(),
             "codec_auth": os.environ.get("CODEC_AUTH", ""),
-            "codec_allowed_origins": _env_list("CODEC_ALLOWED_ORIGINS"),
+            "codec_allowed_origins": env_list("CODEC_ALLOWED_ORIGINS"),
             "metrics_auth": os.environ.get("METRICS_AUTH", ""),
-            "metrics_port": _env_int("METRICS_PORT", 0) or None,
-            "max_cached_workflows": _env_int("MAX_CACHED_WORKFLOWS", 1000),
-            "worker_concurrent_responses": _env_slots("WORKER_CONCURRENT_RESPONSES", 1000),
-            "mcp_concurrent_calls": _env_slots("MCP_CONCURRENT_CALLS", 100),
-            "webhook_concurrent_deliveries": _env_slots("WEBHOOK_CONCURRENT_DELIVERIES", 50),
-            "max_in_flight_responses": _env_int("MAX_INFLIGHT_RESPONSES", 1000),
-            "max_request_bytes": _env_int("MAX_REQUEST_BYTES", 16 * 1024 * 1024),
-            "max_json_depth": _env_int("MAX_JSON_DEPTH", 64),
-            "max_output_tokens": _env_int("MAX_OUTPUT_TOKENS", 1_000_000),
-            "shutdown_grace_seconds": _env_float("SHUTDOWN_GRACE_SECONDS", 10.0),
-            "mcp_max_result_bytes": _env_int("MCP_MAX_RESULT_BYTES", 12 * 1024 * 1024),
-            "unstored_retention_seconds": _env_float("UNSTORED_RETENTION_SECONDS", 3600.0),
-            "response_retention_days": _env_float("RESPONSE_RETENTION_DAYS", 0.0),
-            "housekeeping_interval_seconds": _env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
-            "startup_wait_seconds": _env_float("STARTUP_WAIT_SECONDS", 30.0),
-            "database_pool_size": _env_int("DATABASE_POOL_SIZE", 10),
-            "worker_health_port": _env_int("WORKER_HEALTH_PORT", 0) or None,
+            "metrics_port": env_int("METRICS_PORT", 0) or None,
+            "max_cached_workflows": env_int("MAX_CACHED_WORKFLOWS", 1000),
+            "worker_concurrent_responses": env_slots("WORKER_CONCURRENT_RESPONSES", 1000),
+            "mcp_concurrent_calls": env_slots("MCP_CONCURRENT_CALLS", 100),
+            "webhook_concurrent_deliveries": env_slots("WEBHOOK_CONCURRENT_DELIVERIES", 50),
+            "max_in_flight_responses": env_int("MAX_INFLIGHT_RESPONSES", 1000),
+            "max_request_bytes": env_int("MAX_REQUEST_BYTES", 16 * 1024 * 1024),
+            "max_json_depth": env_int("MAX_JSON_DEPTH", 64),
+            "max_output_tokens": env_int("MAX_OUTPUT_TOKENS", 1_000_000),
+            "shutdown_grace_seconds": env_float("SHUTDOWN_GRACE_SECONDS", 10.0),
+            "mcp_max_result_bytes": env_int("MCP_MAX_RESULT_BYTES", 12 * 1024 * 1024),
+            "unstored_retention_seconds": env_float("UNSTORED_RETENTION_SECONDS", 3600.0),
+            "response_retention_days": env_float("RESPONSE_RETENTION_DAYS", 0.0),
+            "housekeeping_interval_seconds": env_float("HOUSEKEEPING_INTERVAL_SECONDS", 60.0),
+            "startup_wait_seconds": env_float("STARTUP_WAIT_SECONDS", 30.0),
+            "database_pool_size": env_int("DATABASE_POOL_SIZE", 10),
+            "worker_health_port": env_int("WORKER_HEALTH_PORT", 0) or None,
             "egress_allowlist": os.environ.get("EGRESS_ALLOWLIST", ""),
-            "allowed_hosts": _env_list("ALLOWED_HOSTS"),
-            "cors_allow_origins": _env_list("CORS_ALLOW_ORIGINS"),
+            "allowed_hosts": env_list("ALLOWED_HOSTS"),
+            "cors_allow_origins": env_list("CORS_ALLOW_ORIGINS"),
             "allow_open": os.environ.get("ALLOW_OPEN", "").lower() in ("1", "true", "yes"),
             "access_log": os.environ.get("ACCESS_LOG", "true").lower() not in ("0", "false", "no", "off"),
             "tracing": tracing_configured(),
-            "max_in_flight_per_key": _env_int("MAX_INFLIGHT_PER_KEY", 200),
-            "max_streams_per_key": _env_int("MAX_STREAMS_PER_KEY", 100),
-            "rate_limit_per_minute": _env_int("RATE_LIMIT_PER_MINUTE", 0),
+            "max_in_flight_per_key": env_int("MAX_INFLIGHT_PER_KEY", 200),
+            "max_streams_per_key": env_int("MAX_STREAMS_PER_KEY", 100),
+            "rate_limit_per_minute": env_int("RATE_LIMIT_PER_MINUTE", 0),
             "project_quotas": ProjectQuotas.from_env(os.environ),
-            "sandbox": _sandbox(overrides.get("database_url") or os.environ.get("DATABASE_URL")),
-            "header_timeout_seconds": _env_float("HEADER_TIMEOUT_SECONDS", 10.0),
-            "body_timeout_seconds": _env_float("BODY_TIMEOUT_SECONDS", 30.0),
-            "webhook_urls": _env_list("WEBHOOK_URLS"),
+            "sandbox": sandbox_from_env(overrides.get("database_url") or os.environ.get("DATABASE_URL")),
+            "header_timeout_seconds": env_float("HEADER_TIMEOUT_SECONDS", 10.0),
+            "body_timeout_seconds": env_float("BODY_TIMEOUT_SECONDS", 30.0),
+            "webhook_urls": env_list("WEBHOOK_URLS"),
             "webhook_secret": os.environ.get("WEBHOOK_SECRET", ""),
-            "web_search_provider": _web_search_provider(),
+            "web_search_provider": web_search_provider_from_env(),
             "web_search_api_key": os.environ.get("WEB_SEARCH_API_KEY", ""),
             "web_search_url": os.environ.get("WEB_SEARCH_URL") or None,
             "web_search_egress_allowlist": os.environ.get("WEB_SEARCH_EGRESS_ALLOWLIST"),
             "embedding_model": os.environ.get("EMBEDDING_MODEL", "").strip() or LEXICAL_MODEL,
-            "ingestion_concurrent_activities": _env_slots("INGESTION_CONCURRENT_ACTIVITIES", 8),
+            "ingestion_concurrent_activities": env_slots("INGESTION_CONCURRENT_ACTIVITIES", 8),
             "moderation": ModerationSettings.from_env(os.environ),
             "websocket": WebSocketSettings(
                 enabled=os.environ.get("WEBSOCKET_MODE", "on").lower() not in ("0", "false", "no", "off"),
-                idle_seconds=_env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
-                max_connection_seconds=_env_float("WEBSOCKET_MAX_CONNECTION_SECONDS", 3600.0),
-                messages_per_second=_env_float("WEBSOCKET_MESSAGES_PER_SECOND", 100.0),
+                idle_seconds=env_float("WEBSOCKET_IDLE_SECONDS", 300.0),
+                max_connection_seconds=env_float("WEBSOCKET_MAX_CONNECTION_SECONDS", 3600.0),
+                messages_per_second=env_float("WEBSOCKET_MESSAGES_PER_SECOND", 100.0),
             ),
         }
         for name, env in (
@@ -488,26 +467,3 @@ class Settings(BaseModel):
                 values[name] = os.environ[env]
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(values)
-
-
-def _sandbox(database_url: object) -> SandboxSettings:
-    """The sandbox settings; a SQLite store's directory holds the containers by default."""
-    url = str(database_url or "")
-    data_dir = Path(url.removeprefix("sqlite:///")).parent if url.startswith("sqlite:///") else None
-    try:
-        return SandboxSettings.from_env(data_dir)
-    except SandboxSettingError as error:
-        raise StartupError(str(error)) from None
-
-
-def _web_search_provider() -> str | None:
-    name = os.environ.get("WEB_SEARCH_PROVIDER", "").strip().lower()
-    if name == "":
-        return None
-    if name in ("off", "none"):
-        return "off"
-    if name not in PROVIDERS:
-        raise StartupError(f"WEB_SEARCH_PROVIDER must be one of {', '.join(PROVIDERS)} (or off), not {name!r}")
-    if name in KEYED_PROVIDERS and not os.environ.get("WEB_SEARCH_API_KEY"):
-        raise StartupError(f"WEB_SEARCH_PROVIDER={name} needs its key in WEB_SEARCH_API_KEY")
-    return name
