@@ -8,7 +8,7 @@ first workflow task, two local-activity markers and the completion, with nothing
 prints one JSON line: sequential p50/p95 and throughput at concurrency 10, with the
 unsandboxed runner and with the default sandbox, and the CPU each loaded workflow cost this
 process (its client and worker) and the Temporal server whose `--temporal-pids` it is given;
-the unsandboxed runner's at concurrency 50 too (`throughput_by_concurrency`, `cpu_by_concurrency`).
+the unsandboxed runner's at concurrency 50 too: each level's figures in `by_concurrency`.
 """
 
 from __future__ import annotations
@@ -85,19 +85,10 @@ async def measure(
             level: await _loaded_figures(client, task_queue, 2 * requests, level, temporal_pids)
             for level in (concurrency, *also_at)
         }
-    figures = by_concurrency[concurrency]
     return {
-        "worker_cpu_ms": figures["worker_cpu_ms"],
-        "temporal_cpu_ms": figures["temporal_cpu_ms"],
         "p50_ms": statistics.median(sequential),
         "p95_ms": percentile(sequential, 0.95),
-        "throughput_per_s": figures["throughput_per_s"],
-        "loaded_p50_ms": figures["loaded_p50_ms"],
-        "throughput_by_concurrency": {str(level): each["throughput_per_s"] for level, each in by_concurrency.items()},
-        "cpu_by_concurrency": {
-            str(level): {"worker_cpu_ms": each["worker_cpu_ms"], "temporal_cpu_ms": each["temporal_cpu_ms"]}
-            for level, each in by_concurrency.items()
-        },
+        "by_concurrency": {str(level): figures for level, figures in by_concurrency.items()},
     }
 
 

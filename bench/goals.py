@@ -122,7 +122,7 @@ def issue_42_rows(
         return "held" if (ours <= bound if below else ours >= bound) else "missed"
 
     def above_the_floor(goal: float | None, concurrency: int) -> str:
-        reach = floor["throughput_by_concurrency"].get(str(concurrency))
+        reach = floor["by_concurrency"].get(str(concurrency), {}).get("throughput_per_s")
         if goal is None or reach is None or reach >= goal:
             return ""
         return f" (the goal, {goal:.1f}, is above the floor's {reach:.1f})"
@@ -201,7 +201,7 @@ def throughput_budget(
     cpu = ours.cpu
     outside = cpu.temporal + cpu.load_generator + cpu.backend
     left = budget - outside
-    floor_cpu = floor["cpu_by_concurrency"][str(concurrency)]
+    floor_cpu = floor["by_concurrency"][str(concurrency)]
     sdk = floor_cpu["worker_cpu_ms"]
     if ours.throughput >= goal:
         verdict = "The goal held."
@@ -228,7 +228,7 @@ def throughput_budget(
         f" {floor_cpu['temporal_cpu_ms']:.1f}), the load generator {cpu.load_generator:.1f} and the"
         f" backend {cpu.backend:.1f}: that leaves `dev` {left:.1f} ms. `dev` spent {cpu.server:.1f} ms,"
         f" of which the floor's client and worker spend {sdk:.1f} on the same Temporal work (the floor"
-        f" reached {floor['throughput_by_concurrency'][str(concurrency)]:.1f} req/s), and this"
+        f" reached {floor_cpu['throughput_per_s']:.1f} req/s), and this"
         f" project's code (the HTTP API, the store, the model call, the payload codec)"
         f" {cpu.server - sdk:.1f}. {verdict}"
         + (f" A response through each peer cost that peer: {spent}." if spent else "")

@@ -262,9 +262,10 @@ class ResponseRunner:
             if isinstance(error, RPCError):
                 raise UnavailableError(f"Temporal is unavailable: {error.message}") from error
             raise
+        here = _started_here(handle)
         if eager:
-            metrics.workflow_started(here=_started_here(handle))
-        if handover is not None and not _started_here(handle):
+            metrics.workflow_started(here=here)
+        if handover is not None and not here:
             self.outcomes.forget(response.id)
             handover = None
         return Started(handle, handover)

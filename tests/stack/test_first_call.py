@@ -23,6 +23,7 @@ from temporalio.service import RPCError
 
 from tests.support.dev_stack import DevStack
 from tests.support.processes import kill, spawn_api, spawn_worker
+from tests.support.prometheus import scrape, total
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, running_stack
 
@@ -215,8 +216,7 @@ async def test_serve_begins_the_first_turn_and_a_worker_elsewhere_adopts_it(
                     events = [
                         event async for event in await client.responses.create(model=model, input="go", stream=True)
                     ]
-                async with httpx.AsyncClient() as http:
-                    scraped = (await http.get(url.removesuffix("/v1") + "/metrics")).text
+                scraped = await scrape(url.removesuffix("/v1"))
             finally:
                 kill(api)
                 kill(worker)
@@ -224,12 +224,8 @@ async def test_serve_begins_the_first_turn_and_a_worker_elsewhere_adopts_it(
         assert events[-1].type == "response.completed" and events[-1].response.output_text == TEXT
         assert "".join(event.delta for event in events if event.type == "response.output_text.delta") == TEXT
         assert len(backend.requests(model)) == 2
-        counted = [
-            line
-            for line in scraped.splitlines()
-            if line.startswith("durable_responses_inference_duration_seconds_count") and 'outcome="ok"' in line
-        ]
-        assert sum(float(line.rsplit(" ", 1)[1]) for line in counted) == 2, counted
+        made_by_serve = total(scraped, "durable_responses_inference_duration_seconds_count", outcome="ok")
+        assert made_by_serve == 2, {key: value for key, value in scraped.items() if "inference" in key}
     except BaseException:
         # It failed twice in about a dozen group runs with nothing to read: now the two
         # processes' own words are shown with the failure.

@@ -17,8 +17,7 @@ BUDGET_MS = (os.cpu_count() or 1) * 1000 / GOAL
 
 def floor(sdk_ms: float) -> dict[str, Any]:
     return {
-        "throughput_by_concurrency": {"10": 120.0},
-        "cpu_by_concurrency": {"10": {"worker_cpu_ms": sdk_ms, "temporal_cpu_ms": 9.0}},
+        "by_concurrency": {"10": {"throughput_per_s": 120.0, "worker_cpu_ms": sdk_ms, "temporal_cpu_ms": 9.0}},
     }
 
 
