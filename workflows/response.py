@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from models.mcp import ApprovalDecision
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.steering import SteerSignal
-    from models.visibility import RESPONSE_STATE, current_details
+    from models.visibility import RESPONSE_STATE, current_details, state_is_kept
     from models.webhooks import ended_event, identifier_blocked_event
     from models.workflow_io import (
         ApprovalUpdate,
@@ -56,9 +56,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turn_input import turn_input
     from workflows.webhooks import send_webhooks
 
-
-PASSING_STATES = frozenset({State.LISTING_TOOLS, State.INFERRING})
-"""States a response passes through in a moment; `ResponseState` shows the others."""
 
 CANCEL_ARRIVAL_SECONDS = 2.0
 """How long a response cancelled through the store waits for Temporal's cancel request."""
@@ -206,10 +203,12 @@ class ResponseWorkflow(ToolSteps):
         steering.take_steer(self.state, signal)
 
     def _show_state(self, state: State) -> None:
-        """The state as the workflow's current details and, when the namespace has it and an
-        operator would filter on it, its `ResponseState` search attribute (each upsert is a
-        history event and a visibility write: the passing states of a turn are not kept)."""
-        if self.state.settings.search_attributes and state not in PASSING_STATES:
+        """The state as the workflow's current details and, when the namespace has it and
+        Temporal's own status cannot tell it, as its `ResponseState` search attribute (each
+        upsert is a history event and a visibility write: `visibility.state_is_kept`)."""
+        if self.state.settings.search_attributes and state_is_kept(
+            state.value, workflow.info().typed_search_attributes.get(RESPONSE_STATE)
+        ):
             workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
         waiting = len([request for request in self.state.awaited if request not in self.state.decisions])
         workflow.set_current_details(current_details(state.value, waiting))

@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import openai
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
 
+from models.visibility import RESPONSE_MODEL, RESPONSE_STATE
 from tests.support import store_probe
 from tests.support.dev_stack import DevStack
 from tests.support.mcp_servers import McpTestServer
@@ -244,6 +246,50 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
         seconds=20,
     )
     assert waiting.id not in await listed(f'ResponseState = "awaiting_approval" AND {by_model}')
+
+
+async def test_a_response_that_never_waits_leaves_its_end_to_temporals_status(
+    stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """A response that goes from its request to its answer writes no `ResponseState` (each
+    write is a history event and a visibility write): its workflow's status says how it ended.
+    One that ends `incomplete`, which that status cannot tell from `completed`, writes it."""
+    backend.script(model, [Reply(text="all of it"), Reply(text="cut", finish_reason="length")])
+    plain = await sdk.responses.create(model=model, input="hi")
+    cut = await sdk.responses.create(model=model, input="hi")
+    assert (plain.status, cut.status) == ("completed", "incomplete")
+    for response in (plain, cut):
+        await stack.client.get_workflow_handle(response.id).result()
+    plain_run = await stack.client.get_workflow_handle(plain.id).describe()
+    assert plain_run.status == WorkflowExecutionStatus.COMPLETED
+    assert plain_run.typed_search_attributes.get(RESPONSE_STATE) is None
+    assert plain_run.typed_search_attributes.get(RESPONSE_MODEL) == model
+    upserts = [
+        event
+        async for event in stack.client.get_workflow_handle(plain.id).fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+    ]
+    assert upserts == []
+    cut_run = await stack.client.get_workflow_handle(cut.id).describe()
+    assert cut_run.typed_search_attributes.get(RESPONSE_STATE) == "incomplete"
+
+    async def listed(query: str) -> list[str]:
+        return [
+            execution.id async for execution in stack.client.list_workflows(f'{query} AND ResponseModel = "{model}"')
+        ]
+
+    # docs/operating.md's queries
+    await eventually(
+        lambda: _contains(listed('ExecutionStatus = "Completed" AND ResponseState IS NULL'), plain.id),
+        "the plain response to be listed as completed, with no state",
+        seconds=20,
+    )
+    await eventually(
+        lambda: _contains(listed('ResponseState = "incomplete"'), cut.id),
+        "the cut response to be listed as incomplete",
+        seconds=20,
+    )
+    assert plain.id not in await listed('ResponseState = "incomplete"')
 
 
 async def test_each_upstream_attempt_is_shown_in_temporal(

@@ -27,6 +27,10 @@ UNDER_THE_BASELINE_MARKER = HISTORIES / "baseline-marker-2026-11-27"
 UNDER_THE_FIRST_MEMO = HISTORIES / "memo-baseline-2026-11-27"
 """Histories recorded under `patches.BASELINE_2026_11_27` in their memo, of paths that the
 next baseline (`BASELINE_2026_11_27_2`) changed: recorded again beside this folder."""
+STATE_SET_AT_START = HISTORIES / "state-at-start-2026-11-28"
+"""Histories of responses that never waited, recorded when every response's `ResponseState`
+was set at its start (`created`) and at its end, before it was kept only where Temporal's
+status cannot tell it (`models/visibility.state_is_kept`): recorded again beside this folder."""
 
 
 def replayer() -> Replayer:
