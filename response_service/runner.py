@@ -110,8 +110,8 @@ class ResponseRunner:
         """The in-process worker's model calls: a response's first turn is asked while its
         workflow starts (`activities/early_calls.py`); None: the workflow asks."""
         self.summary_input = summary_input
-        """The workflow summary shows the input's first words (user text, readable in the
-        Temporal UI); otherwise the model only."""
+        """Each workflow has a summary, the model and the input's first words (user text,
+        readable in the Temporal UI); otherwise none."""
         self.task_queue = task_queue
         self.settings = (
             settings if settings.mcp_task_queue else settings.model_copy(update=side_task_queues(task_queue))
@@ -227,14 +227,9 @@ class ResponseRunner:
                 request_eager_start=eager,
                 # The baseline the run takes its patches from, with no marker (workflows/patches.py).
                 memo=patches.start_memo(),
-                static_summary=visibility.summary(response.model, words if self.summary_input else ""),
-                static_details=visibility.details(
-                    previous_response_id=response.previous_response_id,
-                    tools=_tool_names(response),
-                    background=response.background,
-                    stream=emit_events and not response.background,
-                    conversation_id=response.conversation.id if response.conversation else None,
-                ),
+                # What the response is, the workflow shows as its current details: stored with
+                # every start, it cost the Temporal server (`visibility.shown`).
+                static_summary=visibility.summary(response.model, words) if self.summary_input else None,
                 search_attributes=(
                     visibility.initial_search_attributes(response.model, response.previous_response_id)
                     if self.settings.search_attributes
@@ -391,14 +386,6 @@ class ResponseRunner:
     async def temporal_answers(self) -> None:
         """Raises unless Temporal's frontend answers (a cheap call)."""
         await self.client.workflow_service.get_system_info(GetSystemInfoRequest())
-
-
-def _tool_names(response: Response) -> list[str]:
-    """Tools by type and name or server label (never their URLs or headers)."""
-    return [
-        f"{tool.type}:{getattr(tool, 'server_label', None) or getattr(tool, 'name', None) or ''}".rstrip(":")
-        for tool in response.tools
-    ]
 
 
 def _started_here(handle: WorkflowHandle[Any, Any]) -> bool:

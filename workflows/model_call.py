@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from models import activity_names
     from models.activity_io import InferenceInput, InferenceResult
     from models.errors import ResponseFailedError
+    from models.visibility import shown
     from models.workflow_io import RetryBudget
     from workflows import patches
     from workflows.failures import failed_attempt
@@ -33,9 +34,15 @@ with workflow.unsafe.imports_passed_through():
 
 
 async def call_model(
-    inference: InferenceInput, budget: RetryBudget, *, queue_seconds: float, fallbacks: Sequence[str] = ()
+    inference: InferenceInput,
+    budget: RetryBudget,
+    *,
+    queue_seconds: float,
+    fallbacks: Sequence[str] = (),
+    about: str = "",
 ) -> tuple[InferenceResult, bool]:
-    """The result, and whether the current details were changed on the way (retries, waits)."""
+    """The result, and whether the current details were changed on the way (retries, waits);
+    `about`: what the response is, shown under them (`visibility.shown`)."""
     if not patches.taken(patches.UPSTREAM_ATTEMPTS_SHOWN):
         result = await workflow.execute_local_activity(
             activity_names.RUN_INFERENCE, inference, result_type=InferenceResult, **local_activity_options(budget)
@@ -59,7 +66,7 @@ async def call_model(
                         f"(rate limited: {failed.message})",
                         code="rate_limit_exceeded",
                     ) from None
-                workflow.set_current_details(capacity_details(failed, delay, waited, queue_seconds))
+                workflow.set_current_details(shown(capacity_details(failed, delay, waited, queue_seconds), about))
                 await workflow.sleep(timedelta(seconds=delay))
                 waited += delay
                 call = call.model_copy(update={"returning": True})
@@ -78,8 +85,8 @@ async def call_model(
                     fallbacks[group - 1],
                     failed.message,
                 )
-                workflow.set_current_details(failover_details(failed, fallbacks[group - 1]))
+                workflow.set_current_details(shown(failover_details(failed, fallbacks[group - 1]), about))
                 continue
-            workflow.set_current_details(retry_details(failed, budget, delay))
+            workflow.set_current_details(shown(retry_details(failed, budget, delay), about))
             await workflow.sleep(timedelta(seconds=delay))
             attempt += 1

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from models.mcp import ApprovalDecision
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.steering import SteerSignal
-    from models.visibility import RESPONSE_STATE, current_details, state_is_kept
+    from models.visibility import RESPONSE_STATE, current_details, shown, state_is_kept
     from models.webhooks import ended_event, identifier_blocked_event
     from models.workflow_io import (
         ApprovalUpdate,
@@ -76,7 +76,7 @@ class ResponseWorkflow(ToolSteps):
     async def run(self, request: ResponseWorkflowInput) -> ResponseEnded | Response:
         if patches.taken(patches.STATE_SHOWN_IN_TEMPORAL):
             self.state.machine.on_change = self._show_state
-            workflow.set_current_details(current_details(self.state.machine.state.value))
+            self._say(current_details(self.state.machine.state.value))
         try:
             await self._respond(request)
         except (ActivityError, ApplicationError) as error:
@@ -211,7 +211,11 @@ class ResponseWorkflow(ToolSteps):
         ):
             workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
         waiting = len([request for request in self.state.awaited if request not in self.state.decisions])
-        workflow.set_current_details(current_details(state.value, waiting))
+        self._say(current_details(state.value, waiting))
+
+    def _say(self, now: str) -> None:
+        """The workflow's current details: what it does now, and what the response is."""
+        workflow.set_current_details(shown(now, self.state.about))
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -279,9 +283,10 @@ class ResponseWorkflow(ToolSteps):
                 self.state.settings.inference,
                 queue_seconds=self.state.settings.inference_queue_seconds,
                 fallbacks=request.fallbacks,
+                about=self.state.about,
             )
             if detailed:  # the details told of retries or waits; they are over
-                workflow.set_current_details(current_details(self.state.machine.state.value))
+                self._say(current_details(self.state.machine.state.value))
             turn += 1
             self.end_written = result.ended
             if result.compaction_due:  # nothing was asked: compact the context, then ask

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from models import visibility
     from models.history_budget import ToolResult
     from models.items import McpApprovalRequestItem
     from models.mcp import ApprovalDecision, McpListing
@@ -52,6 +53,9 @@ class ResponseState:
     """Steers taken (the `steer` signal), in order: the response stops at its next safe boundary."""
     moderated_calls: set[str] = field(default_factory=set)
     """Calls whose results an input check has looked at (`workflows/moderation.py`)."""
+    about: str = ""
+    """What the response is, shown under its state in the workflow's current details
+    (`visibility.shown`)."""
 
     @classmethod
     def of(cls, request: ResponseWorkflowInput) -> ResponseState:
@@ -62,4 +66,11 @@ class ResponseState:
             emit_events=request.emit_events,
             servers={tool.server_label: tool for tool in request.response.tools if isinstance(tool, McpTool)},
             parked={item_id: item_id for item_id in request.parked},
+            about=visibility.details(
+                previous_response_id=request.response.previous_response_id,
+                tools=visibility.tool_names(request.response.tools),
+                background=request.response.background,
+                stream=request.emit_events and not request.response.background,
+                conversation_id=request.response.conversation.id if request.response.conversation else None,
+            ),
         )

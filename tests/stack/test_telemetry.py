@@ -231,9 +231,13 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
         "the waiting response to be listed as awaiting approval",
         seconds=20,
     )
-    description = await stack.client.get_workflow_handle(waiting.id).describe()
-    assert await description.static_summary() == model  # no user text unless WORKFLOW_SUMMARY_INPUT is on
-    details = await description.static_details()
+    handle = stack.client.get_workflow_handle(waiting.id)
+    description = await handle.describe()
+    # No summary unless WORKFLOW_SUMMARY_INPUT is on (the model is ResponseModel); what the
+    # response is, its current details say under its state, from the workflow's input.
+    assert await description.static_summary() is None and await description.static_details() is None
+    details = (await handle.query("__temporal_workflow_metadata")).current_details
+    assert details.startswith("**awaiting approval** of 1 MCP call"), details
     assert "background" in details and "mcp:tools" in details and mcp_server.url not in details
     async with stack.http() as http:
         await http.post(
