@@ -101,8 +101,8 @@ def shown(now: str, about: str) -> str:
     """A workflow's current details: what it does `now`, then what the response is (`details`).
 
     What the response is was the workflow's static details, fixed at its start: the Temporal
-    server stored them with every response's start, which cost a plain response about 0.5 ms
-    of `dev`'s CPU and 0.5 ms of the server's (`python -m bench.ab`, with the summary; six
-    rounds). The workflow knows them from its input: shown here, they cost nothing until an
-    operator looks."""
+    server stored them with every response's start, which cost a plain response 0.6-0.9 ms
+    of `dev`'s CPU and 0.5-0.7 ms of the server's (`python -m bench.ab`, with the summary; six
+    rounds each). The workflow knows them from its input: shown here, they cost nothing until
+    an operator looks."""
     return f"{now}\n\n{about}" if about else now

@@ -96,5 +96,5 @@ def retry_details(failed: FailedAttempt, budget: RetryBudget, delay: float) -> s
     return (
         f"**inferring**: upstream attempt {failed.attempt} of {budget.maximum_attempts} failed: "
         f"{_short(failed.message)}"
-        f"\n\nnext attempt in {delay:g} s"
+        f"\n\nnext attempt in {round(delay, 1):g} s"
     )
