@@ -38,9 +38,10 @@ ENDS = frozenset({"completed", "failed", "cancelled", "incomplete"})
 def state_is_kept(state: str, kept: str | None) -> bool:
     """Whether the response's new `state` goes into `ResponseState`, which holds `kept` now.
 
-    Each value is a history event and a visibility write: in `python -m bench.ab`, the one at
-    the end of every response cost a plain response 1.6 ms of `dev`'s CPU and 2.1 ms of its
-    Temporal server's, a tenth of the throughput. So a response keeps its state there only
+    Each value is a history event and a visibility write: in `python -m bench.ab` at
+    concurrency 10, the one at the end of every response cost a plain response 1.5-1.6 ms of
+    `dev`'s CPU and 1.7-2.1 ms of its Temporal server's (at 50, no change above the noise).
+    So a response keeps its state there only
     where Temporal's own status cannot tell it: the states it waits in, and its end once it
     waited (what it holds must not say it still waits) or when the end is one Temporal's
     status does not tell. A response that goes straight from its request to an end Temporal
@@ -68,12 +69,11 @@ def summary(model: str, first_words: str) -> str:
 
 def tool_names(tools: Sequence[object]) -> list[str]:
     """Tools by type and name or server label (never their URLs or headers)."""
-    return [
-        f"{getattr(tool, 'type', '')}:{getattr(tool, 'server_label', None) or getattr(tool, 'name', None) or ''}".rstrip(
-            ":"
-        )
+    named = (
+        (getattr(tool, "type", ""), getattr(tool, "server_label", None) or getattr(tool, "name", None))
         for tool in tools
-    ]
+    )
+    return [f"{kind}:{name}" if name else kind for kind, name in named]
 
 
 def details(
