@@ -4,31 +4,35 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from models.errors import StartupError
 from sandbox.settings import SandboxSettingError, SandboxSettings
 from web_search.provider import KEYED_PROVIDERS, PROVIDERS
 
+Number = TypeVar("Number", int, float)
 
-def env_float(name: str, default: float) -> float:
+
+def _env_number(name: str, default: Number, parse: Callable[[str], Number], what: str) -> Number:
     value = os.environ.get(name)
     try:
-        return float(value) if value else default
+        return parse(value) if value else default
     except ValueError:
-        raise StartupError(f"{name} must be a number, not {value!r}") from None
+        raise StartupError(f"{name} must be {what}, not {value!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float, "a number")
+
+
+def env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int, "a whole number")
 
 
 def env_list(name: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    try:
-        return int(value) if value else default
-    except ValueError:
-        raise StartupError(f"{name} must be a whole number, not {value!r}") from None
 
 
 def env_slots(name: str, default: int) -> int:

@@ -222,12 +222,9 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
     waiting = await sdk.responses.create(model=model, input="please delete the file", tools=[tool], background=True)
     request = (await until_awaiting_approval(sdk, waiting.id)).output[-1]
 
-    async def listed(query: str) -> list[str]:
-        return [execution.id async for execution in stack.client.list_workflows(query)]
-
     by_model = f'ResponseModel = "{model}"'
     await eventually(
-        lambda: _contains(listed(f'ResponseState = "awaiting_approval" AND {by_model}'), waiting.id),
+        lambda: _contains(_listed(stack, f'ResponseState = "awaiting_approval" AND {by_model}'), waiting.id),
         "the waiting response to be listed as awaiting approval",
         seconds=20,
     )
@@ -245,11 +242,11 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
         )
     await until_terminal(sdk, waiting.id)
     await eventually(
-        lambda: _contains(listed(f'ResponseState = "completed" AND {by_model}'), waiting.id),
+        lambda: _contains(_listed(stack, f'ResponseState = "completed" AND {by_model}'), waiting.id),
         "the response to be listed as completed",
         seconds=20,
     )
-    assert waiting.id not in await listed(f'ResponseState = "awaiting_approval" AND {by_model}')
+    assert waiting.id not in await _listed(stack, f'ResponseState = "awaiting_approval" AND {by_model}')
 
 
 async def test_a_response_that_never_waits_leaves_its_end_to_temporals_status(
@@ -277,23 +274,22 @@ async def test_a_response_that_never_waits_leaves_its_end_to_temporals_status(
     cut_run = await stack.client.get_workflow_handle(cut.id).describe()
     assert cut_run.typed_search_attributes.get(RESPONSE_STATE) == "incomplete"
 
-    async def listed(query: str) -> list[str]:
-        return [
-            execution.id async for execution in stack.client.list_workflows(f'{query} AND ResponseModel = "{model}"')
-        ]
+    by_model = f'ResponseModel = "{model}"'
 
     # docs/operating.md's queries
     await eventually(
-        lambda: _contains(listed('ExecutionStatus = "Completed" AND ResponseState IS NULL'), plain.id),
+        lambda: _contains(
+            _listed(stack, f'ExecutionStatus = "Completed" AND ResponseState IS NULL AND {by_model}'), plain.id
+        ),
         "the plain response to be listed as completed, with no state",
         seconds=20,
     )
     await eventually(
-        lambda: _contains(listed('ResponseState = "incomplete"'), cut.id),
+        lambda: _contains(_listed(stack, f'ResponseState = "incomplete" AND {by_model}'), cut.id),
         "the cut response to be listed as incomplete",
         seconds=20,
     )
-    assert plain.id not in await listed('ResponseState = "incomplete"')
+    assert plain.id not in await _listed(stack, f'ResponseState = "incomplete" AND {by_model}')
 
 
 async def test_each_upstream_attempt_is_shown_in_temporal(
@@ -346,6 +342,11 @@ async def test_each_upstream_attempt_is_shown_in_temporal(
 
 async def _holds(found, wanted: str) -> bool:  # noqa: ANN001
     return wanted in await found
+
+
+async def _listed(stack: Stack, query: str) -> list[str]:
+    """The ids of the workflows Temporal's visibility lists for `query`."""
+    return [execution.id async for execution in stack.client.list_workflows(query)]
 
 
 async def _contains(found, wanted: str) -> bool:  # noqa: ANN001
