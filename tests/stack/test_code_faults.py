@@ -20,12 +20,12 @@ import pytest
 
 from sandbox.settings import SandboxSettings
 from tests.support.processes import kill, spawn_worker
-from tests.support.sandboxes import remove_containers
+from tests.support.sandboxes import needs_bubblewrap, remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, running_stack
 from tests.support.waiting import until_terminal
 
-pytestmark = [pytest.mark.one_store]
+pytestmark = [pytest.mark.one_store, needs_bubblewrap]
 
 SECONDS = int(os.environ.get("COMMAND_SECONDS", "8"))
 LINES = SECONDS * 2

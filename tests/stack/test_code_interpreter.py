@@ -26,13 +26,13 @@ from sandbox.containers import ContainerHost
 from sandbox.settings import SandboxSettings
 from tests.stack.test_fuzz import as_json, code_tools, shell_tools
 from tests.support.histories import keep_recording, replayer
-from tests.support.sandboxes import remove_containers
+from tests.support.sandboxes import needs_bubblewrap, remove_containers
 from tests.support.scripted_backend import Reply, ScriptedBackend
 from tests.support.stack import EmptyStore, Stack, empty_store, running_stack
 from tests.support.waiting import eventually
 from worker.code_execution import ContainerChores, HostChores, host_id
 
-pytestmark = [pytest.mark.one_store]
+pytestmark = [pytest.mark.one_store, needs_bubblewrap]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from tests.support.dev_stack import DevStack
 from tests.support.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.support.processes import CLI
-from tests.support.sandboxes import remove_containers
+from tests.support.sandboxes import needs_bubblewrap, remove_containers
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +267,7 @@ def test_a_slow_demo_answer_survives_ctrl_c_and_a_restart(tmp_path: Path):
             os.killpg(dev.process.pid, signal.SIGKILL)
 
 
+@needs_bubblewrap
 def test_the_demo_model_runs_code_with_nothing_configured(demo_dev: DevStack):
     """`Use code: ...` with a code_interpreter tool: the code runs in a sandboxed container."""
     client = demo_dev.sdk()
