@@ -230,11 +230,8 @@ class ResponseRunner:
                 # What the response is, the workflow shows as its current details: stored with
                 # every start, it cost the Temporal server (`visibility.shown`).
                 static_summary=visibility.summary(response.model, words) if self.summary_input else None,
-                search_attributes=(
-                    visibility.initial_search_attributes(response.model, response.previous_response_id)
-                    if self.settings.search_attributes
-                    else None
-                ),
+                # No search attributes: a response writes them once it is more than a request
+                # answered (`visibility.search_attributes_on`).
             )
         except WorkflowAlreadyStartedError:
             if if_never_started:

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from models.mcp import ApprovalDecision
     from models.responses import IncompleteDetails, Response, ResponseErrorInfo, Usage
     from models.steering import SteerSignal
-    from models.visibility import RESPONSE_STATE, current_details, shown, state_is_kept
+    from models.visibility import RESPONSE_MODEL, RESPONSE_STATE, current_details, search_attributes_on, shown
     from models.webhooks import ended_event, identifier_blocked_event
     from models.workflow_io import (
         ApprovalUpdate,
@@ -203,13 +203,20 @@ class ResponseWorkflow(ToolSteps):
         steering.take_steer(self.state, signal)
 
     def _show_state(self, state: State) -> None:
-        """The state as the workflow's current details and, when the namespace has it and
-        Temporal's own status cannot tell it, as its `ResponseState` search attribute (each
-        upsert is a history event and a visibility write: `visibility.state_is_kept`)."""
-        if self.state.settings.search_attributes and state_is_kept(
-            state.value, workflow.info().typed_search_attributes.get(RESPONSE_STATE)
-        ):
-            workflow.upsert_search_attributes([RESPONSE_STATE.value_set(state.value)])
+        """The state as the workflow's current details and, when the namespace has them and
+        the response is more than a request answered, in its search attributes (each upsert
+        is a history event and a visibility write: `visibility.search_attributes_on`)."""
+        if self.state.settings.search_attributes:
+            present = workflow.info().typed_search_attributes
+            updates = search_attributes_on(
+                state.value,
+                kept=present.get(RESPONSE_STATE),
+                described=present.get(RESPONSE_MODEL) is not None,
+                model=self.state.response.model,
+                previous_response_id=self.state.response.previous_response_id,
+            )
+            if updates:
+                workflow.upsert_search_attributes(updates)
         waiting = len([request for request in self.state.awaited if request not in self.state.decisions])
         self._say(current_details(state.value, waiting))
 

@@ -15,7 +15,7 @@ import openai
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
-from models.visibility import RESPONSE_MODEL, RESPONSE_STATE
+from models.visibility import PREVIOUS_RESPONSE_ID, RESPONSE_MODEL, RESPONSE_STATE
 from tests.support import store_probe
 from tests.support.dev_stack import DevStack
 from tests.support.mcp_servers import McpTestServer
@@ -252,19 +252,21 @@ async def test_temporal_shows_each_response_and_filters_them_by_state(
 async def test_a_response_that_never_waits_leaves_its_end_to_temporals_status(
     stack: Stack, sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
 ):
-    """A response that goes from its request to its answer writes no `ResponseState` (each
-    write is a history event and a visibility write): its workflow's status says how it ended.
-    One that ends `incomplete`, which that status cannot tell from `completed`, writes it."""
+    """A response that goes from its request to its answer writes no search attribute (each
+    write is a history event and a visibility write): its workflow's id is its id, its status
+    says how it ended. One that ends `incomplete`, which that status cannot tell from
+    `completed`, or `failed`, is described by one upsert: its state, its model, the response
+    it follows."""
     backend.script(model, [Reply(text="all of it"), Reply(text="cut", finish_reason="length")])
+    backend.script(f"{model}-fail", [Reply(status=400, error_message="no such thing")])
     plain = await sdk.responses.create(model=model, input="hi")
-    cut = await sdk.responses.create(model=model, input="hi")
-    assert (plain.status, cut.status) == ("completed", "incomplete")
-    for response in (plain, cut):
-        await stack.client.get_workflow_handle(response.id).result()
+    cut = await sdk.responses.create(model=model, input="hi", previous_response_id=plain.id)
+    failed = await sdk.responses.create(model=f"{model}-fail", input="hi")
+    assert (plain.status, cut.status, failed.status) == ("completed", "incomplete", "failed")
     plain_run = await stack.client.get_workflow_handle(plain.id).describe()
     assert plain_run.status == WorkflowExecutionStatus.COMPLETED
-    assert plain_run.typed_search_attributes.get(RESPONSE_STATE) is None
-    assert plain_run.typed_search_attributes.get(RESPONSE_MODEL) == model
+    ours = (RESPONSE_STATE, RESPONSE_MODEL, PREVIOUS_RESPONSE_ID)
+    assert [plain_run.typed_search_attributes.get(key) for key in ours] == [None, None, None]
     upserts = [
         event
         async for event in stack.client.get_workflow_handle(plain.id).fetch_history_events()
@@ -273,23 +275,31 @@ async def test_a_response_that_never_waits_leaves_its_end_to_temporals_status(
     assert upserts == []
     cut_run = await stack.client.get_workflow_handle(cut.id).describe()
     assert cut_run.typed_search_attributes.get(RESPONSE_STATE) == "incomplete"
-
-    by_model = f'ResponseModel = "{model}"'
+    assert cut_run.typed_search_attributes.get(RESPONSE_MODEL) == model
+    assert cut_run.typed_search_attributes.get(PREVIOUS_RESPONSE_ID) == plain.id
+    failed_run = await stack.client.get_workflow_handle(failed.id).describe()
+    assert failed_run.status == WorkflowExecutionStatus.FAILED
+    assert failed_run.typed_search_attributes.get(RESPONSE_STATE) == "failed"
+    assert failed_run.typed_search_attributes.get(RESPONSE_MODEL) == f"{model}-fail"
 
     # docs/operating.md's queries
     await eventually(
-        lambda: _contains(
-            _listed(stack, f'ExecutionStatus = "Completed" AND ResponseState IS NULL AND {by_model}'), plain.id
-        ),
+        lambda: _contains(_listed(stack, 'ExecutionStatus = "Completed" AND ResponseState IS NULL'), plain.id),
         "the plain response to be listed as completed, with no state",
         seconds=20,
     )
+    by_model = f'ResponseModel = "{model}"'
     await eventually(
         lambda: _contains(_listed(stack, f'ResponseState = "incomplete" AND {by_model}'), cut.id),
         "the cut response to be listed as incomplete",
         seconds=20,
     )
     assert plain.id not in await _listed(stack, f'ResponseState = "incomplete" AND {by_model}')
+    await eventually(
+        lambda: _contains(_listed(stack, f'PreviousResponseId = "{plain.id}"'), cut.id),
+        "the cut response to be listed as the plain one's follower",
+        seconds=20,
+    )
 
 
 async def test_each_upstream_attempt_is_shown_in_temporal(

@@ -30,7 +30,11 @@ next baseline (`BASELINE_2026_11_27_2`) changed: recorded again beside this fold
 STATE_SET_AT_START = HISTORIES / "state-at-start-2026-11-28"
 """Histories of responses that never waited, recorded when every response's `ResponseState`
 was set at its start (`created`) and at its end, before it was kept only where Temporal's
-status cannot tell it (`models/visibility.state_is_kept`): recorded again beside this folder."""
+status cannot tell it (`models/visibility.state_is_kept`): recorded again in `MODEL_SET_AT_START`."""
+MODEL_SET_AT_START = HISTORIES / "model-at-start-2026-11-28"
+"""Histories recorded when every response's start set `ResponseModel` (and `PreviousResponseId`),
+before a response wrote its search attributes only once it was more than a request answered
+(`models/visibility.search_attributes_on`): recorded again beside this folder."""
 
 
 def replayer() -> Replayer:
