@@ -58,8 +58,8 @@ def state_is_kept(state: str, kept: str | None) -> bool:
 
 
 QUIET_END = "completed"
-"""The end of a response that Temporal's status alone tells, and that nobody looks for in
-Temporal's visibility: it went from its request to its answer."""
+"""The end that Temporal's status tells alone (`Completed`): a response that reaches it
+without having waited writes no search attribute."""
 
 
 def search_attributes_on(

@@ -270,7 +270,8 @@ class Approvals:
         """Keep a decision on an open request of the ended response, for its follow-up. Returns
         how long the request had waited (seconds), or None when the response has no such open
         request (never asked, or a follow-up closed it). `ApprovalAlreadyAnsweredError` when
-        it was decided already."""
+        it was decided already: here, or while the response waited for it (then the answer is
+        the same whether the response has ended since or not)."""
         try:
             async with self.db.write() as transaction:
                 asked_at = await transaction.value(
@@ -280,6 +281,13 @@ class Approvals:
                     response_id=response_id,
                 )
                 if asked_at is None:
+                    if await transaction.value(
+                        "SELECT 1 FROM approval_decisions WHERE approval_request_id = :id "
+                        "AND response_id = :response_id",
+                        id=approval_request_id,
+                        response_id=response_id,
+                    ):
+                        raise ApprovalAlreadyAnsweredError([approval_request_id])
                     return None
                 await transaction.run(
                     "INSERT INTO approval_decisions (approval_request_id, response_id, approve, decided_by, reason) "

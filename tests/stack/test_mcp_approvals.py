@@ -178,7 +178,8 @@ async def test_background_denied_with_the_cli(
         text=True,
         timeout=60,
     )
-    assert again.returncode == 1 and "waits for no approval" in again.stderr
+    # Answered again once the response has ended: the same answer as while it waited.
+    assert again.returncode == 1 and "already been answered" in again.stderr, again.stderr
 
 
 async def test_approvals_endpoint_refuses_what_is_not_waiting(
