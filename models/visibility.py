@@ -79,7 +79,7 @@ def search_attributes_on(
 
     A run started with `ResponseModel` set (by an API server before this rule) writes its
     state as it did (`state_is_kept`), so its history replays."""
-    if described or kept is not None:
+    if described:  # by this rule's first upsert, or at the start by an older API server
         return [RESPONSE_STATE.value_set(state)] if state_is_kept(state, kept) else []
     if state not in WAITING_STATES and (state not in ENDS or state == QUIET_END):
         return []
