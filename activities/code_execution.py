@@ -35,7 +35,7 @@ from models.activity_io import (
 from models.code_items import CodeInterpreterCallItem, CodeInterpreterImage, CodeInterpreterLogs
 from models.errors import CancelRequestedError, SandboxFailedError
 from models.events import code_closing, code_opening, hosted_closing
-from sandbox.containers import InterpreterEnded
+from sandbox.containers import ContainerHost, InterpreterEnded
 from sandbox.interpreter import CallStatus, Interpreters
 from sandbox.runs import POLL_SECONDS
 from store.containers import ContainerRow
@@ -60,9 +60,11 @@ class Ended:
     """A new interpreter took it: the Python state of the calls before is gone."""
 
 
-async def _stop(interpreters: Interpreters, call_id: str) -> None:
+async def _stop(host: ContainerHost, container_id: str, call_id: str) -> None:
     """Interrupt the call; an interpreter that does not stop it within the grace ends (and its
     Python state with it)."""
+    interpreters = host.interpreters(container_id)
+    host.thaw_interpreter(container_id)  # its interrupts are watched from inside
     interpreters.interrupt(call_id)
     for _ in range(int(INTERRUPT_GRACE_SECONDS / POLL_SECONDS)):
         if interpreters.status(call_id) is not None or not interpreters.alive():
@@ -106,12 +108,15 @@ class CodeExecutionActivities(ContainerWork):
         try:
             ended = await unless_cancelled(self.cancels.notifier, request.response_id, self._run(request, row))
         except CancelRequestedError:
-            await _stop(self.host.interpreters(row.id), call.id)
+            await _stop(self.host, row.id, call.id)
             raise
         except asyncio.CancelledError:
             if not activity.is_worker_shutdown():  # the response was cancelled; a worker that stops leaves it running
-                await asyncio.shield(_stop(self.host.interpreters(row.id), call.id))
+                await asyncio.shield(_stop(self.host, row.id, call.id))
             raise
+        finally:
+            # What the call left running (threads, processes) does not run on after it.
+            await asyncio.to_thread(self.host.freeze_interpreter, row.id)
         output = self.host.interpreters(row.id).output(call.id, self.settings.output_bytes).decode(errors="replace")
         created = await self.files.take_out(row.id, self.quotas)
         await self.containers.touch(row.id)
@@ -139,6 +144,7 @@ class CodeExecutionActivities(ContainerWork):
                 )
                 raise SandboxFailedError(f"the container's Python interpreter did not start ({why})") from None
             interpreters.prune()
+        self.host.thaw_interpreter(row.id)  # frozen since its last call
         interpreters.submit(
             time.time_ns(), call.id, call.code or ""
         )  # again, should the last attempt have died handing it
@@ -157,8 +163,10 @@ class CodeExecutionActivities(ContainerWork):
         delay = FIRST_POLL_SECONDS
         while interpreters.status(call_id) is None and interpreters.alive():
             if time.monotonic() >= deadline:
-                await _stop(interpreters, call_id)
+                await _stop(self.host, container_id, call_id)
                 return True
+            if self.host.interpreter_frozen(container_id):
+                self.host.thaw_interpreter(container_id)  # another call's end froze it before this one ran
             await rhythm.keep()
             await asyncio.sleep(delay)  # a quick call is answered at once; a long one is asked seldom
             delay = min(delay * 1.5, POLL_SECONDS)

@@ -28,6 +28,7 @@ from models.ids import new_id
 from models.quotas import ProjectQuotas
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.containers import ContainerHost
+from sandbox.identity import Identity
 from store.containers import ContainerFileRow, Containers
 from store.files import PART_BYTES, Files
 
@@ -76,6 +77,7 @@ class ContainerFiles:
         rows = await self.containers.files(container_id)
         manifest = self._manifest(container_id)
         data = self.host.data(container_id)
+        owner = self.host.identity(container_id)
         kept = {row.id for row in rows}
         for path, seen in list(manifest.items()):
             if seen.file_id not in kept:
@@ -87,7 +89,7 @@ class ContainerFiles:
             name = row.path.removeprefix(f"{DATA_MOUNT}/")
             if "/" in name or not name or name.startswith("."):
                 continue  # only the top of /mnt/data is written
-            size, modified = await _write(data, name, self.stored_files.parts(row.id))
+            size, modified = await _write(data, name, self.stored_files.parts(row.id), owner)
             manifest[row.path] = Seen(row.id, size, modified)
             await self.containers.synced(row.id)
         self._save(container_id, manifest)
@@ -166,9 +168,9 @@ async def _read(data: Path, path: str) -> AsyncIterator[bytes]:
         os.close(file_fd)
 
 
-async def _write(data: Path, name: str, parts: AsyncIterator[bytes]) -> tuple[int, int]:
+async def _write(data: Path, name: str, parts: AsyncIterator[bytes], owner: Identity | None) -> tuple[int, int]:
     """Write a file at the top of `data`, in place of whatever is there (a link is removed, not
-    followed); its size and time."""
+    followed), owned by whom the container's code runs as; its size and time."""
     await asyncio.to_thread(_remove, data, f"{DATA_MOUNT}/{name}")
     directory = os.open(data, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -177,6 +179,8 @@ async def _write(data: Path, name: str, parts: AsyncIterator[bytes]) -> tuple[in
         os.close(directory)
     size = 0
     try:
+        if owner is not None:
+            os.fchown(fd, owner.uid, owner.gid)
         async for piece in parts:
             await asyncio.to_thread(os.write, fd, piece)
             size += len(piece)

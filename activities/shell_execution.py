@@ -118,6 +118,8 @@ class ShellActivities(ContainerWork):
                 return Ended(outputs, texts, lost=True)
             stdout = run.output("stdout", self.settings.output_bytes).decode(errors="replace")
             stderr = run.output("stderr", self.settings.output_bytes).decode(errors="replace") + _note(outcome)
+            if not run.output_kept:
+                stderr += "\n[its output is no longer kept: newer commands' took its place]"
             outputs.append(
                 ShellCommandOutput(stdout=shown(stdout, share), stderr=shown(stderr, share), outcome=_outcome(outcome))
             )

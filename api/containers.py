@@ -40,9 +40,7 @@ MAX_BODY_BYTES = 1024 * 1024
 
 async def create_container(request: Request) -> HttpResponse:
     body = await read_model(CreateContainer, request, limits(request), most=MAX_BODY_BYTES)
-    await check_container_options(
-        request.app.state.sandbox.max_memory, body.memory_limit, body.network_policy, request.app.state.egress
-    )
+    await check_container_options(request.app.state.sandbox, body.memory_limit, body.network_policy)
     row = await new_container(
         request,
         name=body.name,

@@ -87,7 +87,7 @@ def _sandbox_mib(directory: Path) -> float:
     total = 0.0
     for container_id in host.containers():
         cgroup = host.cgroup(container_id)
-        for pid in cgroup.pids() if cgroup is not None else set():
+        for pid in cgroup.top.pids() if cgroup is not None else set():
             with contextlib.suppress(OSError):
                 total += rss_mib(pid)
     return total

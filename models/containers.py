@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from models.public_suffixes import is_public_suffix
 from models.unsupported import UnsupportedParameter
 
 GiB = 1024 * 1024 * 1024
@@ -31,6 +32,8 @@ def _domain(value: str) -> str:
     lowered = value.strip().lower().rstrip(".")
     if not _DOMAIN.match(lowered):
         raise ValueError(f"{value!r} is not a domain name")
+    if is_public_suffix(lowered):
+        raise ValueError(f"{value!r} is a public suffix (anyone may register a name under it), not a domain")
     return lowered
 
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
-from access.egress import EgressPolicy
 from http_plumbing.params import plausible_id, repository
 from models.containers import DEFAULT_EXPIRY_MINUTES, DEFAULT_MEMORY_LIMIT, network_policy_as_stored
 from models.ids import new_id
@@ -59,7 +58,6 @@ async def code_containers(
     project: str,
     previous: Response | None,
     sandbox: SandboxSettings,
-    egress: EgressPolicy,
 ) -> tuple[CreateResponseRequest, list[AutoContainer]]:
     """The request with each `code_interpreter` tool's container named by id, and the
     containers to make for it."""
@@ -80,7 +78,7 @@ async def code_containers(
             continue
         assert isinstance(auto, (CodeInterpreterAutoContainer, ShellContainerAuto))
         await check_container_options(
-            sandbox.max_memory, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, egress, f"{param}."
+            sandbox, auto.memory_limit or DEFAULT_MEMORY_LIMIT, auto.network_policy, f"{param}."
         )
         await _files_exist(files, auto.file_ids or [], project, f"{param}.file_ids")
         if not sandbox.enabled:

@@ -13,12 +13,13 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
-from access.egress import EgressPolicy
 from http_plumbing.params import principal, project_quotas, repository
 from models.containers import MEMORY_LIMITS, NetworkAllowlist
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
 from sandbox.bubblewrap import DATA_MOUNT
+from sandbox.egress_rules import SandboxEgress
+from sandbox.settings import SandboxSettings
 from store.containers import ContainerFileRow, ContainerRow
 
 
@@ -31,11 +32,13 @@ def container_not_found(container_id: str, param: str | None = "container_id") -
 
 
 async def check_container_options(
-    most: str, memory_limit: str, network_policy: Any, egress: EgressPolicy, prefix: str = ""
+    sandbox: SandboxSettings, memory_limit: str, network_policy: Any, prefix: str = ""
 ) -> None:
-    """What this server gives a container: memory up to `most` (`SANDBOX_MAX_MEMORY`), and a
-    way out only to domains the egress guard lets it reach (one that resolves to a private
-    address is refused here; one that does not resolve now is checked again at each connection)."""
+    """What this server gives a container: memory up to `SANDBOX_MAX_MEMORY`, and a way out
+    only to domains the container egress rules let it reach (`sandbox/egress_rules.py`: one
+    that resolves to a private address is refused here; one that does not resolve now is
+    checked again at each connection)."""
+    most = sandbox.max_memory
     if MEMORY_LIMITS[memory_limit] > MEMORY_LIMITS[most]:
         raise InvalidRequestError(
             f"Invalid '{prefix}memory_limit': this server gives a container at most {most} (SANDBOX_MAX_MEMORY).",
@@ -43,6 +46,7 @@ async def check_container_options(
             code="invalid_value",
         )
     if isinstance(network_policy, NetworkAllowlist):
+        egress = sandbox.egress()
         refused = await asyncio.gather(*(_refused(domain, egress) for domain in network_policy.allowed_domains))
         for index, (domain, no) in enumerate(zip(network_policy.allowed_domains, refused, strict=True)):
             if no:
@@ -57,8 +61,8 @@ async def check_container_options(
 RESOLVE_SECONDS = 2.0
 
 
-async def _refused(domain: str, egress: EgressPolicy) -> bool:
-    """Whether `domain` resolves, now, to an address the egress guard refuses."""
+async def _refused(domain: str, egress: SandboxEgress) -> bool:
+    """Whether `domain` resolves, now, to an address the container egress rules refuse on 443."""
     try:
         found = await asyncio.wait_for(
             asyncio.get_running_loop().getaddrinfo(domain, 443, type=socket.SOCK_STREAM), RESOLVE_SECONDS
@@ -66,7 +70,7 @@ async def _refused(domain: str, egress: EgressPolicy) -> bool:
     except (OSError, UnicodeError, TimeoutError):
         return False
     addresses = {ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0]) for *_, sockaddr in found}
-    return any(not egress.allows(domain, address) for address in addresses)
+    return any(egress.refusal(domain, address, 443) is not None for address in addresses)
 
 
 async def new_container(

@@ -194,7 +194,6 @@ async def prepare(
         project,
         previous,
         sandbox or SandboxSettings(),
-        egress or EgressPolicy(),
     )
     secrets = _secrets(request, repository.secret_box)
     has_mcp = any(tool.type == "mcp" for tool in request.tools)

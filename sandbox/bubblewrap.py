@@ -1,9 +1,12 @@
 """The walls of a sandboxed command, as bubblewrap's arguments.
 
 Every command runs in namespaces of its own (user, PID, mount, network, IPC, UTS, cgroup), as
-an unprivileged user (uid 1000) with every capability dropped, also when the worker is root:
-without a user namespace, bwrap run as root keeps CAP_SYS_ADMIN, and `mount -o remount,rw /`
-then writes the host's files. What it sees:
+user 1000 inside with every capability dropped. Seen from the host it is never root: a worker
+that is root starts bwrap as the container's own unprivileged uid (`sandbox/identity.py`,
+`sandbox/staging.py`), so the kernel's owner checks (a `/proc/sys` file, the host's
+`/dev/null`) see nobody in particular. It may not make user namespaces of its own
+(`--disable-userns`), and a seccomp filter (`sandbox/seccomp.py`) takes away the kernel calls no
+computation needs. `/proc/sys` is read-only. What it sees:
 
 - the system, read-only: `/usr` (and `/bin`, `/lib`, ... as Debian's links into it), the few
   files of `/etc` a program needs (certificates, alternatives, the dynamic linker's cache),
@@ -16,6 +19,9 @@ then writes the host's files. What it sees:
 
 Its PID namespace ends with it: when bwrap, or the launcher whose child it is, is killed, so
 is every process inside, one that called `setsid` too.
+
+The options reach bwrap through a descriptor (`--args FD`, `Launch.options`), so the sandbox's
+`/proc/1/cmdline` (bwrap's own) names none of the host's paths; the command follows them.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from sandbox.staging import staged
 
 SANDBOX_UID = 1000
 DATA_MOUNT = "/mnt/data"
@@ -92,38 +101,94 @@ def python_paths() -> list[str]:
     return sorted(path for path in paths if path and not path.startswith("/usr"))
 
 
-def argv(bwrap: str, walls: Walls, command: Sequence[str]) -> list[str]:
-    """The command line that runs `command` behind `walls`."""
-    args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-    # Its parent is the launcher (`sandbox/launcher.py`), not the worker: the sandbox outlives a
-    # worker's death, and ends with its launcher (a cancel kills one or the other).
-    args += ["--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv", "--die-with-parent"]
-    args += ["--ro-bind", "/usr", "/usr"]
+@dataclass(frozen=True)
+class Bind:
+    """A host path bound into the sandbox: by its path when bwrap runs as the worker, from
+    where the launcher staged it when bwrap runs as the container's uid (`sandbox/staging.py`)."""
+
+    source: str
+    inside: str
+    writable: bool = False
+
+
+Step = str | Bind
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One sandboxed command as its launcher starts it: bwrap's options in order (mounts are
+    made in the order given), and the command."""
+
+    steps: tuple[Step, ...]
+    command: tuple[str, ...]
+
+    def sources(self) -> list[str]:
+        return [step.source for step in self.steps if isinstance(step, Bind)]
+
+    def options(self, *, staged_binds: bool) -> list[str]:
+        """bwrap's options, each bind from its source or (`staged_binds`) from its staged place."""
+        options: list[str] = []
+        index = 0
+        for step in self.steps:
+            if isinstance(step, str):
+                options.append(step)
+                continue
+            source = staged(index) if staged_binds else step.source
+            options += ["--bind" if step.writable else "--ro-bind", source, step.inside]
+            index += 1
+        return options
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": [step if isinstance(step, str) else vars(step) for step in self.steps],
+            "command": list(self.command),
+        }
+
+    @classmethod
+    def from_json(cls, said: dict[str, Any]) -> Launch:
+        steps = [step if isinstance(step, str) else Bind(**step) for step in said["steps"]]
+        return cls(tuple(steps), tuple(said["command"]))
+
+
+def system() -> list[str]:
+    """`/usr`, read-only, and `/bin`, `/lib`, ... as the host has them: Debian's links into
+    `/usr`, or directories of their own."""
+    options = ["--ro-bind", "/usr", "/usr"]
     for link in MERGED_LINKS:
         target = Path("/") / link
         if target.is_symlink():
-            args += ["--symlink", os.readlink(target), f"/{link}"]
+            options += ["--symlink", os.readlink(target), f"/{link}"]
         elif target.is_dir():
-            args += ["--ro-bind", str(target), f"/{link}"]
+            options += ["--ro-bind", str(target), f"/{link}"]
+    return options
+
+
+def launch(walls: Walls, command: Sequence[str]) -> Launch:
+    """What runs `command` behind `walls`."""
+    steps: list[Step] = ["--unshare-all", "--unshare-user", "--disable-userns"]
+    steps += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    # Its parent is the launcher (`sandbox/launcher.py`), not the worker: the sandbox outlives a
+    # worker's death, and ends with its launcher (a cancel kills one or the other).
+    steps += ["--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv", "--die-with-parent"]
+    steps += system()
     for name in ETC_FILES:
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--ro-bind", str(walls.etc_dir / "passwd"), "/etc/passwd"]
-    args += ["--ro-bind", str(walls.etc_dir / "group"), "/etc/group"]
+        steps += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    steps += [Bind(str(walls.etc_dir / "passwd"), "/etc/passwd"), Bind(str(walls.etc_dir / "group"), "/etc/group")]
     # The sandbox's own `/tmp`, `/proc` and `/dev` before the Python: bwrap mounts in order, and
     # a Python under one of them (a venv made with `mktemp -d`, as CI's is) would be hidden by a
-    # filesystem mounted over it afterwards.
-    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
-    for path in python_paths():
-        args += ["--ro-bind", path, path]
-    for host, inside in walls.read_only.items():
-        args += ["--ro-bind", host, inside]
-    args += ["--bind", str(walls.data_dir), DATA_MOUNT]
+    # filesystem mounted over it afterwards. `/proc/sys` read-only: bwrap leaves it writable
+    # where its files' modes say so, and the kernel's owner checks are all that guard them then.
+    steps += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    steps += ["--dev", "/dev"]
+    steps += [Bind(path, path) for path in python_paths()]
+    steps += [Bind(host, inside) for host, inside in walls.read_only.items()]
+    steps.append(Bind(str(walls.data_dir), DATA_MOUNT, writable=True))
     if walls.control_dir is not None:
-        args += ["--bind", str(walls.control_dir), CONTROL_MOUNT]
+        steps.append(Bind(str(walls.control_dir), CONTROL_MOUNT, writable=True))
     if walls.egress_dir is not None:
-        args += ["--ro-bind", str(walls.egress_dir), EGRESS_MOUNT]
+        steps.append(Bind(str(walls.egress_dir), EGRESS_MOUNT))
     # The root bwrap builds (a tmpfs, with the mount points it made) is read-only too.
-    args += ["--remount-ro", "/", "--chdir", DATA_MOUNT]
+    steps += ["--remount-ro", "/", "--chdir", DATA_MOUNT]
     for name, value in {**BASE_ENVIRONMENT, **walls.environment}.items():
-        args += ["--setenv", name, value]
-    return [*args, "--", *command]
+        steps += ["--setenv", name, value]
+    return Launch(tuple(steps), tuple(command))

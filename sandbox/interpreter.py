@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox import reach
+from sandbox.identity import Identity
 from sandbox.runs import POLL_SECONDS, Run, RunOutcome
 
 READY_SECONDS = 30.0
@@ -32,19 +33,25 @@ class CallStatus:
 
 class Interpreters:
     """The interpreters of one container: `control` is its `/mnt/control`, `home` where their
-    runs are kept."""
+    runs are kept, `owner` whom the interpreter runs as (what the worker makes under `control`
+    is given to it; None: the worker's own uid)."""
 
-    def __init__(self, home: Path, control: Path) -> None:
+    def __init__(self, home: Path, control: Path, owner: Identity | None = None) -> None:
         self.home = home
         self.control = control
+        self.owner = owner
 
     def generations(self) -> list[int]:
         return sorted(int(path.name.split("-", 1)[1]) for path in self.home.glob("interpreter-*") if path.is_dir())
 
+    def _run(self, generation: int) -> Run:
+        name = f"interpreter-{generation}"
+        return Run(self.home / name, self.home / "outputs" / name)
+
     def current(self) -> Run | None:
         """The newest interpreter's run, if one was ever started."""
         generations = self.generations()
-        return Run(self.home / f"interpreter-{generations[-1]}") if generations else None
+        return self._run(generations[-1]) if generations else None
 
     def alive(self) -> bool:
         current = self.current()
@@ -56,16 +63,16 @@ class Interpreters:
 
     def next_run(self) -> Run:
         generations = self.generations()
-        return Run(self.home / f"interpreter-{(generations[-1] + 1) if generations else 1}")
+        return self._run((generations[-1] + 1) if generations else 1)
 
     def reset_control(self) -> None:
         """A new interpreter starts with no request left from the last one (each was answered,
         or is one whose answer was lost with it)."""
         for name in ("requests", "taken", "interrupts"):
-            reach.make_directory(self.control, name)
+            reach.make_directory(self.control, name, self.owner)
             for entry in reach.names(self.control, name):
                 reach.remove(self.control, f"{name}/{entry}")
-        reach.make_directory(self.control, "runs")
+        reach.make_directory(self.control, "runs", self.owner)
         reach.remove(self.control, "ready")
 
     async def wait_ready(self, run: Run) -> bool:
@@ -90,7 +97,9 @@ class Interpreters:
         (self.home / "handed").mkdir(exist_ok=True)
         (self.home / "handed" / call_id).touch()  # out of the sandbox's reach, and off its tmpfs
         name = f"{sequence:020d}-{call_id}.json"
-        reach.write(self.control, f"requests/{name}", json.dumps({"call_id": call_id, "code": code}).encode())
+        reach.write(
+            self.control, f"requests/{name}", json.dumps({"call_id": call_id, "code": code}).encode(), self.owner
+        )
 
     def handed(self, call_id: str) -> bool:
         """Whether the call was ever handed to an interpreter of this container (its control
@@ -126,7 +135,7 @@ class Interpreters:
     def interrupt(self, call_id: str) -> None:
         """Stop the call: interrupted if it runs (or as soon as it starts), withdrawn if it
         waits to be taken."""
-        reach.write(self.control, f"interrupts/{call_id}", b"")
+        reach.write(self.control, f"interrupts/{call_id}", b"", self.owner)
         for name in reach.names(self.control, "requests"):
             if name.endswith(f"-{call_id}.json"):
                 reach.remove(self.control, f"requests/{name}")

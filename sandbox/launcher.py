@@ -1,16 +1,21 @@
 """The process that runs one sandboxed command and outlives the worker that asked for it.
 
-    python -m sandbox.launcher RUN_DIR
+    python -m sandbox.launcher RUN_DIR OUTPUT_DIR
 
 It reads what to run from `RUN_DIR/run.json` (`sandbox/runs.py` writes it), leaves its
 parent at once (the worker reaps a process that has ended; the launcher itself carries on
-alone, in its own session, so a worker killed with SIGKILL leaves it running), and then:
+alone, in its own session, so a worker killed with SIGKILL leaves it running), joins its
+container's `service` cgroup (counted against the container, out of reach of its code's OOM),
+and then:
 
-- starts the command, which joins the container's cgroup and takes on its rlimits before it
-  starts the sandbox;
-- copies its standard output and error into `stdout` and `stderr` as they come, each up to
-  `output_bytes` (what goes past is counted, not kept), so a retried activity can read
-  them from where it was;
+- starts bwrap, its options handed over through a descriptor (`--args`), with the seccomp
+  filter through another; the child joins the container's cgroup and takes on its rlimits
+  before it starts the sandbox, and, when the launcher is root, binds what the sandbox sees
+  where the container's uid can reach it and becomes that uid (`sandbox/staging.py`): bwrap
+  never runs as root;
+- copies its standard output and error into `OUTPUT_DIR/stdout` and `stderr` as they come,
+  each up to `output_bytes` (what goes past is counted, not kept; a full output disk keeps
+  nothing more), so a retried activity can read them from where it was;
 - kills it when its time is up (the sandbox's PID namespace ends with it, whatever it
   started);
 - writes how it ended into `status.json`, once, atomically: whoever reads the file reads it
@@ -29,8 +34,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from sandbox import pids, staging
 from sandbox.files import write_atomically
-from sandbox.limits import ResourceLimits
+from sandbox.run_spec import RunSpec
 
 READ_BYTES = 65536
 TIMEOUT_GRACE_SECONDS = 2.0
@@ -53,33 +59,62 @@ class _Capped:
     """One output stream's file, kept up to `limit` bytes; the rest only counted."""
 
     def __init__(self, path: Path, limit: int) -> None:
-        self.file: IO[bytes] = path.open("ab")
+        self.file: IO[bytes] | None = path.open("ab")
         self.limit = limit
         self.seen = 0
 
     def take(self, data: bytes) -> None:
         room = self.limit - self.seen
-        if room > 0:
-            self.file.write(data[:room])
-            self.file.flush()
+        if room > 0 and self.file is not None:
+            try:
+                self.file.write(data[:room])
+                self.file.flush()
+            except OSError:  # the output disk is full: the rest is counted, not kept
+                self.file = None
         self.seen += len(data)
 
 
-def run(directory: Path) -> dict[str, Any]:
-    spec = json.loads((directory / "run.json").read_text())
-    limits = ResourceLimits(**spec["limits"])
-    cgroup: list[str] = spec.get("cgroup") or []
-    timeout: float | None = spec.get("timeout_seconds")
+def _join(cgroup: list[str], pid: int) -> None:
+    for where in cgroup:
+        Path(where, "cgroup.procs").write_text(str(pid))
+
+
+def _handed(data: bytes) -> int:
+    """A descriptor holding `data`, from its start, for the child to read."""
+    fd = os.memfd_create("bwrap")  # close-on-exec: `pass_fds` hands it to bwrap alone
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def run(directory: Path, output: Path) -> dict[str, Any]:
+    spec = RunSpec.from_json(json.loads((directory / "run.json").read_text()))
+    limits = spec.limits
+    cgroup = list(spec.cgroup)
+    identity = spec.identity
+    sources = spec.launch.sources()
+
+    options = spec.launch.options(staged_binds=identity is not None)
+    handed: list[int] = []
+    if spec.seccomp is not None:
+        handed.append(os.open(spec.seccomp, os.O_RDONLY))
+        options += ["--seccomp", str(handed[-1])]
+    handed.append(_handed(b"".join(option.encode() + b"\0" for option in options)))
+    argv = [spec.bwrap, "--args", str(handed[-1]), "--", *spec.launch.command]
 
     def enter() -> None:  # in the child, before it becomes the sandbox: the launcher has no threads
-        for where in cgroup:
-            Path(where, "cgroup.procs").write_text(str(os.getpid()))
+        _join(cgroup, os.getpid())
         limits.apply()
+        if identity is not None:
+            staging.stage(sources)
+            staging.become(identity)
 
     oom_before = _oom_kills(cgroup)
     began = time.monotonic()
     child = subprocess.Popen(
-        spec["argv"],
+        argv,
         # bwrap's own process is the sandbox's PID 1, whose environment is readable inside
         # (`/proc/1/environ`): it starts from none of the worker's.
         env={"PATH": "/usr/bin:/bin"},
@@ -88,16 +123,20 @@ def run(directory: Path) -> dict[str, Any]:
         stderr=subprocess.PIPE,
         preexec_fn=enter,  # noqa: PLW1509 - the launcher is single-threaded
         close_fds=True,
+        pass_fds=handed,
     )
-    write_atomically(directory / "child.pid", str(child.pid))
+    for fd in handed:
+        os.close(fd)
+    pids.write(directory / "child.pid", child.pid)
     streams = {
-        "stdout": _Capped(directory / "stdout", limits.output_bytes),
-        "stderr": _Capped(directory / "stderr", limits.output_bytes),
+        "stdout": _Capped(output / "stdout", limits.output_bytes),
+        "stderr": _Capped(output / "stderr", limits.output_bytes),
     }
     selector = selectors.DefaultSelector()
     assert child.stdout is not None and child.stderr is not None
     selector.register(child.stdout, selectors.EVENT_READ, "stdout")
     selector.register(child.stderr, selectors.EVENT_READ, "stderr")
+    timeout = spec.timeout_seconds
     timed_out = False
     open_streams = 2
     while open_streams:
@@ -131,7 +170,7 @@ def run(directory: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    directory = Path(sys.argv[1])
+    directory, output = Path(sys.argv[1]), Path(sys.argv[2])
     if os.fork():  # the worker reaps this one at once; the launcher goes on without it
         os._exit(0)
     os.setsid()
@@ -139,9 +178,10 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    write_atomically(directory / "launcher.pid", str(os.getpid()))
+    pids.write(directory / "launcher.pid", os.getpid())
     try:
-        run(directory)
+        _join(json.loads((directory / "run.json").read_text()).get("service_cgroup") or [], os.getpid())
+        run(directory, output)
     except Exception as error:  # noqa: BLE001 - said in the status, for the worker to read
         write_atomically(directory / "status.json", json.dumps({"launcher_error": f"{type(error).__name__}: {error}"}))
     os._exit(0)

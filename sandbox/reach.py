@@ -19,6 +19,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from sandbox.identity import Identity
+
 DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -30,14 +32,17 @@ def _parts(relative: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _directory(root: Path, parts: list[str], *, create: bool = False) -> Iterator[int]:
-    """The directory `root/parts...` open, reached without following a link."""
+def _directory(root: Path, parts: list[str], *, create: bool = False, owner: Identity | None = None) -> Iterator[int]:
+    """The directory `root/parts...` open, reached without following a link (each one it makes
+    given to `owner`)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in parts:
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
+                    if owner is not None:
+                        os.chown(part, owner.uid, owner.gid, dir_fd=fd, follow_symlinks=False)
             next_fd = os.open(part, DIRECTORY_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = next_fd
@@ -65,15 +70,18 @@ def read(root: Path, relative: str, offset: int = 0, limit: int = 1 << 20) -> by
         os.close(fd)
 
 
-def write(root: Path, relative: str, data: bytes) -> None:
-    """A file whole at once (readers see it all or not at all), its directories made."""
+def write(root: Path, relative: str, data: bytes, owner: Identity | None = None) -> None:
+    """A file whole at once (readers see it all or not at all), its directories made; it and
+    they given to `owner`."""
     parts = _parts(relative)
-    with _directory(root, parts[:-1], create=True) as directory:
+    with _directory(root, parts[:-1], create=True, owner=owner) as directory:
         fresh = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
         fd = os.open(
             fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory
         )
         try:
+            if owner is not None:
+                os.fchown(fd, owner.uid, owner.gid)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -119,6 +127,6 @@ def remove(root: Path, relative: str) -> None:
         os.unlink(parts[-1], dir_fd=directory)
 
 
-def make_directory(root: Path, relative: str) -> None:
-    with _directory(root, _parts(relative), create=True):
+def make_directory(root: Path, relative: str, owner: Identity | None = None) -> None:
+    with _directory(root, _parts(relative), create=True, owner=owner):
         pass

@@ -2,10 +2,12 @@
 
 A run is a directory: `run.json` (what to run, written once: the first `start` makes it and
 spawns the launcher, `sandbox/launcher.py`; any later `start` finds it and starts nothing),
-`stdout` and `stderr` (growing as the command writes), `launcher.pid` and `child.pid`, and at
-the end `status.json`. A worker that dies leaves all of it, and the command running; the
-retried activity calls `start` again (nothing happens), follows the output from where it had
-got to, and reads the status once it is there.
+`launcher.pid` and `child.pid` (each a pid with its start time: `sandbox/pids.py`), and at the
+end `status.json`; its `stdout` and `stderr` (growing as the command writes) are kept in an
+output directory of their own, on the container's quota, where old runs' are pruned. A worker
+that dies leaves all of it, and the command running; the retried activity calls `start` again
+(nothing happens), follows the output from where it had got to, and reads the status once it
+is there.
 
 A run whose launcher is gone without a status (the host restarted, someone killed it) ended
 in a way nobody knows: `RunOutcome.lost`.
@@ -14,30 +16,23 @@ in a way nobody knows: `RunOutcome.lost`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import signal
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox import pids
 from sandbox.files import read_from
-from sandbox.limits import ResourceLimits
 from sandbox.own_modules import module_command
+from sandbox.run_spec import RunSpec
 
 POLL_SECONDS = 0.05
 STREAMS = ("stdout", "stderr")
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    argv: Sequence[str]
-    limits: ResourceLimits
-    timeout_seconds: float | None
-    cgroup: Sequence[str] = ()
-    """The container's cgroup directories, which the command joins."""
+LAUNCHER_MARK = b"sandbox.launcher"
+CHILD_MARK = b"bwrap"
 
 
 @dataclass(frozen=True)
@@ -60,12 +55,19 @@ class RunOutcome:
 
 
 class Run:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, output: Path | None = None) -> None:
         self.directory = directory
+        self.output_directory = output or directory
+        """Where its `stdout` and `stderr` are kept (pruned once it has ended)."""
 
     @property
     def started(self) -> bool:
         return (self.directory / "run.json").exists()
+
+    @property
+    def output_kept(self) -> bool:
+        """Whether its output is still kept (a run that ended long ago may have been pruned)."""
+        return self.output_directory.is_dir()
 
     async def start(self, spec: RunSpec) -> bool:
         """Start the command unless this run was started before; whether this call started it."""
@@ -74,16 +76,11 @@ class Run:
             fd = os.open(self.directory / "run.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             return False
-        payload = {
-            "argv": list(spec.argv),
-            "limits": asdict(spec.limits),
-            "timeout_seconds": spec.timeout_seconds,
-            "cgroup": list(spec.cgroup),
-        }
         with os.fdopen(fd, "w") as file:
-            file.write(json.dumps(payload))
+            file.write(json.dumps(spec.to_json()))
+        self.output_directory.mkdir(parents=True, exist_ok=True)
         launcher = await asyncio.create_subprocess_exec(
-            *module_command("sandbox.launcher", str(self.directory)),
+            *module_command("sandbox.launcher", str(self.directory), str(self.output_directory)),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
@@ -104,14 +101,13 @@ class Run:
         return None
 
     def _launcher_alive(self) -> bool:
-        pid = _read_pid(self.directory / "launcher.pid")
-        if pid is None:
+        path = self.directory / "launcher.pid"
+        if not path.exists():
             return (self.directory / "run.json").exists() and _young(self.directory / "run.json")
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        return b"sandbox.launcher" in cmdline and str(self.directory).encode() in cmdline
+        return pids.alive(pids.read(path), self._launcher_mark())
+
+    def _launcher_mark(self) -> bytes:
+        return LAUNCHER_MARK + b"\0" + str(self.directory).encode() + b"\0"
 
     async def follow(self, offsets: dict[str, int]) -> AsyncIterator[tuple[str, bytes]]:
         """Each stream's new output from `offsets` on (moved on as it goes), as it comes, until
@@ -119,7 +115,7 @@ class Run:
         while True:
             ended = self.outcome()
             for stream in STREAMS:
-                data = read_from(self.directory / stream, offsets.get(stream, 0))
+                data = read_from(self.output_directory / stream, offsets.get(stream, 0))
                 if data:
                     offsets[stream] = offsets.get(stream, 0) + len(data)
                     yield stream, data
@@ -129,28 +125,19 @@ class Run:
 
     def output(self, stream: str, limit: int) -> bytes:
         """The first `limit` bytes the run kept of a stream."""
-        return read_from(self.directory / stream, 0, limit)
+        return read_from(self.output_directory / stream, 0, limit)
 
     def kill(self) -> None:
-        """End the command (and its sandbox's PID namespace), if it runs."""
-        for name in ("child.pid", "launcher.pid"):
-            pid = _read_pid(self.directory / name)
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
+        """End the command (and its sandbox's PID namespace), if it runs: its bwrap, then its
+        launcher, each only if the recorded process is still the one the run started."""
+        if not self._launcher_alive():
+            return  # ended: whatever its pids name now is not its
+        pids.send(pids.read(self.directory / "child.pid"), CHILD_MARK)
+        pids.send(pids.read(self.directory / "launcher.pid"), self._launcher_mark())
 
 
 def _young(path: Path, seconds: float = 10.0) -> bool:
     """Made so recently that its launcher may not have said its pid yet."""
-    import time
-
     try:
         return time.time() - path.stat().st_mtime < seconds
     except OSError:

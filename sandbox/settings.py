@@ -13,6 +13,16 @@ the workers run with it.
     SANDBOX_MAX_COMMAND_SECONDS  the longest a shell call may ask for (`timeout_ms`; default 6 h)
     SANDBOX_HOST_WAIT_SECONDS  how long a command waits for its container's host to take it
                                before the host is taken to be gone (default 300)
+    SANDBOX_EGRESS_ALLOWLIST   what, beyond public addresses on ports 80 and 443, a container's
+                               allowed domains may reach (`sandbox/egress_rules.py`; empty by
+                               default, in `dev` too; never `EGRESS_ALLOWLIST`)
+    SANDBOX_UIDS               the host uids containers run as when the worker is root, one a
+                               container (FIRST-LAST; default 1879048192-1879113727)
+
+With the runtime left to choose (`auto`), a host where bwrap cannot start a sandbox as it
+would (a root worker on a kernel that gives no unprivileged user a user namespace) runs no code,
+and the start-up line says why; `SANDBOX_RUNTIME=bubblewrap` there is a start-up error. Code
+never runs as root instead.
 """
 
 from __future__ import annotations
@@ -23,6 +33,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from sandbox.egress_rules import SandboxEgress, SandboxEgressError
+from sandbox.identity import DEFAULT_UIDS, IdentityError, UidRange
+from sandbox.probe import refusal
 
 MiB = 1024 * 1024
 Runtime = Literal["bubblewrap", "off"]
@@ -43,13 +57,30 @@ class SandboxSettings:
     max_command_seconds: float = 6 * 3600.0
     output_bytes: int = 1 * MiB
     host_wait_seconds: float = 300.0
+    egress_allowlist: str = ""
+    """`SANDBOX_EGRESS_ALLOWLIST` (checked: `SandboxEgress.parse` reads it)."""
+    uids: str = DEFAULT_UIDS
+    """`SANDBOX_UIDS` (checked: `UidRange.parse` reads it)."""
+    unavailable: str | None = None
+    """Why code does not run here, when it could not start a sandbox (`sandbox/probe.py`)."""
 
     @property
     def enabled(self) -> bool:
         return self.runtime != "off"
 
+    def egress(self) -> SandboxEgress:
+        return SandboxEgress.parse(self.egress_allowlist)
+
+    def uid_range(self) -> UidRange:
+        return UidRange.parse(self.uids)
+
     def described(self) -> str:
         """One line for the start-up log."""
+        if self.unavailable is not None:
+            return (
+                f"code execution: off, this host cannot sandbox code ({self.unavailable}); code_interpreter and "
+                "shell tools are accepted and not offered"
+            )
         if not self.enabled:
             return (
                 "code execution: off (code_interpreter and shell tools are accepted and not offered; install "
@@ -81,8 +112,27 @@ class SandboxSettings:
         if max_memory not in MEMORY_CHOICES:
             raise SandboxSettingError(f"SANDBOX_MAX_MEMORY must be one of {', '.join(MEMORY_CHOICES)}")
         default_dir = (data_dir / "containers") if data_dir is not None else Path(".durable-responses/containers")
+        egress_allowlist = os.environ.get("SANDBOX_EGRESS_ALLOWLIST", "")
+        uids = os.environ.get("SANDBOX_UIDS", "").strip() or DEFAULT_UIDS
+        try:
+            SandboxEgress.parse(egress_allowlist)
+            uid_range = UidRange.parse(uids)
+        except (SandboxEgressError, IdentityError) as error:
+            raise SandboxSettingError(str(error)) from None
+        unavailable = None
+        if runtime == "bubblewrap":
+            unavailable = refusal(shutil.which("bwrap") or "bwrap", uid_range.first if os.geteuid() == 0 else None)
+            if unavailable is not None and chosen == "bubblewrap":
+                raise SandboxSettingError(
+                    f"SANDBOX_RUNTIME=bubblewrap, but this host cannot sandbox code: {unavailable}"
+                )
+            if unavailable is not None:
+                runtime = "off"
         return cls(
             runtime=runtime,
+            egress_allowlist=egress_allowlist,
+            uids=uids,
+            unavailable=unavailable,
             directory=Path(os.environ.get("SANDBOX_DIR") or default_dir).resolve(),
             max_memory=max_memory,
             disk_bytes=_positive_int("SANDBOX_DISK_BYTES", 1024 * MiB),

@@ -7,8 +7,9 @@ deployment's sandbox queue, where any host places a container that lives nowhere
 host's own, where the commands of its containers run.
 
 Its chores (`HostChores`), on every round, for this host only: containers deleted, expired or
-forgotten leave its disk (their processes killed), and its containers idle past their
-`expires_after` expire, never while a command of theirs runs. `ContainerChores` are the
+forgotten leave its disk (their processes killed), its containers idle past their
+`expires_after` expire, never while a command of theirs runs, and an interpreter that no call
+waits for is frozen. `ContainerChores` are the
 cluster's, on one worker at a time: a container idle well past its expiry expires even if its
 host is gone (nothing else would end it), and containers that ended a day ago are forgotten.
 """
@@ -100,6 +101,10 @@ class HostChores:
         for row in rows.values():
             if row.status == "deleted":  # its host has removed it: nothing is left of it
                 await self.containers.forget(row.id)
+            elif row.status == "running" and self.host.exists(row.id):
+                # No code runs between calls, whatever a call left behind (its activity freezes
+                # the interpreter as it ends; this is for one whose worker died before it did).
+                await asyncio.to_thread(self.host.freeze_interpreter, row.id)
 
 
 class ContainerChores:
@@ -134,7 +139,8 @@ async def code_execution(
     if execution is None or not settings.sandbox.enabled:
         yield []
         return
-    host = ContainerHost.open(settings.sandbox.directory, settings.egress_allowlist)
+    egress = settings.sandbox.egress().closing(settings.deployment_endpoints())
+    host = ContainerHost.open(settings.sandbox.directory, egress, settings.sandbox.uid_range())
     this_host = host_id(settings.sandbox.directory)
 
     def working_here(kind: type[Work]) -> Work:

@@ -175,7 +175,13 @@ async def run_dev(
         settings = settings.model_copy(update={"secrets_key": secrets_key_in(directory)})
     # The UI decodes the encrypted payloads in the browser, through this server's codec endpoint.
     ui_origins = [f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}"]
-    settings = settings.model_copy(update={"codec_allowed_origins": [*settings.codec_allowed_origins, *ui_origins]})
+    settings = settings.model_copy(
+        update={
+            "codec_allowed_origins": [*settings.codec_allowed_origins, *ui_origins],
+            # Closed to code in containers, whatever SANDBOX_EGRESS_ALLOWLIST opens.
+            "own_endpoints": [*settings.own_endpoints, f"{host}:{port}", f"127.0.0.1:{ui_port}"],
+        }
+    )
     settings.check_backend()
     settings.check_webhooks()
     codec_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

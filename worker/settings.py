@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Literal
@@ -134,7 +135,11 @@ class Settings(BaseModel):
     """PostgreSQL connections one process may hold (4 processes x 10 fit the default 100)."""
     egress_allowlist: str = ""
     """Hosts, addresses and networks MCP servers may be at although they are private
-    (`access/egress.py`); `dev` allows loopback unless this is set."""
+    (`access/egress.py`); `dev` allows loopback unless this is set. Code in containers has its
+    own (`SANDBOX_EGRESS_ALLOWLIST`: `sandbox/egress_rules.py`)."""
+    own_endpoints: list[str] = Field(default_factory=list)
+    """`host:port` of this deployment's own listeners beside Temporal, the store and the
+    worker's ports (the API's, and `dev`'s Temporal UI): code in a container never reaches them."""
     allowed_hosts: list[str] = Field(default_factory=list)
     """The names the API answers to (`Host`); empty: loopback names on a loopback address,
     any name elsewhere."""
@@ -304,6 +309,20 @@ class Settings(BaseModel):
 
     def egress(self) -> EgressPolicy:
         return EgressPolicy.parse(self.egress_allowlist)
+
+    def deployment_endpoints(self) -> list[str]:
+        """`host:port` of every service of this deployment this process knows of: Temporal's
+        frontend, the store, the worker's health and metrics ports, the API (closed to code in
+        containers, whatever `SANDBOX_EGRESS_ALLOWLIST` opens)."""
+        endpoints = [self.temporal_address or "localhost:7233", *self.own_endpoints]
+        database = urlsplit(self.database_url)
+        if database.scheme.startswith("postgres"):
+            with contextlib.suppress(ValueError):
+                endpoints.append(f"{database.hostname or 'localhost'}:{database.port or 5432}")
+        endpoints += [f"0.0.0.0:{port}" for port in (self.worker_health_port, self.metrics_port) if port]
+        if os.environ.get("PORT", "").isdigit():
+            endpoints.append(f"{os.environ.get('HOST') or '0.0.0.0'}:{os.environ['PORT']}")
+        return endpoints
 
     def search_egress(self) -> EgressPolicy:
         """Where web search may connect: public addresses, and the operator's own provider (a

@@ -433,3 +433,36 @@ async def test_code_or_commands_past_their_bounds_are_not_run_and_the_model_is_t
     assert "longer than 262144 characters" in told(backend, model, 1)[-1]
     assert "at most 32 commands" in told(backend, model, 2)[-1]
     assert not list((code_stack.settings.sandbox.directory / long_code.container_id / "runs").glob("*"))
+
+
+async def test_code_a_call_leaves_behind_does_not_run_between_calls(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """A thread one call starts keeps time; the next call, two seconds later, finds it stood
+    still between the calls: code lives as long as its call (issue 59, M6)."""
+    from sandbox.cgroups import Cgroups, CgroupUnavailable
+
+    try:
+        if Cgroups.open().freezer is None:
+            pytest.skip("no cgroup freezer here: a call's leftovers are not stopped")
+    except CgroupUnavailable:
+        pytest.skip("no cgroups here")
+    container = await client.containers.create(name="leftovers")
+    starting = (
+        "import threading, time\nticks = []\n"
+        "def tick():\n    while True:\n        ticks.append(time.monotonic())\n        time.sleep(0.01)\n"
+        "threading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.2)\nlen(ticks) > 0"
+    )
+    backend.script(model, [Reply(tool_calls=[code(starting)]), Reply(text="started")])
+    first = await client.responses.create(
+        model=model, input="start", tools=[{"type": "code_interpreter", "container": container.id}]
+    )
+    assert first.status == "completed" and told(backend, model, 1) == ["True"]
+    await asyncio.sleep(2.0)
+    gap = "print(round(max(b - a for a, b in zip(ticks, ticks[1:])), 1))"
+    backend.script(model, [Reply(tool_calls=[code(gap)]), Reply(text="measured")])
+    second = await client.responses.create(
+        model=model, input="measure", tools=[{"type": "code_interpreter", "container": container.id}]
+    )
+    assert second.status == "completed"
+    assert float(told(backend, model, 3)[0]) >= 1.5, told(backend, model, 3)

@@ -56,6 +56,12 @@ async def test_a_container_and_its_files_through_the_sdk(sdk: openai.AsyncOpenAI
         ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": []}}, "network_policy"),
         ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["10.0.0.1"]}}, "network_policy"),
         ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["not a domain"]}}, "network_policy"),
+        # A public suffix would allow every name anyone registers under it (issue 59, L1).
+        ({"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["com.au"]}}, "network_policy"),
+        (
+            {"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["ok.example", "github.io"]}},
+            "network_policy",
+        ),
         ({"name": "x", "file_ids": ["file_missing"]}, "file_ids[0]"),
         ({"name": "x", "expires_after": {"anchor": "last_active_at", "minutes": 0}}, "expires_after.minutes"),
         ({"name": ""}, "name"),

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from sandbox import bubblewrap
+from sandbox.bubblewrap import Launch
 from sandbox.containers import ContainerHost, ContainerLimits, InterpreterEnded
+from sandbox.run_spec import RunSpec
 from sandbox.runs import Run
 
 pytestmark = pytest.mark.skipif(
@@ -206,10 +208,8 @@ async def test_a_command_outlives_the_process_that_started_it_and_is_read_once(h
     assert out.split() == [b"1", b"2", b"3"] and run.outcome().exit_code == 0
 
 
-def run_spec_for(host: ContainerHost, container: str):  # noqa: ANN201
-    from sandbox.runs import RunSpec
-
-    return RunSpec(["true"], LIMITS.command(), 1)
+def run_spec_for(host: ContainerHost, container: str) -> RunSpec:
+    return RunSpec(host.bwrap, Launch((), ("true",)), LIMITS.command(), 1)
 
 
 async def test_a_python_under_tmp_is_seen_inside(host: ContainerHost, tmp_path: Path):
@@ -261,3 +261,262 @@ async def test_an_interpreter_that_cannot_start_ends_at_once_and_says_why(host: 
     with pytest.raises(InterpreterEnded) as ended:  # ended, not "not up in time"
         await host.start_interpreter(container, tiny)
     assert ended.value.out_of_memory
+
+
+# ---- the review of issue 59: a tenant's code is never the host's root ----------------------------
+
+
+def sandboxed_pids(marker: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False).stdout.split()
+    return [int(pid) for pid in found]
+
+
+async def test_the_sandbox_is_nobody_on_the_host(host: ContainerHost):
+    """Seen from the host, code inside runs as its container's own unprivileged uid; from inside,
+    the kernel's owner checks refuse what host root could do (H1), no user namespace can be made
+    (L7), and bwrap's command line names no host path (L5)."""
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    identity = host.identity(container)
+    assert identity is not None and identity.uid not in (0, 1000)
+    marker = f"sleep 8{uuid.uuid4().int % 1000:03d}"
+    sleeping = asyncio.ensure_future(shell(host, container, marker, timeout=20))
+    for _ in range(100):
+        if sandboxed_pids(marker):
+            break
+        await asyncio.sleep(0.05)
+    seen = sandboxed_pids(marker)
+    assert seen, "the sandboxed command was not found from the host"
+    for pid in seen:
+        status = Path(f"/proc/{pid}/status").read_text()
+        uids = next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]
+        assert uids == [str(identity.uid)] * 4, status
+    for run_dir in (host.directory(container) / "runs").iterdir():
+        Run(run_dir).kill()
+    await sleeping
+    out, _, _ = await shell(
+        host,
+        container,
+        "for path in /proc/sys/kernel/core_pattern /proc/sys/vm/swappiness; do "
+        '  (echo x > $path) 2>/dev/null && echo "wrote $path" || echo "refused $path"; done; '
+        "chmod 666 /dev/null 2>/dev/null && echo chmod-ok || echo chmod-refused; "
+        "unshare -U true 2>/dev/null && echo userns-ok || echo userns-refused; "
+        "unshare -Ur id 2>/dev/null || echo root-refused; "
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; grep -c . /proc/self/mountinfo >/dev/null; "
+        "grep Seccomp: /proc/self/status",
+    )
+    assert "refused /proc/sys/kernel/core_pattern" in out and "refused /proc/sys/vm/swappiness" in out, out
+    assert not any(line.startswith("wrote") for line in out.splitlines()) and "chmod-refused" in out, out
+    assert "userns-refused" in out and "root-refused" in out and "uid=0" not in out, out
+    cmdline = next(line for line in out.splitlines() if "bwrap" in line)
+    assert str(host.root) not in cmdline and "--bind" not in cmdline and "--args" in cmdline, cmdline
+    assert "Seccomp:\t2" in out, out
+
+
+async def test_each_denied_system_call_fails_with_eperm(host: ContainerHost):
+    import pyseccomp
+
+    from sandbox import seccomp
+
+    native = pyseccomp.system_arch()
+    numbers = {name: pyseccomp.resolve_syscall(native, name) for name in seccomp.DENIED}
+    numbers = {name: number for name, number in numbers.items() if number >= 0}
+    probe = textwrap.dedent(
+        f"""
+        import ctypes, errno
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        for name, number in {numbers!r}.items():
+            result = libc.syscall(ctypes.c_long(number), 0, 0, 0, 0, 0, 0)
+            print(name, result, errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+        print("getpid", libc.syscall(ctypes.c_long({pyseccomp.resolve_syscall(native, "getpid")})) > 0)
+        clone3 = {pyseccomp.resolve_syscall(native, "clone3")}
+        if clone3 >= 0:
+            print("clone3", libc.syscall(ctypes.c_long(clone3), 0, 0), errno.errorcode.get(ctypes.get_errno()))
+        """
+    )
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    out, err, _ = await shell(host, container, f"python3 - <<'EOF'\n{probe}\nEOF")
+    said = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    for name in numbers:
+        assert said.get(name) == ["-1", "EPERM"], (name, said.get(name), err)
+    # Without the filter these would not be EPERM: unshare(0) and ptrace(PTRACE_TRACEME) succeed.
+    assert {"unshare", "ptrace", "keyctl", "io_uring_setup"} <= set(numbers)
+    assert said["getpid"] == ["True"], said
+    if "clone3" in said:
+        assert said["clone3"] == ["-1", "ENOSYS"], said["clone3"]
+
+
+async def test_a_recorded_pid_that_is_now_another_process_is_never_killed(host: ContainerHost):
+    """A run's recorded pids, its proxy's, once their processes are gone, may be any process of
+    the host's: removing the container kills none of them (H3)."""
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    _, _, run = await shell(host, container, "true")
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        home = host.directory(container)
+        (run.directory / "child.pid").write_text(f"{bystander.pid} 1")  # its pid, another start time
+        (run.directory / "launcher.pid").write_text(str(bystander.pid))  # a bare pid, as before
+        (home / "egress-proxy.pid").write_text(str(bystander.pid))
+        await host.remove(container)
+        assert bystander.poll() is None, "a host process was killed for a pid a container once had"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+async def test_a_launcher_serves_from_beside_its_container_and_survives_its_oom(host: ContainerHost):
+    """The launcher is counted against its container, out of its code's cgroup: the code's OOM
+    kills the code, and the launcher lives to say so (M6)."""
+    if host.cgroups is None:
+        pytest.skip("no cgroups here")
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    cgroup = host.cgroup(container)
+    assert cgroup is not None
+    run = await host.start_shell(container, "oom", 0, "sleep 0.5; python3 -c 'x = bytearray(1 << 30)'", 30, LIMITS)
+    await asyncio.sleep(0.2)
+    launcher = int((run.directory / "launcher.pid").read_text().split()[0])
+    child = int((run.directory / "child.pid").read_text().split()[0])
+    assert launcher in cgroup.service.pids() and launcher not in cgroup.tenant.pids()
+    assert child in cgroup.commands.pids()
+    async for _ in run.follow({}):
+        pass
+    outcome = run.outcome()
+    assert outcome is not None and outcome.out_of_memory and not outcome.lost, outcome
+
+
+async def test_what_a_call_leaves_running_does_not_run_between_calls(host: ContainerHost):
+    """A daemon thread and a background process started by one call are frozen with the
+    interpreter once the call has answered, and go on only while a call runs (M6)."""
+    if host.cgroups is None or host.cgroups.freezer is None:
+        pytest.skip("no freezer here")
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    interpreters, _ = await host.start_interpreter(container, LIMITS)
+    leaving = textwrap.dedent(
+        """
+        import subprocess, threading, time
+        def tick():
+            while True:
+                with open("/mnt/data/thread", "a") as f:
+                    f.write("x")
+                time.sleep(0.02)
+        threading.Thread(target=tick, daemon=True).start()
+        subprocess.Popen(["sh", "-c", "while :; do printf x >> /mnt/data/process; sleep 0.02; done"])
+        time.sleep(0.3)
+        """
+    )
+    interpreters.submit(1, "leaving", leaving)
+    for _ in range(200):
+        if interpreters.status("leaving") is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert interpreters.status("leaving") is not None
+    host.freeze_interpreter(container)
+    data = host.data(container)
+    sizes = [(data / "thread").stat().st_size, (data / "process").stat().st_size]
+    await asyncio.sleep(1.0)
+    assert [(data / "thread").stat().st_size, (data / "process").stat().st_size] == sizes, "code ran between calls"
+    assert not host.busy(container)
+    host.thaw_interpreter(container)
+    interpreters.submit(2, "next", "import time; time.sleep(0.3)")
+    for _ in range(200):
+        if interpreters.status("next") is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert (data / "thread").stat().st_size > sizes[0], "the thread goes on while a call runs"
+
+
+async def test_command_output_lives_on_the_containers_quota_and_is_pruned(host: ContainerHost):
+    """Each run's output is on the container's own output disk, the oldest runs' pruned: what the
+    host keeps on its own disk for a run is a few small files (M7)."""
+    from sandbox.containers import KEPT_RUN_OUTPUTS
+
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    for index in range(KEPT_RUN_OUTPUTS + 8):
+        await shell(host, container, f"head -c 400000 /dev/zero | tr '\\0' '{index % 10}'")
+    home = host.directory(container)
+    assert len(list((home / "outputs").iterdir())) <= KEPT_RUN_OUTPUTS + 1
+    on_disk = sum(path.stat().st_size for path in (home / "runs").rglob("*") if path.is_file())
+    assert on_disk < 64 * 1024 * (KEPT_RUN_OUTPUTS + 8) // 16, on_disk
+    if os.path.ismount(home / "outputs"):
+        assert os.statvfs(home / "outputs").f_blocks * os.statvfs(home / "outputs").f_frsize <= 64 * MiB
+
+
+async def test_a_container_made_before_it_had_a_uid_is_given_one(host: ContainerHost):
+    """A container from before this change (its files root's, no identity) is migrated on its next
+    command: its files become its uid's, and its code runs as that uid."""
+    from sandbox.containers import _mount_tmpfs
+
+    container = container_id()
+    home = host.directory(container)
+    (home / "data").mkdir(parents=True)
+    _mount_tmpfs(home / "data", 32 * MiB, None, "")  # as it was mounted then: root's
+    (home / "data" / "old.txt").write_text("from before")
+    os.chmod(home / "data" / "old.txt", 0o644)
+    await host.prepare(container, LIMITS)
+    identity = host.identity(container)
+    assert identity is not None
+    assert (home / "data" / "old.txt").stat().st_uid == identity.uid
+    out, err, _ = await shell(host, container, "echo more >> /mnt/data/old.txt && cat /mnt/data/old.txt && id -u")
+    assert out.split() == ["from", "beforemore", "1000"], (out, err)
+
+
+def test_a_root_that_may_make_no_user_namespace_runs_no_code(tmp_path: Path):
+    """Root in a user namespace of its own (holding root and the uids of `SANDBOX_UIDS`) where no
+    further user namespace may be made, as on a kernel that disables them for unprivileged users:
+    code execution is off and the start-up line says why, and `SANDBOX_RUNTIME=bubblewrap` is a
+    start-up error; bwrap is never run as root instead."""
+    from sandbox.identity import DEFAULT_UIDS
+
+    first, last = (int(part) for part in DEFAULT_UIDS.split("-"))
+    script = textwrap.dedent(
+        """
+        import ctypes, os, sys
+        if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:
+            print("skip: no user namespace"); sys.exit()
+        print("ready", flush=True)
+        sys.stdin.readline()  # the parent has written our uid and gid maps
+        os.setresgid(0, 0, 0); os.setresuid(0, 0, 0)
+        with open("/proc/sys/user/max_user_namespaces", "w") as limit:
+            limit.write("0")
+        from sandbox.settings import SandboxSettings, SandboxSettingError
+        try:
+            settings = SandboxSettings.from_env()
+        except SandboxSettingError as error:
+            print("error:", error)
+        else:
+            print(settings.runtime, "|", settings.described())
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    results = {}
+    for runtime in ("", "bubblewrap"):
+        child = subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, "SANDBOX_RUNTIME": runtime, "PYTHONPATH": str(root)},
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        said = child.stdout.readline()
+        if said.startswith("skip"):
+            child.wait()
+            pytest.skip("no user namespaces here")
+        maps = f"0 0 1\n{first} {first} {last - first + 1}\n"
+        Path(f"/proc/{child.pid}/uid_map").write_text(maps)
+        Path(f"/proc/{child.pid}/gid_map").write_text(maps)
+        out, err = child.communicate("go\n", timeout=60)
+        results[runtime] = out.strip() or err
+    assert results[""].startswith("off | code execution: off, this host cannot sandbox code"), results[""]
+    assert f"as uid {first}" in results[""] and "Creating new namespace failed" in results[""], results[""]
+    assert results["bubblewrap"].startswith("error: SANDBOX_RUNTIME=bubblewrap, but this host cannot sandbox code"), (
+        results["bubblewrap"]
+    )
