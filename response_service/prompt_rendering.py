@@ -3,7 +3,11 @@ with: the prompt's text, its variables put in, becomes the instructions (before 
 request's own, if it has some); image and file variables go into a user message before the
 input, as OGX does (their placeholders render empty). A prompt is the project's; a variable
 the version does not declare, or one it declares and the request leaves out, is refused
-naming it. Like `instructions`, a prompt is not carried over by `previous_response_id`."""
+naming it. Like `instructions`, a prompt is not carried over by `previous_response_id`.
+
+What the prompt would render to is measured before it is rendered, and refused past
+`budget` (what a response's workflow may start with: the instructions travel in it), so no
+variable can make the server build more than that."""
 
 from __future__ import annotations
 
@@ -11,13 +15,13 @@ from typing import Any
 
 from models.errors import InvalidRequestError, NotFoundError
 from models.items import InputText, MessageItem
-from models.prompts import render
+from models.prompts import render, rendered_bytes
 from models.requests import CreateResponseRequest
 from store.prompts import Prompts
 
 
 async def with_prompt(
-    request: CreateResponseRequest, prompts: Prompts, project: str
+    request: CreateResponseRequest, prompts: Prompts, project: str, budget: int
 ) -> tuple[CreateResponseRequest, dict[str, Any] | None]:
     """The request as its prompt makes it, and the `prompt` its response echoes."""
     reference = request.prompt
@@ -52,6 +56,16 @@ async def with_prompt(
         for name, value in given.items()
     }
     attached = [value for value in given.values() if not isinstance(value, str | InputText)]
+    made = rendered_bytes(found.prompt, texts)
+    size = sum(made.values()) + len((request.instructions or "").encode())
+    if size > budget:
+        largest = max((name for name in made if name), key=made.__getitem__, default=None)
+        raise InvalidRequestError(
+            f"Prompt '{found.prompt_id}' with these variables would make instructions of {size} bytes; at most "
+            f"{budget} on this server.",
+            param=f"prompt.variables.{largest}" if largest else "prompt",
+            code="string_above_max_length",
+        )
     rendered = render(found.prompt, texts)
     instructions = rendered + (f"\n\n{request.instructions}" if request.instructions else "")
     items = request.input_items()

@@ -176,3 +176,26 @@ async def test_a_projects_prompts_and_versions_are_bounded(
             assert (await client.put(url, json={"prompt": "v2", "version": 1})).status_code == 200
             refused = await client.put(url, json={"prompt": "v3", "version": 2})
             assert refused.status_code == 400 and "PROMPT_MAX_VERSIONS" in refused.json()["error"]["message"]
+
+
+async def test_a_prompt_that_would_render_past_the_budget_is_refused_before_it_is_built(stack: Stack, model: str):
+    """Issue 60 (H4): 20,000 `{{a}}` with an 8 KB value would be 160 MB of instructions. The size
+    is known from the placeholders and the value's length: the request is refused naming the
+    variable, and the server never holds more than a few MiB more for it."""
+    import tracemalloc
+
+    async with http(stack) as client:
+        prompt_id = (await created(client, "{{a}}" * 20_000, ["a"]))["prompt_id"]
+        tracemalloc.start()
+        try:
+            answer = await client.post(
+                "/responses",
+                json={"model": model, "input": "hi", "prompt": {"id": prompt_id, "variables": {"a": "x" * 8192}}},
+            )
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["param"] == "prompt.variables.a" and error["code"] == "string_above_max_length", error
+    assert peak < 16 * 1024 * 1024, f"{peak} bytes held for a refused prompt"
