@@ -118,9 +118,10 @@ class CodeExecutionActivities(ContainerWork):
             # What the call left running (threads, processes) does not run on after it.
             await asyncio.to_thread(self.host.freeze_interpreter, row.id)
         output = self.host.interpreters(row.id).output(call.id, self.settings.output_bytes).decode(errors="replace")
-        created = await self.files.take_out(row.id, self.quotas)
+        taken = await self.files.take_out(row.id, self.quotas)
         await self.containers.touch(row.id)
-        return await self._told(request, call, ended, output, created)
+        told = await self._told(request, call, ended, output, taken.files)
+        return told.model_copy(update={"text": told.text + taken.told()}) if taken.notes else told
 
     async def _run(self, request: RunCodeInput, row: ContainerRow) -> Ended:
         call = request.call

@@ -8,6 +8,12 @@ file descriptors (`os.fwalk`), files opened relative to them with `O_NOFOLLOW`, 
 regular files are read; a file brought in replaces whatever was at its path (a link is
 unlinked, never written through), and only at the top of `/mnt/data`. A manifest beside the
 container's files (out of its reach) says what was synced, and how it looked then.
+
+What comes out counts against the project's byte quota (its uploads and its containers' files
+together), by the bytes actually copied: a sparse file costs its whole length. A copy stops at
+the most it may take, whatever the file does meanwhile (one still growing is not kept, nor is
+anything after it in that sync). A file that is not kept, or whose name is not UTF-8, stays on
+the container's disk only, and the model is told (`TakenOut.notes`).
 """
 
 from __future__ import annotations
@@ -18,22 +24,33 @@ import os
 import stat
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from file_search.limits import LIMITS
 from models.activity_io import ContainerFileCreated
 from models.ids import new_id
-from models.quotas import ProjectQuotas
+from models.quotas import ProjectQuotas, QuotaExceededError
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.containers import ContainerHost
 from sandbox.identity import Identity
 from store.containers import ContainerFileRow, Containers
-from store.files import PART_BYTES, Files
+from store.files import PART_BYTES, Files, TooManyBytes
 
 MAX_FILES_SEEN = 2_000
 """Files a sync looks at, at most (what code made past it stays on the host only)."""
+MAX_NOTES = 20
+
+
+@dataclass(frozen=True)
+class TakenOut:
+    files: list[ContainerFileCreated] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was not kept, and why: one line each, for the model."""
+
+    def told(self) -> str:
+        return "".join(f"\nNote: {note}" for note in self.notes)
 
 
 @dataclass(frozen=True)
@@ -94,57 +111,106 @@ class ContainerFiles:
             await self.containers.synced(row.id)
         self._save(container_id, manifest)
 
-    async def take_out(self, container_id: str, quotas: ProjectQuotas) -> list[ContainerFileCreated]:
+    async def take_out(self, container_id: str, quotas: ProjectQuotas) -> TakenOut:
         """What the last command wrote, kept as the container's files; what it removed, gone."""
         manifest = self._manifest(container_id)
-        on_disk = await asyncio.to_thread(_regular_files, self.host.data(container_id))
-        created: list[ContainerFileCreated] = []
+        on_disk, unreadable = await asyncio.to_thread(_regular_files, self.host.data(container_id))
+        taken = TakenOut(
+            notes=[f"{name} has a name that is not UTF-8: it stays on the container only" for name in unreadable]
+        )
+        container = await self.containers.get(container_id)
+        left = await self.stored_files.bytes_left(container.project, quotas) if container is not None else 0
         for path in [path for path in manifest if path not in on_disk]:
             await self.containers.delete_file(container_id, manifest.pop(path).file_id)
         for path, (size, modified) in sorted(on_disk.items()):
             seen = manifest.get(path)
             if seen is not None and (seen.size, seen.modified_ns) == (size, modified):
                 continue
-            if size > LIMITS.max_file_bytes:
+            most = min(LIMITS.max_file_bytes, left + (seen_bytes := await self._kept_bytes(seen)))
+            if size > most:
+                taken.notes.append(_not_kept(path, size, most, LIMITS.max_file_bytes))
                 continue
             file_id = new_id("cfile")
-            written = await self.stored_files.write_parts(file_id, _read(self.host.data(container_id), path))
+            try:
+                written = await self.stored_files.write_parts(
+                    file_id, _read(self.host.data(container_id), path), most=most
+                )
+            except TooManyBytes:
+                taken.notes.append(
+                    f"{path} grew past {most} bytes as it was copied: it and the files after it stay on the container only"
+                )
+                break
             row = ContainerFileRow(file_id, container_id, path, written, "assistant", int(time.time()), True)
             try:
                 await self.containers.add_file(row, quotas)
+            except QuotaExceededError as refused:
+                await self.stored_files.drop_parts(file_id)
+                taken.notes.append(f"{path} was not kept: {refused}")
+                continue
             except Exception:
                 await self.stored_files.drop_parts(file_id)
                 raise
+            left -= written - seen_bytes
             manifest[path] = Seen(file_id, size, modified)
-            created.append(ContainerFileCreated(file_id=file_id, path=path))
+            taken.files.append(ContainerFileCreated(file_id=file_id, path=path))
         self._save(container_id, manifest)
-        return created
+        return taken
+
+    async def _kept_bytes(self, seen: Seen | None) -> int:
+        """What the store keeps of the file this one takes the place of (it frees that much)."""
+        if seen is None:
+            return 0
+        kept = await self.containers.file_size(seen.file_id)
+        return kept or 0
 
 
 def _inside(path: str) -> str:
     return path.removeprefix(f"{DATA_MOUNT}/")
 
 
-def _regular_files(data: Path) -> dict[str, tuple[int, int]]:
+def _not_kept(path: str, size: int, most: int, largest: int) -> str:
+    if size > largest:
+        return f"{path} ({size} bytes) is larger than a kept file may be ({largest}): it stays on the container only"
+    return (
+        f"{path} ({size} bytes) was not kept: the project keeps all the bytes its quota allows (PROJECT_MAX_FILE_BYTES)"
+    )
+
+
+def _is_text(name: str) -> bool:
+    """Whether a name read from the disk is UTF-8 (one that is not holds surrogates here)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _regular_files(data: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
     """Every regular file under `data` (as `/mnt/data/...`), with its size and time, walking by
     file descriptors and following no link; hidden ones (a name, or a directory's, starting
-    with a dot: caches and settings) are not the container's files."""
+    with a dot: caches and settings) are not the container's files. And the names passed over
+    because they are not UTF-8 (shown with their bytes escaped)."""
     found: dict[str, tuple[int, int]] = {}
+    unreadable: list[str] = []
     for directory, subdirectories, names, directory_fd in os.fwalk(data, follow_symlinks=False):
         subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
         for name in names:
             if name.startswith("."):
+                continue
+            relative = os.path.relpath(os.path.join(directory, name), data)
+            if not _is_text(relative):
+                if len(unreadable) < MAX_NOTES:
+                    unreadable.append(f"{DATA_MOUNT}/{relative.encode(errors='backslashreplace').decode()}")
                 continue
             try:
                 info = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):
-                relative = os.path.relpath(os.path.join(directory, name), data)
                 found[f"{DATA_MOUNT}/{relative}"] = (info.st_size, info.st_mtime_ns)
                 if len(found) >= MAX_FILES_SEEN:
-                    return found
-    return found
+                    return found, unreadable
+    return found, unreadable
 
 
 async def _read(data: Path, path: str) -> AsyncIterator[bytes]:

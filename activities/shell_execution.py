@@ -83,10 +83,10 @@ class ShellActivities(ContainerWork):
             if not activity.is_worker_shutdown():  # the response was cancelled; a worker that stops leaves it running
                 self._kill(row.id, call)
             raise
-        created = await self.files.take_out(row.id, self.quotas)
+        taken = await self.files.take_out(row.id, self.quotas)
         await self.containers.touch(row.id)
         result = await self._result(request, call, ended, None)
-        return result.model_copy(update={"files": created})
+        return result.model_copy(update={"files": taken.files, "text": result.text + taken.told()})
 
     def _opening(self, request: RunShellInput, call: ShellCallItem) -> list[StreamEvent]:
         return shell_call_events(call, request.output_index) + shell_output_opening(

@@ -116,10 +116,14 @@ async def create_container_file(request: Request) -> HttpResponse:
     if source is None:
         raise file_not_found(body.file_id, "file_id")
     await store.files.copy_parts(source.id, file_id)
-    row = await store.containers.add_file(
-        ContainerFileRow(file_id, found.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
-        project_quotas(request),
-    )
+    try:
+        row = await store.containers.add_file(
+            ContainerFileRow(file_id, found.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
+            project_quotas(request),
+        )
+    except BaseException:  # refused (a quota) or cancelled: the copy's parts go with it
+        await asyncio.shield(store.files.drop_parts(file_id))
+        raise
     return JSONResponse(row.to_wire())
 
 

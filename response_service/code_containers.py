@@ -190,5 +190,4 @@ async def _made(request: HTTPConnection, response_id: str, auto: AutoContainer) 
 async def unmake(containers: Containers, container_ids: list[str]) -> None:
     """The response was refused after its containers were made: they go (no host has them yet)."""
     for container_id in container_ids:
-        await containers.end(container_id, "deleted")
-        await containers.forget(container_id)
+        await containers.discard(container_id)

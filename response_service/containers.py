@@ -17,10 +17,12 @@ from http_plumbing.params import principal, project_quotas, repository
 from models.containers import MEMORY_LIMITS, NetworkAllowlist
 from models.errors import InvalidRequestError, NotFoundError
 from models.ids import new_id
+from models.quotas import ProjectQuota, QuotaExceededError
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.egress_rules import SandboxEgress
 from sandbox.settings import SandboxSettings
-from store.containers import ContainerFileRow, ContainerRow
+from store.containers import ContainerFileRow, ContainerRow, Containers
+from store.files import Files
 
 
 def file_not_found(file_id: str, param: str | None = None) -> NotFoundError:
@@ -84,24 +86,43 @@ async def new_container(
     param: str,
     container_id: str | None = None,
 ) -> ContainerRow:
-    """A container of the request's project, with copies of `file_ids` (named by `param`)."""
+    """A container of the request's project, with copies of `file_ids` (named by `param`): one
+    unit, so a copy refused (the project's bytes, the container's files) leaves no container,
+    no file and no part behind."""
     project = principal(request).project
     store = repository(request)
+    quotas = project_quotas(request)
     found = await store.files.some(file_ids, project) if file_ids else {}
     for index, file_id in enumerate(file_ids):
         if file_id not in found:
             raise file_not_found(file_id, f"{param}[{index}]")
+    copied = sum(found[file_id].bytes for file_id in dict.fromkeys(file_ids))
+    if copied > await store.files.bytes_left(project, quotas):
+        raise QuotaExceededError(ProjectQuota.FILE_BYTES, quotas.max_file_bytes, param=param)
     now = int(time.time())
     row = ContainerRow(
         container_id or new_id("cntr"), project, name, memory_limit, minutes, network_policy, None, "running", now, now
     )
-    await store.containers.create(row, project_quotas(request))
-    for file_id in dict.fromkeys(file_ids):
-        source = found[file_id]
-        copy = new_id("cfile")
-        await store.files.copy_parts(file_id, copy)
-        await store.containers.add_file(
-            ContainerFileRow(copy, row.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
-            project_quotas(request),
-        )
+    await store.containers.create(row, quotas)
+    copy = ""
+    try:
+        for file_id in dict.fromkeys(file_ids):
+            source = found[file_id]
+            copy = new_id("cfile")
+            await store.files.copy_parts(file_id, copy)
+            await store.containers.add_file(
+                ContainerFileRow(copy, row.id, f"{DATA_MOUNT}/{source.filename}", source.bytes, "user", now, False),
+                quotas,
+            )
+    except BaseException:
+        await asyncio.shield(_discard(store.files, store.containers, row.id, copy))
+        raise
     return row
+
+
+async def _discard(files: Files, containers: Containers, container_id: str, copy: str) -> None:
+    """The container made for a refused request, its files, and the parts of the copy that was
+    being made when it was refused."""
+    if copy:
+        await files.drop_parts(copy)
+    await containers.discard(container_id)

@@ -158,9 +158,7 @@ async def prepare(
     containers of `code_interpreter` tools); `held`: unstored responses the
     request may continue from all the same (those its WebSocket connection holds);
     `guardrails`: the moderation a response runs and who may ask (`guardrails/policy.py`)."""
-    request, prompt = await with_prompt(
-        validate(payload), repository.prompts, project, limits.max_workflow_input_bytes
-    )
+    request, prompt = await with_prompt(validate(payload), repository.prompts, project, limits.max_workflow_input_bytes)
     if guardrails is not None:
         await guardrails.admit_identifier(project, request.safety_identifier)
     if served_model is not None:

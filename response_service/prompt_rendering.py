@@ -56,10 +56,10 @@ async def with_prompt(
         for name, value in given.items()
     }
     attached = [value for value in given.values() if not isinstance(value, str | InputText)]
-    made = rendered_bytes(found.prompt, texts)
-    size = sum(made.values()) + len((request.instructions or "").encode())
+    sizes = rendered_bytes(found.prompt, texts)
+    size = sum(sizes.values()) + len((request.instructions or "").encode())
     if size > budget:
-        largest = max((name for name in made if name), key=made.__getitem__, default=None)
+        largest = max((name for name in sizes if name), key=sizes.__getitem__, default=None)
         raise InvalidRequestError(
             f"Prompt '{found.prompt_id}' with these variables would make instructions of {size} bytes; at most "
             f"{budget} on this server.",

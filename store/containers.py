@@ -182,6 +182,13 @@ class Containers:
             await _forget_files(transaction, container_id)
         return bool(changed)
 
+    async def discard(self, container_id: str) -> None:
+        """A container made for a request that was then refused: gone with its files, as if it
+        had never been (no host has it yet)."""
+        async with self.db.write() as transaction:
+            await _forget_files(transaction, container_id)
+            await transaction.run("DELETE FROM containers WHERE id = :id", id=container_id)
+
     async def of_host(self, host: str) -> list[ContainerRow]:
         """The containers this host keeps, deleted or expired ones too (to remove)."""
         async with self.db.read() as transaction:
@@ -237,9 +244,11 @@ class Containers:
 
     async def add_file(self, row: ContainerFileRow, quotas: ProjectQuotas) -> ContainerFileRow:
         """Keep a file of the container (its parts are written: `Files.write_parts`), in place
-        of one at the same path; `QuotaExceededError` when the container holds as many as it may."""
+        of one at the same path; `QuotaExceededError` when the container holds as many as it may,
+        or its project as many bytes (its uploads' and its containers' files' together)."""
         async with self.db.write() as transaction:
             await quota.hold(transaction, self.db.dialect, ProjectQuota.CONTAINER_FILES, row.container_id)
+            project = await transaction.value("SELECT project FROM containers WHERE id = :id", id=row.container_id)
             replaced = await transaction.value(
                 "SELECT id FROM container_files WHERE container_id = :container AND path = :path",
                 container=row.container_id,
@@ -252,6 +261,8 @@ class Containers:
                 "SELECT count(*) FROM container_files WHERE container_id = :container", container=row.container_id
             )
             quota.check(quotas, ProjectQuota.CONTAINER_FILES, int(count), 1, param="file")
+            if project is not None:
+                await quota.check_bytes(transaction, self.db.dialect, quotas, str(project), row.bytes, param="file")
             await transaction.run(
                 f"INSERT INTO container_files ({FILE_COLUMNS}, sort_key) VALUES (:id, :container, :path, :bytes, "
                 ":source, :created_at, :synced, :sort_key)",
@@ -274,6 +285,11 @@ class Containers:
                 container=container_id,
             )
         return None if found is None else _file(found)
+
+    async def file_size(self, file_id: str) -> int | None:
+        async with self.db.read() as transaction:
+            found = await transaction.value("SELECT bytes FROM container_files WHERE id = :id", id=file_id)
+        return None if found is None else int(found)
 
     async def files(self, container_id: str) -> list[ContainerFileRow]:
         async with self.db.read() as transaction:

@@ -26,6 +26,14 @@ ORPHAN_SECONDS = 6 * 3600
 """Parts without a file row this old belong to an upload that will never finish."""
 
 
+class TooManyBytes(Exception):
+    """A copy stopped at its most: nothing of it is kept."""
+
+    def __init__(self, most: int) -> None:
+        super().__init__(f"more than {most} bytes")
+        self.most = most
+
+
 @dataclass(frozen=True)
 class FileRow:
     id: str
@@ -66,11 +74,16 @@ class Files:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def write_parts(self, file_id: str, pieces: AsyncIterator[bytes]) -> int:
+    async def write_parts(self, file_id: str, pieces: AsyncIterator[bytes], most: int | None = None) -> int:
         """Keep `pieces` (each at most `PART_BYTES`) as the parts of `file_id`; how many bytes.
-        The file does not exist until `create` gives it its row."""
+        The file does not exist until `create` gives it its row. Past `most` bytes it stops,
+        drops what it kept and raises `TooManyBytes` (whatever the source does meanwhile: a
+        file still growing as it is copied)."""
         size, part, now = 0, 0, int(time.time())
         async for piece in pieces:
+            if most is not None and size + len(piece) > most:
+                await self.drop_parts(file_id)
+                raise TooManyBytes(most)
             async with self.db.write() as transaction:
                 await transaction.run(
                     "INSERT INTO file_parts (file_id, part, data, written_at) VALUES (:id, :part, :data, :now)",
@@ -82,6 +95,12 @@ class Files:
             size += len(piece)
             part += 1
         return size
+
+    async def bytes_left(self, project: str, quotas: ProjectQuotas) -> int:
+        """How many more bytes the project may keep (its uploads and its containers' files)."""
+        async with self.db.read() as transaction:
+            used = await quota.project_bytes(transaction, project)
+        return max(0, quotas.limit(ProjectQuota.FILE_BYTES) - used)
 
     async def copy_parts(self, source: str, target: str) -> None:
         """The parts of `source` again, as `target`'s (a file copied into a container)."""
@@ -103,13 +122,9 @@ class Files:
         keeps as many files, or bytes, as its quota allows."""
         async with self.db.write() as transaction:
             await quota.hold(transaction, self.db.dialect, ProjectQuota.FILES, row.project)
-            usage = await transaction.one(
-                "SELECT count(*) AS files, coalesce(sum(bytes), 0) AS bytes FROM files WHERE project = :project",
-                project=row.project,
-            )
-            assert usage is not None
-            quota.check(quotas, ProjectQuota.FILES, int(usage["files"]), 1, param="file")
-            quota.check(quotas, ProjectQuota.FILE_BYTES, int(usage["bytes"]), row.bytes, param="file")
+            files = await transaction.value("SELECT count(*) FROM files WHERE project = :project", project=row.project)
+            quota.check(quotas, ProjectQuota.FILES, int(files), 1, param="file")
+            await quota.check_bytes(transaction, self.db.dialect, quotas, row.project, row.bytes, param="file")
             await transaction.run(
                 "INSERT INTO files (id, project, filename, purpose, bytes, created_at, expires_at, sort_key) "
                 "VALUES (:id, :project, :filename, :purpose, :bytes, :created_at, :expires_at, :sort_key)",

@@ -1,6 +1,9 @@
 """Checking a project's quota (`models/quotas.py`) inside the transaction that adds to it: on
 PostgreSQL the transaction first takes an advisory lock for the project and the quota (two
-adds at once take turns); SQLite's write transaction holds the whole database already."""
+adds at once take turns); SQLite's write transaction holds the whole database already.
+
+A project's bytes are one quota for everything it stores (`project_bytes`): its uploads and its
+containers' files alike, each by the bytes kept in the store."""
 
 from __future__ import annotations
 
@@ -19,3 +22,24 @@ def check(quotas: ProjectQuotas, quota: ProjectQuota, used: int, adding: int, *,
     limit = quotas.limit(quota)
     if used + adding > limit:
         raise QuotaExceededError(quota, limit, param=param)
+
+
+async def project_bytes(transaction: Transaction, project: str) -> int:
+    """Every byte the project keeps in the store: its files' and its containers' files'."""
+    found = await transaction.one(
+        "SELECT (SELECT coalesce(sum(bytes), 0) FROM files WHERE project = :project) + "
+        "(SELECT coalesce(sum(container_files.bytes), 0) FROM container_files "
+        "JOIN containers ON containers.id = container_files.container_id WHERE containers.project = :project) "
+        "AS bytes",
+        project=project,
+    )
+    return int(found["bytes"]) if found is not None else 0
+
+
+async def check_bytes(
+    transaction: Transaction, dialect: str, quotas: ProjectQuotas, project: str, adding: int, *, param: str | None
+) -> None:
+    """`QuotaExceededError` unless `adding` more bytes keep the project within its byte quota
+    (taking turns with other transactions that add bytes to it)."""
+    await hold(transaction, dialect, ProjectQuota.FILE_BYTES, project)
+    check(quotas, ProjectQuota.FILE_BYTES, await project_bytes(transaction, project), adding, param=param)

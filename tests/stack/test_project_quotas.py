@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from tests.support import memory, store_probe
 from tests.support.dev_stack import DevStack
 from tests.support.keys import keys_in
-from tests.support.scripted_backend import ScriptedBackend
+from tests.support.scripted_backend import Reply, ScriptedBackend
 
 MiB = 1024 * 1024
 QUOTAS = {
@@ -144,3 +145,105 @@ async def test_a_project_keeps_at_most_its_vector_stores_and_a_store_its_files(
         assert sorted(answer.status_code for answer in answers) == [200, 200] + [400] * 4
         refusal = next(answer for answer in answers if answer.status_code == 400).json()["error"]
         assert refusal["code"] == "limit_exceeded" and "PROJECT_MAX_VECTOR_STORES" in refusal["message"]
+
+
+BYTES_QUOTA = 3_000_000
+
+
+@pytest.fixture(scope="module")
+def bytes_dev(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend) -> Iterator[DevStack]:
+    stack = DevStack(
+        tmp_path_factory.mktemp("bytes") / "data", backend, env={"PROJECT_MAX_FILE_BYTES": str(BYTES_QUOTA)}
+    )
+    stack.start()
+    yield stack
+    if stack.process is not None and stack.process.poll() is None:
+        os.killpg(stack.process.pid, signal.SIGKILL)
+        stack.process.wait()
+
+
+async def parts_without_a_row(stack: DevStack) -> int:
+    return await store_probe.value(
+        f"sqlite:///{stack.data_dir / 'responses.db'}",
+        "SELECT count(*) FROM file_parts WHERE file_id NOT IN (SELECT id FROM files) "
+        "AND file_id NOT IN (SELECT id FROM container_files)",
+    )
+
+
+async def test_a_projects_bytes_are_one_quota_for_its_files_and_its_containers(bytes_dev: DevStack, tmp_path: Path):
+    """Issue 60 (H5, M8): container files count against the project's bytes like uploads do; a
+    refused upload, copy or container create leaves no part, no row and no container behind."""
+    stack = bytes_dev
+    megabyte = os.urandom(MiB)
+    async with httpx.AsyncClient(base_url=stack.url, timeout=120) as client:
+        big = tmp_path / "big.bin"
+        big.write_bytes(os.urandom(4_000_000))
+        assert (await upload(client, big)).status_code == 400  # past the project's bytes alone
+        container = (await client.post("/v1/containers", json={"name": "quota"})).json()["id"]
+        answers = [
+            await client.post(f"/v1/containers/{container}/files", files={"file": (f"part{n}.bin", megabyte)})
+            for n in range(3)
+        ]
+        assert [answer.status_code for answer in answers] == [200, 200, 400], [answer.text for answer in answers]
+        error = answers[2].json()["error"]
+        assert (
+            error["code"] == "limit_exceeded"
+            and error["param"] == "file"
+            and "PROJECT_MAX_FILE_BYTES" in error["message"]
+        )
+        small = tmp_path / "small.bin"
+        small.write_bytes(os.urandom(600_000))
+        uploaded = await upload(client, small)
+        assert uploaded.status_code == 200, uploaded.text  # 2.7 MB in all
+        copied = await client.post(f"/v1/containers/{container}/files", json={"file_id": uploaded.json()["id"]})
+        assert copied.status_code == 400 and copied.json()["error"]["param"] == "file", copied.text
+        before = (await client.get("/v1/containers", params={"limit": 100})).json()["data"]
+        refused = await client.post("/v1/containers", json={"name": "two copies", "file_ids": [uploaded.json()["id"]]})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "file_ids", refused.text
+        assert (await client.get("/v1/containers", params={"limit": 100})).json()["data"] == before
+    assert await parts_without_a_row(stack) == 0
+
+
+async def test_a_sparse_file_costs_its_length_and_a_name_not_utf8_is_skipped(
+    bytes_dev: DevStack, backend: ScriptedBackend, tmp_path: Path
+):
+    """Issue 60 (H5, L2): a 30 MiB sparse file costs the container 4 KiB and the store 30 MiB:
+    it is not kept, and the model is told; a file whose name is not UTF-8 is passed over with a
+    note, and the next command in that container runs as usual."""
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap")
+    model = "sparse-" + os.urandom(4).hex()
+    shell = {"type": "shell", "environment": {"type": "container_auto"}}
+    backend.script(
+        model,
+        [
+            Reply(
+                tool_calls=[
+                    (
+                        "shell",
+                        {
+                            "commands": [
+                                "truncate -s 30M /mnt/data/sparse.bin",
+                                "touch $'/mnt/data/\\xff.txt' /mnt/data/fine.txt",
+                            ]
+                        },
+                    )
+                ]
+            ),
+            Reply(tool_calls=[("shell", {"commands": ["ls /mnt/data | wc -l"]})]),
+            Reply(text="done"),
+        ],
+    )
+    async with httpx.AsyncClient(base_url=bytes_dev.url, timeout=120) as client:
+        answer = await client.post("/v1/responses", json={"model": model, "input": "go", "tools": [shell]})
+        assert answer.status_code == 200, answer.text
+        response = answer.json()
+        assert response["status"] == "completed", response
+        container = response["output"][0]["environment"]["container_id"]
+        files = (await client.get(f"/v1/containers/{container}/files")).json()["data"]
+    assert [each["path"] for each in files] == ["/mnt/data/fine.txt"], files
+    told = [message["content"] for message in backend.requests(model)[1]["messages"] if message["role"] == "tool"][0]
+    assert "/mnt/data/sparse.bin (31457280 bytes) was not kept" in told and "PROJECT_MAX_FILE_BYTES" in told, told
+    assert "name that is not UTF-8" in told and "\\xff.txt" in told, told
+    second = [message["content"] for message in backend.requests(model)[2]["messages"] if message["role"] == "tool"][-1]
+    assert "3" in second and "(exit code 0)" in second, second

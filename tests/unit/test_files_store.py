@@ -75,3 +75,21 @@ async def test_a_scan_leaves_the_event_loop_free(database: Database):
 
     assert await ticks_while(read) <= 1  # on the loop's thread: nothing else runs meanwhile
     assert await ticks_while(scanned) >= 5
+
+
+async def test_a_copy_stops_at_its_most_whatever_the_source_does(database: Database):
+    """Issue 60 (H5): a file that grows as it is copied (here: without end) costs its most, and
+    leaves no part behind."""
+    import pytest
+
+    from store.files import TooManyBytes
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            yield b"z" * 1024
+
+    files = Files(database)
+    with pytest.raises(TooManyBytes):
+        await files.write_parts("file_growing", endless(), most=64 * 1024)
+    assert [part async for part in files.parts("file_growing")] == []
+    assert await files.write_parts("file_fits", pieces(b"z" * 1024), most=1024) == 1024
