@@ -134,6 +134,7 @@ class KeyRing:
         self.keys = keys
         self.refresh_seconds = refresh_seconds
         self._active: dict[str, KeyRecord] = {}
+        self._active_ids: frozenset[str] = frozenset()
         self._closed = False
         self._loaded_at = float("-inf")
         self._loading = asyncio.Lock()
@@ -155,6 +156,15 @@ class KeyRing:
             found = self._active.get(digest)
         return found
 
+    async def revoked(self, principal: Principal) -> bool:
+        """Whether `principal` may no longer act: its key was revoked (or, acting while the
+        server ran open, a key has been made since). What open connections ask before each
+        message, from the keys read at most `refresh_seconds` ago."""
+        await self._fresh()
+        if principal.key_id is None:
+            return self._closed
+        return principal.key_id not in self._active_ids
+
     async def _fresh(self) -> None:
         if time.monotonic() - self._loaded_at >= self.refresh_seconds:
             await self._reload()
@@ -165,4 +175,5 @@ class KeyRing:
             if self._loaded_at != loaded_at:
                 return  # another request read them meanwhile
             self._active, self._closed = await self.keys.active_by_hash()
+            self._active_ids = frozenset(record.id for record in self._active.values())
             self._loaded_at = time.monotonic()

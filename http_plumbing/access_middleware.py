@@ -38,15 +38,14 @@ class AccessMiddleware:
         if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GUARDED_PREFIX):
             await self.app(scope, receive, send)
             return
-        # A WebSocket upgrade is let in with a key as a request is; its `response.create`s
-        # then count against the key's limits one by one (`websocket_mode/responding.py`).
-        counted = scope["type"] == "http"
+        # A WebSocket is counted as one request open for as long as it is open (a key's sockets
+        # are bounded as its requests are); its `response.create`s then count against the key's
+        # limits one by one besides (`websocket_mode/responding.py`).
         try:
             principal = await self._principal(scope)
-            if counted:
-                self.quotas.enter(principal.limit_key)
+            self.quotas.enter(principal.limit_key)
         except ApiError as error:
-            if counted:
+            if scope["type"] == "http":
                 await error_response(error)(scope, receive, send)
             else:
                 await refuse_upgrade(WebSocket(scope, receive, send), error)
@@ -57,8 +56,7 @@ class AccessMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            if counted:
-                self.quotas.leave(principal.limit_key)
+            self.quotas.leave(principal.limit_key)
             for release in at_end:  # what routes took for the whole request (a stream's slot)
                 release()
 

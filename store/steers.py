@@ -100,9 +100,14 @@ class Steers:
             )
         return [Steer.of(row) for row in rows]
 
-    async def of_response(self, response_id: str, status: SteerStatus | None = None) -> list[Steer]:
-        """A response's steers (with `status` only), in the order they came."""
+    async def of_response(
+        self, response_id: str, status: SteerStatus | None = None, *, project: str | None = None
+    ) -> list[Steer]:
+        """A response's steers (with `status` only; `project`'s only, when it is a request's to
+        read: another project's steers are never read for it), in the order they came."""
         where, params = "response_id = :response_id", {"response_id": response_id}
+        if project is not None:
+            where, params = where + " AND project = :project", params | {"project": project}
         if status is not None:
             where, params = where + " AND status = :status", params | {"status": status}
         async with self.db.read() as transaction:

@@ -3,9 +3,13 @@
 
 A lane is a `stream_id` (or none): its `response.create`s run one after another, first in
 first out; lanes run side by side. A steer runs at once, beside the lanes. When the
-connection ends (the client left, it idled, it lasted its most), its lanes stop following
-their responses, which go on: the event log has every event, for `GET
+connection ends (the client left, it idled, it lasted its most, its key was revoked), its
+lanes stop following their responses, which go on: the event log has every event, for `GET
 /v1/responses/{id}?stream=true&starting_after=`.
+
+Its key is checked again before each `response.create` and `response.steer`, and every
+`KEY_CHECK_SECONDS` while it is open: a revoked key's connection is closed (1008) within
+seconds, as HTTP refuses it (the key ring is read again every two seconds).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from access.keys import KeyRing
 from access.principal import Principal
 from http_plumbing.body import Limits
 from http_plumbing.params import principal
@@ -39,6 +44,8 @@ SERVER_ERROR = "The server had an error while processing your request."
 STORE_DOWN = "The store is unavailable for a moment; retry the request."
 WRITE_OUT_SECONDS = 5.0
 """How long a closing connection's queued events may take to be written."""
+KEY_CHECK_SECONDS = 2.0
+REVOKED = "this API key was revoked"
 
 
 class Closing(Exception):
@@ -84,6 +91,7 @@ class Connection:
         self.repository: ResponseRepository = state.repository
         self.runner: ResponseRunner = state.runner
         self.limits: Limits = state.limits
+        self.keys: KeyRing = state.keys
         self.held = HeldResponses(self.runner, self.repository.responses, settings.max_held_responses)
         self.lanes: dict[str | None, Lane] = {}
         self.lane_of: dict[str, str | None] = {}
@@ -106,9 +114,17 @@ class Connection:
     ) -> None:
         await self.websocket.accept()
         writer = asyncio.create_task(self._write())
+        reading = asyncio.create_task(self._read(respond, steer))
+        watching = asyncio.create_task(self._watch_key())
         closing = Closing(NORMAL, "")
         try:
-            await asyncio.wait_for(self._read(respond, steer), self.settings.max_connection_seconds)
+            done, _ = await asyncio.wait(
+                (reading, watching), timeout=self.settings.max_connection_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                raise TimeoutError
+            for task in done:
+                task.result()
         except Closing as reason:
             closing = reason
         except TimeoutError:
@@ -116,6 +132,9 @@ class Connection:
         except WebSocketDisconnect:
             closing = Closing(0, "")
         finally:
+            for task in (reading, watching):
+                task.cancel()
+            await asyncio.gather(reading, watching, return_exceptions=True)
             for task in [*(lane.task for lane in self.lanes.values()), *self._steering]:
                 task.cancel()
             await asyncio.gather(*(lane.task for lane in self.lanes.values()), *self._steering, return_exceptions=True)
@@ -147,6 +166,8 @@ class Connection:
             except InvalidRequestError as error:
                 await self.send(error_event(error))
                 continue
+            if await self.keys.revoked(self.acting):
+                raise Closing(POLICY, REVOKED)
             if isinstance(event, SteerEvent):
                 task = asyncio.create_task(self._answered(self._in_order(steer(self, event)), stream_id=None))
                 self._steering.add(task)
@@ -179,6 +200,13 @@ class Connection:
                 continue
             lane.busy = True
             lane.queue.put_nowait(event)
+
+    async def _watch_key(self) -> None:
+        """Close the connection once its key is revoked (it may be idle, or only reading)."""
+        while True:
+            await asyncio.sleep(KEY_CHECK_SECONDS)
+            if await self.keys.revoked(self.acting):
+                raise Closing(POLICY, REVOKED)
 
     async def _next_message(self) -> str | bytes:
         """The next text or bytes; closes a connection idle past its bound, or one whose

@@ -63,7 +63,9 @@ async def _prepared(connection: Connection, event: CreateEvent) -> PreparedRespo
     continues left pending put first (committed to it when it is kept)."""
     payload: dict[str, Any] = dict(event.payload)
     previous = payload.get("previous_response_id")
-    pending = await connection.repository.steers.of_response(previous, "pending") if isinstance(previous, str) else []
+    steers = connection.repository.steers
+    project = connection.acting.project  # another project's response has no steers for this one to read
+    pending = await steers.of_response(previous, "pending", project=project) if isinstance(previous, str) else []
     if pending:
         given = payload.get("input", [])
         given = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given

@@ -366,3 +366,103 @@ async def test_creates_waiting_for_their_lanes_are_bounded(
             assert refused.status == 429 and "waiting for their lanes" in refused.error.message
             answers = [(await until_terminal(connection))[-1].response.output_text for _ in range(3)]
     assert answers == ["first", "second", "third"]
+
+
+# ---- issue 60: keys checked on every message, sockets counted, nothing of another project read --
+
+
+async def test_a_revoked_keys_open_connection_is_closed_within_seconds(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
+):
+    """M5: HTTP refuses a revoked key within seconds; an open socket of it did not, for up to an
+    hour. Now it is closed (1008) within seconds, idle or not, and takes no `response.create`."""
+    import subprocess
+
+    from tests.support.processes import CLI
+
+    backend.script(model, [Reply(text="before"), Reply(text="after")])
+    async with running_stack(temporal_address, backend, sqlite_store) as own:
+        key, key_id = make_key(own, "alpha")
+        url = own.base_url.replace("http", "ws") + "/responses"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as socket:
+            await socket.send(json.dumps({"type": "response.create", "model": model, "input": "one"}))
+            while json.loads(await socket.recv())["type"] not in TERMINAL:
+                pass
+            revoked = subprocess.run(
+                [CLI, "keys", "revoke", key_id, "--database-url", own.settings.database_url],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert revoked.returncode == 0, revoked.stderr
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                async with asyncio.timeout(10):
+                    while True:
+                        said = json.loads(await socket.recv())
+                        assert said["type"] not in TERMINAL, "a revoked key's response.create was answered"
+                        await socket.send(json.dumps({"type": "response.create", "model": model, "input": "two"}))
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008, closed.value
+        assert "revoked" in closed.value.rcvd.reason
+    assert len(backend.requests(model)) == 1
+
+
+async def test_a_keys_sockets_count_against_its_requests_open(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store
+):
+    """L3: 12 sockets were open at once for a key allowed 6 requests; each socket is one."""
+    async with running_stack(
+        temporal_address, backend, sqlite_store, quotas=QuotaSettings(max_in_flight_per_key=3)
+    ) as own:
+        url = own.base_url.replace("http", "ws") + "/responses"
+        sockets = [await websockets.connect(url) for _ in range(3)]
+        try:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await websockets.connect(url)
+            assert refused.value.response.status_code == 429
+            assert "MAX_INFLIGHT_PER_KEY" in json.loads(refused.value.response.body)["error"]["message"]
+            await sockets.pop().close()
+            for _ in range(50):  # the closed one's place is given back as its connection ends
+                try:
+                    sockets.append(await websockets.connect(url))
+                    break
+                except websockets.InvalidStatus:
+                    await asyncio.sleep(0.05)
+            assert len(sockets) == 3
+        finally:
+            for socket in sockets:
+                await socket.close()
+
+
+async def test_another_projects_pending_steers_are_never_read(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
+):
+    """L4: a `response.create` naming another project's response was refused naming `input[2]`
+    where it named `input[1]` for any other id: the count of that response's pending steers
+    showed. Now it is refused as an unknown response is, whatever that response holds."""
+    tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    backend.script(model, [Reply(tool_calls=[("lookup", {})], chunk_delay=0.3, chunk_chars=2)])
+    async with running_stack(temporal_address, backend, sqlite_store) as own:
+        alpha, _ = make_key(own, "alpha")
+        beta, _ = make_key(own, "beta")
+        client = openai.AsyncOpenAI(base_url=own.base_url, api_key=alpha, _strict_response_validation=True)
+        async with client.responses.connect() as connection:
+            await connection.response.create(model=model, input="look it up", tools=[tool])
+            created = None
+            async for event in connection:
+                if event.type == "response.created":
+                    created = event.response.id
+                    await connection.response.steer(previous_response_id=created, input="steer one")
+                if event.type == "response.steer.pending":
+                    break
+        bad = [{"type": "message", "role": "user", "content": "fine"}, {"type": "message", "role": "nobody"}]
+        url = own.base_url.replace("http", "ws") + "/responses"
+        said = {}
+        for previous in (created, "resp_" + "0" * 48):
+            async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {beta}"}) as socket:
+                await socket.send(
+                    json.dumps(
+                        {"type": "response.create", "model": model, "previous_response_id": previous, "input": bad}
+                    )
+                )
+                said[previous] = json.loads(await socket.recv())["error"]
+        assert said[created] == said["resp_" + "0" * 48], said
