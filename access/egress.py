@@ -3,7 +3,7 @@
 Every host is resolved and each address it resolves to is checked: loopback, private,
 link-local, shared (CGNAT), multicast, unspecified and reserved addresses are refused, in
 every spelling (`127.1`, `2130706433`, `0x7f.1` resolve to 127.0.0.1; `::ffff:10.0.0.1`,
-6to4 and Teredo addresses are checked as the IPv4 address they carry), unless
+6to4, Teredo and NAT64 addresses are checked as the IPv4 address they carry), unless
 `EGRESS_ALLOWLIST` names the host, the address or a network holding it.
 
 The check runs twice: when a request names a server (a 400 that says nothing about the
@@ -36,6 +36,8 @@ LOOPBACK_ALLOWLIST = "localhost,127.0.0.0/8,::1"
 """What `dev` may reach unless EGRESS_ALLOWLIST says otherwise: this machine."""
 NOTHING = "none"
 SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+"""IPv6 addresses a NAT64 gateway turns into the IPv4 address in their last 32 bits."""
 
 
 class EgressRefusedError(DurableResponsesError):
@@ -45,6 +47,8 @@ class EgressRefusedError(DurableResponsesError):
 def is_public(address: Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
         embedded = address.ipv4_mapped or address.sixtofour or (address.teredo[1] if address.teredo else None)
+        if embedded is None and address in NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
             return is_public(embedded)
     if isinstance(address, ipaddress.IPv4Address) and address in SHARED_ADDRESS_SPACE:

@@ -4,7 +4,7 @@ after it, what the command wrote comes out as the container's files (`source: as
 
 What code inside wrote is hostile: a file may be a symbolic link to the host's `/etc/shadow`,
 a directory a link to `/etc`. Nothing here follows a link: directories are walked by their
-file descriptors (`os.fwalk`), files opened relative to them with `O_NOFOLLOW`, and only
+file descriptors (`sandbox/reach.walk`), files opened relative to them with `O_NOFOLLOW`, and only
 regular files are read; a file brought in replaces whatever was at its path (a link is
 unlinked, never written through), and only at the top of `/mnt/data`. A manifest beside the
 container's files (out of its reach) says what was synced, and how it looked then.
@@ -32,6 +32,7 @@ from file_search.limits import LIMITS
 from models.activity_io import ContainerFileCreated
 from models.ids import new_id
 from models.quotas import ProjectQuotas, QuotaExceededError
+from sandbox import reach
 from sandbox.bubblewrap import DATA_MOUNT
 from sandbox.containers import ContainerHost
 from sandbox.identity import Identity
@@ -61,11 +62,14 @@ class Seen:
 
 
 class ContainerFiles:
-    def __init__(self, containers: Containers, files: Files, host: ContainerHost) -> None:
+    def __init__(self, containers: Containers, files: Files, host: ContainerHost, disk_bytes: int) -> None:
         self.containers = containers
         self.stored_files = files
         """The files' bytes, as `/v1/files` keeps them."""
         self.host = host
+        self.disk_bytes = disk_bytes
+        """What one sync copies out at most: no more than the container's disk holds (its
+        sparse files' lengths may add up to far more)."""
 
     def _manifest_path(self, container_id: str) -> Path:
         return self.host.directory(container_id) / "manifest.json"
@@ -120,15 +124,17 @@ class ContainerFiles:
         )
         container = await self.containers.get(container_id)
         left = await self.stored_files.bytes_left(container.project, quotas) if container is not None else 0
+        sync_left = self.disk_bytes
         for path in [path for path in manifest if path not in on_disk]:
             await self.containers.delete_file(container_id, manifest.pop(path).file_id)
         for path, (size, modified) in sorted(on_disk.items()):
             seen = manifest.get(path)
             if seen is not None and (seen.size, seen.modified_ns) == (size, modified):
                 continue
-            most = min(LIMITS.max_file_bytes, left + (seen_bytes := await self._kept_bytes(seen)))
+            seen_bytes = await self._kept_bytes(seen)
+            most = min(LIMITS.max_file_bytes, left + seen_bytes, sync_left)
             if size > most:
-                taken.notes.append(_not_kept(path, size, most, LIMITS.max_file_bytes))
+                taken.notes.append(_not_kept(path, size, LIMITS.max_file_bytes, sync_left))
                 continue
             file_id = new_id("cfile")
             try:
@@ -151,6 +157,7 @@ class ContainerFiles:
                 await self.stored_files.drop_parts(file_id)
                 raise
             left -= written - seen_bytes
+            sync_left -= written
             manifest[path] = Seen(file_id, size, modified)
             taken.files.append(ContainerFileCreated(file_id=file_id, path=path))
         self._save(container_id, manifest)
@@ -168,9 +175,14 @@ def _inside(path: str) -> str:
     return path.removeprefix(f"{DATA_MOUNT}/")
 
 
-def _not_kept(path: str, size: int, most: int, largest: int) -> str:
+def _not_kept(path: str, size: int, largest: int, sync_left: int) -> str:
     if size > largest:
         return f"{path} ({size} bytes) is larger than a kept file may be ({largest}): it stays on the container only"
+    if size > sync_left:
+        return (
+            f"{path} ({size} bytes) was not kept: the files of one command may together be no larger than the "
+            "container's disk (a sparse file counts its whole length)"
+        )
     return (
         f"{path} ({size} bytes) was not kept: the project keeps all the bytes its quota allows (PROJECT_MAX_FILE_BYTES)"
     )
@@ -186,30 +198,22 @@ def _is_text(name: str) -> bool:
 
 
 def _regular_files(data: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
-    """Every regular file under `data` (as `/mnt/data/...`), with its size and time, walking by
-    file descriptors and following no link; hidden ones (a name, or a directory's, starting
-    with a dot: caches and settings) are not the container's files. And the names passed over
-    because they are not UTF-8 (shown with their bytes escaped)."""
+    """Every regular file under `data` (as `/mnt/data/...`), with its size and time, walked
+    without following a link and at most `reach.MAX_DEPTH` deep; hidden ones (a name, or a
+    directory's, starting with a dot: caches and settings) are not the container's files. And
+    the names passed over because they are not UTF-8 (shown with their bytes escaped)."""
     found: dict[str, tuple[int, int]] = {}
     unreadable: list[str] = []
-    for directory, subdirectories, names, directory_fd in os.fwalk(data, follow_symlinks=False):
-        subdirectories[:] = [name for name in subdirectories if not name.startswith(".")]
-        for name in names:
-            if name.startswith("."):
-                continue
-            relative = os.path.relpath(os.path.join(directory, name), data)
-            if not _is_text(relative):
-                if len(unreadable) < MAX_NOTES:
-                    unreadable.append(f"{DATA_MOUNT}/{relative.encode(errors='backslashreplace').decode()}")
-                continue
-            try:
-                info = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                found[f"{DATA_MOUNT}/{relative}"] = (info.st_size, info.st_mtime_ns)
-                if len(found) >= MAX_FILES_SEEN:
-                    return found, unreadable
+    for relative, info in reach.walk(data, hidden=False):
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if not _is_text(relative):
+            if len(unreadable) < MAX_NOTES:
+                unreadable.append(f"{DATA_MOUNT}/{relative.encode(errors='backslashreplace').decode()}")
+            continue
+        found[f"{DATA_MOUNT}/{relative}"] = (info.st_size, info.st_mtime_ns)
+        if len(found) >= MAX_FILES_SEEN:
+            break
     return found, unreadable
 
 

@@ -54,7 +54,7 @@ class ContainerWork:
         self.host_id = host_id
         self.settings = settings
         self.quotas = quotas
-        self.files = ContainerFiles(containers, files, host)
+        self.files = ContainerFiles(containers, files, host, settings.disk_bytes)
 
     def limits(self, row: ContainerRow) -> ContainerLimits:
         policy = row.network_policy

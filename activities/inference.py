@@ -436,11 +436,11 @@ class InferenceActivities:
                             finish_reason = choice.get("finish_reason") or finish_reason
                             emitter.emit(assembler.feed(choice.get("delta") or {}, reply.logprobs(choice)))
                     if held is not None:
-                        held.offer(assembler.items)
+                        held.offer(assembler.held_items())
                         if held.blocked:
                             break  # the rest of the reply is not read: the stream stops here
             if held is not None:
-                await held.finish(assembler.items)
+                await held.finish(assembler.held_items())
                 if held.blocked:
                     emitter.emit(assembler.withhold())
             events, output, message = assembler.finish()

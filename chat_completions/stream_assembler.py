@@ -13,7 +13,12 @@ first attempt started that the new one does not produce is closed with `status:
 "incomplete"` and is not part of the final output.
 
 Reasoning (`reasoning_content`, or `reasoning`, in the deltas) streams as a `reasoning` item
-of its own, as `response.reasoning_text.delta` events. A call whose item type depends on the
+of its own, as `response.reasoning_text.delta` events.
+
+Under an output guardrail (`ceiling`), nothing goes out that the guardrail has not passed:
+a token's log probabilities go with its text, never before it (a delta carries those of the
+tokens it completes), and a withheld reply keeps only those of the text it keeps; a refusal
+is held text too (`held_items`), checked whole before the reply is kept. A call whose item type depends on the
 whole call (an MCP tool's, announced as an `mcp_call` or an `mcp_approval_request`; a custom
 tool's, whose free text is one JSON string argument to the model) is kept back until the
 reply is complete, then announced whole.
@@ -88,16 +93,40 @@ class _Item:
     chat_name: str = ""
     """The function the model called (a client tool's or MCP tool's name as the model sees it)."""
     growing: Text = field(default_factory=Text)
-    refusal: str = ""
+    refusal_text: Text = field(default_factory=Text)
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     unsent_logprobs: list[dict[str, Any]] = field(default_factory=list)
     """Those of the text not in a delta event yet."""
+    logprob_chars: int = 0
+    """Characters of the text the log probabilities sent so far cover."""
     sent: int = 0  # characters of the text the client has
     earlier: Streamed | None = None
 
     @property
     def text(self) -> str:
         return str(self.growing)
+
+    @property
+    def refusal(self) -> str:
+        return str(self.refusal_text)
+
+
+@dataclass
+class _HeldRefusal:
+    """A message's refusal as a guardrail sees it: text of its own, never streamed, checked
+    whole (`guardrails/held_output.py` reads any item this way)."""
+
+    message: _Item
+    type: str = "refusal"
+    sent: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.message.id}#refusal"
+
+    @property
+    def growing(self) -> Text:
+        return self.message.refusal_text
 
 
 @dataclass
@@ -109,7 +138,7 @@ class StreamAssembler:
     """Seals reasoning into `encrypted_content`, for a client that asked to carry it."""
     sources: list[Source] = field(default_factory=list)
     """Search results shown to the model: its `[n]` become `url_citation` annotations."""
-    ceiling: Callable[[_Item], int] | None = None
+    ceiling: Callable[[_Item | _HeldRefusal], int] | None = None
     """How much of an item's text may be sent yet (an output guardrail's: `guardrails/
     held_output.py`); None: all of it, as it comes."""
     withheld: bool = False
@@ -133,7 +162,7 @@ class StreamAssembler:
             item.growing.append(reasoning)
         if delta.get("content") or delta.get("refusal"):
             message = self._message or self._open("message", events)
-            message.refusal += delta.get("refusal") or ""
+            message.refusal_text.append(delta.get("refusal") or "")
             message.growing.append(delta.get("content") or "")
             if logprobs:
                 message.logprobs.extend(logprobs)
@@ -149,16 +178,36 @@ class StreamAssembler:
             events.extend(self._text_beyond_sent(called))
         return events
 
+    def held_items(self) -> list[Any]:
+        """What an output guardrail reads: the items, and each message's refusal as text of
+        its own."""
+        refusals = [_HeldRefusal(item) for item in self.items if item.type == "message" and item.refusal_text.length]
+        return [*self.items, *refusals]
+
     def pending_deltas(self) -> list[StreamEvent]:
         """The text each message and reasoning has beyond what was sent, as one delta each."""
         events: list[StreamEvent] = []
         for item in self.items:
             if item.growing.length > item.sent and item.type in TEXT_DELTAS:
-                sent = self._text_beyond_sent(item, item.unsent_logprobs)
-                if sent:
-                    events.extend(sent)
-                    item.unsent_logprobs = []
+                events.extend(self._text_beyond_sent(item, logprobs=True))
         return events
+
+    def _sent_logprobs(self, item: _Item) -> list[dict[str, Any]]:
+        """The log probabilities that go with the text sent so far: all of them without a
+        guardrail; under one, those of the tokens the sent text holds whole (the rest wait
+        for their text)."""
+        if self.ceiling is None:
+            taken, item.unsent_logprobs = item.unsent_logprobs, []
+            return taken
+        count = 0
+        for logprob in item.unsent_logprobs:
+            covered = item.logprob_chars + len(str(logprob.get("token") or ""))
+            if covered > item.sent:
+                break
+            item.logprob_chars = covered
+            count += 1
+        taken, item.unsent_logprobs = item.unsent_logprobs[:count], item.unsent_logprobs[count:]
+        return taken
 
     def withhold(self) -> list[StreamEvent]:
         """A guardrail blocked the reply: each text keeps only what passed (what may be sent),
@@ -171,6 +220,12 @@ class StreamAssembler:
                 passed = max(item.sent, self.ceiling(item) if self.ceiling is not None else 0)
                 if item.growing.length > passed:
                     item.growing = Text(str(item.growing)[:passed])
+                # The log probabilities of the text it keeps, no more (those sent went with it).
+                item.logprobs = item.logprobs[: len(item.logprobs) - len(item.unsent_logprobs)]
+                item.unsent_logprobs = []
+                refusal = _HeldRefusal(item)
+                if self.ceiling is None or self.ceiling(refusal) < item.refusal_text.length:
+                    item.refusal_text = Text()  # a refusal no check passed is not kept
                 kept.append(item)
             elif item.type not in WHOLE_KINDS:
                 started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)
@@ -335,7 +390,7 @@ class StreamAssembler:
         started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)
         return started.model_copy(update={"status": "in_progress"})
 
-    def _text_beyond_sent(self, item: _Item, logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
+    def _text_beyond_sent(self, item: _Item, *, logprobs: bool = False) -> list[StreamEvent]:
         total = item.growing.length
         length = total if self.ceiling is None else min(total, self.ceiling(item))
         if length <= item.sent or item.type in WHOLE_KINDS:
@@ -352,7 +407,7 @@ class StreamAssembler:
                     output_index=item.output_index,
                     content_index=0,
                     delta=delta,
-                    logprobs=logprobs or [],
+                    logprobs=self._sent_logprobs(item) if logprobs else [],
                 )
             ]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]

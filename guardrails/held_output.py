@@ -6,7 +6,14 @@ every client, a resumed stream and a webhook read only what was sent, so text be
 ceiling is seen by no one. After each batch of chunks `offer` starts checking the windows that
 are complete (`windows.py`), unless a check runs: the windows that came meanwhile go together
 in the next call (up to `WINDOWS_A_CHECK`, each classified on its own), so a fast stream costs
-a round trip per batch of windows, not per window. A window that passes raises its item's
+a round trip per batch of windows, not per window.
+
+Windows overlap: each is checked with the window before it (`Subject(before + window)`), so a
+phrase whose first word ends one window and whose second starts the next is checked whole.
+The reply's items are one text: an item's last window is complete once a later item has begun
+(reasoning, then the message), and the first window of the message is checked with the last
+of the reasoning. A refusal, and a call's arguments, are checked whole, with the window before
+them. A window that passes raises its item's
 ceiling, and `kick` has the writer send it. A flagged window blocks: the stream stops, and the
 turn ends with the text of the windows before it. When the backend cannot answer within the
 plan's budget the turn fails closed (blocked, the failure recorded), or open when the plan
@@ -95,6 +102,8 @@ class HeldOutput:
         """The backend failed and the plan fails open: the rest goes out unchecked."""
         self._checking: asyncio.Task[None] | None = None
         self._unchecked: dict[str, Unchecked] = {}
+        self._before = ""
+        """The last window that passed (of any item): the next is checked with it."""
 
     @classmethod
     def of(cls, moderator: Moderator, response: Response, project: str, kick: Callable[[], None]) -> HeldOutput | None:
@@ -139,7 +148,7 @@ class HeldOutput:
     def _next_windows(self, items: Sequence[HeldItem], *, final: bool) -> tuple[HeldItem, list[Window]] | None:
         """The first item with complete windows, and up to `WINDOWS_A_CHECK` of them in order
         (each classified on its own, in one call); a call's arguments are one, once final."""
-        for item in items:
+        for position, item in enumerate(items):
             unchecked = self._read(item)
             if not unchecked.text:
                 continue
@@ -147,12 +156,15 @@ class HeldOutput:
                 if final:
                     return item, [Window(unchecked.start + len(unchecked.text), unchecked.text)]
                 continue
+            # An item is complete once a later one has begun: its last window is checked before
+            # the next item's first, so the reply reads as one text.
+            complete = final or any(later.type in STREAMED_KINDS for later in items[position + 1 :])
             windows: list[Window] = []
             text, offset, size = unchecked.text, 0, self.plan.window_chars
             while len(windows) < WINDOWS_A_CHECK and offset < len(text):
                 piece = text[offset : offset + size + 1]
                 end = window_end(piece, size, final=False)
-                if end is None and final and len(text) - offset <= size:
+                if end is None and complete and len(text) - offset <= size:
                     end = len(text) - offset
                 if end is None:
                     break
@@ -182,9 +194,10 @@ class HeldOutput:
             if batch is None:
                 return
             item, windows = batch
+            befores = [self._before, *(window.text for window in windows[:-1])]
             results = await self.moderator.check_each(
                 self.plan.model,
-                [Subject(window.text) for window in windows],
+                [Subject(before + window.text) for before, window in zip(befores, windows, strict=True)],
                 self.project,
                 budget_seconds=self.plan.budget_seconds,
                 waiter=self.response_id,
@@ -203,6 +216,7 @@ class HeldOutput:
                     self.blocked = True
                     break
                 self.passed[item.id] = window.end
+                self._before = window.text
                 unchecked = self._unchecked[item.id]
                 unchecked.text, unchecked.start = unchecked.text[window.end - unchecked.start :], window.end
             self.kick()

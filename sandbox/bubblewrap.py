@@ -81,7 +81,7 @@ class Walls:
     control_dir: Path | None = None
     """Mounted at `/mnt/control`, writable (the container's interpreter's requests and runs)."""
     read_only: Mapping[str, str] = field(default_factory=dict)
-    """More host paths, read-only, inside at the paths given (the interpreter's program)."""
+    """More host files, copied in read-only at the paths given (the interpreter's program)."""
     environment: Mapping[str, str] = field(default_factory=dict)
     egress_dir: Path | None = None
     """Where the container's egress proxy listens (`sandbox/egress_proxy.py`): `/mnt/egress`
@@ -111,7 +111,18 @@ class Bind:
     writable: bool = False
 
 
-Step = str | Bind
+@dataclass(frozen=True)
+class Copy:
+    """A small host file (the sandbox's `passwd`, the interpreter's program) copied into the
+    sandbox, read-only: bwrap reads it from a descriptor the launcher opens
+    (`--ro-bind-data`), so nothing inside (not `/proc/self/mountinfo`) shows where it lives
+    on the host."""
+
+    source: str
+    inside: str
+
+
+Step = str | Bind | Copy
 
 
 @dataclass(frozen=True)
@@ -125,28 +136,45 @@ class Launch:
     def sources(self) -> list[str]:
         return [step.source for step in self.steps if isinstance(step, Bind)]
 
-    def options(self, *, staged_binds: bool) -> list[str]:
-        """bwrap's options, each bind from its source or (`staged_binds`) from its staged place."""
+    def copies(self) -> list[str]:
+        return [step.source for step in self.steps if isinstance(step, Copy)]
+
+    def options(self, *, staged_binds: bool, copied: Sequence[int] = ()) -> list[str]:
+        """bwrap's options, each bind from its source or (`staged_binds`) from its staged place,
+        each copy from its descriptor in `copied` (opened by the launcher, in order)."""
         options: list[str] = []
-        index = 0
+        binds = copies = 0
         for step in self.steps:
             if isinstance(step, str):
                 options.append(step)
-                continue
-            source = staged(index) if staged_binds else step.source
-            options += ["--bind" if step.writable else "--ro-bind", source, step.inside]
-            index += 1
+            elif isinstance(step, Copy):
+                options += ["--ro-bind-data", str(copied[copies]), step.inside]
+                copies += 1
+            else:
+                source = staged(binds) if staged_binds else step.source
+                options += ["--bind" if step.writable else "--ro-bind", source, step.inside]
+                binds += 1
         return options
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "steps": [step if isinstance(step, str) else vars(step) for step in self.steps],
+            "steps": [
+                step if isinstance(step, str) else {**vars(step), "kind": type(step).__name__.lower()}
+                for step in self.steps
+            ],
             "command": list(self.command),
         }
 
     @classmethod
     def from_json(cls, said: dict[str, Any]) -> Launch:
-        steps = [step if isinstance(step, str) else Bind(**step) for step in said["steps"]]
+        kinds: dict[str, type[Bind] | type[Copy]] = {"bind": Bind, "copy": Copy}
+        steps: list[Step] = []
+        for step in said["steps"]:
+            if isinstance(step, str):
+                steps.append(step)
+            else:
+                fields = dict(step)
+                steps.append(kinds[fields.pop("kind", "bind")](**fields))
         return cls(tuple(steps), tuple(said["command"]))
 
 
@@ -173,7 +201,7 @@ def launch(walls: Walls, command: Sequence[str]) -> Launch:
     steps += system()
     for name in ETC_FILES:
         steps += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    steps += [Bind(str(walls.etc_dir / "passwd"), "/etc/passwd"), Bind(str(walls.etc_dir / "group"), "/etc/group")]
+    steps += [Copy(str(walls.etc_dir / "passwd"), "/etc/passwd"), Copy(str(walls.etc_dir / "group"), "/etc/group")]
     # The sandbox's own `/tmp`, `/proc` and `/dev` before the Python: bwrap mounts in order, and
     # a Python under one of them (a venv made with `mktemp -d`, as CI's is) would be hidden by a
     # filesystem mounted over it afterwards. `/proc/sys` read-only: bwrap leaves it writable
@@ -181,7 +209,7 @@ def launch(walls: Walls, command: Sequence[str]) -> Launch:
     steps += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
     steps += ["--dev", "/dev"]
     steps += [Bind(path, path) for path in python_paths()]
-    steps += [Bind(host, inside) for host, inside in walls.read_only.items()]
+    steps += [Copy(host, inside) for host, inside in walls.read_only.items()]
     steps.append(Bind(str(walls.data_dir), DATA_MOUNT, writable=True))
     if walls.control_dir is not None:
         steps.append(Bind(str(walls.control_dir), CONTROL_MOUNT, writable=True))

@@ -6,9 +6,11 @@ bounds each container whatever its processes are. cgroup v2 (one hierarchy, `cgr
 where it is mounted) are both read; a host with neither writable gets no cgroup
 (`Cgroups.open` says why), and its containers are bounded by rlimits alone.
 
-Each container is a small tree, the same in every hierarchy:
+Each container is a small tree, the same in every hierarchy, under its host's own cgroup
+(`<scope>`: one a `SANDBOX_DIR`, so that a host's chores touch its own containers' cgroups
+alone, whatever other hosts share the machine):
 
-    durable-responses/<container id>/        the container's memory, processes and CPU in all
+    durable-responses/<scope>/<container id>/   the container's memory, processes and CPU in all
         tenant/                              what its code may use: an OOM here kills here
             interpreter/                     its Python interpreter: frozen between calls
             commands/                        its shell commands
@@ -245,21 +247,22 @@ class Cgroups:
         self.freezer = freezer
 
     @classmethod
-    def open(cls, root: Path = ROOT) -> Cgroups:
+    def open(cls, scope: str, root: Path = ROOT) -> Cgroups:
         """The writable hierarchy of this host: v2 if it is mounted at `root` with the memory
         and pids controllers, else v1's `memory`, `pids` and `cpu` (and `freezer` where it is
-        mounted); `CgroupUnavailable` says why neither is."""
+        mounted); `CgroupUnavailable` says why neither is. Its containers' cgroups are made
+        under `durable-responses/<scope>`."""
         controllers = root / "cgroup.controllers"
         if controllers.exists():
             available = set(controllers.read_text().split())
             if not {"memory", "pids"} <= available:
                 raise CgroupUnavailable(f"cgroup v2 at {root} lacks the memory or pids controller")
-            parent = root / PARENT
+            parent = root / PARENT / scope
             try:
-                parent.mkdir(exist_ok=True)
                 wanted = " ".join(f"+{name}" for name in ("memory", "pids", "cpu") if name in available)
-                (root / "cgroup.subtree_control").write_text(wanted)
-                (parent / "cgroup.subtree_control").write_text(wanted)
+                for level in (root, root / PARENT, parent):
+                    level.mkdir(exist_ok=True)
+                    (level / "cgroup.subtree_control").write_text(wanted)
             except OSError as error:
                 raise CgroupUnavailable(f"cgroup v2 at {root} is not writable here ({error.strerror})") from None
             return cls(2, (parent,), parent)
@@ -268,17 +271,17 @@ class Cgroups:
             hierarchy = root / controller
             if not (hierarchy / "cgroup.procs").exists():
                 raise CgroupUnavailable(f"no cgroup v1 hierarchy for {controller} at {hierarchy}")
-            parent = hierarchy / PARENT
+            parent = hierarchy / PARENT / scope
             try:
-                parent.mkdir(exist_ok=True)
+                parent.mkdir(parents=True, exist_ok=True)
             except OSError as error:
                 raise CgroupUnavailable(f"cgroup v1 at {hierarchy} is not writable here ({error.strerror})") from None
             parents.append(parent)
-        freezer: Path | None = root / V1_FREEZER / PARENT
+        freezer: Path | None = root / V1_FREEZER / PARENT / scope
         try:
             if not (root / V1_FREEZER / "cgroup.procs").exists():
                 raise OSError("no freezer hierarchy")
-            freezer.mkdir(exist_ok=True)  # type: ignore[union-attr]
+            freezer.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         except OSError:
             freezer = None
         return cls(1, tuple(parents), freezer)
@@ -316,6 +319,20 @@ class Cgroups:
             _write(tenant_memory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes), optional=True)
             _write(tenant_pids / "pids.max", str(limits.max_processes))
         return tree
+
+    def retire(self) -> None:
+        """Remove this host's own cgroup, once no container of it has one (a host gone for
+        good: a test's, say)."""
+        for parent in {*self.parents, *([self.freezer] if self.freezer is not None else [])}:
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+
+    def names(self) -> list[str]:
+        """The containers that have a tree here."""
+        try:
+            return sorted(entry.name for entry in self.parents[0].iterdir() if entry.is_dir())
+        except OSError:
+            return []
 
     def find(self, name: str) -> ContainerCgroup | None:
         """The container's tree, if it has one (one made before this layout has no `tenant`: it

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -39,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import bubblewrap, pids, seccomp
+from sandbox import bubblewrap, pids, reach, seccomp
 from sandbox.cgroups import Cgroup, CgroupLimits, Cgroups, CgroupUnavailable, ContainerCgroup
 from sandbox.egress_rules import SandboxEgress
 from sandbox.identity import DEFAULT_UIDS, Identities, Identity, UidRange
@@ -142,7 +143,7 @@ class ContainerHost:
         """This host's containers under `root`, with a cgroup each where the host allows, once
         a sandbox was seen to start here as it will (`SandboxUnavailable` says why not)."""
         try:
-            cgroups: Cgroups | None = Cgroups.open()
+            cgroups: Cgroups | None = Cgroups.open(scope_of(root))
         except CgroupUnavailable as error:
             log.warning("containers run without cgroups (%s): their memory and processes are bounded by rlimits", error)
             cgroups = None
@@ -205,6 +206,8 @@ class ContainerHost:
         container's `service` cgroup."""
         home = self.directory(container_id)
         (home / "egress").mkdir(exist_ok=True)
+        if not os.path.ismount(home / "egress"):  # a filesystem of its own: its host path shows nowhere inside
+            await asyncio.to_thread(_mount_tmpfs, home / "egress", 64 * 1024, 16, "", mode="0755")
         socket_path = home / "egress" / "proxy.sock"
         if self._proxy_alive(container_id):
             return
@@ -381,6 +384,18 @@ class ContainerHost:
     def containers(self) -> list[str]:
         return sorted(path.name for path in self.root.iterdir() if CONTAINER_ID.match(path.name))
 
+    def sweep_cgroups(self) -> None:
+        """Remove the cgroups of containers no longer here (a removal whose `rmdir` found a
+        process not yet reaped leaves its tree: it goes now)."""
+        if self.cgroups is None:
+            return
+        here = set(self.containers())
+        for name in self.cgroups.names():
+            if CONTAINER_ID.match(name) and name not in here:
+                found = self.cgroups.find(name)
+                if found is not None:
+                    found.top.remove()
+
     async def _stop_everything(self, container_id: str) -> None:
         """Kill every process of the container: by its cgroups, where there are some (the
         kernel's own list), and each run and the proxy by its record (only if it is still the
@@ -409,6 +424,11 @@ class ContainerHost:
             self.identities.release(container_id, identity)
 
 
+def scope_of(root: Path) -> str:
+    """The name of a host's own cgroup: one a `SANDBOX_DIR`."""
+    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+
+
 def _members(cgroup: Cgroup) -> list[Path]:
     """The directories a process writes its pid into to join `cgroup` (its freezer's too)."""
     directories = list(cgroup.directories)
@@ -417,7 +437,7 @@ def _members(cgroup: Cgroup) -> list[Path]:
     return directories
 
 
-def _mount_tmpfs(where: Path, size: int, files: int | None, owner: str) -> None:
+def _mount_tmpfs(where: Path, size: int, files: int | None, owner: str, *, mode: str = "0700") -> None:
     """A tmpfs of `size` bytes at `where` (a disk quota), its root owned by `owner`
     (`uid=...,gid=...,`): where mounting is not allowed (not root, or no CAP_SYS_ADMIN), the
     container goes without one."""
@@ -425,7 +445,7 @@ def _mount_tmpfs(where: Path, size: int, files: int | None, owner: str) -> None:
         return
     inodes = f"nr_inodes={files}," if files is not None else ""
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},{inodes}{owner}mode=0700,nosuid,nodev", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size},{inodes}{owner}mode={mode},nosuid,nodev", "tmpfs", str(where)],
         capture_output=True,
         text=True,
         check=False,
@@ -447,15 +467,13 @@ def _give(directory: Path, identity: Identity, *, whole: bool) -> None:
     os.chmod(directory, 0o700)
     if not whole:
         return
-    for _, subdirectories, names, directory_fd in os.fwalk(directory, follow_symlinks=False):
-        for name in subdirectories + names:
-            with contextlib.suppress(OSError):
-                os.chown(name, identity.uid, identity.gid, dir_fd=directory_fd, follow_symlinks=False)
+    for relative, _ in reach.walk(directory):
+        with contextlib.suppress(OSError, ValueError):
+            reach.give(directory, relative, identity)
 
 
 def _unmount_and_remove(home: Path) -> None:
-    for mounted in (home / "data", home / "control", home / "outputs"):
+    for mounted in (home / "data", home / "control", home / "outputs", home / "egress"):
         if os.path.ismount(mounted):
             subprocess.run(["umount", "-l", str(mounted)], capture_output=True, check=False)
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(home)
+    reach.remove_tree(home)

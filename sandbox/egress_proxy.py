@@ -29,6 +29,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import re
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -44,6 +45,7 @@ CONNECT_SECONDS = 15.0
 CHUNK = 64 * 1024
 LOG_BYTES = 64 * 1024
 """The log is kept to two files of this size at most (the older one dropped as it fills)."""
+CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate", b"te"}
 HOP_BY_HOP |= {b"upgrade", b"trailer"}
 
@@ -79,6 +81,10 @@ class EgressProxy:
         self.slots = asyncio.Semaphore(MAX_CONNECTIONS)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.slots.locked():  # as many connections as it serves: the next is refused, not queued
+            await _refuse(writer, 503, f"{MAX_CONNECTIONS} connections at once already")
+            writer.close()
+            return
         async with self.slots:
             try:
                 await self._one(reader, writer)
@@ -121,15 +127,19 @@ class EgressProxy:
             raise Refused(400, "the URL's port is not a port") from None
         if url_port == 0:
             raise Refused(400, "the URL's port is not a port")
+        headers, framing = _headers(rest)  # checked before anything is sent on
         upstream = await self._open(address.hostname, url_port or 80)
         path = address.path or "/"
         if address.query:
             path += f"?{address.query}"
-        headers, framing = _headers(rest)
-        upstream[1].write(f"{method} {path} {version}\r\n".encode("latin-1") + headers + b"connection: close\r\n\r\n")
-        await _body(reader, upstream[1], framing)
-        await _reply(upstream[0], writer)
-        upstream[1].close()
+        try:
+            upstream[1].write(
+                f"{method} {path} {version}\r\n".encode("latin-1") + headers + b"connection: close\r\n\r\n"
+            )
+            await _body(reader, upstream[1], framing)
+            await _reply(upstream[0], writer)
+        finally:
+            upstream[1].close()
 
     async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if not allowed(host, self.domains):
@@ -146,28 +156,31 @@ class EgressProxy:
 
 def _headers(block: bytes) -> tuple[bytes, int | str]:
     """The request's headers without the hop-by-hop ones, and how its body is framed: a length,
-    or `chunked`."""
+    or `chunked`. A request framed twice (both headers, or two lengths) is refused: the proxy
+    and the server behind it must never read two different requests from the same bytes."""
     kept: list[bytes] = []
-    framing: int | str = 0
+    framings: list[int | str] = []
     for line in block.split(b"\r\n"):
         if not line:
             continue
         name, colon, value = line.partition(b":")
-        if not colon:
+        if not colon or name != name.strip() or not name:
             raise Refused(400, "malformed header")
-        lowered, value = name.strip().lower(), value.strip()
+        lowered, value = name.lower(), value.strip()
         if lowered in HOP_BY_HOP:
             continue
         if lowered == b"content-length":
-            if not value.isdigit():
+            if not value.isdigit() or len(value) > 18:
                 raise Refused(400, "malformed content-length")
-            framing = int(value)
+            framings.append(int(value))
         elif lowered == b"transfer-encoding":
             if value.lower() != b"chunked":
                 raise Refused(501, "only chunked transfer-encoding")
-            framing = "chunked"
+            framings.append("chunked")
         kept.append(line + b"\r\n")
-    return b"".join(kept), framing
+    if len(framings) > 1:
+        raise Refused(400, "a request framed twice (content-length and transfer-encoding, or two lengths)")
+    return b"".join(kept), framings[0] if framings else 0
 
 
 async def _body(reader: asyncio.StreamReader, upstream: asyncio.StreamWriter, framing: int | str) -> None:
@@ -175,8 +188,11 @@ async def _body(reader: asyncio.StreamReader, upstream: asyncio.StreamWriter, fr
     if framing == "chunked":
         while True:
             size_line = await asyncio.wait_for(reader.readuntil(b"\r\n"), IDLE_SECONDS)
+            digits = size_line.split(b";", 1)[0].strip()
+            if not CHUNK_SIZE.fullmatch(digits):
+                raise Refused(400, "malformed chunk size")
             upstream.write(size_line)
-            size = int(size_line.split(b";", 1)[0].strip() or b"x", 16)
+            size = int(digits, 16)
             if size == 0:
                 while (trailer := await asyncio.wait_for(reader.readuntil(b"\r\n"), IDLE_SECONDS)) != b"\r\n":
                     upstream.write(trailer)

@@ -15,6 +15,7 @@ let go when the container is removed, after everything of it has been killed.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import pwd
@@ -130,14 +131,29 @@ class Identities:
         try:
             fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
+            return self._take_over(uid, container_id)
+        with os.fdopen(fd, "w") as file:
+            file.write(container_id)
+        return True
+
+    def _take_over(self, uid: int, container_id: str) -> bool:
+        """Claim `uid` in place of a stale claim: under a lock every taker over shares, so two
+        never both find it stale and both take it (a fresh claim is made with `O_EXCL` alone,
+        and so never replaces one)."""
+        with open(self.claims / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            claim = self.claims / str(uid)
             if not self._stale(claim):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 claim.unlink()
-            return self._take(uid, container_id)
-        with os.fdopen(fd, "w") as file:
-            file.write(container_id)
-        return True
+            try:
+                fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "w") as file:
+                file.write(container_id)
+            return True
 
     def _stale(self, claim: Path) -> bool:
         """A claim whose container's directory is gone (a worker died between removing it and

@@ -10,7 +10,9 @@ state lost: the next call says so).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,8 +96,9 @@ class Interpreters:
         handed = reach.names(self.control, "requests") + reach.names(self.control, "taken")
         if self.taken(call_id) or any(name.endswith(f"-{call_id}.json") for name in handed):
             return
-        (self.home / "handed").mkdir(exist_ok=True)
-        (self.home / "handed" / call_id).touch()  # out of the sandbox's reach, and off its tmpfs
+        for kept in ("handed", "pending"):  # out of the sandbox's reach, and off its tmpfs
+            (self.home / kept).mkdir(exist_ok=True)
+            (self.home / kept / call_id).touch()
         name = f"{sequence:020d}-{call_id}.json"
         reach.write(
             self.control, f"requests/{name}", json.dumps({"call_id": call_id, "code": code}).encode(), self.owner
@@ -121,7 +124,7 @@ class Interpreters:
             return None
         try:
             said = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # what the sandbox wrote: anything at all
             said = None
         if not isinstance(said, dict):
             return CallStatus("(the interpreter's answer was unreadable)", False, [])
@@ -166,8 +169,22 @@ class Interpreters:
             reach.remove(self.control, f"runs/{call_id}/output")
 
     def waiting(self) -> bool:
-        """Whether a call was handed over and has not answered (the container is busy)."""
-        if reach.names(self.control, "requests"):
-            return True
-        taken = {name.split("-", 1)[-1].removesuffix(".json") for name in reach.names(self.control, "taken")}
-        return any(not reach.exists(self.control, f"runs/{call_id}/status.json") for call_id in taken)
+        """Whether a call was handed over and has not answered (the container is busy). Read
+        from the worker's own record of the calls it handed (`pending/`, out of the sandbox's
+        reach), never from what the sandbox may write: a file code puts in `/mnt/control` must
+        not keep its container busy, or its interpreter from being frozen. A call that has
+        answered, or whose interpreter has ended, leaves the record."""
+        pending = self.home / "pending"
+        try:
+            names = os.listdir(pending)
+        except OSError:
+            return False
+        alive: bool | None = None
+        for call_id in names:
+            if self.status(call_id) is None:
+                alive = self.alive() if alive is None else alive
+                if alive:
+                    return True
+            with contextlib.suppress(OSError):
+                (pending / call_id).unlink()
+        return False

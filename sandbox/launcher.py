@@ -96,8 +96,8 @@ def run(directory: Path, output: Path) -> dict[str, Any]:
     identity = spec.identity
     sources = spec.launch.sources()
 
-    options = spec.launch.options(staged_binds=identity is not None)
-    handed: list[int] = []
+    handed = [os.open(source, os.O_RDONLY) for source in spec.launch.copies()]
+    options = spec.launch.options(staged_binds=identity is not None, copied=handed)
     if spec.seccomp is not None:
         handed.append(os.open(spec.seccomp, os.O_RDONLY))
         options += ["--seccomp", str(handed[-1])]

@@ -43,6 +43,8 @@ DENIED = (
     "ptrace",
     "process_vm_readv",
     "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
     "kexec_load",
     "kexec_file_load",
     "init_module",

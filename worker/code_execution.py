@@ -84,27 +84,42 @@ class HostChores:
         self.host_id = host_id
 
     async def round(self) -> None:
+        """Each container's upkeep on its own: whatever one container's files make of it (they
+        are a tenant's), the others' goes on."""
         now = time.time()
         rows = {row.id: row for row in await self.containers.of_host(self.host_id)}
-        for row in rows.values():
-            idle = row.last_active_at + row.expires_after_minutes * 60 < now
-            if row.status == "running" and idle and not (self.host.exists(row.id) and self.host.busy(row.id)):
-                await self.containers.end(row.id, "expired")
-                rows[row.id] = dataclasses.replace(row, status="expired")
-                log.info("container %s expired (idle past its expires_after)", row.id)
+        for row in list(rows.values()):
+            async with _apart(row.id, "expiry"):
+                idle = row.last_active_at + row.expires_after_minutes * 60 < now
+                if row.status == "running" and idle and not (self.host.exists(row.id) and self.host.busy(row.id)):
+                    await self.containers.end(row.id, "expired")
+                    rows[row.id] = dataclasses.replace(row, status="expired")
+                    log.info("container %s expired (idle past its expires_after)", row.id)
         for container_id in self.host.containers():
             found = rows.get(container_id)
             if found is None and _younger_than(self.host.directory(container_id), UNKNOWN_KEPT_SECONDS):
                 continue  # placed since the rows were read
             if found is None or found.status != "running":
-                await self.host.remove(container_id)
+                async with _apart(container_id, "removal"):
+                    await self.host.remove(container_id)
         for row in rows.values():
-            if row.status == "deleted":  # its host has removed it: nothing is left of it
-                await self.containers.forget(row.id)
-            elif row.status == "running" and self.host.exists(row.id):
-                # No code runs between calls, whatever a call left behind (its activity freezes
-                # the interpreter as it ends; this is for one whose worker died before it did).
-                await asyncio.to_thread(self.host.freeze_interpreter, row.id)
+            async with _apart(row.id, "upkeep"):
+                if row.status == "deleted":  # its host has removed it: nothing is left of it
+                    await self.containers.forget(row.id)
+                elif row.status == "running" and self.host.exists(row.id):
+                    # No code runs between calls, whatever a call left behind (its activity freezes
+                    # the interpreter as it ends; this is for one whose worker died before it did).
+                    await asyncio.to_thread(self.host.freeze_interpreter, row.id)
+        await asyncio.to_thread(self.host.sweep_cgroups)
+
+
+@contextlib.asynccontextmanager
+async def _apart(container_id: str, what: str) -> AsyncIterator[None]:
+    """One container's chore, whose failure is logged and stops no other container's."""
+    try:
+        yield
+    except Exception:  # noqa: BLE001 - a tenant's files may make any chore fail: the round goes on
+        log.exception("container %s: its %s failed (the round goes on)", container_id, what)
 
 
 class ContainerChores:

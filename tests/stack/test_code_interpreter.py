@@ -441,9 +441,10 @@ async def test_code_a_call_leaves_behind_does_not_run_between_calls(
     """A thread one call starts keeps time; the next call, two seconds later, finds it stood
     still between the calls: code lives as long as its call (issue 59, M6)."""
     from sandbox.cgroups import Cgroups, CgroupUnavailable
+    from sandbox.containers import scope_of
 
     try:
-        if Cgroups.open().freezer is None:
+        if Cgroups.open(scope_of(code_stack.settings.sandbox.directory)).freezer is None:
             pytest.skip("no cgroup freezer here: a call's leftovers are not stopped")
     except CgroupUnavailable:
         pytest.skip("no cgroups here")

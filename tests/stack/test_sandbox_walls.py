@@ -28,6 +28,7 @@ from sandbox.bubblewrap import Launch
 from sandbox.containers import ContainerHost, ContainerLimits, InterpreterEnded
 from sandbox.run_spec import RunSpec
 from sandbox.runs import Run
+from tests.support.sandboxes import remove_everything
 
 pytestmark = pytest.mark.skipif(
     bubblewrap.bwrap_path() is None or os.geteuid() != 0, reason="needs bubblewrap, run as root (as CI runs)"
@@ -44,8 +45,7 @@ def container_id() -> str:
 async def host(tmp_path: Path) -> AsyncIterator[ContainerHost]:
     opened = ContainerHost.open(tmp_path / "containers")
     yield opened
-    for each in opened.containers():
-        await opened.remove(each)
+    await remove_everything(opened)
 
 
 async def shell(host: ContainerHost, container: str, command: str, timeout: float = 30) -> tuple[str, str, Run]:
@@ -302,7 +302,7 @@ async def test_the_sandbox_is_nobody_on_the_host(host: ContainerHost):
         "chmod 666 /dev/null 2>/dev/null && echo chmod-ok || echo chmod-refused; "
         "unshare -U true 2>/dev/null && echo userns-ok || echo userns-refused; "
         "unshare -Ur id 2>/dev/null || echo root-refused; "
-        "tr '\\0' ' ' < /proc/1/cmdline; echo; grep -c . /proc/self/mountinfo >/dev/null; "
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; echo mountinfo:; cat /proc/self/mountinfo; "
         "grep Seccomp: /proc/self/status",
     )
     assert "refused /proc/sys/kernel/core_pattern" in out and "refused /proc/sys/vm/swappiness" in out, out
@@ -310,6 +310,8 @@ async def test_the_sandbox_is_nobody_on_the_host(host: ContainerHost):
     assert "userns-refused" in out and "root-refused" in out and "uid=0" not in out, out
     cmdline = next(line for line in out.splitlines() if "bwrap" in line)
     assert str(host.root) not in cmdline and "--bind" not in cmdline and "--args" in cmdline, cmdline
+    mountinfo = out.split("mountinfo:", 1)[1]
+    assert str(host.root) not in mountinfo and container not in mountinfo, mountinfo  # no host path of its own
     assert "Seccomp:\t2" in out, out
 
 
@@ -520,3 +522,55 @@ def test_a_root_that_may_make_no_user_namespace_runs_no_code(tmp_path: Path):
     assert results["bubblewrap"].startswith("error: SANDBOX_RUNTIME=bubblewrap, but this host cannot sandbox code"), (
         results["bubblewrap"]
     )
+
+
+async def test_what_code_writes_in_mnt_control_keeps_nothing_busy_and_breaks_no_chore(host: ContainerHost):
+    """The review of this change (F1): a name in `requests/` the interpreter never takes kept the
+    container busy and its interpreter thawed for good; one in `taken/` made every later chore
+    of the host fail. What the worker decides on is its own record, out of the sandbox's reach."""
+    container = container_id()
+    await host.prepare(container, LIMITS)
+    interpreters, _ = await host.start_interpreter(container, LIMITS)
+    planting = (
+        "open('/mnt/control/requests/hold', 'w').write('x')\n"
+        "open('/mnt/control/taken/x-..', 'w').write('x')\n"
+        "open('/mnt/control/runs/..%s' % 'x', 'w').write('x')"
+    )
+    interpreters.submit(1, "planting", planting)
+    for _ in range(200):
+        if interpreters.status("planting") is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert interpreters.status("planting") is not None and interpreters.status("planting").error is None
+    assert not interpreters.waiting() and not host.busy(container)
+    interpreters.prune(keep=0)  # names the sandbox made are read as hostile, never trusted as paths
+    host.freeze_interpreter(container)
+    if host.cgroups is not None and host.cgroups.freezer is not None:
+        assert host.interpreter_frozen(container)
+    (host.directory(container) / "control" / "runs" / "deep").mkdir()
+    (host.directory(container) / "control" / "runs" / "deep" / "status.json").write_text("[" * 60_000)
+    assert interpreters.status("deep") is not None  # unreadable, said so: no RecursionError
+
+
+def test_a_tree_deeper_than_a_walk_goes_is_walked_to_its_bound(tmp_path: Path):
+    """F5: 1,200 nested directories made the walk of a container's files fail for good."""
+    from activities.container_files import _regular_files
+    from sandbox.reach import MAX_DEPTH, remove_tree
+
+    deep = tmp_path / "data"
+    (deep / "near").mkdir(parents=True)
+    (deep / "near" / "kept.txt").write_text("x")
+    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):  # deeper than a path may name: made a level at a time
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("too-deep.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    os.close(fd)
+    try:
+        found, _ = _regular_files(deep)
+    finally:
+        remove_tree(deep)
+    assert "/mnt/data/near/kept.txt" in found and not any(name.endswith("too-deep.txt") for name in found)
+    assert MAX_DEPTH < 1200 and not deep.exists()

@@ -19,6 +19,12 @@ needs_bubblewrap = pytest.mark.skipif(
 async def remove_containers(directory: Path) -> None:
     if not directory.is_dir():
         return
-    host = ContainerHost.open(directory)
+    await remove_everything(ContainerHost.open(directory))
+
+
+async def remove_everything(host: ContainerHost) -> None:
+    """A test's host gone for good: its containers, and its own cgroup."""
     for container_id in host.containers():
         await host.remove(container_id)
+    if host.cgroups is not None:
+        host.cgroups.retire()
