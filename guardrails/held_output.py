@@ -104,6 +104,7 @@ class HeldOutput:
         self._unchecked: dict[str, Unchecked] = {}
         self._before = ""
         """The last window that passed (of any item): the next is checked with it."""
+        self._before_item = ""
 
     @classmethod
     def of(cls, moderator: Moderator, response: Response, project: str, kick: Callable[[], None]) -> HeldOutput | None:
@@ -194,7 +195,9 @@ class HeldOutput:
             if batch is None:
                 return
             item, windows = batch
-            befores = [self._before, *(window.text for window in windows[:-1])]
+            # Another item's text goes on from this one's as the reply reads: after a blank.
+            before = self._before if self._before_item in ("", item.id) else self._before + " "
+            befores = [before, *(window.text for window in windows[:-1])]
             results = await self.moderator.check_each(
                 self.plan.model,
                 [Subject(before + window.text) for before, window in zip(befores, windows, strict=True)],
@@ -216,7 +219,7 @@ class HeldOutput:
                     self.blocked = True
                     break
                 self.passed[item.id] = window.end
-                self._before = window.text
+                self._before, self._before_item = window.text, item.id
                 unchecked = self._unchecked[item.id]
                 unchecked.text, unchecked.start = unchecked.text[window.end - unchecked.start :], window.end
             self.kick()
