@@ -120,8 +120,16 @@ class CodeExecutionActivities(ContainerWork):
         output = self.host.interpreters(row.id).output(call.id, self.settings.output_bytes).decode(errors="replace")
         taken = await self.files.take_out(row.id, self.quotas)
         await self.containers.touch(row.id)
+        verdict = await self.outputs.verdict(request.moderation, request.project, request.response_id, [output])
+        if verdict.blocked:  # its logs withheld: the client never sees them, and the response ends
+            withheld = call.model_copy(
+                update={"status": "incomplete", "outputs": [] if request.include_outputs else None}
+            )
+            if request.emit_events:
+                await self.emit(request.response_id, code_closing(withheld, request.output_index))
+            return RunCodeResult(call=withheld, text="", files=taken.files, moderation=verdict.found, blocked=True)
         told = await self._told(request, call, ended, output, taken.files)
-        return told.model_copy(update={"text": told.text + taken.told()}) if taken.notes else told
+        return told.model_copy(update={"text": told.text + taken.told(), "moderation": verdict.found})
 
     async def _run(self, request: RunCodeInput, row: ContainerRow) -> Ended:
         call = request.call

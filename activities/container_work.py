@@ -10,6 +10,7 @@ import time
 from temporalio import activity
 
 from activities.container_files import ContainerFiles
+from guardrails.tool_outputs import ToolOutputs
 from models.containers import MEMORY_LIMITS
 from models.events import StreamEvent
 from models.quotas import ProjectQuotas
@@ -46,8 +47,11 @@ class ContainerWork:
         host_id: str,
         settings: SandboxSettings,
         quotas: ProjectQuotas,
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.containers = containers
+        self.outputs = outputs or ToolOutputs(None)
+        """Checks a command's output before any of it is sent, under an `output: block` plan."""
         self.events = events
         self.cancels = cancels
         self.host = host

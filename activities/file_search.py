@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from file_search.embedder import Embedder
 from file_search.library import Library
 from file_search.searching import search, shown_to_model
+from guardrails.tool_outputs import ToolOutputs
 from models import activity_names
 from models.activity_io import FileSearchInput, FileSearchResult
 from models.errors import CapacityWaitError, RetryableUpstreamError, UpstreamError
@@ -35,11 +36,21 @@ DEFAULT_RESULTS = 10
 
 
 class FileSearchActivities:
-    def __init__(self, *, library: Library, events: EventLog, parked: ParkedFields, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        *,
+        library: Library,
+        events: EventLog,
+        parked: ParkedFields,
+        embedder: Embedder,
+        outputs: ToolOutputs | None = None,
+    ) -> None:
         self.library = library
         self.events = events
         self.parked = parked
         self.embedder = embedder
+        self.outputs = outputs or ToolOutputs(None)
+        """Checks what a search found before any of it is sent, under an `output: block` plan."""
 
     @activity.defn(name=activity_names.FILE_SEARCH)
     async def file_search(self, request: FileSearchInput) -> FileSearchResult:
@@ -87,10 +98,16 @@ class FileSearchActivities:
             if request.include_results
             else None
         )
+        text = shown_to_model(query, hits, request.first_number)
+        verdict = await self.outputs.verdict(request.moderation, request.project, request.response_id, [text])
+        if verdict.blocked:  # what it found withheld: the client never sees it, and the response ends
+            withheld = call.model_copy(update={"status": "incomplete", "results": None})
+            if request.emit_events:
+                await self._emit(request.response_id, search_closing(withheld, index))
+            return FileSearchResult(call=withheld, text="", moderation=verdict.found, blocked=True)
         done = call.model_copy(update={"status": "completed", "results": results})
         if request.emit_events:
             await self._emit(request.response_id, search_closing(done, index))
-        text = shown_to_model(query, hits, request.first_number)
         if len(text.encode()) > PARK_ITEM_BYTES or size_of(done) > PARK_ITEM_BYTES:
             # it waits in the store; history carries its place
             fields = {
@@ -99,9 +116,13 @@ class FileSearchActivities:
             }
             await self.parked.put(request.response_id, {call.id: fields})
             return FileSearchResult(
-                call=done.model_copy(update={"results": None}), text="", parked=True, sources=sources
+                call=done.model_copy(update={"results": None}),
+                text="",
+                parked=True,
+                sources=sources,
+                moderation=verdict.found,
             )
-        return FileSearchResult(call=done, text=text, sources=sources)
+        return FileSearchResult(call=done, text=text, sources=sources, moderation=verdict.found)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
         await self.events.append_once(response_id, [event.wire() for event in events])

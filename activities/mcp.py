@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 from access.egress import EgressPolicy
 from activities.cancel_watch import unless_cancelled
+from guardrails.tool_outputs import ToolOutputs
 from models import activity_names, history_budget
 from models.activity_io import (
     CallMcpToolInput,
@@ -107,9 +108,12 @@ class McpActivities:
         mcp_secrets: McpSecretsStore,
         max_result_bytes: int,
         egress: EgressPolicy = EgressPolicy(),
+        outputs: ToolOutputs | None = None,
     ) -> None:
         self.egress = egress
         """Which addresses MCP servers may have (`access/egress.py`)."""
+        self.outputs = outputs or ToolOutputs(None)
+        """Checks a call's result before it is sent, under an `output: block` plan."""
         self.parked = parked
         self.events = events
         self.cancels = cancels
@@ -197,12 +201,15 @@ class McpActivities:
         if request.emit_events:
             await self._emit(response_id, mcp_call_opening(call, request.output_index))
         finished = await self._call(request.server_url, call, response_id, repeatable=bool(request.repeatable))
+        verdict = await self.outputs.verdict(request.moderation, request.project, response_id, [finished.result_text()])
+        if verdict.blocked:  # the result withheld: the client never sees it, and the response ends
+            finished = finished.model_copy(update={"output": None, "error": None, "status": "incomplete"})
         if request.emit_events:
             await self._emit(response_id, mcp_call_closing(finished, request.output_index))
         # A large result (or large arguments) travels as a stub; its fields wait in the store.
         (carried,), parked = history_budget.split([finished])
         await self.parked.put(response_id, parked)
-        return CallMcpToolResult(call=carried, parked=bool(parked))
+        return CallMcpToolResult(call=carried, parked=bool(parked), moderation=verdict.found, blocked=verdict.blocked)
 
     async def _with_arguments(self, request: CallMcpToolInput) -> McpCallItem:
         """The call with its arguments, read from the store when they were too large to travel."""

@@ -85,8 +85,19 @@ class ShellActivities(ContainerWork):
             raise
         taken = await self.files.take_out(row.id, self.quotas)
         await self.containers.touch(row.id)
+        shown = [text for output in ended.outputs for text in (output.stdout, output.stderr)]
+        verdict = await self.outputs.verdict(request.moderation, request.project, request.response_id, shown)
+        if verdict.blocked:  # withheld: the client never sees it, and the response ends
+            ended = Ended([], [], lost=True)
         result = await self._result(request, call, ended, None)
-        return result.model_copy(update={"files": taken.files, "text": result.text + taken.told()})
+        return result.model_copy(
+            update={
+                "files": taken.files,
+                "text": "" if verdict.blocked else result.text + taken.told(),
+                "moderation": verdict.found,
+                "blocked": verdict.blocked,
+            }
+        )
 
     def _opening(self, request: RunShellInput, call: ShellCallItem) -> list[StreamEvent]:
         return shell_call_events(call, request.output_index) + shell_output_opening(
@@ -132,16 +143,16 @@ class ShellActivities(ContainerWork):
         decoders = {stream: codecs.getincrementaldecoder("utf-8")(errors="replace") for stream in ("stdout", "stderr")}
         pending: dict[str, str] = {}
         flushed = time.monotonic()
-        async for stream, data in run.follow(
-            offsets if request.emit_events else {"stdout": 1 << 62, "stderr": 1 << 62}
-        ):
-            if request.emit_events:
+        # Under an `output: block` plan nothing streams: the output is checked whole first.
+        streaming = request.emit_events and not self.outputs.holds(request.moderation)
+        async for stream, data in run.follow(offsets if streaming else {"stdout": 1 << 62, "stderr": 1 << 62}):
+            if streaming:
                 pending[stream] = pending.get(stream, "") + decoders[stream].decode(data)
                 if time.monotonic() - flushed >= DELTA_EVERY_SECONDS:
                     await self._send(request, index, pending)
                     flushed = time.monotonic()
             await rhythm.keep(following.sent)
-        if pending:
+        if pending and streaming:
             await self._send(request, index, pending)
         activity.heartbeat(following.sent)
 

@@ -15,6 +15,7 @@ import time
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from guardrails.tool_outputs import ToolOutputs
 from models import activity_names
 from models.activity_io import WebSearchInput, WebSearchResult
 from models.errors import SearchRefusedError, SearchUnavailableError
@@ -35,10 +36,19 @@ history carries, stay within what it carries whole)."""
 
 
 class SearchActivities:
-    def __init__(self, *, events: EventLog, parked: ParkedFields, provider: SearchProvider | None) -> None:
+    def __init__(
+        self,
+        *,
+        events: EventLog,
+        parked: ParkedFields,
+        provider: SearchProvider | None,
+        outputs: ToolOutputs | None = None,
+    ) -> None:
         self.events = events
         self.parked = parked
         self.provider = provider
+        self.outputs = outputs or ToolOutputs(None)
+        """Checks what a search found before any of it is sent, under an `output: block` plan."""
 
     @activity.defn(name=activity_names.WEB_SEARCH)
     async def web_search(self, request: WebSearchInput) -> WebSearchResult:
@@ -76,17 +86,23 @@ class SearchActivities:
             if len(result.url) <= MAX_URL_CHARS and allowed(result.url, query.allowed_domains)
         ][: RESULTS_BY_SIZE[size]]
         sources = numbered(results, request.first_number)
+        text = shown_to_model(call.action.query, results, sources)
+        verdict = await self.outputs.verdict(request.moderation, request.project, request.response_id, [text])
+        if verdict.blocked:  # what it found withheld: the client never sees it, and the response ends
+            withheld = call.model_copy(update={"status": "incomplete"})
+            if request.emit_events:
+                await self._emit(request.response_id, search_closing(withheld, index))
+            return WebSearchResult(call=withheld, text="", moderation=verdict.found, blocked=True)
         shown = [WebSearchSource(url=source.url) for source in sources] if request.include_sources else None
         done = call.model_copy(
             update={"status": "completed", "action": call.action.model_copy(update={"sources": shown})}
         )
         if request.emit_events:
             await self._emit(request.response_id, search_closing(done, index))
-        text = shown_to_model(call.action.query, results, sources)
         if len(text.encode()) > PARK_ITEM_BYTES:  # it waits in the store; history carries its place
             await self.parked.put(request.response_id, {call.id: {"output": text}})
-            return WebSearchResult(call=done, text="", parked=True, sources=sources)
-        return WebSearchResult(call=done, text=text, sources=sources)
+            return WebSearchResult(call=done, text="", parked=True, sources=sources, moderation=verdict.found)
+        return WebSearchResult(call=done, text=text, sources=sources, moderation=verdict.found)
 
     async def _emit(self, response_id: str, events: list[StreamEvent]) -> None:
         await self.events.append_once(response_id, [event.wire() for event in events])

@@ -140,6 +140,23 @@ class FinalizeInput(BaseModel):
     """When a blocked response counts against its `safety_identifier` (None: never)."""
 
 
+class HeldToolInput(BaseModel):
+    """What a hosted tool's call needs to hold its output for a check (`guardrails/tool_outputs.py`)."""
+
+    moderation: ModerationPlan | None = None
+    """The response's plan, when it holds its output (`output: block`): the tool's output is
+    checked whole before any of it is sent. None (and an input from a workflow older than
+    this field): sent as it comes."""
+
+
+class CheckedToolResult(BaseModel):
+    """What the check of a hosted tool's output found (`guardrails/tool_outputs.py`)."""
+
+    moderation: SideResult | None = None
+    blocked: bool = False
+    """The check blocked the output: it was withheld, and the response ends `content_filter`."""
+
+
 class ListMcpToolsInput(BaseModel):
     response_id: str
     tool: McpTool
@@ -155,8 +172,9 @@ class ListMcpToolsResult(BaseModel):
     """The item is a stub: its tools' descriptions and schemas are parked under its id."""
 
 
-class CallMcpToolInput(BaseModel):
+class CallMcpToolInput(HeldToolInput):
     response_id: str
+    project: str = ""
     server_url: str
     call: McpCallItem
     output_index: int
@@ -171,7 +189,7 @@ class CallMcpToolInput(BaseModel):
     workflow older than this field) counts as not repeatable."""
 
 
-class CallMcpToolResult(BaseModel):
+class CallMcpToolResult(CheckedToolResult):
     call: McpCallItem
     parked: bool = False
     """The call travels as a stub: its arguments, output and error are parked under its id."""
@@ -203,8 +221,9 @@ class EndWritten(BaseModel):
     written: FinalizeResult
 
 
-class WebSearchInput(BaseModel):
+class WebSearchInput(HeldToolInput):
     response_id: str
+    project: str = ""
     call: WebSearchCallItem
     output_index: int
     emit_events: bool = False
@@ -214,7 +233,7 @@ class WebSearchInput(BaseModel):
     include_sources: bool = False
 
 
-class WebSearchResult(BaseModel):
+class WebSearchResult(CheckedToolResult):
     call: WebSearchCallItem
     text: str
     """What the model is told: the numbered results, or why there are none."""
@@ -223,7 +242,7 @@ class WebSearchResult(BaseModel):
     sources: list[Source] = Field(default_factory=list)
 
 
-class FileSearchInput(BaseModel):
+class FileSearchInput(HeldToolInput):
     response_id: str
     project: str
     call: FileSearchCallItem
@@ -235,7 +254,7 @@ class FileSearchInput(BaseModel):
     include_results: bool = False
 
 
-class FileSearchResult(BaseModel):
+class FileSearchResult(CheckedToolResult):
     call: FileSearchCallItem
     text: str
     """What the model is told: the numbered chunks, or why there are none."""
@@ -257,7 +276,7 @@ class PlaceContainerResult(BaseModel):
     container is gone (expired or deleted)."""
 
 
-class RunCodeInput(BaseModel):
+class RunCodeInput(HeldToolInput):
     response_id: str
     project: str
     call: CodeInterpreterCallItem
@@ -274,14 +293,14 @@ class ContainerFileCreated(BaseModel):
     path: str
 
 
-class RunCodeResult(BaseModel):
+class RunCodeResult(CheckedToolResult):
     call: CodeInterpreterCallItem
     text: str
     """What the model is told: what the code printed (cut to a bound), its error, its files."""
     files: list[ContainerFileCreated] = Field(default_factory=list)
 
 
-class RunShellInput(BaseModel):
+class RunShellInput(HeldToolInput):
     response_id: str
     project: str
     call: ShellCallItem
@@ -294,7 +313,7 @@ class RunShellInput(BaseModel):
     """How long each command may run."""
 
 
-class RunShellResult(BaseModel):
+class RunShellResult(CheckedToolResult):
     call: ShellCallItem
     output_item: ShellCallOutputItem
     text: str

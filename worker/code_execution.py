@@ -33,6 +33,7 @@ from temporalio.worker import Worker
 from activities.code_execution import CodeExecutionActivities
 from activities.container_work import ContainerWork
 from activities.shell_execution import ShellActivities
+from guardrails.tool_outputs import ToolOutputs
 from sandbox.containers import ContainerHost
 from store.containers import Containers
 from store.repository import ResponseRepository
@@ -147,6 +148,7 @@ async def code_execution(
     *,
     grace: timedelta,
     versioning: WorkerVersioning,
+    outputs: ToolOutputs | None = None,
 ) -> AsyncIterator[list[Worker]]:
     """This host's workers for code, and its chores while they run (none when this server
     runs no code)."""
@@ -168,6 +170,7 @@ async def code_execution(
             host_id=this_host,
             settings=settings.sandbox,
             quotas=settings.project_quotas,
+            outputs=outputs,
         )
 
     activities = working_here(CodeExecutionActivities)

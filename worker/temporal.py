@@ -31,6 +31,7 @@ from activities.webhooks import WebhookActivities
 from file_search.embedder import Embedder
 from file_search.library import Library
 from guardrails.moderator import Moderator
+from guardrails.tool_outputs import ToolOutputs
 from models.errors import StartupError
 from models.visibility import SEARCH_ATTRIBUTES
 from models.workflow_io import ExecutionSettings, ingestion_task_queue, side_task_queues
@@ -256,6 +257,8 @@ async def build_worker(
     calls = ModelCalls.of(settings, repository, ends=ends)
     upstreams, inference, moderating = calls.upstreams, calls.inference, calls.moderation
     gate = calls.inference.gate
+    outputs = ToolOutputs(inference.moderator)
+    """Hosted tools' outputs checked before they are sent, under an `output: block` plan."""
     store = StoreActivities(
         responses=repository.responses, approvals=repository.approvals, events=repository.events, ends=ends
     )
@@ -272,17 +275,19 @@ async def build_worker(
         mcp_secrets=repository.mcp_secrets,
         max_result_bytes=settings.mcp_max_result_bytes,
         egress=settings.egress(),
+        outputs=outputs,
     )
     searching = SearchActivities(
         events=repository.events,
         parked=repository.parked,
         provider=provider_for(settings.search(), settings.search_egress()),
+        outputs=outputs,
     )
     embedder = Embedder(settings.embedding_model, settings.registry(), upstreams, gate)
     library = Library(repository.vector_stores, repository.chunks, repository.files)
     ingestion = IngestionActivities(library=library, embedder=embedder)
     file_searching = FileSearchActivities(
-        library=library, events=repository.events, parked=repository.parked, embedder=embedder
+        library=library, events=repository.events, parked=repository.parked, embedder=embedder, outputs=outputs
     )
     webhooks = WebhookActivities(
         settings.webhook_endpoints(),
@@ -372,7 +377,7 @@ async def build_worker(
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
-    running_code = code_execution(client, settings, repository, grace=grace, versioning=versioning)
+    running_code = code_execution(client, settings, repository, grace=grace, versioning=versioning, outputs=outputs)
     side_workers += await running_code.__aenter__()
     try:
         # Entered and left by hand, not with `async with`, so leaving is bounded: see below.

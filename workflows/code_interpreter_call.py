@@ -36,13 +36,14 @@ async def code_interpreter(run: HostedCall, call: CodeInterpreterCallItem, index
             emit_events=run.emit_events,
             timeout_seconds=seconds,
             include_outputs=INCLUDE_OUTPUTS in run.response.include,
+            moderation=run.held,
         ),
         RunCodeResult,
         seconds,
     )
     if isinstance(result, NotRun):
         return await _not_run(run, call, index, result.reason)
-    return Ran(result.call, ToolResult(text=result.text), written(call.container_id, result.files))
+    return Ran(result.call, ToolResult(text=result.text), written(call.container_id, result.files), checked=result)
 
 
 async def _not_run(run: HostedCall, call: CodeInterpreterCallItem, index: int, reason: str) -> Ran:

@@ -32,6 +32,7 @@ async def file_search(run: HostedCall, call: FileSearchCallItem, index: int) -> 
                 tool=tool,
                 first_number=run.first_number,
                 include_results="file_search_call.results" in response.include,
+                moderation=run.held,
             ),
             result_type=FileSearchResult,
             **search_call_options(run.settings.file_search_call),
@@ -39,4 +40,4 @@ async def file_search(run: HostedCall, call: FileSearchCallItem, index: int) -> 
     except ActivityError as error:
         return await failed(error, run, call, index)
     told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
-    return Ran(result.call, told, result.sources, parked=result.parked)
+    return Ran(result.call, told, result.sources, parked=result.parked, checked=result)

@@ -18,9 +18,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from models.activity_io import CheckedToolResult
     from models.events import StreamEvent, hosted_closing
     from models.history_budget import ToolResult
     from models.hosted_tools import BY_ITEM_TYPE
+    from models.moderation import ModerationPlan
     from models.responses import Response
     from models.search import Source
     from models.workflow_io import ExecutionSettings
@@ -42,6 +44,13 @@ class HostedCall:
     """Where the item that follows the call with its results goes (its tool has one: a
     `shell_call_output`)."""
 
+    @property
+    def held(self) -> ModerationPlan | None:
+        """The response's moderation plan when it holds its output: the tool's output is then
+        checked before any of it is sent (`guardrails/tool_outputs.py`)."""
+        plan = self.response.moderation_plan
+        return plan if plan is not None and plan.holds_output else None
+
 
 @dataclass(frozen=True)
 class Ran:
@@ -56,6 +65,8 @@ class Ran:
     follows: Any | None = None
     """The item that follows the call with its results, at `HostedCall.follow_index` (always
     one, when its tool has one: the response's items keep the places they were given)."""
+    checked: CheckedToolResult | None = None
+    """What the check of its output found, when the response holds its output."""
 
 
 Runner = Callable[[HostedCall, Any, int], Awaitable[Ran]]

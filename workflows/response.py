@@ -240,6 +240,9 @@ class ResponseWorkflow(ToolSteps):
             if request.approvals:
                 self.state.machine.fire("execute_approved")
                 await self._run_calls(self._apply(request.approvals))
+                if self.state.tools_blocked:
+                    self.state.machine.fire("block")
+                    return
                 self.state.machine.fire("tools_done")
             else:
                 self.state.machine.fire("start")
@@ -332,6 +335,9 @@ class ResponseWorkflow(ToolSteps):
                     case "run_tools":
                         self.state.machine.fire("run_tools")
                         await self._run_calls(list(step.indexes))
+                        if self.state.tools_blocked:  # a tool's output a check withheld
+                            self.state.machine.fire("block")
+                            return
                     case "await_approval":
                         if not await self._await_approval(step.requests):
                             self.state.machine.fire("complete")  # the requests stay open for a follow-up

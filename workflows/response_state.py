@@ -52,6 +52,9 @@ class ResponseState:
     steers: list[str] = field(default_factory=list)
     """Steers taken (the `steer` signal), in order: the response stops at its next safe boundary."""
     moderated_calls: set[str] = field(default_factory=set)
+    tools_blocked: bool = False
+    """A check blocked a hosted tool's output (`guardrails/tool_outputs.py`): the response ends
+    `content_filter` once the turn's calls are done, without asking the model again."""
     """Calls whose results an input check has looked at (`workflows/moderation.py`)."""
     about: str = ""
     """What the response is, shown under its state in the workflow's current details

@@ -40,6 +40,7 @@ async def shell(run: HostedCall, call: ShellCallItem, index: int) -> Ran:
             output_item_index=follow_index,
             emit_events=run.emit_events,
             command_seconds=seconds,
+            moderation=run.held,
         ),
         RunShellResult,
         seconds * len(call.action.commands),
@@ -47,7 +48,11 @@ async def shell(run: HostedCall, call: ShellCallItem, index: int) -> Ran:
     if isinstance(result, NotRun):
         return await _not_run(run, call, index, output, follow_index, result.reason)
     return Ran(
-        result.call, ToolResult(text=result.text), written(call.container_id, result.files), follows=result.output_item
+        result.call,
+        ToolResult(text=result.text),
+        written(call.container_id, result.files),
+        follows=result.output_item,
+        checked=result,
     )
 
 

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from models.activity_io import (
         CallMcpToolInput,
         CallMcpToolResult,
+        CheckedToolResult,
         RecordApprovalWaitInput,
         RecordApprovalWaitResult,
     )
@@ -30,9 +31,10 @@ with workflow.unsafe.imports_passed_through():
     from models.hosted_tools import BY_ITEM_TYPE
     from models.items import McpApprovalRequestItem, McpCallItem, McpHttpError
     from models.mcp import ApprovalDecision, McpListing
+    from models.moderation import ModerationPlan
     from models.tools import McpTool
     from models.webhooks import action_required_event
-    from workflows import patches
+    from workflows import moderation, patches
     from workflows.failures import call_failure, is_cancel_request
     from workflows.hosted_calls import HostedCall
     from workflows.hosted_runners import RUNNERS
@@ -165,7 +167,8 @@ class ToolSteps:
             self.state.tool_results[finished.chat_call_id] = ToolResult(text=finished.result_text())
 
     async def _call(self, call: McpCallItem, tool: McpTool, index: int) -> tuple[McpCallItem, bool]:
-        """The call as it ended, and whether it travels as a stub (its fields parked)."""
+        """The call as it ended, and whether it travels as a stub (its fields parked); what the
+        check of its result found is kept (`_checked`)."""
         # A cancel waits for a running call to stop (it watches the store's cancel record), so
         # no call starts after the client has its cancelled response.
         wait_for_cancel = patches.taken(patches.TOOL_CALLS_END_BEFORE_A_CANCEL_IS_ANSWERED)
@@ -180,6 +183,8 @@ class ToolSteps:
                     emit_events=self.state.emit_events,
                     arguments_parked_in=self.state.parked.get(call.id),
                     repeatable=self._repeatable(call),
+                    project=self.state.project,
+                    moderation=self._held(),
                 ),
                 result_type=CallMcpToolResult,
                 **tool_call_options(
@@ -189,6 +194,7 @@ class ToolSteps:
                     task_queue=self.state.settings.mcp_task_queue,
                 ),
             )
+            self._checked(result)
             return result.call, result.parked
         except ActivityError as error:
             if is_cancelled_exception(error) or is_cancel_request(error):
@@ -212,6 +218,8 @@ class ToolSteps:
             follow_index=follow_index,
         )
         ran = await RUNNERS[call.type](run, call, index)
+        if ran.checked is not None:
+            self._checked(ran.checked)
         self.state.response.output[index] = ran.call
         if follow_index is not None and ran.follows is not None:
             follows[follow_index] = ran.follows
@@ -219,6 +227,19 @@ class ToolSteps:
             self.state.parked[call.id] = call.id
         self.state.sources.extend(ran.sources)
         self.state.tool_results[call.chat_call_id] = ran.told
+
+    def _held(self) -> ModerationPlan | None:
+        """The response's plan, when it holds its output: tools' outputs are checked too."""
+        plan = self.state.response.moderation_plan
+        return plan if plan is not None and plan.holds_output else None
+
+    def _checked(self, result: CheckedToolResult) -> None:
+        """Keep what the check of a tool's output found; one that blocked ends the response
+        once the turn's calls are done (`tools_blocked`)."""
+        if result.moderation is not None and moderation.output_checked(
+            self.state.response, result.moderation, result.blocked
+        ):
+            self.state.tools_blocked = True
 
     def _repeatable(self, call: McpCallItem) -> bool:
         """Whether the tool's listing says running the call twice is harmless."""

@@ -31,6 +31,8 @@ async def web_search(run: HostedCall, call: WebSearchCallItem, index: int) -> Ra
                 tool=tool,
                 first_number=run.first_number,
                 include_sources="web_search_call.action.sources" in response.include,
+                project=run.project,
+                moderation=run.held,
             ),
             result_type=WebSearchResult,
             **search_call_options(run.settings.web_search_call, task_queue=run.settings.mcp_task_queue),
@@ -38,4 +40,4 @@ async def web_search(run: HostedCall, call: WebSearchCallItem, index: int) -> Ra
     except ActivityError as error:
         return await failed(error, run, call, index)
     told = ToolResult(parked_in=call.id) if result.parked else ToolResult(text=result.text)
-    return Ran(result.call, told, result.sources)
+    return Ran(result.call, told, result.sources, checked=result)

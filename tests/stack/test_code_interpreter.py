@@ -467,3 +467,48 @@ async def test_code_a_call_leaves_behind_does_not_run_between_calls(
     )
     assert second.status == "completed"
     assert float(told(backend, model, 3)[0]) >= 1.5, told(backend, model, 3)
+
+
+MODERATED = {"model": "omni-moderation-latest", "policy": {"output": {"mode": "block"}}}
+
+
+async def test_a_commands_flagged_output_is_never_sent(
+    code_stack: Stack, client: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """Issue 60 (M4): under `output: block`, a shell command's output streamed in
+    `shell_call_output_content.delta` and stayed in the response before any check; code's logs
+    took the same path. The commands are clean (the phrase is put together as they run): what
+    they print is withheld, the response ends `content_filter`, the model is not asked again."""
+    for kind, tool, call in (
+        (
+            "shell",
+            {"type": "shell", "environment": {"type": "container_auto"}},
+            ("shell", {"commands": ["echo we mur''der them"]}),
+        ),
+        ("code", {"type": "code_interpreter", "container": {"type": "auto"}}, code("print('we mur' + 'der them')")),
+    ):
+        backend.script(f"{model}-{kind}", [Reply(tool_calls=[call]), Reply(text="never said")])
+        seen = [
+            event
+            async for event in await client.responses.create(
+                model=f"{model}-{kind}",
+                input="run it",
+                tools=[tool],
+                moderation=MODERATED,
+                include=["code_interpreter_call.outputs"],
+                stream=True,
+            )
+        ]
+        final = seen[-1].response
+        assert final.status == "incomplete" and final.incomplete_details.reason == "content_filter", final
+        assert not any("murder" in json.dumps(event.model_dump(mode="json")) for event in seen), tool
+        assert "murder" not in json.dumps((await client.responses.retrieve(final.id)).model_dump(mode="json"))
+        assert len(backend.requests(f"{model}-{kind}")) == 1, "the model was asked again"
+    backend.script(model, [Reply(tool_calls=[("shell", {"commands": ["echo all quiet"]})]), Reply(text="quiet")])
+    quiet = await client.responses.create(
+        model=model,
+        input="run it",
+        tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
+        moderation=MODERATED,
+    )
+    assert quiet.status == "completed" and quiet.output[1].output[0].stdout == "all quiet\n"

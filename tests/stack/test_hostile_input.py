@@ -294,7 +294,7 @@ async def test_a_large_tool_listing_travels_as_a_stub_and_the_model_still_sees_i
         server.stop()
     assert first.status == second.status == "completed", (first.error, second.error)
     listing = first.output[0]
-    assert listing.type == "mcp_list_tools" and len(listing.tools) == 150 + 10
+    assert listing.type == "mcp_list_tools" and len(listing.tools) == 150 + 11
     assert {tool.description for tool in listing.tools if tool.name.startswith("tool_")} == {"d" * 600}
     assert [item.type for item in second.output] == ["mcp_call", "message"], "the chain's listing was not reused"
     for request in backend.requests(model):

@@ -58,7 +58,7 @@ async def test_list_call_and_answer(
     [
         (["add", "weather"], {"add", "weather"}),
         ({"tool_names": ["delete_file"]}, {"delete_file"}),
-        ({"read_only": True}, {"add", "weather", "slow", "hang"}),
+        ({"read_only": True}, {"add", "weather", "slow", "hang", "line"}),
     ],
     ids=["list", "filter-names", "filter-read-only"],
 )

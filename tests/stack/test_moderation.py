@@ -341,3 +341,36 @@ async def test_a_projects_policy_is_not_weakened_and_blocked_users_are_refused(
         sdk.webhooks.verify_signature(delivered[0].body, delivered[0].headers, secret=SECRET)  # signed as OpenAI signs
         assert len([each for each in receiver.deliveries if each.event["type"] == "safety_identifier.blocked"]) == 1
         await sdk.close()
+
+
+# ---- issue 60 (M4): what a hosted tool gives back is held like the reply's text ----------------
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
+async def test_an_mcp_tools_flagged_result_is_never_sent(
+    sdk: openai.AsyncOpenAI, stack: Stack, backend: ScriptedBackend, model: str, mcp_server: McpTestServer
+):
+    """Under `output: block`, a server-run tool's result streamed and stayed in the response before
+    any check (the next turn's input check came after the client had it). Its arguments are clean;
+    what it gives back is not: it is withheld, and the response ends before the model is asked."""
+    backend.script(model, [Reply(tool_calls=[("line", {"number": 1})]), Reply(text="never said")])
+    tool = {"type": "mcp", "server_label": "play", "server_url": mcp_server.url, "require_approval": "never"}
+    seen = [
+        event
+        async for event in await sdk.responses.create(
+            model=model, input="the second line", tools=[tool], moderation=MODERATION, stream=True
+        )
+    ]
+    final = seen[-1].response
+    assert final.status == "incomplete" and final.incomplete_details.reason == "content_filter"
+    call = next(item for item in final.output if item.type == "mcp_call")
+    assert call.output is None and call.status == "incomplete"
+    assert not any("murder" in json.dumps(event.model_dump(mode="json")) for event in seen)
+    assert "murder" not in json.dumps((await sdk.responses.retrieve(final.id)).model_dump(mode="json"))
+    assert final.moderation.output.flagged and len(backend.requests(model)) == 1
+    backend.script(f"{model}-clean", [Reply(tool_calls=[("line", {"number": 0})]), Reply(text="a stage, then")])
+    clean = await sdk.responses.create(
+        model=f"{model}-clean", input="the first line", tools=[tool], moderation=MODERATION
+    )
+    assert clean.status == "completed" and clean.output_text == "a stage, then"
+    assert next(item for item in clean.output if item.type == "mcp_call").output == "All the world's a stage."

@@ -22,6 +22,10 @@ READ_ONLY = mcp_types.ToolAnnotations(readOnlyHint=True)
 DESTRUCTIVE = mcp_types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False)
 
 
+PLAY = ("All the world's a stage.", "Then the villain says: now I will murder the king.")
+"""The lines `line` says: the second is one a moderation classifier flags (its arguments never are)."""
+
+
 @dataclass
 class McpTestServer:
     transport: Literal["streamable", "sse"] = "streamable"
@@ -109,6 +113,11 @@ class McpTestServer:
         def big(size: int) -> str:
             self._record("big", {"size": size})
             return "x" * size
+
+        @server.tool(description="Say a line of the play, by its number.", annotations=READ_ONLY)
+        def line(number: int) -> str:
+            self._record("line", {"number": number})
+            return PLAY[number % len(PLAY)]
 
         @server.tool(description="Say how long a text is.")
         def measure(text: str) -> str:
