@@ -244,7 +244,7 @@ class InferenceActivities:
         if target is None and window is not None:  # `/v1/responses/compact`: room for what follows
             target = int(window * compaction.COMPACT_ONLY_SHARE)
         kept = compaction.kept_messages(messages)
-        room = compaction.room_for(target, window, fixed, kept)
+        room = compaction.room_for(target, window, fixed, kept, share=policy is None)
         if room is None:
             error = overflow(fixed + sum(map(message_tokens, kept)), window or 0)
             raise turn_failures.to_application_error(error) from None
@@ -257,13 +257,16 @@ class InferenceActivities:
                 converter.max_tokens_parameter(base_url): room.summary_tokens,
             }
 
-        result, message = await self._call_upstream(request, body_for, None, fence)
-        summary = compaction.shortened(str(message.get("content") or "").strip(), room.summary_tokens)
-        if not summary:
-            raise ApplicationError(
-                "the model gave an empty summary when asked to compact the context",
-                type=RetryableUpstreamError.__name__,
-            )
+        if room.summary_tokens:
+            result, message = await self._call_upstream(request, body_for, None, fence)
+            summary = compaction.shortened(str(message.get("content") or "").strip(), room.summary_tokens)
+            if not summary:
+                raise ApplicationError(
+                    "the model gave an empty summary when asked to compact the context",
+                    type=RetryableUpstreamError.__name__,
+                )
+        else:  # the newest message leaves no room for one: the earlier ones are left out, and said so
+            result, summary = InferenceResult(output=[], finish_reason="stop", usage=Usage()), ""
         content = compaction.CompactionContent(summary=summary, kept=kept)
         item = CompactionItem(
             id=new_id("cmp"), encrypted_content=compaction.seal(content, self.secret_box, request.project)

@@ -49,39 +49,55 @@ PLAIN = "plain."
 SUMMARY_TOKENS = 1_024
 """The most a compaction's summary may take."""
 MIN_SUMMARY_TOKENS = 32
-"""The least a summary is given, however tight the room."""
+"""The least a summary is given when it stands for everything (nothing is kept beside it)."""
+LEFT_OUT = "Earlier messages were left out: they did not fit beside the newest one."
+"""What stands for the earlier messages when the newest, kept word for word, leaves no room for
+a summary of them: the model is told, and no summary is asked for."""
 COMPACT_ONLY_SHARE = 0.5
 """`/v1/responses/compact` (no threshold of its own): its item takes at most this share of the
-window, so the item and a message of reasonable size fit after it."""
+window, so the item and a message of reasonable size fit after it; a newest message larger
+than that is summarised with the rest."""
 
 
 @dataclass(frozen=True)
 class Room:
-    """What one compaction may take: the summary's tokens, whether the newest user message is
-    kept word for word, and the transcript the summariser reads (None: not measured)."""
+    """What one compaction may take: the summary's tokens (0: no summary, `LEFT_OUT` stands
+    for the earlier messages), whether the newest user message is kept word for word, and the
+    transcript the summariser reads (None: not measured)."""
 
     summary_tokens: int
     keep: bool
     transcript_tokens: int | None
 
 
-def room_for(target: int | None, window: int | None, fixed_tokens: int, kept: list[dict[str, Any]]) -> Room | None:
-    """What a compaction may take so that what follows it fits: the summary and the kept
-    message, after the request's fixed part (instructions, tools), within `target` (the
-    compaction threshold, else the window's `COMPACT_ONLY_SHARE`). A kept message too large for
-    that goes into the summary, unless it fits the window by itself: then it stays, and the
-    summary is as short as it can be. None: the newest message alone cannot fit the window."""
+def room_for(
+    target: int | None, window: int | None, fixed_tokens: int, kept: list[dict[str, Any]], *, share: bool = False
+) -> Room | None:
+    """What a compaction may take so that what follows it fits: the summary's message (its
+    header and its text) and the kept message, after the request's fixed part (instructions,
+    tools), within `target` (the compaction threshold, else, with `share`, the window's
+    `COMPACT_ONLY_SHARE`). A kept message too large for a compaction threshold stays when it
+    fits the window by itself, and the summary shrinks to what the window leaves beside it (to
+    nothing, `LEFT_OUT` in its place, when that is too little to say anything): a turn is never
+    refused while its newest message fits. Under `share` it is summarised with the rest instead
+    (the item must leave room for what follows). None: the newest message alone cannot fit."""
     kept_tokens = sum(message_tokens(message) for message in kept)
     if target is None:
         return Room(SUMMARY_TOKENS, True, None if window is None else _transcript_room(window, SUMMARY_TOKENS))
-    room = target - fixed_tokens - PER_REQUEST - PER_MESSAGE  # the summary's own message
-    keep = bool(kept) and kept_tokens + MIN_SUMMARY_TOKENS <= room
-    if kept and not keep and window is not None:
-        if kept_tokens + MIN_SUMMARY_TOKENS > window - fixed_tokens - PER_REQUEST - PER_MESSAGE:
+    frame = fixed_tokens + PER_REQUEST + PER_MESSAGE  # the request, and the summary's own message
+    header = text_tokens(SUMMARY_PREFIX)
+    keep = bool(kept) and kept_tokens + header + MIN_SUMMARY_TOKENS <= target - frame
+    summary = target - frame - header - (kept_tokens if keep else 0)
+    if kept and not keep and window is not None and not share:
+        if frame + text_tokens(LEFT_OUT) + kept_tokens > window:
             return None
-        keep, room = True, kept_tokens + MIN_SUMMARY_TOKENS  # over the threshold, within the window
-    summary = max(MIN_SUMMARY_TOKENS, min(SUMMARY_TOKENS, room - (kept_tokens if keep else 0)))
-    return Room(summary, keep, None if window is None else _transcript_room(window, summary))
+        keep, summary = True, window - frame - header - kept_tokens  # over the threshold, within the window
+        if summary < MIN_SUMMARY_TOKENS // 4:
+            summary = 0  # too little to say anything: the earlier messages are left out, and the model told
+    elif not keep:
+        summary = max(MIN_SUMMARY_TOKENS, summary)  # the summary stands for everything
+    summary = min(SUMMARY_TOKENS, summary)
+    return Room(summary, keep, None if window is None or not summary else _transcript_room(window, summary))
 
 
 def _transcript_room(window: int, summary_tokens: int) -> int:
@@ -145,8 +161,10 @@ def open_content(blob: str, box: Sealing | None, project: str) -> CompactionCont
 
 
 def rendered(item_id: str, content: CompactionContent) -> list[Message]:
-    """The messages a compaction item stands for: its summary, then the kept messages."""
-    return [{"role": "user", "content": SUMMARY_PREFIX + content.summary, MARKER: item_id}, *content.kept]
+    """The messages a compaction item stands for: its summary (or, with none, `LEFT_OUT`), then
+    the kept messages."""
+    said = SUMMARY_PREFIX + content.summary if content.summary else LEFT_OUT
+    return [{"role": "user", "content": said, MARKER: item_id}, *content.kept]
 
 
 def renderer(box: Sealing | None, project: str) -> Callable[[CompactionItem], list[Message]]:

@@ -483,3 +483,56 @@ async def test_a_large_compaction_item_travels_parked_and_comes_back_whole(
         )
     assert follow.status == "completed"
     assert [m["content"] for m in backend.requests(model)[-1]["messages"]][1:] == [long_message, "and?"]
+
+
+# ---- issue 61: compaction at the window's edge ---------------------------------------------------
+
+
+async def test_a_chain_whose_newest_message_takes_most_of_the_window_still_compacts(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
+):
+    """Turns of ~250 tokens, compaction past 200, a window of 300: the newest message fits the
+    window alone, so no turn is refused; the summary shrinks to what is left beside it (turn 2
+    failed: about 303 tokens, the kept message, the summary's header and its text)."""
+    earlier = len(backend.requests(SMALL))
+    previous = None
+    for turn in range(4):
+        response = await sdk.responses.create(
+            model=SMALL,
+            input=words(250, tag(turn)),
+            previous_response_id=previous,
+            context_management=[{"type": "compaction", "compact_threshold": 200}],
+        )
+        assert response.status == "completed", (turn, response.error)
+        previous = response.id
+    sent = sent_since(backend, earlier)
+    assert all(reference_tokens(body) <= WINDOW for body in sent), max(map(reference_tokens, sent))
+    answered = [body for body in sent if not body["messages"][0]["content"].startswith("COMPACT THE CONVERSATION")]
+    assert answered[-1]["messages"][-1]["content"].startswith(tag(3))  # the newest, word for word
+
+
+async def test_a_compaction_of_turns_half_the_window_each_leaves_room_for_a_message(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
+):
+    """`/v1/responses/compact` over three ~250-token turns: its item must leave room for what
+    follows, so a kept message larger than half the window is summarised too (its item counted
+    ~290 tokens, and the item plus a one-line message was refused at 333)."""
+    history = [
+        {"role": "user", "content": words(250, "first")},
+        {"role": "assistant", "content": words(250, "answer")},
+        {"role": "user", "content": words(250, "second")},
+    ]
+    compacted = await sdk.responses.compact(model=SMALL, input=history)
+    earlier = len(backend.requests(SMALL))
+    follow = await sdk.responses.create(
+        model=SMALL,
+        input=[
+            *[item.model_dump(exclude_none=True) for item in compacted.output],
+            {"role": "user", "content": "and now, one more line"},
+        ],
+    )
+    assert follow.status == "completed", follow.error
+    sent = sent_since(backend, earlier)[0]
+    assert reference_tokens(sent) <= WINDOW
+    assert sent["messages"][0]["content"].startswith("Summary of the conversation so far")
+    assert sent["messages"][-1]["content"] == "and now, one more line"
