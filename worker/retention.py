@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from store.event_log import EventLog
 from store.responses import Responses
@@ -23,8 +24,16 @@ log = logging.getLogger(__name__)
 
 class Retention:
     def __init__(
-        self, responses: Responses, events: EventLog, *, unstored_seconds: float, retention_days: float
+        self,
+        responses: Responses,
+        events: EventLog,
+        *,
+        unstored_seconds: float,
+        retention_days: float,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.clock = clock
+        """What time it is (the wall clock; a test's or a fault bed's own)."""
         self.responses = responses
         self.events = events
         self.unstored_seconds = unstored_seconds
@@ -34,7 +43,7 @@ class Retention:
 
     async def sweep(self) -> int:
         """One pass; returns how many responses (or leftover logs) it removed."""
-        now = time.time()
+        now = self.clock()
         removed = await self.responses.sweep_unstored(now - self.unstored_seconds)
         orphaned, self._events_after = await self.events.sweep_orphaned(self._events_after)
         removed += orphaned

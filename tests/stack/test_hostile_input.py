@@ -567,7 +567,9 @@ async def test_retention_deletes_old_responses_and_their_histories(
     temporal_address: str, backend: ScriptedBackend, store: EmptyStore, model: str
 ):
     """On a store of its own: a sweep deletes every expired response of the store (oldest
-    first, 100 a pass), and Temporal deletes histories one at a time."""
+    first, 100 a pass), and Temporal deletes histories one at a time. The sweep runs as of a
+    moment between the two responses' ages (its clock), however long the machine takes to get
+    to it: on a busy machine the "new" one was already older than the window when it ran."""
     from response_service.history_eraser import HistoryEraser
     from worker.retention import Retention
     from worker.roles import opened_store
@@ -578,7 +580,11 @@ async def test_retention_deletes_old_responses_and_their_histories(
         new = await sdk.responses.create(model=model, input="new")
         async with opened_store(stack.settings) as repository:
             retention = Retention(
-                repository.responses, repository.events, unstored_seconds=3600, retention_days=2 / 86400
+                repository.responses,
+                repository.events,
+                unstored_seconds=3600,
+                retention_days=2 / 86400,
+                clock=lambda: new.created_at + 0.5,  # `old` is 2.5 s older: past the window; `new` within it
             )
             await retention.sweep()
             await HistoryEraser(repository.history_deletions, stack.client).sweep()
