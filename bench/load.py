@@ -85,6 +85,45 @@ def response_first_delta(http: httpx.AsyncClient, url: str, model: str = "bench"
     return first_delta(http, url, {"model": model, "input": "hi", "stream": True}, "response.output_text.delta")
 
 
+def sdk_backend_first_delta(client: Any, model: str = "bench") -> TimedCall:
+    """The backend alone through the openai SDK's chat client (`chat.completions.create(stream=
+    True)`), timed to the first chunk with content, as a client measures it."""
+
+    async def call() -> float:
+        started = time.perf_counter()
+        elapsed = None
+        stream = await client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        async for chunk in stream:
+            if elapsed is None and chunk.choices and chunk.choices[0].delta.content:
+                elapsed = (time.perf_counter() - started) * 1000
+        if elapsed is None:
+            raise AssertionError("no content in the backend's stream")
+        return elapsed
+
+    return call
+
+
+def sdk_response_first_delta(client: Any, model: str = "bench") -> TimedCall:
+    """A streamed response through the openai SDK (`responses.create(stream=True)`), timed to
+    its first `response.output_text.delta` event: what a client sees, its reading and typing
+    of the opening events included (the rest is read afterwards, untimed)."""
+
+    async def call() -> float:
+        started = time.perf_counter()
+        elapsed = None
+        stream = await client.responses.create(model=model, input="hi", stream=True)
+        async for event in stream:
+            if elapsed is None and event.type == "response.output_text.delta":
+                elapsed = (time.perf_counter() - started) * 1000
+        if elapsed is None:
+            raise AssertionError("no text delta in the response's stream")
+        return elapsed
+
+    return call
+
+
 class WebSocketFirstDelta:
     """Calls on one WebSocket connection (WebSocket mode: opened once, reused, as
     `client.responses.connect()` is): each sends a `response.create` and is timed to its

@@ -77,7 +77,10 @@ class PeerFigures:
     plain: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
     """Non-streaming ms: the backend alone, the peer (alternating)."""
     first: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
-    """First text delta ms: the backend alone, the peer."""
+    """First text delta ms: the backend alone, the peer (raw HTTP lines)."""
+    first_sdk: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
+    """First text delta ms as the openai SDK measures it: the backend alone through its chat
+    client, the peer through its Responses client."""
     loads: dict[int, load.Loaded] = field(default_factory=dict)
     missing: str = ""
     """Why it was not measured (nothing else is set then)."""
@@ -266,6 +269,9 @@ async def measured(
             load.response_first_delta(http, f"{url}/responses", model),
             requests,
             warmup,
+        )
+        figures.first_sdk = await load.alternating_first_delta(
+            load.sdk_backend_first_delta(direct), load.sdk_response_first_delta(client, model), requests, warmup
         )
     for concurrency in (10, 50):
         await load.concurrently(lambda: client.responses.create(model=model, input="hi"), 40, concurrency)

@@ -53,6 +53,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from bench import (
     attacks,
+    canned,
     code_execution,
     docs,
     goals,
@@ -128,6 +129,11 @@ async def run(args: argparse.Namespace) -> str:
             delta_direct = load.backend_first_delta(http, backend.base_url)
             delta_dev = load.response_first_delta(http, f"{dev.url}/v1/responses")
             first_direct, first_dev = await load.alternating_first_delta(delta_direct, delta_dev, requests, warmup)
+            # 2c. the first delta as the openai SDK measures it, and the canned floor (issue 61)
+            first_sdk = await load.alternating_first_delta(
+                load.sdk_backend_first_delta(direct), load.sdk_response_first_delta(durable), requests, warmup
+            )
+            canned_ms = await canned.floor_ms(f"{dev.url}/v1", "bench", requests, warmup)
             # 2a. first delta through dev over one WebSocket connection (WebSocket mode)
             delta_socket = load.WebSocketFirstDelta(
                 dev.url.replace("http", "ws", 1) + "/v1/responses", {"model": "bench", "input": "hi"}
@@ -366,6 +372,12 @@ async def run(args: argparse.Namespace) -> str:
             (first_direct, first_dev),
             loads,
             floor["unsandboxed"],
+            peer_figures,
+        ),
+        "",
+        *goals.issue_61_rows(
+            peers.PeerFigures("durable-responses", first=(first_direct, first_dev), first_sdk=first_sdk),
+            canned_ms,
             peer_figures,
         ),
         "",

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import tempfile
 
-from bench import goals, peers
+from bench import canned, goals, peers
 from bench.processes import Backend, Dev, dev_cpu, measure_floor
 
 
@@ -28,13 +28,20 @@ async def run(requests: int, skip_peers: bool) -> str:
                 ours = await peers.measured(
                     "durable-responses", f"{dev.url}/v1", "bench", backend, requests, warmup, cpu=dev_cpu(dev, backend)
                 )
+                canned_ms = await canned.floor_ms(f"{dev.url}/v1", "bench", requests, warmup)
                 floor = measure_floor(dev, requests // 2)
             finally:
                 dev.stop()
         measured = [] if skip_peers else await peers.measure_all(backend, requests, warmup)
     finally:
         backend.stop()
-    return "\n".join(goals.issue_42_rows(ours.plain, ours.first, ours.loads, floor["unsandboxed"], measured))
+    return "\n".join(
+        [
+            *goals.issue_42_rows(ours.plain, ours.first, ours.loads, floor["unsandboxed"], measured),
+            "",
+            *goals.issue_61_rows(ours, canned_ms, measured),
+        ]
+    )
 
 
 def main() -> None:
