@@ -34,6 +34,7 @@ class Quotas:
         self.settings = settings
         self._in_flight: dict[str, int] = defaultdict(int)
         self._streams: dict[str, int] = defaultdict(int)
+        self._sockets: dict[str, int] = defaultdict(int)
         self._buckets: dict[str, tuple[float, float]] = {}
         """key -> (tokens, when counted): a token bucket as big as a minute's requests."""
 
@@ -50,6 +51,14 @@ class Quotas:
 
     def close_stream(self, key: str) -> None:
         _count_out(self._streams, key)
+
+    def open_socket(self, key: str) -> None:
+        """A WebSocket of `key` opens: counted apart from its requests (each `response.create`
+        on it counts as one), against the same bound as its streams."""
+        _count_in(self._sockets, key, self.settings.max_streams_per_key, "WebSockets", "MAX_STREAMS_PER_KEY")
+
+    def close_socket(self, key: str) -> None:
+        _count_out(self._sockets, key)
 
     def _take_token(self, key: str) -> None:
         rate = self.settings.requests_per_minute

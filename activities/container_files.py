@@ -30,6 +30,7 @@ from typing import Any
 
 from file_search.limits import LIMITS
 from models.activity_io import ContainerFileCreated
+from models.errors import ContainerEndedError
 from models.ids import new_id
 from models.quotas import ProjectQuotas, QuotaExceededError
 from sandbox import reach
@@ -153,6 +154,10 @@ class ContainerFiles:
                 await self.stored_files.drop_parts(file_id)
                 taken.notes.append(f"{path} was not kept: {refused}")
                 continue
+            except ContainerEndedError:  # deleted while the command ran: nothing more is kept
+                await self.stored_files.drop_parts(file_id)
+                taken.notes.append("the container was deleted while the command ran: its files were not kept")
+                break
             except Exception:
                 await self.stored_files.drop_parts(file_id)
                 raise

@@ -176,12 +176,18 @@ class McpActivities:
                 type="ListingTooLarge",
                 non_retryable=True,
             )
+        verdict = await self.outputs.verdict(
+            request.moderation, request.project, request.response_id, [item.model_dump_json(include={"tools"})]
+        )
+        if verdict.blocked:  # its tools withheld: the client never sees them, and the response ends
+            item = item.model_copy(update={"tools": []})
         if request.emit_events:
             await self._emit(request.response_id, list_tools_closing(item, request.output_index))
+        checked = {"moderation": verdict.found, "blocked": verdict.blocked}
         if history_budget.should_park(item):  # the tools' schemas wait in the store
             await self.parked.put(request.response_id, {item.id: history_budget.heavy_fields(item)})
-            return ListMcpToolsResult(item=history_budget.stubbed(item), parked=True)
-        return ListMcpToolsResult(item=item)
+            return ListMcpToolsResult(item=history_budget.stubbed(item), parked=True, **checked)
+        return ListMcpToolsResult(item=item, **checked)
 
     @activity.defn(name=activity_names.CALL_MCP_TOOL)
     async def call_mcp_tool(self, request: CallMcpToolInput) -> CallMcpToolResult:
@@ -201,7 +207,10 @@ class McpActivities:
         if request.emit_events:
             await self._emit(response_id, mcp_call_opening(call, request.output_index))
         finished = await self._call(request.server_url, call, response_id, repeatable=bool(request.repeatable))
-        verdict = await self.outputs.verdict(request.moderation, request.project, response_id, [finished.result_text()])
+        # What a client may read of it: its output, and its error whole (content an error
+        # carries may be nested: its JSON is read as strings, `guardrails/subjects.readable`).
+        shown = finished.model_dump_json(include={"output", "error"})
+        verdict = await self.outputs.verdict(request.moderation, request.project, response_id, [shown])
         if verdict.blocked:  # the result withheld: the client never sees it, and the response ends
             finished = finished.model_copy(update={"output": None, "error": None, "status": "incomplete"})
         if request.emit_events:

@@ -17,7 +17,8 @@ of its own, as `response.reasoning_text.delta` events.
 
 Under an output guardrail (`ceiling`), nothing goes out that the guardrail has not passed:
 a token's log probabilities go with its text, never before it (a delta carries those of the
-tokens it completes), and a withheld reply keeps only those of the text it keeps; a refusal
+tokens it completes), without the alternatives the model did not say (`top_logprobs`: no
+check reads them), and a withheld reply keeps only those of the text it keeps; a refusal
 is held text too (`held_items`), checked whole before the reply is kept. A call whose item type depends on the
 whole call (an MCP tool's, announced as an `mcp_call` or an `mcp_approval_request`; a custom
 tool's, whose free text is one JSON string argument to the model) is kept back until the
@@ -165,6 +166,8 @@ class StreamAssembler:
             message.refusal_text.append(delta.get("refusal") or "")
             message.growing.append(delta.get("content") or "")
             if logprobs:
+                if self.ceiling is not None:  # the alternatives the model did not say are not held: not sent
+                    logprobs = [{**entry, "top_logprobs": []} for entry in logprobs]
                 message.logprobs.extend(logprobs)
                 message.unsent_logprobs.extend(logprobs)
         for call in delta.get("tool_calls") or []:
@@ -217,7 +220,9 @@ class StreamAssembler:
         kept: list[_Item] = []
         for item in self.items:
             if item.type in TEXT_DELTAS:
-                passed = max(item.sent, self.ceiling(item) if self.ceiling is not None else 0)
+                # What passed is what is kept (an earlier attempt's sent text passed then: a
+                # retried call's own text is kept only as far as its checks passed it).
+                passed = self.ceiling(item) if self.ceiling is not None else item.sent
                 if item.growing.length > passed:
                     item.growing = Text(str(item.growing)[:passed])
                 # The log probabilities of the text it keeps, no more (those sent went with it).

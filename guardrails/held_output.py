@@ -8,12 +8,14 @@ are complete (`windows.py`), unless a check runs: the windows that came meanwhil
 in the next call (up to `WINDOWS_A_CHECK`, each classified on its own), so a fast stream costs
 a round trip per batch of windows, not per window.
 
-Windows overlap: each is checked with the window before it (`Subject(before + window)`), so a
-phrase whose first word ends one window and whose second starts the next is checked whole.
-The reply's items are one text: an item's last window is complete once a later item has begun
-(reasoning, then the message), and the first window of the message is checked with the last
-of the reasoning. A refusal, and a call's arguments, are checked whole, with the window before
-them. A window that passes raises its item's
+Windows overlap: each is checked with the text before it (`Subject(before + window)`, at least
+`CONTEXT_CHARS` of it), so a phrase across a window's boundary, or across several small
+windows, is checked whole. The reply's items are one text: an item's last window is complete
+once a later item has begun (reasoning, then the message), and the message's first window is
+checked with the reasoning's end. A refusal, and a call's arguments, are checked whole, with
+the text before them; arguments both as the JSON they are and as the strings that JSON
+decodes to (what a client is shown of them: a custom tool's input, code, commands). A retried
+call's text is checked from its start (`ceiling`). A window that passes raises its item's
 ceiling, and `kick` has the writer send it. A flagged window blocks: the stream stops, and the
 turn ends with the text of the windows before it. When the backend cannot answer within the
 plan's budget the turn fails closed (blocked, the failure recorded), or open when the plan
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from guardrails.moderator import Moderator, Subject
+from guardrails.subjects import readable
 from guardrails.windows import window_end
 from models.moderation import (
     MAX_INPUTS,
@@ -43,6 +46,9 @@ from models.responses import Response
 
 STREAMED_KINDS = ("message", "reasoning")
 """Items whose text streams as it comes (window by window here); any other's is checked whole."""
+CONTEXT_CHARS = 256
+"""Each window is checked with at least this much of the text before it (a phrase longer than a
+small window, across three of them, is still checked whole)."""
 
 
 class GrowingText(Protocol):
@@ -103,7 +109,8 @@ class HeldOutput:
         self._checking: asyncio.Task[None] | None = None
         self._unchecked: dict[str, Unchecked] = {}
         self._before = ""
-        """The last window that passed (of any item): the next is checked with it."""
+        """The end of the text that passed (of any item, `CONTEXT_CHARS` or a window, whichever
+        is more): the next window is checked with it."""
         self._before_item = ""
 
     @classmethod
@@ -119,11 +126,13 @@ class HeldOutput:
         return self.result or ModerationResult.clean(self.plan.model)
 
     def ceiling(self, item: HeldItem) -> int:
-        """How much of the item's text may be sent: what passed (text an earlier attempt of the
-        turn sent had passed then)."""
+        """How much of the item's text has passed: what may be sent, and what a blocked reply
+        keeps. A retried call's text is checked from its start: the text an earlier attempt sent
+        passed then, but the new attempt's may differ from it (a model is not deterministic),
+        and what it says beyond what was sent goes out only once it passed."""
         if self.unchecked:
             return item.growing.length
-        return max(self.passed.get(item.id, 0), item.sent)
+        return self.passed.get(item.id, 0)
 
     def offer(self, items: Sequence[HeldItem]) -> None:
         """Text has grown: check the windows that are complete, unless a check runs."""
@@ -196,11 +205,18 @@ class HeldOutput:
                 return
             item, windows = batch
             # Another item's text goes on from this one's as the reply reads: after a blank.
-            before = self._before if self._before_item in ("", item.id) else self._before + " "
-            befores = [before, *(window.text for window in windows[:-1])]
+            context = self._before if self._before_item in ("", item.id) else self._before + " "
+            reach = max(CONTEXT_CHARS, self.plan.window_chars)
+            befores: list[str] = []
+            for window in windows:
+                befores.append(context)
+                context = (context + window.text)[-reach:]
             results = await self.moderator.check_each(
                 self.plan.model,
-                [Subject(before + window.text) for before, window in zip(befores, windows, strict=True)],
+                [
+                    Subject(before + (window.text if item.type in STREAMED_KINDS else readable(window.text)))
+                    for before, window in zip(befores, windows, strict=True)
+                ],
                 self.project,
                 budget_seconds=self.plan.budget_seconds,
                 waiter=self.response_id,
@@ -213,13 +229,13 @@ class HeldOutput:
                 else:
                     self.blocked = True
                 return
-            for window, result in zip(windows, results, strict=True):
+            for index, (window, result) in enumerate(zip(windows, results, strict=True)):
                 self.result = merged_side(self.result, result)
                 if result.flagged:
                     self.blocked = True
                     break
                 self.passed[item.id] = window.end
-                self._before, self._before_item = window.text, item.id
+                self._before, self._before_item = befores[index + 1] if index + 1 < len(befores) else context, item.id
                 unchecked = self._unchecked[item.id]
                 unchecked.text, unchecked.start = unchecked.text[window.end - unchecked.start :], window.end
             self.kick()

@@ -7,6 +7,7 @@ the text of every message (and refusal), reasoning, and call's arguments, as one
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -54,6 +55,27 @@ def tool_subjects(texts: Mapping[str, str]) -> list[Subject]:
     return [Subject(text) for text in texts.values() if text.strip()]
 
 
+def readable(text: str) -> str:
+    """Text as a client may be shown it: a JSON value (a call's arguments) and the strings it
+    decodes to, which the JSON holds escaped (`\u2014kill\u2014` reads as a word only decoded)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    strings: list[str] = []
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            strings.append(current)
+        elif isinstance(current, dict):
+            pending.extend(current.keys())
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
+    return "\n".join([text, *reversed(strings)]) if strings else text
+
+
 def output_subject(output: Iterable[Any]) -> Subject:
     """All a reply says, as one subject."""
     texts: list[str] = []
@@ -67,17 +89,21 @@ def output_subject(output: Iterable[Any]) -> Subject:
                 for name in ("arguments", "input"):
                     value = getattr(item, name, None)
                     if isinstance(value, str):
-                        texts.append(value)
+                        texts.append(readable(value))
     return Subject("\n".join(text for text in texts if text))
 
 
 def withheld(output: Iterable[Any]) -> list[Any]:
-    """A whole reply a check blocked: its messages and reasoning without their text,
-    `incomplete`; its calls left out."""
+    """A whole reply a check blocked: its messages and reasoning without their text (nor the
+    log probabilities and annotations that would tell it), `incomplete`; its calls left out."""
     kept = []
     for item in output:
         if item.type == "message":
-            parts = [part.model_copy(update={"text": ""}) for part in item.content if part.type == "output_text"]
+            parts = [
+                part.model_copy(update={"text": "", "logprobs": [], "annotations": []})
+                for part in item.content
+                if part.type == "output_text"
+            ]
             kept.append(item.model_copy(update={"content": parts[:1], "status": "incomplete"}))
         elif item.type == "reasoning":
             kept.append(item.model_copy(update={"content": [], "status": "incomplete", "summary": []}))

@@ -1,6 +1,7 @@
 """A hosted tool's output checked before any client can read it, under an `output: block` plan:
-a shell command's output, a code call's logs, an MCP tool's result, the results web and file
-search show. The tool's activity streams none of it while the tool runs (a shell's deltas wait);
+a shell command's output, a code call's logs, an MCP server's tool listing and a tool's result
+(its error's content too), the results web and file search show. A text that is JSON is read as
+the strings it decodes to as well. The tool's activity streams none of it while the tool runs (a shell's deltas wait);
 once the tool has answered, its output is checked whole (with the same classifier and budget as
 the reply's windows) and, when a check blocks it, the output is withheld: the client never sees
 it, and the response ends `incomplete` / `content_filter` without asking the model again
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from guardrails.moderator import Moderator, Subject
+from guardrails.subjects import readable
 from models.moderation import ModerationPlan, ModerationResult, SideResult, blocks
 
 
@@ -39,7 +41,7 @@ class ToolOutputs:
         """The check of what the tool gave back (one subject, its texts together)."""
         if plan is None or self.moderator is None or not self.holds(plan):
             return ToolVerdict()
-        subject = Subject("\n".join(text for text in texts if text))
+        subject = Subject("\n".join(readable(text) for text in texts if text))
         if subject.empty:
             return ToolVerdict(ModerationResult.clean(plan.model))
         found = await self.moderator.check(

@@ -38,12 +38,13 @@ class AccessMiddleware:
         if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GUARDED_PREFIX):
             await self.app(scope, receive, send)
             return
-        # A WebSocket is counted as one request open for as long as it is open (a key's sockets
-        # are bounded as its requests are); its `response.create`s then count against the key's
-        # limits one by one besides (`websocket_mode/responding.py`).
+        # A WebSocket counts as one of its key's sockets for as long as it is open (bounded as its
+        # streams are); its `response.create`s count against the key's limits one by one besides
+        # (`websocket_mode/responding.py`), as HTTP requests do.
+        socket = scope["type"] == "websocket"
         try:
             principal = await self._principal(scope)
-            self.quotas.enter(principal.limit_key)
+            (self.quotas.open_socket if socket else self.quotas.enter)(principal.limit_key)
         except ApiError as error:
             if scope["type"] == "http":
                 await error_response(error)(scope, receive, send)
@@ -56,7 +57,7 @@ class AccessMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            self.quotas.leave(principal.limit_key)
+            (self.quotas.close_socket if socket else self.quotas.leave)(principal.limit_key)
             for release in at_end:  # what routes took for the whole request (a stream's slot)
                 release()
 

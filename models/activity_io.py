@@ -157,8 +157,9 @@ class CheckedToolResult(BaseModel):
     """The check blocked the output: it was withheld, and the response ends `content_filter`."""
 
 
-class ListMcpToolsInput(BaseModel):
+class ListMcpToolsInput(HeldToolInput):
     response_id: str
+    project: str = ""
     tool: McpTool
     """The request's tool, redacted: the activity reads its secrets from the store."""
     item_id: str
@@ -166,7 +167,7 @@ class ListMcpToolsInput(BaseModel):
     emit_events: bool = False
 
 
-class ListMcpToolsResult(BaseModel):
+class ListMcpToolsResult(CheckedToolResult):
     item: McpListToolsItem
     parked: bool = False
     """The item is a stub: its tools' descriptions and schemas are parked under its id."""

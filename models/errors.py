@@ -20,6 +20,7 @@
     │   ├── RateLimitedError              429  with `retry-after`: a key's rate or concurrency limit
     │   ├── PayloadTooLargeError          413  the request body is larger than the server takes
     │   ├── ConflictError                 409  the response is not in a state that allows this
+    │   │   └── ContainerEndedError       a container that expired or was deleted takes no file
     │   ├── BadGatewayError               502  a backend answered what cannot be used (a moderation
     │   │                                      model's answer that is no verdict)
     │   └── UnavailableError              503  Temporal or a worker cannot be reached
@@ -198,6 +199,17 @@ class PayloadTooLargeError(ApiError):
 class ConflictError(ApiError):
     status_code = 409
     error_type = "invalid_request_error"
+
+
+class ContainerEndedError(ConflictError):
+    """A file for a container no longer running (expired, or deleted): never kept, as nothing
+    would count it or remove it."""
+
+    def __init__(self, container_id: str) -> None:
+        super().__init__(
+            f"Container with id '{container_id}' is no longer running (it expired or was deleted): it takes no file.",
+            param="container_id",
+        )
 
 
 class UnavailableError(ApiError):

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from models.errors import ContainerEndedError
 from models.quotas import ProjectQuota, ProjectQuotas
 from store import quota
 from store.codec import dumps, loads
@@ -213,11 +214,22 @@ class Containers:
 
     async def forget_ended(self, before: int) -> int:
         """Forget containers that ended (expired or deleted) and were last used before `before`
-        (a host that still keeps one removes it: it is no longer its)."""
+        (a host that still keeps one removes it: it is no longer its), with their files and
+        their files' bytes; and any container file whose container is gone (a row this chore
+        once left behind: it counted against no quota, and nothing removed it)."""
+        ended = "SELECT id FROM containers WHERE status != 'running' AND last_active_at < :before"
+        orphaned = "SELECT id FROM container_files WHERE container_id NOT IN (SELECT id FROM containers)"
         async with self.db.write() as transaction:
+            await transaction.run(
+                f"DELETE FROM file_parts WHERE file_id IN (SELECT id FROM container_files WHERE container_id IN ({ended}))",
+                before=before,
+            )
+            await transaction.run(f"DELETE FROM container_files WHERE container_id IN ({ended})", before=before)
             gone = await transaction.run(
                 "DELETE FROM containers WHERE status != 'running' AND last_active_at < :before", before=before
             )
+            await transaction.run(f"DELETE FROM file_parts WHERE file_id IN ({orphaned})")
+            await transaction.run(f"DELETE FROM container_files WHERE id IN ({orphaned})")
         return int(gone or 0)
 
     async def forget(self, container_id: str) -> None:
@@ -245,10 +257,15 @@ class Containers:
     async def add_file(self, row: ContainerFileRow, quotas: ProjectQuotas) -> ContainerFileRow:
         """Keep a file of the container (its parts are written: `Files.write_parts`), in place
         of one at the same path; `QuotaExceededError` when the container holds as many as it may,
-        or its project as many bytes (its uploads' and its containers' files' together)."""
+        or its project as many bytes (its uploads' and its containers' files' together);
+        `ContainerEndedError` when it is no longer running."""
         async with self.db.write() as transaction:
             await quota.hold(transaction, self.db.dialect, ProjectQuota.CONTAINER_FILES, row.container_id)
-            project = await transaction.value("SELECT project FROM containers WHERE id = :id", id=row.container_id)
+            project = await transaction.value(
+                "SELECT project FROM containers WHERE id = :id AND status = 'running'", id=row.container_id
+            )
+            if project is None:  # expired or deleted meanwhile: no file of its is kept, uncounted for ever
+                raise ContainerEndedError(row.container_id)
             replaced = await transaction.value(
                 "SELECT id FROM container_files WHERE container_id = :container AND path = :path",
                 container=row.container_id,
@@ -261,8 +278,7 @@ class Containers:
                 "SELECT count(*) FROM container_files WHERE container_id = :container", container=row.container_id
             )
             quota.check(quotas, ProjectQuota.CONTAINER_FILES, int(count), 1, param="file")
-            if project is not None:
-                await quota.check_bytes(transaction, self.db.dialect, quotas, str(project), row.bytes, param="file")
+            await quota.check_bytes(transaction, self.db.dialect, quotas, str(project), row.bytes, param="file")
             await transaction.run(
                 f"INSERT INTO container_files ({FILE_COLUMNS}, sort_key) VALUES (:id, :container, :path, :bytes, "
                 ":source, :created_at, :synced, :sort_key)",

@@ -2,8 +2,10 @@
 PostgreSQL the transaction first takes an advisory lock for the project and the quota (two
 adds at once take turns); SQLite's write transaction holds the whole database already.
 
-A project's bytes are one quota for everything it stores (`project_bytes`): its uploads and its
-containers' files alike, each by the bytes kept in the store."""
+A project's bytes are one quota for everything it stores (`project_bytes`): its uploads, its
+containers' files, each by the bytes kept in the store, and each file again for every vector
+store that holds it (its chunks and their embeddings: counted by the file's size, which keeps
+no file from being multiplied a thousand times over without counting)."""
 
 from __future__ import annotations
 
@@ -25,11 +27,15 @@ def check(quotas: ProjectQuotas, quota: ProjectQuota, used: int, adding: int, *,
 
 
 async def project_bytes(transaction: Transaction, project: str) -> int:
-    """Every byte the project keeps in the store: its files' and its containers' files'."""
+    """Every byte the project keeps in the store: its files', its containers' files', and its
+    files' again for each vector store that holds them."""
     found = await transaction.one(
         "SELECT (SELECT coalesce(sum(bytes), 0) FROM files WHERE project = :project) + "
         "(SELECT coalesce(sum(container_files.bytes), 0) FROM container_files "
-        "JOIN containers ON containers.id = container_files.container_id WHERE containers.project = :project) "
+        "JOIN containers ON containers.id = container_files.container_id WHERE containers.project = :project) + "
+        "(SELECT coalesce(sum(files.bytes), 0) FROM vector_store_files "
+        "JOIN vector_stores ON vector_stores.id = vector_store_files.vector_store_id "
+        "JOIN files ON files.id = vector_store_files.file_id WHERE vector_stores.project = :project) "
         "AS bytes",
         project=project,
     )

@@ -56,7 +56,7 @@ class VectorStores:
                 sort_key=time.time_ns() // 1000,
                 embedding_model=row.embedding_model,
             )
-            return await self._add(transaction, row.id, files, None, quotas, param)
+            return await self._add(transaction, row.id, files, None, quotas, param, self.db.dialect)
 
     async def get(self, vector_store_id: str, project: str) -> VectorStoreRow | None:
         async with self.db.read() as transaction:
@@ -158,7 +158,8 @@ class VectorStores:
     ) -> list[VectorStoreFileRow]:
         """The files' rows, `in_progress`; a file already in the store keeps the row it has
         (and its ingestion: it is not ingested twice). `QuotaExceededError` when the store
-        would hold more files than one may (`param` names them)."""
+        would hold more files than one may, or its project more bytes (each file counts again
+        for each store that holds it; `param` names them)."""
         async with self.db.write() as transaction:
             await quota.hold(transaction, self.db.dialect, ProjectQuota.FILES_PER_VECTOR_STORE, vector_store_id)
             if batch_id is not None:
@@ -169,7 +170,7 @@ class VectorStores:
                     store=vector_store_id,
                     now=int(time.time()),
                 )
-            return await self._add(transaction, vector_store_id, files, batch_id, quotas, param)
+            return await self._add(transaction, vector_store_id, files, batch_id, quotas, param, self.db.dialect)
 
     @staticmethod
     async def _add(
@@ -179,6 +180,7 @@ class VectorStores:
         batch_id: str | None,
         quotas: ProjectQuotas,
         param: str | None,
+        dialect: str,
     ) -> list[VectorStoreFileRow]:
         now, key = int(time.time()), time.time_ns() // 1000
         distinct = {each.file_id: each for each in files}
@@ -194,6 +196,15 @@ class VectorStores:
                 len(distinct.keys() - have),
                 param=param,
             )
+            fresh = sorted(distinct.keys() - have)
+            if fresh:  # each file counts again for each store that holds it (its chunks)
+                project = await transaction.value(
+                    "SELECT project FROM vector_stores WHERE id = :store", store=vector_store_id
+                )
+                adding = await transaction.value(
+                    "SELECT coalesce(sum(bytes), 0) FROM files WHERE id IN (:ids)", ids=fresh
+                )
+                await quota.check_bytes(transaction, dialect, quotas, str(project), int(adding), param=param)
         added = []
         for offset, new in enumerate(distinct.values()):
             existing = await transaction.one(

@@ -166,7 +166,7 @@ class Connection:
             except InvalidRequestError as error:
                 await self.send(error_event(error))
                 continue
-            if await self.keys.revoked(self.acting):
+            if await self._revoked():
                 raise Closing(POLICY, REVOKED)
             if isinstance(event, SteerEvent):
                 task = asyncio.create_task(self._answered(self._in_order(steer(self, event)), stream_id=None))
@@ -205,8 +205,17 @@ class Connection:
         """Close the connection once its key is revoked (it may be idle, or only reading)."""
         while True:
             await asyncio.sleep(KEY_CHECK_SECONDS)
-            if await self.keys.revoked(self.acting):
+            if await self._revoked():
                 raise Closing(POLICY, REVOKED)
+
+    async def _revoked(self) -> bool:
+        """Whether the key is revoked, as the keys last read say: a store that cannot be read
+        for a moment closes no connection (the keys are read again at the next check)."""
+        try:
+            return await self.keys.revoked(self.acting)
+        except StoreUnavailableError as error:
+            log.warning("the keys could not be read again (%s): the connection goes on", error)
+            return False
 
     async def _next_message(self) -> str | bytes:
         """The next text or bytes; closes a connection idle past its bound, or one whose

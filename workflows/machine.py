@@ -48,8 +48,13 @@ TRANSITIONS: list[dict[str, Any]] = [
     {"trigger": "truncate", "source": State.INFERRING, "dest": State.INCOMPLETE},
     # Steering input came: the response stops after its tools' results, before the next turn.
     {"trigger": "steer", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.INCOMPLETE},
-    # A guardrail blocked the turn's input or output (`workflows/moderation.py`).
-    {"trigger": "block", "source": [State.INFERRING, State.CALLING_TOOLS], "dest": State.INCOMPLETE},
+    # A guardrail blocked the turn's input or output (`workflows/moderation.py`), or a tool's
+    # output (an MCP server's listing among them: `guardrails/tool_outputs.py`).
+    {
+        "trigger": "block",
+        "source": [State.LISTING_TOOLS, State.INFERRING, State.CALLING_TOOLS],
+        "dest": State.INCOMPLETE,
+    },
     {"trigger": "fail", "source": LIVE, "dest": State.FAILED},
     {"trigger": "cancel", "source": LIVE, "dest": State.CANCELLED},
 ]

@@ -237,6 +237,9 @@ class ResponseWorkflow(ToolSteps):
             if self.state.servers and not response.compact_only:
                 self.state.machine.fire("list_tools")
                 await self._list_tools(request.listings)
+                if self.state.tools_blocked:  # a listing a check withheld
+                    self.state.machine.fire("block")
+                    return
             if request.approvals:
                 self.state.machine.fire("execute_approved")
                 await self._run_calls(self._apply(request.approvals))

@@ -74,12 +74,17 @@ class ToolSteps:
                     settings=self.state.settings,
                     emit_events=self.state.emit_events,
                     emit=self._emit,
+                    project=self.state.project,
+                    moderation=self._held(),
                 )
                 for position, tool in enumerate(to_list)
             )
         )
-        items = [item for item, _ in listed]
-        self.state.parked.update({item.id: item.id for item, parked in listed if parked})
+        items = [item for item, _, _ in listed]
+        self.state.parked.update({item.id: item.id for item, parked, _ in listed if parked})
+        for _, _, checked in listed:
+            if checked is not None:
+                self._checked(checked)
         response.output.extend(items)
         self.state.listings.extend(
             McpListing(server_url=tool.server_url or "", item=item)

@@ -7,8 +7,6 @@ than the goals, for a shared CI machine, and still far below what the attacks co
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -37,9 +35,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend)
     stack = DevStack(tmp_path_factory.mktemp("attacked") / "data", backend)
     stack.start()
     yield stack
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 @pytest.mark.timeout(600)

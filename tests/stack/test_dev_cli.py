@@ -24,9 +24,7 @@ from tests.support.scripted_backend import Reply, ScriptedBackend
 def dev(tmp_path: Path, backend: ScriptedBackend):
     stack = DevStack(tmp_path / "data", backend)
     yield stack
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 def test_dev_serves_stops_cleanly_and_keeps_responses_across_restarts(dev: DevStack):

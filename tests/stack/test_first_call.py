@@ -35,9 +35,7 @@ def dev(tmp_path: Path, backend: ScriptedBackend):
     # The orphan sweep (which starts a response its API kept but never started) looks every second.
     stack = DevStack(tmp_path / "data", backend, env={"HOUSEKEEPING_INTERVAL_SECONDS": "1"})
     yield stack
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 def _temporal_pid(dev: DevStack) -> int:

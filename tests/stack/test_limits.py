@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -41,9 +40,7 @@ def limited(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend) 
     stack = DevStack(data_dir, backend, env=LIMITS)
     stack.start()
     yield stack, keys
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 def _raw(port: int, data: bytes) -> socket.socket:
@@ -239,8 +236,7 @@ def test_health_stays_fast_with_200_streams_open(tmp_path: Path, backend: Script
         assert statistics.median(took) < 0.2, took
         httpx.post(f"{stack.url}/v1/responses/{running.json()['id']}/cancel")
     finally:
-        if stack.process is not None and stack.process.poll() is None:
-            os.killpg(stack.process.pid, signal.SIGKILL)
+        stack.close()
 
 
 def test_serve_on_a_public_address_needs_keys_or_open(tmp_path: Path):

@@ -374,3 +374,105 @@ async def test_an_mcp_tools_flagged_result_is_never_sent(
     )
     assert clean.status == "completed" and clean.output_text == "a stage, then"
     assert next(item for item in clean.output if item.type == "mcp_call").output == "All the world's a stage."
+
+
+# ---- the review of issue 60's change: what it still let through -------------------------------
+
+
+def leaked(events: list, word: str) -> list[str]:
+    return [event.type for event in events if word in json.dumps(event.model_dump(mode="json"))]
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
+async def test_a_retried_streams_new_text_is_checked_from_its_start(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """The stream is cut mid-reply and the call made again: the new attempt says something
+    else. What the first attempt sent passed then; the new text was taken as passed up to the
+    same length, and reached the end events and the stored response unchecked."""
+    first = "Nice weather today. Lovely day indeed. Good times for all. " * 3
+    second = "You idiot. You moron. I will kill you. " + "And so on and on. " * 10
+    backend.script(model, [Reply(text=first, chunk_chars=5, chunk_delay=0.02, cut_after_chunks=30), Reply(text=second)])
+    seen = [
+        event async for event in await sdk.responses.create(model=model, input="hi", moderation=MODERATION, stream=True)
+    ]
+    final = seen[-1].response
+    assert final.status == "incomplete" and final.incomplete_details.reason == "content_filter", final.status
+    assert not leaked(seen, "idiot") and not leaked(seen, "kill")
+    assert "idiot" not in json.dumps((await sdk.responses.retrieve(final.id)).model_dump(mode="json"))
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
+async def test_a_blocked_reply_keeps_no_log_probabilities_of_what_it_withheld(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """Not streamed: a blocked reply kept its tokens' log probabilities, so its text could be read
+    back token by token. Streamed or not, no alternative the model did not say goes out either
+    (no check reads `top_logprobs`)."""
+    backend.script(model, [Reply(text="The weather is fine. Then we kill the process. Bye.")])
+    whole = await sdk.responses.create(
+        model=model, input="hi", moderation=MODERATION, top_logprobs=2, include=["message.output_text.logprobs"]
+    )
+    assert whole.status == "incomplete" and "kill" not in whole.model_dump_json()
+    assert (
+        "kill"
+        not in (await sdk.responses.retrieve(whole.id, include=["message.output_text.logprobs"])).model_dump_json()
+    )
+    backend.script(f"{model}-calm", [Reply(text="A calm and gentle answer. Nothing more.", chunk_chars=4)])
+    seen = [
+        event
+        async for event in await sdk.responses.create(
+            model=f"{model}-calm",
+            input="hi",
+            moderation=MODERATION,
+            top_logprobs=2,
+            include=["message.output_text.logprobs"],
+            stream=True,
+        )
+    ]
+    sent = [entry for event in seen if event.type == "response.output_text.delta" for entry in event.logprobs or []]
+    assert sent and all(not entry.top_logprobs for entry in sent)
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
+async def test_arguments_are_checked_as_the_client_is_shown_them(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """A call's JSON holds `\\u2014kill\\u2014`, no word to a classifier; the custom tool's input a
+    client is shown decodes it to "—kill—". The check reads what the client reads."""
+    backend.script(model, [Reply(tool_calls=[("note", {"input": "I will \u2014kill\u2014 you"})])])
+    seen = [
+        event
+        async for event in await sdk.responses.create(
+            model=model,
+            input="hi",
+            moderation=MODERATION,
+            stream=True,
+            tools=[{"type": "custom", "name": "note", "description": "free text"}],
+        )
+    ]
+    assert seen[-1].response.status == "incomplete" and not leaked(seen, "kill")
+
+
+@pytest.mark.one_store  # the checks are what is tested, not the store
+async def test_an_mcp_servers_listing_is_checked_before_it_is_sent(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend, model: str
+):
+    """A tool's description is what the server gives back too: under `output: block`, a listing
+    that says what the reply may not is withheld, and the response ends before the model is asked."""
+    server = McpTestServer(tool_count=1, description="Now I will murder the king.")
+    server.start()
+    try:
+        backend.script(model, [Reply(text="never said")])
+        tool = {"type": "mcp", "server_label": "play", "server_url": server.url, "require_approval": "never"}
+        seen = [
+            event
+            async for event in await sdk.responses.create(
+                model=model, input="list them", tools=[tool], moderation=MODERATION, stream=True
+            )
+        ]
+    finally:
+        server.stop()
+    final = seen[-1].response
+    assert final.status == "incomplete" and final.incomplete_details.reason == "content_filter", final.status
+    assert not leaked(seen, "murder") and len(backend.requests(model)) == 0

@@ -4,7 +4,6 @@ tool calls, approvals through the demo MCP tools, surviving a Ctrl-C and a resta
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 import os
@@ -24,7 +23,7 @@ from pydantic import BaseModel, Field
 from tests.support.dev_stack import DevStack
 from tests.support.documents import ASTRONOMY_LINES, BAKING, GARDENING, pdf_with_text
 from tests.support.processes import CLI
-from tests.support.sandboxes import needs_bubblewrap, remove_containers
+from tests.support.sandboxes import needs_bubblewrap
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +31,7 @@ def demo_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     stack = DevStack(tmp_path_factory.mktemp("newcomer") / "data", backend=None)
     stack.start()
     yield stack
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
-    asyncio.run(remove_containers(stack.data_dir / "containers"))
+    stack.close()
 
 
 def test_dev_with_no_backend_says_it_answers_with_the_demo_model(demo_dev: DevStack):

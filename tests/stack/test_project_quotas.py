@@ -10,7 +10,6 @@ import asyncio
 import hashlib
 import os
 import shutil
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,9 +41,7 @@ def quota_dev(
     stack = DevStack(data_dir, backend, env=QUOTAS)
     stack.start()
     yield stack, keys
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 def http(stack: DevStack, key: str) -> httpx.AsyncClient:
@@ -157,9 +154,7 @@ def bytes_dev(tmp_path_factory: pytest.TempPathFactory, backend: ScriptedBackend
     )
     stack.start()
     yield stack
-    if stack.process is not None and stack.process.poll() is None:
-        os.killpg(stack.process.pid, signal.SIGKILL)
-        stack.process.wait()
+    stack.close()
 
 
 async def parts_without_a_row(stack: DevStack) -> int:

@@ -406,12 +406,18 @@ async def test_a_revoked_keys_open_connection_is_closed_within_seconds(
     assert len(backend.requests(model)) == 1
 
 
-async def test_a_keys_sockets_count_against_its_requests_open(
-    temporal_address: str, backend: ScriptedBackend, sqlite_store
+async def test_a_keys_sockets_are_counted_and_take_nothing_from_its_creates(
+    temporal_address: str, backend: ScriptedBackend, sqlite_store, model: str
 ):
-    """L3: 12 sockets were open at once for a key allowed 6 requests; each socket is one."""
+    """L3: 12 sockets were open at once for a key allowed 6 requests. Sockets are counted on their
+    own, against the key's streams bound; a socket takes no request slot from its own creates
+    (a key allowed one request open still answers a create on its one socket)."""
+    backend.script(model, [Reply(text="through the one slot")])
     async with running_stack(
-        temporal_address, backend, sqlite_store, quotas=QuotaSettings(max_in_flight_per_key=3)
+        temporal_address,
+        backend,
+        sqlite_store,
+        quotas=QuotaSettings(max_streams_per_key=3, max_in_flight_per_key=1),
     ) as own:
         url = own.base_url.replace("http", "ws") + "/responses"
         sockets = [await websockets.connect(url) for _ in range(3)]
@@ -419,7 +425,11 @@ async def test_a_keys_sockets_count_against_its_requests_open(
             with pytest.raises(websockets.InvalidStatus) as refused:
                 await websockets.connect(url)
             assert refused.value.response.status_code == 429
-            assert "MAX_INFLIGHT_PER_KEY" in json.loads(refused.value.response.body)["error"]["message"]
+            assert "MAX_STREAMS_PER_KEY" in json.loads(refused.value.response.body)["error"]["message"]
+            await sockets[0].send(json.dumps({"type": "response.create", "model": model, "input": "hi"}))
+            while (said := json.loads(await sockets[0].recv()))["type"] not in TERMINAL:
+                assert said["type"] != "error", said
+            assert said["response"]["output"][0]["content"][0]["text"] == "through the one slot"
             await sockets.pop().close()
             for _ in range(50):  # the closed one's place is given back as its connection ends
                 try:

@@ -3,6 +3,7 @@ which a test can stop by signal, kill outright, and start again."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import openai
 import pytest
 
 from tests.support.processes import CLI, free_port
+from tests.support.sandboxes import remove_containers
 from tests.support.scripted_backend import ScriptedBackend
 
 
@@ -106,6 +108,14 @@ class DevStack:
         while (port_open(self.port) or port_open(self.temporal_port)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not port_open(self.port) and not port_open(self.temporal_port)
+
+    def close(self) -> None:
+        """The end of a test's stack: every process of it killed, and the containers it made
+        removed with their mounts and cgroups (a container outlives its server by design)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+        asyncio.run(remove_containers(self.data_dir / "containers"))
 
     def sdk(self) -> openai.OpenAI:
         return openai.OpenAI(

@@ -47,6 +47,8 @@ class McpTestServer:
     tool_count: int = 0
     """Extra tools (`tool_<n>`) to list, each with a description of `description_size` characters."""
     description_size: int = 0
+    description: str | None = None
+    """The extra tools' description, when given (instead of `description_size` characters)."""
 
     def __post_init__(self) -> None:
         self._server: ThreadedServer | None = None
@@ -132,7 +134,9 @@ class McpTestServer:
             return " ".join(f"{name}={'yes' if last.get(name) else 'no'}" for name in ("authorization", "x-api-key"))
 
         for number in range(self.tool_count):
-            server.add_tool(lambda: "", name=f"tool_{number}", description="d" * self.description_size)
+            server.add_tool(
+                lambda: "", name=f"tool_{number}", description=self.description or "d" * self.description_size
+            )
         return server
 
     def _failing_after(self, send: Send, called: list[str]) -> Send:

@@ -57,7 +57,19 @@ def reply() -> list[Any]:
 
 
 def test_a_reply_is_one_subject_of_its_words_reasoning_and_arguments() -> None:
-    assert output_subject(reply()) == Subject('hm\nthe answer\n{"q": 1}')
+    """Arguments as their JSON and as the strings it decodes to (the keys too): what a client
+    may be shown of them."""
+    assert output_subject(reply()) == Subject('hm\nthe answer\n{"q": 1}\nq')
+
+
+def test_arguments_are_checked_as_a_client_reads_them() -> None:
+    """The review of issue 60 (M1): `\u2014kill\u2014` in a call's JSON is no word to a
+    classifier; decoded, as a custom tool's input or code shows it, it is."""
+    from guardrails.subjects import readable
+
+    escaped = '{"input": "I will \\u2014kill\\u2014 you", "more": ["a", {"b": "c"}]}'
+    assert "—kill—" in readable(escaped) and "\nc" in readable(escaped)
+    assert readable("not json") == "not json"
 
 
 def test_a_withheld_reply_keeps_no_words_and_no_calls() -> None:

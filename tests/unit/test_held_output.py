@@ -194,6 +194,30 @@ def test_a_phrase_across_any_window_boundary_is_checked_whole(before, after, win
     assert blocked
 
 
+LONG_PHRASE = "you will pay for this"
+"""Longer than the smallest window: it may span three of them."""
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    before=WORDS,
+    after=WORDS,
+    window_chars=st.integers(min_value=16, max_value=20),
+    cuts=st.lists(st.integers(min_value=1, max_value=25), max_size=60),
+    pad=st.integers(min_value=0, max_value=40),
+)
+def test_a_phrase_longer_than_a_window_is_checked_whole(before, after, window_chars, cuts, pad):
+    """L4 (second review): each window was checked with the one before it alone, so a phrase
+    across three small windows was never seen whole; now with `CONTEXT_CHARS` of the text
+    before it."""
+    text = " ".join([*before, "b" * pad, LONG_PHRASE, "now.", *after])
+    chunks = [{"delta": {"content": piece}} for piece in tokens_of(text, cuts)]
+    sent, blocked, _, _ = asyncio.run(held_stream(chunks, window_chars))
+    streamed = "".join(event.delta for event in sent)
+    assert LONG_PHRASE not in " ".join(streamed.split())
+    assert blocked
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     thought=WORDS,
