@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -50,6 +51,7 @@ from worker.housekeeping import keep_house
 from worker.presence import keep_present
 from worker.settings import Settings
 from worker.shutdown import Shutdown
+from worker.slots import response_slots
 from worker.versioning import make_current_if_first, worker_versioning
 from worker.webhooks import LEASE as DISPATCHER_LEASE
 from worker.webhooks import ROUND_SECONDS, WebhookDispatcher
@@ -303,6 +305,10 @@ async def build_worker(
     versioning = worker_versioning(
         settings.worker_deployment_name, settings.worker_build_id, settings.worker_versioning_behavior
     )
+    # A thread per workflow task it may take at once (Temporal's default is 500, or the fixed count).
+    workflow_threads = ThreadPoolExecutor(
+        max_workers=settings.worker_concurrent_responses, thread_name_prefix="temporal_workflow_"
+    )
     worker = Worker(
         client,
         task_queue=settings.task_queue,
@@ -327,11 +333,9 @@ async def build_worker(
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows,
-        # Temporal's default, 100 of each, held a response's slot for its whole model call:
-        # past 100 at once, a start was not taken eagerly and its first task waited in the
-        # task queue (0.5-2.7 s at concurrency 50, `docs/benchmarks.md`).
-        max_concurrent_workflow_tasks=settings.worker_concurrent_responses,
-        max_concurrent_local_activities=settings.worker_concurrent_responses,
+        # As many as an API process admits, of which a bounded few work at once (`worker/slots.py`).
+        tuner=response_slots(settings.worker_concurrent_responses, settings.worker_concurrent_workflow_tasks),
+        workflow_task_executor=workflow_threads,
         graceful_shutdown_timeout=grace,
     )
     # Each workload with slots of its own: a slow MCP server or a dead webhook receiver takes
@@ -419,6 +423,7 @@ async def build_worker(
     finally:
         await running_code.__aexit__(None, None, None)
         await upstreams.aclose()
+        workflow_threads.shutdown(wait=False)  # a task Temporal's worker left still ends in its thread
 
 
 WORKER_STOP_SECONDS = 3.0

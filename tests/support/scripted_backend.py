@@ -82,6 +82,33 @@ class TokenBucket:
         return False
 
 
+class Gathering:
+    """Requests held until `count` are held at once (on the backend's own event loop)."""
+
+    def __init__(self, count: int, seconds: float) -> None:
+        self.count, self.seconds = count, seconds
+        self.held = 0
+        self.most = 0
+        """The most held at once."""
+        self.met = False
+        self._all_here: asyncio.Event | None = None
+
+    async def arrive(self) -> None:
+        if self._all_here is None:
+            self._all_here = asyncio.Event()
+        self.held += 1
+        self.most = max(self.most, self.held)
+        if self.held >= self.count:
+            self.met = True
+            self._all_here.set()
+        try:
+            await asyncio.wait_for(self._all_here.wait(), self.seconds)
+        except TimeoutError:  # answered without the rest: a later request starts counting again
+            pass
+        finally:
+            self.held -= 1
+
+
 class ScriptedBackend:
     def __init__(
         self, latency: float = 0.0, *, rate_limit: float | None = None, rate_limit_headers: dict[str, str] | None = None
@@ -106,6 +133,7 @@ class ScriptedBackend:
         self._embeddings_refused_until = 0.0
         self.moderated: list[dict[str, Any]] = []
         """The body of every `/v1/moderations` request, in order."""
+        self._gatherings: dict[str, Gathering] = {}
         self._lock = threading.Lock()
         self._server: ThreadedServer | None = None
         self.port = 0
@@ -127,6 +155,14 @@ class ScriptedBackend:
             self._windows[model] = window
             if listed:
                 self._listed_windows[model] = window
+
+    def gather(self, model: str, count: int, seconds: float = 60.0) -> Gathering:
+        """Hold each request for `model` until `count` are held at once, then answer them all
+        (or, past `seconds`, answer them anyway: `Gathering.met` tells which happened)."""
+        gathering = Gathering(count, seconds)
+        with self._lock:
+            self._gatherings[model] = gathering
+        return gathering
 
     def refuse_embeddings(self, seconds: float) -> None:
         """Answer every embeddings request 429 (`retry-after: 1`) for the next `seconds`."""
@@ -313,6 +349,10 @@ class ScriptedBackend:
                 },
                 status_code=400,
             )
+        with self._lock:
+            gathering = self._gatherings.get(body.get("model", ""))
+        if gathering is not None:
+            await gathering.arrive()
         reply = self._next_reply(body)
         await asyncio.sleep(self.latency + reply.delay)
         if reply.status != 200:

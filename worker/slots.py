@@ -1,0 +1,190 @@
+"""How many responses' workflow tasks a worker takes at once: as many as wait on their model
+call, and a bounded few more that work.
+
+A turn's model call is a local activity inside its workflow task, so a task holds its slot for
+the whole call. A worker must hold as many as an API process admits
+(`WORKER_CONCURRENT_RESPONSES`, 1000), or a start past them is not taken eagerly and its first
+task waits in the task queue. But when 1000 tasks that each need the CPU are taken at once (a
+burst of background responses listing tools and asking for approval), two cores finish none
+within the task timeout: tasks finished late are thrown away and done again, over and over.
+
+So the two are counted apart. A task waiting on a model call (its local activity's slot is in
+use) needs no CPU; every other task in a slot (replaying, deciding) works. A poller is given a
+slot to poll with only while fewer than `WORKER_CONCURRENT_WORKFLOW_TASKS` (64) work, and
+fewer than `WORKER_CONCURRENT_RESPONSES` slots are given in all: a thousand model calls still
+get a thousand slots, and a burst of work waits in Temporal's queue instead of timing out in
+the worker. A slot a poller holds while it waits for a task is not work (counted, an idle
+sticky poller's would keep the others from polling): at most one task a poller more than the
+bound works at once. This counts what the worker does, not what the machine's CPU shows (Temporal's
+resource-based supplier): a machine busy with other work does not cut a worker's model calls
+to its minimum, and a burst is bounded before the CPU shows it.
+
+Temporal's core calls `mark_slot_used` and `release_slot` from its own threads, and
+`reserve_slot` on the worker's event loop: the counts are under a lock, and a waiting
+reservation is woken on its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+
+from temporalio.worker import (
+    CustomSlotSupplier,
+    FixedSizeSlotSupplier,
+    SlotMarkUsedContext,
+    SlotPermit,
+    SlotReleaseContext,
+    SlotReserveContext,
+    WorkerTuner,
+)
+
+ACTIVITY_SLOTS = 100
+"""The responses' queue's own activities (Temporal's default)."""
+
+
+class Permit(SlotPermit):
+    """A slot given; `used` once a task runs in it."""
+
+    def __init__(self) -> None:
+        self.used = False
+
+
+class SlotCounts:
+    """Workflow tasks taken and model calls (local activities) running, one worker's, shared by
+    its two slot suppliers; and the reservations waiting for either to change."""
+
+    def __init__(self, most: int, working: int) -> None:
+        self.most = most
+        self.working = working
+        self.tasks = 0
+        """Workflow-task slots given and not yet released (a poller's, or holding a task)."""
+        self.tasks_used = 0
+        """Of them, those holding a task."""
+        self.calls_given = 0
+        """Local-activity slots given and not yet released."""
+        self.calls = 0
+        """Local activities running: each holds its workflow task open, waiting."""
+        self.lock = threading.Lock()
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def take_task(self, *, in_hand: bool = False) -> Permit | None:
+        """A slot to poll with, or (`in_hand`) for a task already here (an eager start's),
+        counted as working from now: many starts at once are each asked before any is used."""
+        with self.lock:
+            if self.tasks >= self.most or self.tasks_used - self.calls >= self.working:
+                return None
+            self.tasks += 1
+            permit = Permit()
+            if in_hand:
+                permit.used = True
+                self.tasks_used += 1
+            return permit
+
+    def take_call(self) -> Permit | None:
+        with self.lock:
+            if self.calls_given >= self.most:
+                return None
+            self.calls_given += 1
+            return Permit()
+
+    async def wait(self, take: Callable[[], Permit | None]) -> Permit:
+        """A permit, once there is room for one."""
+        loop = asyncio.get_running_loop()
+        while True:
+            woken: asyncio.Future[None] = loop.create_future()
+            with self.lock:  # registered before trying, so a release between the two is not missed
+                self._waiting.append((loop, woken))
+            permit = take()
+            if permit is not None:
+                self._forget(woken)
+                return permit
+            try:
+                await woken
+            finally:
+                self._forget(woken)
+
+    def wake(self) -> None:
+        """Counts changed: every waiting reservation tries again (a few: one per poller)."""
+        with self.lock:
+            waiting, self._waiting = self._waiting, []
+        for loop, woken in waiting:
+            with contextlib.suppress(RuntimeError):  # its loop closed: nothing waits there any more
+                loop.call_soon_threadsafe(_resolve, woken)
+
+    def _forget(self, woken: asyncio.Future[None]) -> None:
+        with self.lock:
+            self._waiting = [pair for pair in self._waiting if pair[1] is not woken]
+
+
+def _resolve(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
+class WorkflowTaskSlots(CustomSlotSupplier):
+    """A slot is given while fewer than `working` tasks work and `most` slots are given."""
+
+    def __init__(self, counts: SlotCounts) -> None:
+        self.counts = counts
+
+    async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
+        return await self.counts.wait(self.counts.take_task)
+
+    def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
+        return self.counts.take_task(in_hand=True)  # asked only for an eager start
+
+    def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
+        if isinstance(ctx.permit, Permit) and not ctx.permit.used:
+            ctx.permit.used = True
+            with self.counts.lock:
+                self.counts.tasks_used += 1
+
+    def release_slot(self, ctx: SlotReleaseContext) -> None:
+        with self.counts.lock:
+            self.counts.tasks -= 1
+            if isinstance(ctx.permit, Permit) and ctx.permit.used:
+                self.counts.tasks_used -= 1
+        self.counts.wake()
+
+
+class ModelCallSlots(CustomSlotSupplier):
+    """Local activities, at most `most` at once; one running frees room for a workflow task
+    (its own waits on it)."""
+
+    def __init__(self, counts: SlotCounts) -> None:
+        self.counts = counts
+
+    async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
+        return await self.counts.wait(self.counts.take_call)
+
+    def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
+        return self.counts.take_call()
+
+    def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
+        if isinstance(ctx.permit, Permit) and not ctx.permit.used:
+            ctx.permit.used = True
+            with self.counts.lock:
+                self.counts.calls += 1
+            self.counts.wake()
+
+    def release_slot(self, ctx: SlotReleaseContext) -> None:
+        with self.counts.lock:
+            self.counts.calls_given -= 1
+            if isinstance(ctx.permit, Permit) and ctx.permit.used:
+                self.counts.calls -= 1
+        self.counts.wake()
+
+
+def response_slots(most: int, working: int) -> WorkerTuner:
+    """The responses' worker's slots: workflow tasks while fewer than `working` work (at most
+    `most` taken), model calls at most `most`."""
+    counts = SlotCounts(most, max(1, min(working, most)))
+    return WorkerTuner.create_composite(
+        workflow_supplier=WorkflowTaskSlots(counts),
+        activity_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
+        local_activity_supplier=ModelCallSlots(counts),
+        nexus_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
+    )
