@@ -2,7 +2,7 @@
 the demo MCP server's tools and then waiting for an approval, sent to `durable-responses dev`
 (the demo model) as fast as it admits them; then how the machine settles.
 
-    python -m bench.burst [--count 10000] [--creators 50] [--settle-minutes 15] [--idle-seconds 60]
+    python -m bench.burst [--count 10000] [--creators 50] [--settle-minutes 15] [--idle-seconds 60] [--write-docs]
 
 Reports, beside issue 61's goals:
 - how long the creates took, and how long after the last of them every response was waiting
@@ -27,6 +27,7 @@ import httpx
 import openai
 from openai.types.responses import ToolParam
 
+from bench import docs
 from bench.processes import Dev, children_of, cpu_seconds
 from bench.waiting import approval_seconds, rss_mb
 
@@ -178,8 +179,14 @@ def main() -> None:
     parser.add_argument("--creators", type=int, default=50, help="creates sent at once")
     parser.add_argument("--settle-minutes", type=float, default=15)
     parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--write-docs", action="store_true", help="write the figures into docs/benchmarks.md")
     options = parser.parse_args()
-    print("\n".join(measure(options.count, options.creators, options.settle_minutes, options.idle_seconds).rows()))
+    started = time.monotonic()
+    table = "\n".join(measure(options.count, options.creators, options.settle_minutes, options.idle_seconds).rows())
+    print(table)
+    if options.write_docs:
+        page = docs.write_block("burst", table, time.monotonic() - started, "python -m bench.burst")
+        print(f"written into {page}", flush=True)
 
 
 if __name__ == "__main__":

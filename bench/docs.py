@@ -43,12 +43,24 @@ def replace_block(text: str, name: str, figures: str) -> str:
     return pattern.sub(lambda found: found.group(1) + figures + found.group(2), text, count=1)
 
 
-def write(table: str, seconds: float) -> list[Path]:
-    """Write this run's figures into the docs; returns the files written."""
-    measured = (
-        f"Measured by `python -m bench.run` at `{commit()}` on {datetime.date.today().isoformat()}, "
+def measured_by(command: str, seconds: float) -> str:
+    return (
+        f"Measured by `{command}` at `{commit()}` on {datetime.date.today().isoformat()}, "
         f"{os.cpu_count()} cores, in {seconds:.0f} s:"
     )
+
+
+def write_block(name: str, table: str, seconds: float, command: str) -> Path:
+    """One benchmark's figures into its own block of docs/benchmarks.md; returns the page."""
+    page = ROOT / "docs" / "benchmarks.md"
+    figures = f"{measured_by(command, seconds)}\n\n{table.strip()}"
+    page.write_text(replace_block(page.read_text(encoding="utf-8"), name, figures), encoding="utf-8")
+    return page
+
+
+def write(table: str, seconds: float) -> list[Path]:
+    """Write this run's figures into the docs; returns the files written."""
+    measured = measured_by("python -m bench.run", seconds)
     pages = {
         ROOT / "docs" / "benchmarks.md": ("figures", f"{measured}\n\n{table.strip()}"),
         ROOT / "README.md": ("goals", f"{measured}\n\n{goals_table(table)}"),
