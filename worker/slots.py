@@ -8,8 +8,9 @@ task waits in the task queue. But when 1000 tasks that each need the CPU are tak
 burst of background responses listing tools and asking for approval), two cores finish none
 within the task timeout: tasks finished late are thrown away and done again, over and over.
 
-So the two are counted apart. A task waiting on a model call (its local activity's slot is in
-use) needs no CPU; every other task in a slot (replaying, deciding) works. A poller is given a
+So the two are counted apart. A task waiting on a model call (a local activity of its run is
+running) needs no CPU; every other task in a slot (replaying, deciding) works. Waiting is
+counted by run, not by call: a turn listing three MCP servers at once waits once. A poller is given a
 slot to poll with only while fewer than `WORKER_CONCURRENT_WORKFLOW_TASKS` (64) work, and
 fewer than `WORKER_CONCURRENT_RESPONSES` slots are given in all: a thousand model calls still
 get a thousand slots, and a burst of work waits in Temporal's queue instead of timing out in
@@ -21,7 +22,8 @@ to its minimum, and a burst is bounded before the CPU shows it.
 
 Temporal's core calls `mark_slot_used` and `release_slot` from its own threads, and
 `reserve_slot` on the worker's event loop: the counts are under a lock, and a waiting
-reservation is woken on its own loop.
+reservation is woken on its own loop. Which run a local activity belongs to only the activity
+itself knows (a slot's context names its type alone): an activity interceptor counts it.
 """
 
 from __future__ import annotations
@@ -29,11 +31,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
+from temporalio import activity
 from temporalio.worker import (
+    ActivityInboundInterceptor,
     CustomSlotSupplier,
+    ExecuteActivityInput,
     FixedSizeSlotSupplier,
+    Interceptor,
     SlotMarkUsedContext,
     SlotPermit,
     SlotReleaseContext,
@@ -65,8 +74,8 @@ class SlotCounts:
         """Of them, those holding a task."""
         self.calls_given = 0
         """Local-activity slots given and not yet released."""
-        self.calls = 0
-        """Local activities running: each holds its workflow task open, waiting."""
+        self.calls: Counter[str] = Counter()
+        """Local activities running, by workflow run: each such run's task is held open, waiting."""
         self.lock = threading.Lock()
         self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
@@ -74,7 +83,8 @@ class SlotCounts:
         """A slot to poll with, or (`in_hand`) for a task already here (an eager start's),
         counted as working from now: many starts at once are each asked before any is used."""
         with self.lock:
-            if self.tasks >= self.most or self.tasks_used - self.calls >= self.working:
+            waiting = min(len(self.calls), self.tasks_used)
+            if self.tasks >= self.most or self.tasks_used - waiting >= self.working:
                 return None
             self.tasks += 1
             permit = Permit()
@@ -89,6 +99,18 @@ class SlotCounts:
                 return None
             self.calls_given += 1
             return Permit()
+
+    def call_began(self, run_id: str) -> None:
+        """A local activity of `run_id` runs: its task may now wait rather than work."""
+        with self.lock:
+            self.calls[run_id] += 1
+        self.wake()
+
+    def call_ended(self, run_id: str) -> None:
+        with self.lock:
+            self.calls[run_id] -= 1
+            if self.calls[run_id] <= 0:
+                del self.calls[run_id]
 
     async def wait(self, take: Callable[[], Permit | None]) -> Permit:
         """A permit, once there is room for one."""
@@ -151,8 +173,7 @@ class WorkflowTaskSlots(CustomSlotSupplier):
 
 
 class ModelCallSlots(CustomSlotSupplier):
-    """Local activities, at most `most` at once; one running frees room for a workflow task
-    (its own waits on it)."""
+    """Local activities, at most `most` at once."""
 
     def __init__(self, counts: SlotCounts) -> None:
         self.counts = counts
@@ -164,27 +185,56 @@ class ModelCallSlots(CustomSlotSupplier):
         return self.counts.take_call()
 
     def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
-        if isinstance(ctx.permit, Permit) and not ctx.permit.used:
-            ctx.permit.used = True
-            with self.counts.lock:
-                self.counts.calls += 1
-            self.counts.wake()
+        """Counted by run when it runs (`CallCounting`)."""
 
     def release_slot(self, ctx: SlotReleaseContext) -> None:
         with self.counts.lock:
             self.counts.calls_given -= 1
-            if isinstance(ctx.permit, Permit) and ctx.permit.used:
-                self.counts.calls -= 1
         self.counts.wake()
 
 
-def response_slots(most: int, working: int) -> WorkerTuner:
-    """The responses' worker's slots: workflow tasks while fewer than `working` work (at most
-    `most` taken), model calls at most `most`."""
+class CallCounting(Interceptor):
+    """Counts each running local activity under its workflow run."""
+
+    def __init__(self, counts: SlotCounts) -> None:
+        self.counts = counts
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _CountedCall(next, self.counts)
+
+
+class _CountedCall(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, counts: SlotCounts) -> None:
+        super().__init__(next)
+        self.counts = counts
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        if not info.is_local or not info.workflow_run_id:
+            return await super().execute_activity(input)
+        self.counts.call_began(info.workflow_run_id)
+        try:
+            return await super().execute_activity(input)
+        finally:
+            self.counts.call_ended(info.workflow_run_id)
+
+
+@dataclass(frozen=True)
+class ResponseSlots:
+    """The responses' worker's slots, and the interceptor that tells them which runs wait."""
+
+    tuner: WorkerTuner
+    interceptor: Interceptor
+
+
+def response_slots(most: int, working: int) -> ResponseSlots:
+    """Workflow tasks while fewer than `working` work (at most `most` taken), model calls at
+    most `most`."""
     counts = SlotCounts(most, max(1, min(working, most)))
-    return WorkerTuner.create_composite(
+    tuner = WorkerTuner.create_composite(
         workflow_supplier=WorkflowTaskSlots(counts),
         activity_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
         local_activity_supplier=ModelCallSlots(counts),
         nexus_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
     )
+    return ResponseSlots(tuner, CallCounting(counts))

@@ -309,6 +309,7 @@ async def build_worker(
     workflow_threads = ThreadPoolExecutor(
         max_workers=settings.worker_concurrent_responses, thread_name_prefix="temporal_workflow_"
     )
+    slots = response_slots(settings.worker_concurrent_responses, settings.worker_concurrent_workflow_tasks)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
@@ -334,7 +335,8 @@ async def build_worker(
         ],
         max_cached_workflows=settings.max_cached_workflows,
         # As many as an API process admits, of which a bounded few work at once (`worker/slots.py`).
-        tuner=response_slots(settings.worker_concurrent_responses, settings.worker_concurrent_workflow_tasks),
+        tuner=slots.tuner,
+        interceptors=[slots.interceptor],
         workflow_task_executor=workflow_threads,
         graceful_shutdown_timeout=grace,
     )
@@ -381,6 +383,7 @@ async def build_worker(
     if shutdown is not None:
         shutdown.track("model call", lambda: len(inference.calls), waited=grace_seconds > 0)
     stopping = asyncio.Event()
+    leaving: asyncio.Future[Any] | None = None
     running_code = code_execution(client, settings, repository, grace=grace, versioning=versioning, outputs=outputs)
     side_workers += await running_code.__aenter__()
     try:
@@ -423,7 +426,11 @@ async def build_worker(
     finally:
         await running_code.__aexit__(None, None, None)
         await upstreams.aclose()
-        workflow_threads.shutdown(wait=False)  # a task Temporal's worker left still ends in its thread
+        # A task Temporal's worker left still ends in its thread; one still leaving may yet be given one.
+        if leaving is None or leaving.done():
+            workflow_threads.shutdown(wait=False)
+        else:
+            leaving.add_done_callback(lambda _: workflow_threads.shutdown(wait=False))
 
 
 WORKER_STOP_SECONDS = 3.0

@@ -6,12 +6,15 @@ calls from a thread of its own."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from temporalio.worker import SlotPermit
+from temporalio.testing import ActivityEnvironment
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, SlotPermit
 
-from worker.slots import ModelCallSlots, SlotCounts, WorkflowTaskSlots
+from worker.slots import CallCounting, ModelCallSlots, SlotCounts, WorkflowTaskSlots
 
 
 @dataclass
@@ -48,6 +51,15 @@ async def test_a_poller_waits_while_as_many_tasks_work_as_the_bound():
 
 
 async def test_a_task_waiting_on_its_model_call_makes_room_for_another():
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)  # a wake from another thread that is not thread-safe raises
+    try:
+        await a_call_running_wakes_a_waiting_poller()
+    finally:
+        loop.set_debug(False)
+
+
+async def a_call_running_wakes_a_waiting_poller() -> None:
     counts, tasks, calls = suppliers(most=10, working=1)
     task = await reserved(tasks)
     tasks.mark_slot_used(Context(task))  # type: ignore[arg-type]
@@ -55,12 +67,66 @@ async def test_a_task_waiting_on_its_model_call_makes_room_for_another():
     await asyncio.sleep(0.01)
     assert not waiting.done()
     call = await reserved(calls)
-    marked = threading.Thread(target=calls.mark_slot_used, args=(Context(call),))  # core's own thread
-    marked.start()
-    marked.join()
+    calls.mark_slot_used(Context(call))  # type: ignore[arg-type]
+    assert not waiting.done()  # a call's slot is not yet a call running
+    began = threading.Timer(0.05, counts.call_began, args=("run-1",))  # core's own thread, while the loop runs
+    began.start()
     await asyncio.wait_for(waiting, 1)
+    counts.call_ended("run-1")
     calls.release_slot(Context(call, slot_info=object()))  # type: ignore[arg-type]
-    assert counts.calls == 0 and counts.calls_given == 0
+    assert not counts.calls and counts.calls_given == 0
+
+
+async def test_a_run_waiting_on_several_calls_makes_room_for_one_task_only():
+    counts, tasks, _ = suppliers(most=10, working=2)
+    for _ in range(2):
+        tasks.mark_slot_used(Context(await reserved(tasks)))  # type: ignore[arg-type]
+    for _ in range(3):
+        counts.call_began("run-1")  # a turn listing three MCP servers at once
+    assert tasks.try_reserve_slot(Context(SlotPermit())) is not None  # type: ignore[arg-type]  # one waits: room for one
+    assert tasks.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]  # not for three
+    counts.call_began("run-2")
+    assert tasks.try_reserve_slot(Context(SlotPermit())) is not None  # type: ignore[arg-type]
+    counts.call_ended("run-2")
+    for _ in range(3):
+        counts.call_ended("run-1")
+    assert not counts.calls
+
+
+async def test_a_cancelled_reservation_takes_nothing():
+    counts, tasks, _ = suppliers(most=10, working=1)
+    tasks.mark_slot_used(Context(await reserved(tasks)))  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(reserved(tasks))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    assert counts.tasks == 1 and counts.tasks_used == 1 and not counts._waiting
+
+
+class Seen(ActivityInboundInterceptor):
+    """The end of the chain: what the counts were while the activity ran."""
+
+    def __init__(self, counts: SlotCounts) -> None:
+        self.counts = counts
+        self.runs: dict[str, int] = {}
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        self.runs = dict(self.counts.calls)
+
+
+async def test_a_local_activity_is_counted_under_its_run_while_it_runs():
+    counts = SlotCounts(10, 1)
+    seen = Seen(counts)
+    counted = CallCounting(counts).intercept_activity(seen)
+    call = ExecuteActivityInput(fn=lambda: None, args=[], executor=None, headers={})
+    local = ActivityEnvironment()
+    local.info = dataclasses.replace(ActivityEnvironment.default_info(), is_local=True, workflow_run_id="run-7")
+    await local.run(counted.execute_activity, call)
+    assert seen.runs == {"run-7": 1} and not counts.calls
+    remote = ActivityEnvironment()
+    remote.info = dataclasses.replace(ActivityEnvironment.default_info(), is_local=False, workflow_run_id="run-7")
+    await remote.run(counted.execute_activity, call)
+    assert seen.runs == {}  # a queued activity holds no workflow task open
 
 
 async def test_starts_at_once_are_each_counted_before_any_is_used():
@@ -78,4 +144,4 @@ async def test_no_more_slots_are_given_than_the_most():
         calls.mark_slot_used(Context(await reserved(calls)))  # type: ignore[arg-type]
     assert tasks.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]
     assert calls.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]
-    assert counts.tasks == 2 and counts.calls == 2
+    assert counts.tasks == 2 and counts.calls_given == 2
