@@ -62,8 +62,8 @@ class Permit(SlotPermit):
 
 
 class SlotCounts:
-    """Workflow tasks taken and model calls (local activities) running, one worker's, shared by
-    its two slot suppliers; and the reservations waiting for either to change."""
+    """A worker's workflow tasks taken, the runs whose model calls (local activities) run, and
+    the reservations waiting for either to change."""
 
     def __init__(self, most: int, working: int) -> None:
         self.most = most
@@ -72,8 +72,6 @@ class SlotCounts:
         """Workflow-task slots given and not yet released (a poller's, or holding a task)."""
         self.tasks_used = 0
         """Of them, those holding a task."""
-        self.calls_given = 0
-        """Local-activity slots given and not yet released."""
         self.calls: Counter[str] = Counter()
         """Local activities running, by workflow run: each such run's task is held open, waiting."""
         self.lock = threading.Lock()
@@ -92,13 +90,6 @@ class SlotCounts:
                 permit.used = True
                 self.tasks_used += 1
             return permit
-
-    def take_call(self) -> Permit | None:
-        with self.lock:
-            if self.calls_given >= self.most:
-                return None
-            self.calls_given += 1
-            return Permit()
 
     def call_began(self, run_id: str) -> None:
         """A local activity of `run_id` runs: its task may now wait rather than work."""
@@ -172,27 +163,6 @@ class WorkflowTaskSlots(CustomSlotSupplier):
         self.counts.wake()
 
 
-class ModelCallSlots(CustomSlotSupplier):
-    """Local activities, at most `most` at once."""
-
-    def __init__(self, counts: SlotCounts) -> None:
-        self.counts = counts
-
-    async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
-        return await self.counts.wait(self.counts.take_call)
-
-    def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
-        return self.counts.take_call()
-
-    def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
-        """Counted by run when it runs (`CallCounting`)."""
-
-    def release_slot(self, ctx: SlotReleaseContext) -> None:
-        with self.counts.lock:
-            self.counts.calls_given -= 1
-        self.counts.wake()
-
-
 class CallCounting(Interceptor):
     """Counts each running local activity under its workflow run."""
 
@@ -234,7 +204,8 @@ def response_slots(most: int, working: int) -> ResponseSlots:
     tuner = WorkerTuner.create_composite(
         workflow_supplier=WorkflowTaskSlots(counts),
         activity_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
-        local_activity_supplier=ModelCallSlots(counts),
+        # Model calls: a fixed bound, kept in Temporal's core (no call into Python a slot).
+        local_activity_supplier=FixedSizeSlotSupplier(most),
         nexus_supplier=FixedSizeSlotSupplier(ACTIVITY_SLOTS),
     )
     return ResponseSlots(tuner, CallCounting(counts))

@@ -14,7 +14,7 @@ from typing import Any
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, SlotPermit
 
-from worker.slots import CallCounting, ModelCallSlots, SlotCounts, WorkflowTaskSlots
+from worker.slots import CallCounting, SlotCounts, WorkflowTaskSlots
 
 
 @dataclass
@@ -27,17 +27,17 @@ class Context:
     is_sticky: bool = False
 
 
-def suppliers(most: int, working: int) -> tuple[SlotCounts, WorkflowTaskSlots, ModelCallSlots]:
+def suppliers(most: int, working: int) -> tuple[SlotCounts, WorkflowTaskSlots]:
     counts = SlotCounts(most, working)
-    return counts, WorkflowTaskSlots(counts), ModelCallSlots(counts)
+    return counts, WorkflowTaskSlots(counts)
 
 
-async def reserved(supplier: WorkflowTaskSlots | ModelCallSlots) -> SlotPermit:
+async def reserved(supplier: WorkflowTaskSlots) -> SlotPermit:
     return await supplier.reserve_slot(Context(SlotPermit()))  # type: ignore[arg-type]
 
 
 async def test_a_poller_waits_while_as_many_tasks_work_as_the_bound():
-    counts, tasks, _ = suppliers(most=10, working=2)
+    counts, tasks = suppliers(most=10, working=2)
     permits = [await reserved(tasks) for _ in range(3)]  # idle pollers' slots: no work yet
     for permit in permits[:2]:
         tasks.mark_slot_used(Context(permit))  # type: ignore[arg-type]
@@ -60,25 +60,21 @@ async def test_a_task_waiting_on_its_model_call_makes_room_for_another():
 
 
 async def a_call_running_wakes_a_waiting_poller() -> None:
-    counts, tasks, calls = suppliers(most=10, working=1)
+    counts, tasks = suppliers(most=10, working=1)
     task = await reserved(tasks)
     tasks.mark_slot_used(Context(task))  # type: ignore[arg-type]
     waiting = asyncio.ensure_future(reserved(tasks))
     await asyncio.sleep(0.01)
     assert not waiting.done()
-    call = await reserved(calls)
-    calls.mark_slot_used(Context(call))  # type: ignore[arg-type]
-    assert not waiting.done()  # a call's slot is not yet a call running
-    began = threading.Timer(0.05, counts.call_began, args=("run-1",))  # core's own thread, while the loop runs
+    began = threading.Timer(0.05, counts.call_began, args=("run-1",))  # another thread, while the loop runs
     began.start()
     await asyncio.wait_for(waiting, 1)
     counts.call_ended("run-1")
-    calls.release_slot(Context(call, slot_info=object()))  # type: ignore[arg-type]
-    assert not counts.calls and counts.calls_given == 0
+    assert not counts.calls
 
 
 async def test_a_run_waiting_on_several_calls_makes_room_for_one_task_only():
-    counts, tasks, _ = suppliers(most=10, working=2)
+    counts, tasks = suppliers(most=10, working=2)
     for _ in range(2):
         tasks.mark_slot_used(Context(await reserved(tasks)))  # type: ignore[arg-type]
     for _ in range(3):
@@ -94,7 +90,7 @@ async def test_a_run_waiting_on_several_calls_makes_room_for_one_task_only():
 
 
 async def test_a_cancelled_reservation_takes_nothing():
-    counts, tasks, _ = suppliers(most=10, working=1)
+    counts, tasks = suppliers(most=10, working=1)
     tasks.mark_slot_used(Context(await reserved(tasks)))  # type: ignore[arg-type]
     waiting = asyncio.ensure_future(reserved(tasks))
     await asyncio.sleep(0.01)
@@ -130,18 +126,17 @@ async def test_a_local_activity_is_counted_under_its_run_while_it_runs():
 
 
 async def test_starts_at_once_are_each_counted_before_any_is_used():
-    counts, tasks, _ = suppliers(most=100, working=3)
+    counts, tasks = suppliers(most=100, working=3)
     given = [tasks.try_reserve_slot(Context(SlotPermit())) for _ in range(5)]  # type: ignore[arg-type]
     assert sum(permit is not None for permit in given) == 3
     assert counts.tasks_used == 3
 
 
 async def test_no_more_slots_are_given_than_the_most():
-    counts, tasks, calls = suppliers(most=2, working=2)
-    for _ in range(2):
+    counts, tasks = suppliers(most=2, working=2)
+    for run in ("run-1", "run-2"):
         permit = await reserved(tasks)
         tasks.mark_slot_used(Context(permit))  # type: ignore[arg-type]
-        calls.mark_slot_used(Context(await reserved(calls)))  # type: ignore[arg-type]
+        counts.call_began(run)  # both wait: none works
     assert tasks.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]
-    assert calls.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]
-    assert counts.tasks == 2 and counts.calls_given == 2
+    assert counts.tasks == 2
