@@ -40,7 +40,7 @@ class Quotas:
 
     def enter(self, key: str) -> None:
         """A request of `key` begins (refused past the key's rate or concurrency)."""
-        self._take_token(key)
+        self.take_token(key)
         _count_in(self._in_flight, key, self.settings.max_in_flight_per_key, "requests", "MAX_INFLIGHT_PER_KEY")
 
     def leave(self, key: str) -> None:
@@ -60,7 +60,8 @@ class Quotas:
     def close_socket(self, key: str) -> None:
         _count_out(self._sockets, key)
 
-    def _take_token(self, key: str) -> None:
+    def take_token(self, key: str) -> None:
+        """A request of `key` within its rate (refused past it), not counted as open."""
         rate = self.settings.requests_per_minute
         if not rate:
             return

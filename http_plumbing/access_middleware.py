@@ -26,6 +26,10 @@ APPROVER_MAY = (
     ("POST", re.compile(r"^/v1/responses/[^/]+/approvals$")),
     ("GET", re.compile(r"^/v1/approvals$")),
 )
+DECISION = re.compile(r"^/v1/responses/[^/]+/approvals$")
+"""An approval decision is never refused for the requests its key has open: it is the work that
+lets a waiting response drain (a burst of them, waiting, would otherwise keep it out). It still
+takes its place in the key's rate."""
 
 
 class AccessMiddleware:
@@ -42,9 +46,15 @@ class AccessMiddleware:
         # streams are); its `response.create`s count against the key's limits one by one besides
         # (`websocket_mode/responding.py`), as HTTP requests do.
         socket = scope["type"] == "websocket"
+        counted = socket or not (scope.get("method") == "POST" and DECISION.match(scope["path"]))
         try:
             principal = await self._principal(scope)
-            (self.quotas.open_socket if socket else self.quotas.enter)(principal.limit_key)
+            if socket:
+                self.quotas.open_socket(principal.limit_key)
+            elif counted:
+                self.quotas.enter(principal.limit_key)
+            else:
+                self.quotas.take_token(principal.limit_key)
         except ApiError as error:
             if scope["type"] == "http":
                 await error_response(error)(scope, receive, send)
@@ -57,7 +67,10 @@ class AccessMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            (self.quotas.close_socket if socket else self.quotas.leave)(principal.limit_key)
+            if socket:
+                self.quotas.close_socket(principal.limit_key)
+            elif counted:
+                self.quotas.leave(principal.limit_key)
             for release in at_end:  # what routes took for the whole request (a stream's slot)
                 release()
 

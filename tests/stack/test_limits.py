@@ -148,10 +148,16 @@ def test_a_key_with_too_many_requests_open_gets_a_429(limited, backend: Scripted
         json={"model": "m", "input": "another key"},
         headers={"authorization": f"Bearer {keys[2]}"},
     )
+    decided = httpx.post(
+        f"{stack.url}/v1/responses/resp_{uuid.uuid4().hex}/approvals",
+        json={"approval_request_id": "mcpr_x", "approve": True},
+        headers={"authorization": f"Bearer {key}"},
+    )
     for thread in held:
         thread.join(30)
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
     assert refused.json()["error"]["code"] == "rate_limit_exceeded" and "MAX_INFLIGHT_PER_KEY" in refused.text
+    assert decided.status_code == 404, "an approval decision is never refused for the requests its key has open"
     assert other_key.status_code == 200, "one key's load never refuses another key"
 
 
