@@ -11,7 +11,7 @@ within the task timeout: tasks finished late are thrown away and done again, ove
 So the two are counted apart. A task waiting on a model call (a local activity of its run is
 running) needs no CPU; every other task in a slot (replaying, deciding) works. Waiting is
 counted by run, not by call: a turn listing three MCP servers at once waits once. A poller is
-given a slot to poll with only while fewer than `WORKER_CONCURRENT_WORKFLOW_TASKS` (64) work,
+given a slot to poll with only while fewer than `WORKER_CONCURRENT_WORKFLOW_TASKS` (128) work,
 and fewer than `WORKER_CONCURRENT_RESPONSES` slots are given in all: a thousand model calls
 still get a thousand slots, and a burst of work waits in Temporal's queue instead of timing out
 in the worker. A slot a poller holds while it waits for a task is not work (counted, an idle
