@@ -199,12 +199,11 @@ class Settings(BaseModel):
     (`max_in_flight_responses`): a worker in the API's process (`dev`) then takes every
     admitted response's first task at its start, and none waits in the task queue for a slot.
     Of them, at most `worker_concurrent_workflow_tasks` work at once (`worker/slots.py`)."""
-    worker_concurrent_workflow_tasks: int = 128
-    """Workflow tasks a worker works on at once, besides those waiting on their model call
-    (`WORKER_CONCURRENT_WORKFLOW_TASKS`): a burst past it waits in Temporal's task queue
-    instead of being taken and timing out. Twice what concurrency 50 keeps working with a
-    backend that answers at once (a response's last task overlaps its client's next request),
-    so such load is never throttled by it (docs/benchmarks.md, "A burst")."""
+    worker_concurrent_workflow_tasks: int = 64
+    """The fewest workflow tasks a worker works on at once, besides those waiting on their
+    model call (`WORKER_CONCURRENT_WORKFLOW_TASKS`); more while it finishes tasks fast enough
+    (`worker/slots.py`). A burst past it waits in Temporal's task queue instead of being taken
+    and timing out."""
 
     def key_ring(self) -> KeyRing | None:
         return KeyRing.parse(self.secrets_key) if self.secrets_key else None
@@ -442,7 +441,7 @@ class Settings(BaseModel):
             "metrics_port": env_int("METRICS_PORT", 0) or None,
             "max_cached_workflows": env_int("MAX_CACHED_WORKFLOWS", 1000),
             "worker_concurrent_responses": env_slots("WORKER_CONCURRENT_RESPONSES", 1000),
-            "worker_concurrent_workflow_tasks": env_slots("WORKER_CONCURRENT_WORKFLOW_TASKS", 128),
+            "worker_concurrent_workflow_tasks": env_slots("WORKER_CONCURRENT_WORKFLOW_TASKS", 64),
             "mcp_concurrent_calls": env_slots("MCP_CONCURRENT_CALLS", 100),
             "webhook_concurrent_deliveries": env_slots("WEBHOOK_CONCURRENT_DELIVERIES", 50),
             "max_in_flight_responses": env_int("MAX_INFLIGHT_RESPONSES", 1000),

@@ -11,14 +11,19 @@ within the task timeout: tasks finished late are thrown away and done again, ove
 So the two are counted apart. A task waiting on a model call (a local activity of its run is
 running) needs no CPU; every other task in a slot (replaying, deciding) works. Waiting is
 counted by run, not by call: a turn listing three MCP servers at once waits once. A poller is
-given a slot to poll with only while fewer than `WORKER_CONCURRENT_WORKFLOW_TASKS` (128) work,
-and fewer than `WORKER_CONCURRENT_RESPONSES` slots are given in all: a thousand model calls
-still get a thousand slots, and a burst of work waits in Temporal's queue instead of timing out
-in the worker. A slot a poller holds while it waits for a task is not work (counted, an idle
-sticky poller's would keep the others from polling): at most one task a poller more than the
-bound works at once. This counts what the worker does, not what the machine's CPU shows
-(Temporal's resource-based supplier): a machine busy with other work does not cut a worker's
-model calls to its minimum, and a burst is bounded before the CPU shows it.
+given a slot to poll with only while fewer tasks work than it finished in the last
+`WAIT_SECONDS` (its pace, measured over `FINISHED_WINDOW`), never fewer than
+`WORKER_CONCURRENT_WORKFLOW_TASKS` (64), and fewer than `WORKER_CONCURRENT_RESPONSES` slots
+are given in all: a thousand model calls still get a thousand slots, a worker that finishes
+tasks fast is not throttled, and a burst of slow work waits in Temporal's queue instead of
+timing out in the worker. (A fixed bound cannot do both: 64 refused 27 % of the eager starts
+at concurrency 50 with a fast backend, sending them through the task queue at +1.3 ms of
+Temporal's CPU each; 128 let a burst finish 468 tasks after their timeout.) A slot a poller
+holds while it waits for a task is not work (counted, an idle sticky poller's would keep the
+others from polling): at most one task a poller more than the bound works at once. This
+counts what the worker does, not what the machine's CPU shows (Temporal's resource-based
+supplier): a machine busy with other work does not cut a worker's model calls to its
+minimum, and a burst is bounded before the CPU shows it.
 
 What it costs: core calls into Python (taking the GIL) three times a workflow task, where a
 fixed supplier stays in Rust. `python -m bench.ab` against this file with a fixed supplier:
@@ -36,7 +41,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +61,13 @@ from temporalio.worker import (
     WorkerTuner,
 )
 
+WAIT_SECONDS = 2.0
+"""A task taken waits about this long for the CPU (a fifth of its timeout, so one slower than
+the rest still ends in time). Concurrency 50 with a backend that answers at once keeps ~100
+tasks working for about a second each (a response's last task overlaps its client's next
+request): at 1 s, 281 of 1,503 starts were refused eagerly, at 2 s 61."""
+FINISHED_WINDOW = 5.0
+"""Over how many seconds a worker's pace is measured."""
 ACTIVITY_SLOTS = 100
 """The responses' queue's own activities (Temporal's default)."""
 
@@ -70,9 +83,13 @@ class SlotCounts:
     """A worker's workflow tasks taken, the runs whose model calls (local activities) run, and
     the reservations waiting for either to change."""
 
-    def __init__(self, most: int, working: int) -> None:
+    def __init__(self, most: int, working: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.most = most
         self.working = working
+        """The fewest tasks allowed to work at once, however slowly they finish."""
+        self.clock = clock
+        self._finished: deque[float] = deque()
+        """When each task of the last `FINISHED_WINDOW` seconds was finished."""
         self.tasks = 0
         """Workflow-task slots given and not yet released (a poller's, or holding a task)."""
         self.tasks_used = 0
@@ -87,7 +104,7 @@ class SlotCounts:
         counted as working from now: many starts at once are each asked before any is used."""
         with self.lock:
             waiting = min(len(self.calls), self.tasks_used)
-            if self.tasks >= self.most or self.tasks_used - waiting >= self.working:
+            if self.tasks >= self.most or self.tasks_used - waiting >= self._bound():
                 return None
             self.tasks += 1
             permit = Permit()
@@ -95,6 +112,20 @@ class SlotCounts:
                 permit.used = True
                 self.tasks_used += 1
             return permit
+
+    def finish_task(self) -> None:
+        """A task that held a slot ended (under the lock)."""
+        self.tasks_used -= 1
+        self._finished.append(self.clock())
+
+    def _bound(self) -> int:
+        """How many may work at once: as many as this worker finished in the last
+        `WAIT_SECONDS` (measured over `FINISHED_WINDOW`), so one taken waits about that long for
+        the CPU, and never fewer than `working` (under the lock)."""
+        since = self.clock() - FINISHED_WINDOW
+        while self._finished and self._finished[0] < since:
+            self._finished.popleft()
+        return max(self.working, int(len(self._finished) * WAIT_SECONDS / FINISHED_WINDOW))
 
     def call_began(self, run_id: str) -> None:
         """A local activity of `run_id` runs: its task may now wait rather than work."""
@@ -164,7 +195,7 @@ class WorkflowTaskSlots(CustomSlotSupplier):
         with self.counts.lock:
             self.counts.tasks -= 1
             if isinstance(ctx.permit, Permit) and ctx.permit.used:
-                self.counts.tasks_used -= 1
+                self.counts.finish_task()
         self.counts.wake()
 
 

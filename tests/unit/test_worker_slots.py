@@ -14,7 +14,7 @@ from typing import Any
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, SlotPermit
 
-from worker.slots import CallCounting, SlotCounts, WorkflowTaskSlots
+from worker.slots import FINISHED_WINDOW, WAIT_SECONDS, CallCounting, SlotCounts, WorkflowTaskSlots
 
 
 @dataclass
@@ -140,3 +140,33 @@ async def test_no_more_slots_are_given_than_the_most():
         counts.call_began(run)  # both wait: none works
     assert tasks.try_reserve_slot(Context(SlotPermit())) is None  # type: ignore[arg-type]
     assert counts.tasks == 2
+
+
+async def test_a_worker_that_finishes_tasks_fast_may_work_on_more_at_once():
+    now = [0.0]
+    counts = SlotCounts(most=1000, working=2, clock=lambda: now[0])
+    tasks = WorkflowTaskSlots(counts)
+
+    def take() -> SlotPermit | None:
+        return tasks.try_reserve_slot(Context(SlotPermit()))  # type: ignore[arg-type]
+
+    def finish(permits: list[SlotPermit | None]) -> None:
+        for permit in permits:
+            assert permit is not None
+            tasks.release_slot(Context(permit))
+
+    held = [take() for _ in range(3)]
+    assert held[2] is None, "nothing finished yet: the floor"
+    finish(held[:2])
+    for _ in range(19):  # 40 finished within the window
+        finish([take(), take()])
+    pace = int(40 * WAIT_SECONDS / FINISHED_WINDOW)
+    assert pace > 2
+    held = [take() for _ in range(pace + 1)]
+    assert None not in held[:pace] and held[pace] is None, "as many as it finishes in WAIT_SECONDS"
+    finish(held[:pace])
+    now[0] += FINISHED_WINDOW + 0.1  # a pace of long ago is forgotten: the floor again
+    held = [take() for _ in range(3)]
+    assert None not in held[:2] and held[2] is None
+    finish(held[:2])
+    assert counts.tasks == 0 and counts.tasks_used == 0
