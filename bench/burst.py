@@ -65,7 +65,7 @@ class Burst:
             f"| all waiting, after the last create | {settled} | ≤ 600 s | {'held' if within else 'missed'} |",
             f"| workflow tasks finished after their timeout | {self.late_tasks} | 0 | "
             f"{'held' if self.late_tasks == 0 else 'missed'} |",
-            f"| idle CPU, `dev` / Temporal | {self.dev_idle:.1%} / {self.temporal_idle:.1%} of a core | ≤ 2 % / ≤ 10 % | "
+            f"| idle CPU, `dev` / Temporal | {self.dev_idle:.2%} / {self.temporal_idle:.2%} of a core | ≤ 2 % / ≤ 10 % | "
             f"{'held' if self.dev_idle <= 0.02 and self.temporal_idle <= 0.10 else 'missed'} |",
             f"| RSS of `dev` (without Temporal) | {self.rss_mb:.0f} MB | ≤ 400 MB | "
             f"{'held' if self.rss_mb <= 400 else 'missed'} |",

@@ -37,10 +37,10 @@ def goals_table(table: str) -> str:
 
 def replace_block(text: str, name: str, figures: str) -> str:
     """`text` with the block `name` holding `figures` (ValueError when it has no such block)."""
-    pattern = re.compile(rf"(<!-- bench\.run: {re.escape(name)} -->\n).*?(\n<!-- /bench\.run -->)", re.S)
+    pattern = re.compile(rf"(<!-- bench\.run: {re.escape(name)} -->\n)(?:.*?\n)?(<!-- /bench\.run -->)", re.S)
     if not pattern.search(text):
         raise ValueError(f"no <!-- bench.run: {name} --> block")
-    return pattern.sub(lambda found: found.group(1) + figures + found.group(2), text, count=1)
+    return pattern.sub(lambda found: found.group(1) + figures.rstrip("\n") + "\n" + found.group(2), text, count=1)
 
 
 def measured_by(command: str, seconds: float) -> str:
