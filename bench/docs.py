@@ -11,8 +11,11 @@ import re
 import subprocess
 from pathlib import Path
 
+from bench.goals import ISSUE_61_TITLE
+
 ROOT = Path(__file__).resolve().parent.parent
 GOALS_TITLE = "First token at the backend's pace, beside the peers (issue 42)"
+SDK_TITLE = ISSUE_61_TITLE
 
 
 def commit() -> str:
@@ -27,10 +30,10 @@ def commit() -> str:
     return head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
 
 
-def goals_table(table: str) -> str:
-    """The issue's goals table out of the whole run's."""
+def goals_table(table: str, title: str = GOALS_TITLE) -> str:
+    """The table under `title` out of the whole run's."""
     lines = table.splitlines()
-    start = lines.index(GOALS_TITLE) + 2
+    start = lines.index(title) + 2
     end = next((index for index in range(start, len(lines)) if not lines[index].strip()), len(lines))
     return "\n".join(lines[start:end])
 
@@ -61,10 +64,11 @@ def write_block(name: str, table: str, seconds: float, command: str) -> Path:
 def write(table: str, seconds: float) -> list[Path]:
     """Write this run's figures into the docs; returns the files written."""
     measured = measured_by("python -m bench.run", seconds)
-    pages = {
-        ROOT / "docs" / "benchmarks.md": ("figures", f"{measured}\n\n{table.strip()}"),
-        ROOT / "README.md": ("goals", f"{measured}\n\n{goals_table(table)}"),
-    }
-    for page, (name, figures) in pages.items():
+    blocks = [
+        (ROOT / "docs" / "benchmarks.md", "figures", f"{measured}\n\n{table.strip()}"),
+        (ROOT / "README.md", "goals", f"{measured}\n\n{goals_table(table)}"),
+        (ROOT / "README.md", "sdk", goals_table(table, SDK_TITLE)),
+    ]
+    for page, name, figures in blocks:
         page.write_text(replace_block(page.read_text(encoding="utf-8"), name, figures), encoding="utf-8")
-    return list(pages)
+    return sorted({page for page, _, _ in blocks})

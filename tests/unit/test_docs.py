@@ -64,7 +64,15 @@ def test_the_bench_has_a_place_for_its_figures_in_each_page() -> None:
 
     table = f"header\n\n{docs.GOALS_TITLE}\n\n| measured | goal |\n| --- | --- |\n| a | b |\n\nmore"
     assert docs.goals_table(table) == "| measured | goal |\n| --- | --- |\n| a | b |"
-    for page, name in ((ROOT / "docs" / "benchmarks.md", "figures"), (ROOT / "README.md", "goals")):
+    sdk = f"header\n\n{docs.SDK_TITLE}\n\n| p50 | goal |\n| --- | --- |\n| a | b |\n\nmore"
+    assert docs.goals_table(sdk, docs.SDK_TITLE) == "| p50 | goal |\n| --- | --- |\n| a | b |"
+    pages = (
+        (ROOT / "docs" / "benchmarks.md", "figures"),
+        (ROOT / "docs" / "benchmarks.md", "burst"),
+        (ROOT / "README.md", "goals"),
+        (ROOT / "README.md", "sdk"),
+    )
+    for page, name in pages:
         text = page.read_text(encoding="utf-8")
         written = docs.replace_block(text, name, "FIGURES")
         assert "FIGURES" in written and written.count("<!-- /bench.run -->") == text.count("<!-- /bench.run -->")
