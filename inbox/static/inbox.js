@@ -21,6 +21,12 @@ const connection = document.getElementById("connection");
 const announcer = document.getElementById("announcer");
 const keyForm = document.getElementById("key-form");
 const shown = new Map();  // approval request id -> { card, request }
+// Requests this page is deciding: a poll that finds one gone before the decision's answer is
+// read leaves it to decide(), which says what this page did (not "decided elsewhere").
+const deciding = new Set();
+// Requests this page decided: a poll begun before the decision still lists them, and must not
+// show them again.
+const decided = new Set();
 let firstLook = true;
 
 function headers() {
@@ -180,13 +186,17 @@ async function decide(request, approve, card) {
   const body = { approval_request_id: request.id, approve: approve };
   if (reason) body.reason = reason;
   let answer;
+  deciding.add(request.id);
   try {
     answer = await fetch("/v1/responses/" + encodeURIComponent(request.response_id) + "/approvals",
       { method: "POST", headers: headers(), body: JSON.stringify(body) });
   } catch (failure) {
     answer = null;
+  } finally {
+    deciding.delete(request.id);
   }
   if (answer && answer.ok) {
+    decided.add(request.id);
     forget(request.id);
     announce(decidedText(request, approve));
     return;
@@ -242,7 +252,7 @@ async function refresh() {
   keyForm.hidden = true;
   const pending = new Set(requests.map((request) => request.id));
   for (const id of Array.from(shown.keys())) {
-    if (!pending.has(id)) {
+    if (!pending.has(id) && !deciding.has(id)) {
       const { request } = shown.get(id);
       forget(id);
       announce(request.name + " on " + request.server_label + " was decided elsewhere.");
@@ -254,6 +264,7 @@ async function refresh() {
       entry.card.querySelector("time.waited").textContent = waited(request.asked_at_ms);
       continue;
     }
+    if (decided.has(request.id)) continue;
     const card = render(request);
     (request.decision_applies === "on_follow_up" ? openList : list).append(card);
     shown.set(request.id, { card: card, request: request });

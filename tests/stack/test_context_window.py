@@ -304,18 +304,15 @@ async def test_a_conversation_compacts_and_goes_on_from_its_summary(sdk: openai.
     assert not any(str(m.get("content", "")).startswith(tag(0) + " ") for m in sent[-1]["messages"])
 
 
-async def test_compaction_always_fits_even_when_each_turn_is_a_third_of_the_window(
-    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
-):
-    """Turns of ~100 tokens, compaction past 200, a window of 300: whatever the summary, the
-    kept message and the new input weigh, what a turn sends after a compaction fits (issue 41:
-    this chain failed at turn 10, 328 tokens refused from inside the workflow)."""
+async def compacting_chain(sdk: openai.AsyncOpenAI, backend: ScriptedBackend, *, turns: int, size: int) -> list[dict]:
+    """A chain of `turns` turns of `size` words each, compacting past 200 tokens: every turn
+    completes, and everything the backend was sent fits the window. Returns what was sent."""
     earlier = len(backend.requests(SMALL))
     previous = None
-    for turn in range(30):
+    for turn in range(turns):
         response = await sdk.responses.create(
             model=SMALL,
-            input=words(100, tag(turn)),
+            input=words(size, tag(turn)),
             previous_response_id=previous,
             context_management=[{"type": "compaction", "compact_threshold": 200}],
         )
@@ -323,6 +320,16 @@ async def test_compaction_always_fits_even_when_each_turn_is_a_third_of_the_wind
         previous = response.id
     sent = sent_since(backend, earlier)
     assert all(reference_tokens(body) <= WINDOW for body in sent), max(map(reference_tokens, sent))
+    return sent
+
+
+async def test_compaction_always_fits_even_when_each_turn_is_a_third_of_the_window(
+    sdk: openai.AsyncOpenAI, backend: ScriptedBackend
+):
+    """Turns of ~100 tokens, compaction past 200, a window of 300: whatever the summary, the
+    kept message and the new input weigh, what a turn sends after a compaction fits (issue 41:
+    this chain failed at turn 10, 328 tokens refused from inside the workflow)."""
+    sent = await compacting_chain(sdk, backend, turns=30, size=100)
     summarised = [body for body in sent if body["messages"][0]["content"].startswith("COMPACT THE CONVERSATION")]
     assert len(summarised) >= 5
     for body in summarised:  # each summariser read the turns it summarised, within its window
@@ -494,19 +501,7 @@ async def test_a_chain_whose_newest_message_takes_most_of_the_window_still_compa
     """Turns of ~250 tokens, compaction past 200, a window of 300: the newest message fits the
     window alone, so no turn is refused; the summary shrinks to what is left beside it (turn 2
     failed: about 303 tokens, the kept message, the summary's header and its text)."""
-    earlier = len(backend.requests(SMALL))
-    previous = None
-    for turn in range(4):
-        response = await sdk.responses.create(
-            model=SMALL,
-            input=words(250, tag(turn)),
-            previous_response_id=previous,
-            context_management=[{"type": "compaction", "compact_threshold": 200}],
-        )
-        assert response.status == "completed", (turn, response.error)
-        previous = response.id
-    sent = sent_since(backend, earlier)
-    assert all(reference_tokens(body) <= WINDOW for body in sent), max(map(reference_tokens, sent))
+    sent = await compacting_chain(sdk, backend, turns=4, size=250)
     answered = [body for body in sent if not body["messages"][0]["content"].startswith("COMPACT THE CONVERSATION")]
     assert answered[-1]["messages"][-1]["content"].startswith(tag(3))  # the newest, word for word
 
