@@ -29,13 +29,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from chat_completions.converter import REASONING_KEYS, call_item
 from chat_completions.growing_text import Text
+from chat_completions.stream_items import (
+    ID_PREFIX,
+    SERVER_RUN_KINDS,
+    TEXT_DELTAS,
+    WHOLE_KINDS,
+    HeldRefusal,
+    Item,
+    abandoned,
+    called_name,
+    part_done,
+)
 from chat_completions.streamed import Streamed
 from chat_completions.tool_table import ToolTable
-from models.client_tools import CLIENT_KINDS, CLIENT_TOOLS
+from models.client_tools import CLIENT_KINDS
 from models.events import (
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
@@ -46,14 +57,11 @@ from models.events import (
     OutputItemEvent,
     StreamEvent,
     TextDeltaEvent,
-    TextDoneEvent,
 )
-from models.hosted_tools import HOSTED_ITEM_TYPES, HOSTED_TOOLS
+from models.hosted_tools import HOSTED_ITEM_TYPES
 from models.ids import new_id
 from models.items import (
     CustomToolCallItem,
-    McpCallItem,
-    OutputFunctionCall,
     OutputItem,
     OutputMessage,
     OutputText,
@@ -63,71 +71,6 @@ from models.items import (
 )
 from models.search import Source
 from web_search.citations import citation_annotations
-
-MCP_KINDS = ("mcp_call", "mcp_approval_request")
-SERVER_RUN_KINDS = (*MCP_KINDS, *HOSTED_ITEM_TYPES)
-"""Calls this server runs: the chat tool-call id is the item's id."""
-WHOLE_KINDS = (*SERVER_RUN_KINDS, "custom_tool_call", *CLIENT_KINDS)
-"""Announced whole once the reply is complete (a hosted tool's call by the step that runs it)."""
-ID_PREFIX = {
-    "message": "msg",
-    "reasoning": "rs",
-    "function_call": "fc",
-    "custom_tool_call": "ctc",
-    "mcp_call": "mcp",
-    "mcp_approval_request": "mcpr",
-    **{hosted.item_type: hosted.id_prefix for hosted in HOSTED_TOOLS},
-    **{f"client:{typed.item_type}": typed.id_prefix for typed in CLIENT_TOOLS},
-}
-TEXT_DELTAS: dict[str, Literal["response.output_text.delta", "response.reasoning_text.delta"]] = {
-    "message": "response.output_text.delta",
-    "reasoning": "response.reasoning_text.delta",
-}
-
-
-@dataclass
-class _Item:
-    type: str
-    output_index: int
-    id: str
-    call_id: str | None = None
-    chat_name: str = ""
-    """The function the model called (a client tool's or MCP tool's name as the model sees it)."""
-    growing: Text = field(default_factory=Text)
-    refusal_text: Text = field(default_factory=Text)
-    logprobs: list[dict[str, Any]] = field(default_factory=list)
-    unsent_logprobs: list[dict[str, Any]] = field(default_factory=list)
-    """Those of the text not in a delta event yet."""
-    logprob_chars: int = 0
-    """Characters of the text the log probabilities sent so far cover."""
-    sent: int = 0  # characters of the text the client has
-    earlier: Streamed | None = None
-
-    @property
-    def text(self) -> str:
-        return str(self.growing)
-
-    @property
-    def refusal(self) -> str:
-        return str(self.refusal_text)
-
-
-@dataclass
-class _HeldRefusal:
-    """A message's refusal as a guardrail sees it: text of its own, never streamed, checked
-    whole (`guardrails/held_output.py` reads any item this way)."""
-
-    message: _Item
-    type: str = "refusal"
-    sent: int = 0
-
-    @property
-    def id(self) -> str:
-        return f"{self.message.id}#refusal"
-
-    @property
-    def growing(self) -> Text:
-        return self.message.refusal_text
 
 
 @dataclass
@@ -139,15 +82,15 @@ class StreamAssembler:
     """Seals reasoning into `encrypted_content`, for a client that asked to carry it."""
     sources: list[Source] = field(default_factory=list)
     """Search results shown to the model: its `[n]` become `url_citation` annotations."""
-    ceiling: Callable[[_Item | _HeldRefusal], int] | None = None
+    ceiling: Callable[[Item | HeldRefusal], int] | None = None
     """How much of an item's text may be sent yet (an output guardrail's: `guardrails/
     held_output.py`); None: all of it, as it comes."""
     withheld: bool = False
     """A guardrail blocked the reply: it ends with the text that was sent (`withhold`)."""
-    items: list[_Item] = field(default_factory=list)
-    _message: _Item | None = None
-    _reasoning: _Item | None = None
-    _calls: dict[int, _Item] = field(default_factory=dict)
+    items: list[Item] = field(default_factory=list)
+    _message: Item | None = None
+    _reasoning: Item | None = None
+    _calls: dict[int, Item] = field(default_factory=dict)
     _claimed: set[int] = field(default_factory=set)
 
     def feed(self, delta: dict[str, Any], logprobs: list[dict[str, Any]] | None = None) -> list[StreamEvent]:
@@ -184,7 +127,7 @@ class StreamAssembler:
     def held_items(self) -> list[Any]:
         """What an output guardrail reads: the items, and each message's refusal as text of
         its own."""
-        refusals = [_HeldRefusal(item) for item in self.items if item.type == "message" and item.refusal_text.length]
+        refusals = [HeldRefusal(item) for item in self.items if item.type == "message" and item.refusal_text.length]
         return [*self.items, *refusals]
 
     def pending_deltas(self) -> list[StreamEvent]:
@@ -195,7 +138,7 @@ class StreamAssembler:
                 events.extend(self._text_beyond_sent(item, logprobs=True))
         return events
 
-    def _sent_logprobs(self, item: _Item) -> list[dict[str, Any]]:
+    def _sent_logprobs(self, item: Item) -> list[dict[str, Any]]:
         """The log probabilities that go with the text sent so far: all of them without a
         guardrail; under one, those of the tokens the sent text holds whole (the rest wait
         for their text)."""
@@ -217,7 +160,7 @@ class StreamAssembler:
         calls are left out (one the client saw begin is closed `incomplete`); the events that
         close them."""
         events: list[StreamEvent] = []
-        kept: list[_Item] = []
+        kept: list[Item] = []
         for item in self.items:
             if item.type in TEXT_DELTAS:
                 # What passed is what is kept (an earlier attempt's sent text passed then: a
@@ -228,7 +171,7 @@ class StreamAssembler:
                 # The log probabilities of the text it keeps, no more (those sent went with it).
                 item.logprobs = item.logprobs[: len(item.logprobs) - len(item.unsent_logprobs)]
                 item.unsent_logprobs = []
-                refusal = _HeldRefusal(item)
+                refusal = HeldRefusal(item)
                 if self.ceiling is None or self.ceiling(refusal) < item.refusal_text.length:
                     item.refusal_text = Text()  # a refusal no check passed is not kept
                 kept.append(item)
@@ -265,15 +208,15 @@ class StreamAssembler:
                 case "message":
                     part = final.content[0] if isinstance(final, OutputMessage) and final.content else None
                     if part is not None and part.type == "output_text":
-                        events.extend(_part_done(item, part, "response.output_text.done"))
+                        events.extend(part_done(item, part, "response.output_text.done"))
                 case "reasoning":
-                    events.extend(_part_done(item, ReasoningText(text=item.text), "response.reasoning_text.done"))
+                    events.extend(part_done(item, ReasoningText(text=item.text), "response.reasoning_text.done"))
                 case _:
                     events.append(
                         ArgumentsDoneEvent(
                             item_id=item.id,
                             output_index=item.output_index,
-                            name=_called_name(final),
+                            name=called_name(final),
                             arguments=item.text or "{}",
                         )
                     )
@@ -281,7 +224,7 @@ class StreamAssembler:
         for index, earlier in sorted(self.earlier.items()):
             if index not in self._claimed and not earlier.done:
                 events.append(
-                    OutputItemEvent(type="response.output_item.done", output_index=index, item=_abandoned(earlier))
+                    OutputItemEvent(type="response.output_item.done", output_index=index, item=abandoned(earlier))
                 )
         return events, output, self._assistant_message()
 
@@ -301,11 +244,11 @@ class StreamAssembler:
         return "custom_tool_call" if client is not None and client.kind == "custom" else "function_call"
 
     @staticmethod
-    def _streamed_text(item: _Item, final: OutputItem) -> str:
+    def _streamed_text(item: Item, final: OutputItem) -> str:
         """The text of the item as a stream shows it (a custom tool's input, not its JSON)."""
         return final.input if isinstance(final, CustomToolCallItem) else item.text
 
-    def _announce_whole(self, item: _Item, final: OutputItem) -> list[StreamEvent]:
+    def _announce_whole(self, item: Item, final: OutputItem) -> list[StreamEvent]:
         """A complete call as one: added, its arguments or input, (a request) done."""
         events: list[StreamEvent] = []
         if item.earlier is None:
@@ -342,7 +285,7 @@ class StreamAssembler:
         events.append(McpArgumentsDoneEvent(item_id=item.id, output_index=item.output_index, arguments=text or "{}"))
         return events
 
-    def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, chat_name: str = "") -> _Item:
+    def _open(self, kind: str, events: list[StreamEvent], *, call_id: str | None = None, chat_name: str = "") -> Item:
         events.extend(self.pending_deltas())  # the items before it have their text out first
         index = self.offset + len(self.items)
         earlier = self.earlier.get(index)
@@ -351,7 +294,7 @@ class StreamAssembler:
             earlier = None
         if earlier is not None:
             self._claimed.add(index)
-            item = _Item(
+            item = Item(
                 kind,
                 index,
                 earlier.id,
@@ -361,9 +304,9 @@ class StreamAssembler:
                 earlier=earlier,
             )
         elif kind in WHOLE_KINDS:  # announced whole when the reply is complete
-            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
+            item = Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
         else:
-            item = _Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
+            item = Item(kind, index, new_id(ID_PREFIX[kind]), call_id=call_id or new_id("call"), chat_name=chat_name)
             events.append(
                 OutputItemEvent(type="response.output_item.added", output_index=index, item=self._started(item))
             )
@@ -386,7 +329,7 @@ class StreamAssembler:
         self.items.append(item)
         return item
 
-    def _started(self, item: _Item) -> OutputItem:
+    def _started(self, item: Item) -> OutputItem:
         match item.type:
             case "message":
                 return OutputMessage(id=item.id, status="in_progress", content=[])
@@ -395,7 +338,7 @@ class StreamAssembler:
         started = call_item(self.table, item.chat_name, "", call_id=item.call_id, item_id=item.id)
         return started.model_copy(update={"status": "in_progress"})
 
-    def _text_beyond_sent(self, item: _Item, *, logprobs: bool = False) -> list[StreamEvent]:
+    def _text_beyond_sent(self, item: Item, *, logprobs: bool = False) -> list[StreamEvent]:
         total = item.growing.length
         length = total if self.ceiling is None else min(total, self.ceiling(item))
         if length <= item.sent or item.type in WHOLE_KINDS:
@@ -417,7 +360,7 @@ class StreamAssembler:
             ]
         return [ArgumentsDeltaEvent(item_id=item.id, output_index=item.output_index, delta=delta)]
 
-    def _final_item(self, item: _Item) -> OutputItem:
+    def _final_item(self, item: Item) -> OutputItem:
         match item.type:
             case "message":
                 parts: list[Any] = []
@@ -457,68 +400,3 @@ class StreamAssembler:
                 for item in calls
             ]
         return message
-
-
-def _abandoned(earlier: Streamed) -> OutputItem:
-    match earlier.type:
-        case "mcp_call":
-            return McpCallItem(
-                id=earlier.id,
-                server_label=earlier.server_label,
-                name=earlier.name or "",
-                arguments=earlier.text,
-                status="incomplete",
-            )
-        case "message":
-            return OutputMessage(
-                id=earlier.id, status="incomplete", content=[OutputText(type="output_text", text=earlier.text)]
-            )
-        case "reasoning":
-            return ReasoningItem(id=earlier.id, content=[ReasoningText(text=earlier.text)], status="incomplete")
-        case "custom_tool_call":
-            return CustomToolCallItem(
-                id=earlier.id,
-                call_id=earlier.call_id or "",
-                name=earlier.name or "",
-                input=earlier.text,
-                namespace=earlier.namespace,
-            )
-    return OutputFunctionCall(
-        id=earlier.id,
-        call_id=earlier.call_id or "",
-        name=earlier.name or "",
-        arguments=earlier.text,
-        namespace=earlier.namespace,
-        status="incomplete",
-    )
-
-
-def _part_done(
-    item: _Item,
-    part: OutputText | ReasoningText,
-    text_done: Literal["response.output_text.done", "response.reasoning_text.done"],
-) -> list[StreamEvent]:
-    """The end of an item's one content part: its whole text, then the part itself."""
-    return [
-        TextDoneEvent(
-            type=text_done,
-            item_id=item.id,
-            output_index=item.output_index,
-            content_index=0,
-            text=item.text,
-            logprobs=item.logprobs,
-        ),
-        ContentPartEvent(
-            type="response.content_part.done",
-            item_id=item.id,
-            output_index=item.output_index,
-            content_index=0,
-            part=part,
-        ),
-    ]
-
-
-def _called_name(final: OutputItem) -> str:
-    """The name a call's item carries (a function's, a custom tool's, an MCP tool's)."""
-    name = getattr(final, "name", None)
-    return name if isinstance(name, str) else ""

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chat_completions import converter
-from chat_completions.stream_assembler import ID_PREFIX, SERVER_RUN_KINDS
+from chat_completions.stream_items import ID_PREFIX, SERVER_RUN_KINDS
 from chat_completions.tool_table import ToolTable
 from models import activity_names
 from models.client_tools import is_client_call
