@@ -58,6 +58,7 @@ def _value(schema: dict[str, Any], root: dict[str, Any], said: str, depth: int, 
     schema = _resolved(schema, root)
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds] if isinstance(kinds, str) else []
+    kinds = [kind for kind in kinds if isinstance(kind, str)]  # a schema may say anything
     if not budget.spend() or depth >= MAX_DEPTH:  # a schema that refers to itself ends here
         return None if "null" in kinds or not kinds else {"object": {}, "array": [], "string": ""}.get(kinds[0], 0)
     if "const" in schema:
