@@ -35,6 +35,7 @@ class Quotas:
         self._in_flight: dict[str, int] = defaultdict(int)
         self._streams: dict[str, int] = defaultdict(int)
         self._sockets: dict[str, int] = defaultdict(int)
+        self._decisions: dict[str, int] = defaultdict(int)
         self._buckets: dict[str, tuple[float, float]] = {}
         """key -> (tokens, when counted): a token bucket as big as a minute's requests."""
 
@@ -45,6 +46,17 @@ class Quotas:
 
     def leave(self, key: str) -> None:
         _count_out(self._in_flight, key)
+
+    def enter_decision(self, key: str) -> None:
+        """An approval decision of `key` begins: within its rate, and counted apart from its
+        requests (against the same bound), so its open responses never keep a decision out."""
+        self.take_token(key)
+        _count_in(
+            self._decisions, key, self.settings.max_in_flight_per_key, "approval decisions", "MAX_INFLIGHT_PER_KEY"
+        )
+
+    def leave_decision(self, key: str) -> None:
+        _count_out(self._decisions, key)
 
     def open_stream(self, key: str) -> None:
         _count_in(self._streams, key, self.settings.max_streams_per_key, "streams", "MAX_STREAMS_PER_KEY")

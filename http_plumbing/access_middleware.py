@@ -28,8 +28,8 @@ APPROVER_MAY = (
 )
 DECISION = re.compile(r"^/v1/responses/[^/]+/approvals$")
 """An approval decision is never refused for the requests its key has open: it is the work that
-lets a waiting response drain (a burst of them, waiting, would otherwise keep it out). It still
-takes its place in the key's rate."""
+lets a waiting response drain (a burst of them, waiting, would otherwise keep it out). It is
+counted apart, against the same bound, and takes its place in the key's rate."""
 
 
 class AccessMiddleware:
@@ -46,15 +46,15 @@ class AccessMiddleware:
         # streams are); its `response.create`s count against the key's limits one by one besides
         # (`websocket_mode/responding.py`), as HTTP requests do.
         socket = scope["type"] == "websocket"
-        counted = socket or not (scope.get("method") == "POST" and DECISION.match(scope["path"]))
+        if socket:
+            enter, leave = self.quotas.open_socket, self.quotas.close_socket
+        elif scope.get("method") == "POST" and DECISION.match(scope["path"]):
+            enter, leave = self.quotas.enter_decision, self.quotas.leave_decision
+        else:
+            enter, leave = self.quotas.enter, self.quotas.leave
         try:
             principal = await self._principal(scope)
-            if socket:
-                self.quotas.open_socket(principal.limit_key)
-            elif counted:
-                self.quotas.enter(principal.limit_key)
-            else:
-                self.quotas.take_token(principal.limit_key)
+            enter(principal.limit_key)
         except ApiError as error:
             if scope["type"] == "http":
                 await error_response(error)(scope, receive, send)
@@ -67,10 +67,7 @@ class AccessMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            if socket:
-                self.quotas.close_socket(principal.limit_key)
-            elif counted:
-                self.quotas.leave(principal.limit_key)
+            leave(principal.limit_key)
             for release in at_end:  # what routes took for the whole request (a stream's slot)
                 release()
 
