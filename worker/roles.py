@@ -12,10 +12,9 @@ import gc
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
-import uvicorn
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 from temporalio.client import Client
@@ -28,7 +27,7 @@ from api.ingestions import Ingestions
 from chat_completions.client import shown_url
 from demo.model import served_model
 from http_plumbing.host_check import default_allowed_hosts, loopback
-from http_plumbing.http_protocol import with_header_timeout
+from http_plumbing.server import api_server
 from models.errors import StartupError
 from response_service.history_eraser import HistoryEraser
 from response_service.runner import ResponseRunner
@@ -245,19 +244,6 @@ CLOSING_NOTICE_SECONDS = 0.5
 (503, naming the response) this long ahead of being cut off."""
 
 
-class ServerWithoutSignals(uvicorn.Server):
-    """Signals belong to the CLI, which turns them into `stop`; uvicorn must not take them.
-
-    (A uvicorn server in the main thread points SIGTERM and SIGINT at itself and puts back the
-    handler it found when it stops; servers that start and stop in any order, as the tests'
-    stacks do, can leave a stopped one's handler installed, which sse-starlette reads as a
-    shutdown: it then ends every SSE response in the process before it is written.)"""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def _check_open(settings: Settings, host: str, repository: ResponseRepository) -> None:
     """With no API key, a loopback server runs open and says so; one on another address
     refuses to start unless told to run open (`--open`)."""
@@ -290,18 +276,7 @@ async def _serve_http(
 ) -> None:
     """Serve until `stop`; then open requests get `grace_seconds`, and `closing` is set just
     before that runs out (the API answers requests still waiting)."""
-    server = ServerWithoutSignals(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            lifespan="off",
-            # uvicorn annotates an int, and waits any number of seconds: a grace of 0.5 s stays 0.5 s.
-            timeout_graceful_shutdown=grace_seconds,  # type: ignore[arg-type]
-            http=with_header_timeout(header_timeout_seconds),
-        )
-    )
+    server = api_server(app, host, port, grace_seconds=grace_seconds, header_timeout_seconds=header_timeout_seconds)
     serving = asyncio.create_task(server.serve())
     stopping = asyncio.create_task(stop.wait())
     while not (server.started or serving.done()):

@@ -101,6 +101,22 @@ def test_headers_that_never_finish_are_cut_off(limited):
     assert httpx.get(f"{stack.url}/health").status_code == 200
 
 
+def test_an_idle_connection_outlives_the_sdks_own_hold_on_it(limited):
+    """The openai SDK drops an idle connection after `keepalive_expiry`; the server must hold
+    it longer, or a request sent in the instant the server closes it is reset (seen as a
+    ReadError by `responses.cancel` on a loaded machine)."""
+    from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+    stack, _ = limited
+    request = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    connection = _raw(stack.port, request)
+    assert _read_all(connection).startswith(b"HTTP/1.1 200 ")
+    assert DEFAULT_CONNECTION_LIMITS.keepalive_expiry is not None
+    time.sleep(DEFAULT_CONNECTION_LIMITS.keepalive_expiry + 1)
+    connection.sendall(request)
+    assert _read_all(connection).startswith(b"HTTP/1.1 200 ")
+
+
 def test_a_body_that_never_finishes_gets_a_408(limited):
     stack, keys = limited
     connection = _raw(

@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-import uvicorn
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -21,6 +20,7 @@ from access.quotas import QuotaSettings
 from activities.early_calls import EarlyCalls
 from activities.handover import Outcomes
 from guardrails.settings import ModerationSettings
+from http_plumbing.server import api_server
 from models.workflow_io import ExecutionSettings, RetryBudget
 from response_service.runner import ResponseRunner
 from sandbox.settings import SandboxSettings
@@ -29,7 +29,7 @@ from store.repository import ResponseRepository
 from tests.support.scripted_backend import ScriptedBackend
 from websocket_mode.settings import WebSocketSettings
 from worker.http_app import create_app
-from worker.roles import ServerWithoutSignals, codec_access, opened_store
+from worker.roles import codec_access, opened_store
 from worker.settings import Settings
 from worker.temporal import build_worker, connect, with_visibility
 
@@ -182,11 +182,8 @@ async def running_stack(
             websocket=websocket,
             moderation=settings.moderation,
         )
-        server = ServerWithoutSignals(  # the test process keeps its signal handlers
-            uvicorn.Config(
-                app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", timeout_graceful_shutdown=5
-            )
-        )
+        # the test process keeps its signal handlers
+        server = api_server(app, "127.0.0.1", 0, grace_seconds=5)
         worker = build_worker(client, settings, repository, outcomes=outcomes, early_calls=early_calls)
         async with worker if with_worker else contextlib.nullcontext():
             serving = asyncio.create_task(server.serve())
