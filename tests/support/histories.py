@@ -3,6 +3,7 @@ recorded for the replay tests (`tests/histories/`), and replayed with the tests'
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -60,6 +61,13 @@ async def keep_recording(name: str, client: Client, workflow_id: str, run_id: st
 def recorded() -> list[Path]:
     """Every recorded history, those from before the baseline too."""
     return sorted(HISTORIES.rglob("*.json"))
+
+
+@functools.cache
+def history_at(path: Path) -> WorkflowHistory:
+    """A recorded history, read once per process: parsing one takes ~5 ms, and the patch
+    checks read each of them several times. (A history is only read, never changed.)"""
+    return WorkflowHistory.from_json(path.stem, path.read_text())
 
 
 async def decoded_history(client: Client, workflow_id: str, run_id: str | None = None) -> Any:
@@ -126,4 +134,4 @@ def baseline_in_memo(history: Any) -> str | None:
 
 def patches_recorded() -> dict[Path, set[str]]:
     """Each recorded history's patch ids, by the history's path."""
-    return {path: patches_in(WorkflowHistory.from_json(path.stem, path.read_text())) for path in recorded()}
+    return {path: patches_in(history_at(path)) for path in recorded()}

@@ -9,12 +9,10 @@ worker runs has a recorded history to replay."""
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from pathlib import Path
 
 import temporalio.workflow
-from temporalio.client import WorkflowHistory
 
 from tests.support.histories import (
     BEFORE_THE_BASELINE,
@@ -22,6 +20,7 @@ from tests.support.histories import (
     UNDER_THE_BASELINE_MARKER,
     UNDER_THE_FIRST_MEMO,
     baseline_in_memo,
+    history_at,
     patches_recorded,
     recorded,
 )
@@ -76,11 +75,11 @@ def test_a_history_since_the_memo_carries_a_baseline_there_and_records_no_marker
     }
     assert since, "no history recorded since runs carry the baseline in their memo"
     started = [path for path in since if _workflow_type(path) in STARTED_BY_US]
-    without = [path.name for path in started if baseline_in_memo(_history(path)) not in patches.FOLDED_BY_MEMO]
+    without = [path.name for path in started if baseline_in_memo(history_at(path)) not in patches.FOLDED_BY_MEMO]
     assert not without, f"histories since the memo whose run's memo carries no baseline: {without}"
     marked = {}
     for path, ids in since.items():
-        folded = patches.FOLDED_BY_MEMO.get(baseline_in_memo(_history(path)) or "", patches.FOLDED) | BASELINES
+        folded = patches.FOLDED_BY_MEMO.get(baseline_in_memo(history_at(path)) or "", patches.FOLDED) | BASELINES
         if ids & folded:
             marked[path.name] = sorted(ids & folded)
     assert not marked, f"histories since the memo with a marker of a patch their baseline folds: {marked}"
@@ -92,10 +91,10 @@ def test_a_path_a_later_patch_changed_keeps_its_history_under_the_first_memo() -
     kept = [path for path in recorded() if UNDER_THE_FIRST_MEMO in path.parents]
     assert kept, "the histories recorded under the first baseline's memo are missing"
     for path in kept:
-        assert baseline_in_memo(_history(path)) == patches.BASELINE_2026_11_27, path.name
+        assert baseline_in_memo(history_at(path)) == patches.BASELINE_2026_11_27, path.name
         again = HISTORIES / path.name
         assert again.exists(), f"{path.name}: no new recording of its path"
-        assert baseline_in_memo(_history(again)) == patches.BASELINE_2026_11_27_2, path.name
+        assert baseline_in_memo(history_at(again)) == patches.BASELINE_2026_11_27_2, path.name
 
 
 def test_a_history_under_the_baseline_marker_holds_it_and_no_folded_one() -> None:
@@ -108,38 +107,29 @@ def test_a_history_under_the_baseline_marker_holds_it_and_no_folded_one() -> Non
     asking = [path for path in under if _workflow_type(path) == "ResponseWorkflow" and _completed_a_task(path)]
     without = [path.name for path in asking if patches.BASELINE_2026_11_27 not in under[path]]
     assert not without, f"histories under the baseline marker without it: {without}"
-    assert not [path.name for path in under if baseline_in_memo(_history(path)) is not None]
-
-
-def _history(path: Path) -> WorkflowHistory:
-    return WorkflowHistory.from_json(path.stem, path.read_text())
+    assert not [path.name for path in under if baseline_in_memo(history_at(path)) is not None]
 
 
 def _workflow_type(path: Path) -> str:
-    name: str = json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"]["workflowType"][
-        "name"
-    ]
-    return name
+    return history_at(path).events[0].workflow_execution_started_event_attributes.workflow_type.name
 
 
 def _completed_a_task(path: Path) -> bool:
-    return any(
-        event["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_COMPLETED" for event in json.loads(path.read_text())["events"]
-    )
+    return any(event.HasField("workflow_task_completed_event_attributes") for event in history_at(path).events)
 
 
 def test_histories_before_the_baseline_hold_no_baseline_marker() -> None:
     before = {path: ids for path, ids in patches_recorded().items() if BEFORE_THE_BASELINE in path.parents}
     assert before, "the histories from before the baseline are missing"
     assert not [path.name for path, ids in before.items() if patches.BASELINE_2026_11_27 in ids]
-    assert not [path.name for path in before if baseline_in_memo(_history(path)) is not None]
+    assert not [path.name for path in before if baseline_in_memo(history_at(path)) is not None]
 
 
 def test_every_patch_stands_in_a_recorded_history() -> None:
     """By its marker, or by a memo whose baseline folds it."""
-    by_memo = [patches.FOLDED_BY_MEMO.get(baseline_in_memo(_history(path)) or "", set()) for path in recorded()]
+    by_memo = [patches.FOLDED_BY_MEMO.get(baseline_in_memo(history_at(path)) or "", set()) for path in recorded()]
     seen = set().union(
-        *patches_recorded().values(), *by_memo, {baseline_in_memo(_history(path)) for path in recorded()}
+        *patches_recorded().values(), *by_memo, {baseline_in_memo(history_at(path)) for path in recorded()}
     )
     assert LISTED | BASELINES <= seen, f"patches no recorded history takes: {sorted(LISTED | BASELINES - seen)}"
 
