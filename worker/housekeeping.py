@@ -4,7 +4,9 @@ tried again next time, and never keeps the others from running.
 Each chore is the cluster's: with `leases`, a chore runs on the one worker that holds its
 lease (renewed each round; taken over by another within `LEASE_ROUNDS` rounds of its
 holder's death; renewed while a chore outlasts a round), so ten workers sweep once, not ten
-times. With `woken`, a round starts as soon as it is set, not only every interval."""
+times. With `woken`, a round starts as soon as it is set, not only every interval. A chore
+with a check in `due` runs (and takes its lease, a write) only in a round whose check finds
+work: an idle cluster polling often for rare work writes nothing."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from store.leases import Leases
 log = logging.getLogger(__name__)
 
 Chore = Callable[[], Awaitable[Any]]
+Check = Callable[[], Awaitable[bool]]
 
 
 LEASE_ROUNDS = 2.5
@@ -33,6 +36,7 @@ async def keep_house(
     leases: Leases | None = None,
     holder: str | None = None,
     woken: asyncio.Event | None = None,
+    due: Mapping[str, Check] | None = None,
 ) -> None:
     holder = holder or uuid.uuid4().hex
     lease_seconds = interval_seconds * LEASE_ROUNDS
@@ -41,6 +45,8 @@ async def keep_house(
             woken.clear()
         for name, chore in chores.items():
             try:
+                if due is not None and name in due and not await due[name]():
+                    continue  # nothing to do: a holder that stops renewing lets its lease run out
                 if leases is not None and not await leases.take(name, holder, lease_seconds):
                     continue  # another worker runs it
                 running = asyncio.ensure_future(chore())

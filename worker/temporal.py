@@ -402,6 +402,7 @@ async def build_worker(
                 stopping,
                 leases=Leases(repository.db),
                 woken=repository.webhook_outbox.nudged,
+                due={DISPATCHER_LEASE: dispatcher.due},
             )
         )
         if early_calls is not None:

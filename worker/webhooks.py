@@ -77,6 +77,11 @@ class WebhookDispatcher:
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
 
+    async def due(self) -> bool:
+        """Whether a round has work: an event due, or a backlog to count. (A read: the round's
+        lease, a write, is taken only then.)"""
+        return self._backlog_seen or bool(await self.outbox.due_queues(self._now_ms()))
+
     async def round(self) -> None:
         queues = await self.outbox.due_queues(self._now_ms())
         if queues or self._backlog_seen:

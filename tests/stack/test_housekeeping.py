@@ -39,3 +39,41 @@ async def test_one_worker_of_two_runs_each_chore_and_the_other_takes_over_when_i
         await second
     finally:
         await db.close()
+
+
+async def test_a_chore_with_nothing_due_takes_no_lease_and_writes_nothing(store: EmptyStore):
+    """An idle dispatcher polled each second must not write its lease each second: a write
+    (and a checkpoint) a second kept an idle `dev` at several % of a core."""
+    db = open_database(store.url)
+    await db.migrate()
+    runs, checks, work = 0, 0, asyncio.Event()
+
+    async def deliver() -> None:
+        nonlocal runs
+        runs += 1
+
+    async def due() -> bool:
+        nonlocal checks
+        checks += 1
+        return work.is_set()
+
+    async def leases_held() -> list:
+        async with db.read() as transaction:
+            return await transaction.all("SELECT name, holder FROM chore_leases")
+
+    stop = asyncio.Event()
+    try:
+        keeping = asyncio.create_task(
+            keep_house({"deliveries": deliver}, 0.05, stop, leases=Leases(db), holder="one", due={"deliveries": due})
+        )
+        await asyncio.sleep(0.5)
+        assert checks >= 3 and runs == 0, (checks, runs)
+        assert await leases_held() == []
+        work.set()
+        await asyncio.sleep(0.5)
+        assert runs >= 3
+        assert [tuple(row) for row in await leases_held()] == [("deliveries", "one")]
+        stop.set()
+        await keeping
+    finally:
+        await db.close()
