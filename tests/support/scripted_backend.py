@@ -2,6 +2,9 @@
 
 The `model` of a request picks its behaviour:
 - a model with a script (`backend.script(model, [...])`) gets the next scripted `Reply`;
+- a model named `calls/<tool>` calls `<tool>` with the last user message (a JSON object) as
+  its arguments, and once a tool's result is in the messages answers "done: <result>": the
+  same request always gets the same answer, however often a retry sends it;
 - any other model gets an echo of the last user message ("echo: <text>"), or asked to
   compact a context (`context/compaction.py`'s prompt), a short summary.
 A model given a context window (`backend.limit_context`) refuses longer requests as vLLM
@@ -175,7 +178,7 @@ class ScriptedBackend:
 
     # ---- serving -----------------------------------------------------------------------
 
-    def start(self, port: int = 0) -> ScriptedBackend:
+    def start(self, port: int = 0, host: str = "127.0.0.1") -> ScriptedBackend:
         app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
@@ -187,7 +190,7 @@ class ScriptedBackend:
                 Route("/v1/_requests", self._requests_over_http, methods=["GET"]),
             ]
         )
-        self._server = ThreadedServer(app, "scripted-backend", port, lifespan="off").start()
+        self._server = ThreadedServer(app, "scripted-backend", port, host, lifespan="off").start()
         self.port = self._server.port
         return self
 
@@ -309,6 +312,11 @@ class ScriptedBackend:
         content = last_user.get("content") if last_user else ""
         if isinstance(content, list):
             content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if model.startswith("calls/"):
+            results = [message for message in body.get("messages", []) if message.get("role") == "tool"]
+            if results:
+                return Reply(text=f"done: {results[-1].get('content')}")
+            return Reply(tool_calls=[(model.removeprefix("calls/"), json.loads(content or "{}"))])
         return Reply(text=f"echo: {content}")
 
     async def _chat_completions(self, request: Request) -> Response:
@@ -507,11 +515,14 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description="serve the scripted backend (echo replies)")
     parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument(
         "--rate-limit", type=float, default=None, help="admit this many requests a second (429 past it)"
     )
     arguments = parser.parse_args()
-    backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit).start(arguments.port)
+    backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit).start(
+        arguments.port, arguments.host
+    )
     print(f"scripted backend at {backend.base_url}", flush=True)
     threading.Event().wait()

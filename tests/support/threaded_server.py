@@ -12,9 +12,11 @@ import uvicorn
 
 
 class ThreadedServer:
-    def __init__(self, app: Callable[..., Any], name: str, port: int = 0, **config: Any) -> None:
+    def __init__(
+        self, app: Callable[..., Any], name: str, port: int = 0, host: str = "127.0.0.1", **config: Any
+    ) -> None:
         """`app`: any ASGI app; `config`: uvicorn's settings besides host, port and log level."""
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
+        self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", **config))
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self.port = 0
 

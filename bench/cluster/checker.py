@@ -1,0 +1,86 @@
+"""The checker: reads the whole history of a run and names every property that failed, with
+the operations it concerns and the faults around them. Properties:
+
+- `terminal`: every response the client was told was made reached a terminal status;
+- `log_matches`: a stored response equals its event log's last event, and the log's sequence
+  numbers run without a gap or a repeat;
+- `unique_ids`: no response id was handed out twice;
+- `answer`: a completed operation's last response says what its model said;
+- `at_most_once`: the destructive tool ran at most once for each approved call;
+- `approved_only`: the destructive tool never ran for a call nobody approved;
+- `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
+- `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from bench.cluster.history import Fault, Final, Operation, ToolCall
+
+AROUND_SECONDS = 10.0
+
+
+def check(
+    operations: list[Operation], finals: list[Final], tool_calls: list[ToolCall], faults: list[Fault]
+) -> list[dict[str, Any]]:
+    violations: list[dict[str, Any]] = []
+    ended = [fault for fault in faults if fault.end]
+
+    def violated(name: str, operation: Operation | None, detail: str) -> None:
+        around = []
+        if operation is not None:
+            end = operation.end or operation.start + 600
+            around = [
+                f"{fault.kind} {'/'.join(fault.targets)} {fault.detail}".strip()
+                for fault in ended
+                if fault.start <= end + AROUND_SECONDS and fault.end >= operation.start - AROUND_SECONDS
+            ]
+        violations.append(
+            {
+                "property": name,
+                "operations": [operation.id] if operation else [],
+                "detail": detail,
+                "faults": around,
+            }
+        )
+
+    final_of = {final.response_id: final for final in finals}
+    owner: dict[str, Operation] = {}
+    for operation in operations:
+        for response_id in operation.response_ids:
+            if response_id in owner:
+                violated("unique_ids", operation, f"{response_id} was also handed to {owner[response_id].id}")
+            owner[response_id] = operation
+            final = final_of.get(response_id)
+            if final is None or final.status is None:
+                violated("terminal", operation, f"{response_id} never reached a terminal status")
+                continue
+            if final.log_matches is False or final.log_gaps:
+                violated("log_matches", operation, f"{response_id}: stored != its log's end, or the log has a gap")
+        last = final_of.get(operation.response_ids[-1]) if operation.response_ids else None
+        if operation.expected_text and last is not None and last.status == "completed":
+            if last.output_text != operation.expected_text:
+                violated("answer", operation, f"said {last.output_text!r}, not {operation.expected_text!r}")
+        for answer in operation.answers:
+            if answer.status is not None and answer.status >= 500 and answer.status != 503:
+                violated("no_500", operation, f"{answer.call} on {answer.api}: {answer.status} {answer.error}")
+            if answer.status == 503 and not answer.retry_after:
+                violated("no_500", operation, f"{answer.call} on {answer.api}: 503 without retry-after")
+
+    writes: Counter[str] = Counter()
+    for call in tool_calls:
+        if call.tool == "write_note":
+            writes[str(call.arguments.get("key"))] += 1
+    approved = {operation.approved_key: operation for operation in operations if operation.approved_key}
+    by_id = {operation.id: operation for operation in operations}
+    for key, count in writes.items():
+        if key not in approved:
+            violated("approved_only", by_id.get(key), f"write_note ran {count}x for {key}, never approved")
+        elif count > 1:
+            violated("at_most_once", approved[key], f"write_note ran {count}x for {key}")
+    for key, operation in approved.items():
+        last = final_of.get(operation.response_ids[-1]) if operation.response_ids else None
+        if last is not None and last.output_text == f"done: wrote {key}" and writes[key] == 0:
+            violated("side_effect_seen", operation, f"{key}: the response reports a write the tool never saw")
+    return violations

@@ -1,0 +1,106 @@
+"""What the bed logs, one JSON object a line, in the bed's own directory (never on a node's
+disk): the client's operations and what it found of each at the end, the faults the nemesis
+made, and each tool call as the tools' server saw it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+
+class Answer(BaseModel):
+    """One HTTP exchange of an operation: which API node, what came back."""
+
+    api: str
+    call: str
+    status: int | None = None
+    """None: no answer (refused, reset or timed out)."""
+    retry_after: str | None = None
+    error: str = ""
+
+
+class Operation(BaseModel):
+    id: str
+    kind: Literal["text", "stream", "approval", "chain"]
+    start: float
+    end: float = 0.0
+    response_ids: list[str] = Field(default_factory=list)
+    """Every response the operation was told was made (accepted), in order."""
+    expected_text: str = ""
+    """What the last response's output must be, once completed."""
+    approved_key: str = ""
+    """The destructive call's key, once the operation approved it."""
+    answers: list[Answer] = Field(default_factory=list)
+    outcome: Literal["done", "given_up", "refused", "unknown"] = "unknown"
+    note: str = ""
+
+
+class Final(BaseModel):
+    """A response as read once every fault was healed."""
+
+    response_id: str
+    status: str | None
+    """None: it never reached a terminal status within the final wait."""
+    output_text: str = ""
+    log_matches: bool | None = None
+    """Whether the stored response equals its event log's last event (None: no log kept)."""
+    log_gaps: bool = False
+    """Whether the log's sequence numbers skip or repeat."""
+    approval_requests: list[str] = Field(default_factory=list)
+    tool_calls: list[str] = Field(default_factory=list)
+    """The `mcp_call` items' status: "completed", "failed", "incomplete"..."""
+    note: str = ""
+
+
+class Fault(BaseModel):
+    kind: str
+    targets: list[str]
+    start: float
+    end: float = 0.0
+    detail: str = ""
+
+
+class ToolCall(BaseModel):
+    time: float
+    tool: str
+    arguments: dict[str, object]
+    meta: dict[str, object]
+
+
+Record = TypeVar("Record", bound=BaseModel)
+
+
+class Log:
+    """An append-only file of one kind of record."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file = path.open("a", buffering=1)
+
+    def write(self, record: BaseModel) -> None:
+        self._file.write(record.model_dump_json() + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read(path: Path, kind: type[Record]) -> list[Record]:
+    """Every whole record of the file (a line cut off by a kill is skipped)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(kind.model_validate(json.loads(line)))
+        except ValueError:
+            continue
+    return records
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,240 @@
+"""The deployment's processes on the bed's nodes, each in its node's namespace and process
+group: PostgreSQL, the Temporal dev server, `serve`s and `worker`s (each worker its own
+sandbox host with its own `SANDBOX_DIR`), the scripted backend and the bed's MCP server. A
+process can be paused (SIGSTOP to its group), resumed, killed with SIGKILL and started again
+on the same disk, or on a new empty one. Its output goes to a log file in the bed's
+directory; what the checker reads never comes from a node's own disk."""
+
+from __future__ import annotations
+
+import base64
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.cluster.network import BedError, Network, Node
+from models.visibility import SEARCH_ATTRIBUTES
+from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+PG_PORT = 5432
+TEMPORAL_PORT = 7233
+API_PORT = 8000
+BACKEND_PORT = 9000
+TOOLS_PORT = 9100
+SECRETS_KEY = base64.urlsafe_b64encode(bytes(range(32))).decode()
+"""The bed's key for secrets at rest (a fixed one: a run is thrown away)."""
+WORKFLOW_TASK_TIMEOUT_SECONDS = 5
+
+
+@dataclass
+class Process:
+    name: str
+    node: Node
+    argv: list[str]
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = ROOT
+    popen: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+
+    def start(self) -> Process:
+        with self.log.open("ab") as output:
+            self.popen = subprocess.Popen(
+                self.node.command(self.argv),
+                env=os.environ | self.env,
+                cwd=self.cwd,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.paused = False
+        return self
+
+    def _signal(self, number: signal.Signals) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, number)
+            except ProcessLookupError:
+                pass
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+        self.paused = False
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group, as a host that loses power."""
+        self._signal(signal.SIGKILL)
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired as error:
+                raise BedError(f"{self.name} did not die") from error
+        self.paused = False
+
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+
+def wait_listening(node: Node, port: int, what: str, seconds: float = 90, process: Process | None = None) -> None:
+    """Until `node:port` takes a connection (asked from inside the node's namespace, where the
+    address is reachable)."""
+    probe = f"import socket; socket.create_connection(({node.address!r}, {port}), timeout=1).close()"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process is not None and not process.alive:
+            raise BedError(f"{what} exited: see {process.log}")
+        done = subprocess.run(node.command([sys.executable, "-c", probe]), capture_output=True, timeout=30, check=False)
+        if done.returncode == 0:
+            return
+        time.sleep(0.3)
+    raise BedError(f"{what} did not listen on {node.address}:{port} within {seconds:.0f} s")
+
+
+class Deployment:
+    """Every process of the bed, by name, started on its node."""
+
+    def __init__(self, network: Network, directory: Path, *, serves: int, workers: int) -> None:
+        self.network = network
+        self.directory = directory
+        self.serve_names = [f"serve-{number}" for number in range(1, serves + 1)]
+        self.worker_names = [f"worker-{number}" for number in range(1, workers + 1)]
+        self.processes: dict[str, Process] = {}
+
+    @staticmethod
+    def node_names(serves: int, workers: int) -> list[str]:
+        return [
+            "postgres",
+            "temporal",
+            "backend",
+            "tools",
+            "client",
+            *(f"serve-{n}" for n in range(1, serves + 1)),
+            *(f"worker-{n}" for n in range(1, workers + 1)),
+        ]
+
+    def node(self, name: str) -> Node:
+        return self.network.nodes[name]
+
+    def url(self, name: str) -> str:
+        ports = {"backend": BACKEND_PORT, "tools": TOOLS_PORT}
+        return f"http://{self.node(name).address}:{ports.get(name, API_PORT)}"
+
+    @property
+    def database_url(self) -> str:
+        return f"postgresql://postgres@{self.node('postgres').address}:{PG_PORT}/postgres"
+
+    def _log(self, name: str) -> Path:
+        return self.directory / "logs" / f"{name}.log"
+
+    def start(self) -> Deployment:
+        (self.directory / "logs").mkdir(parents=True, exist_ok=True)
+        self._start_postgres()
+        self._start_temporal()
+        self._add(
+            "backend",
+            [sys.executable, "-m", "tests.support.scripted_backend", "--host", self.node("backend").address,
+             "--port", str(BACKEND_PORT), "--rate-limit", "20"],
+        ).start()  # fmt: skip
+        self._add(
+            "tools",
+            [sys.executable, "-m", "bench.cluster.tools_node", "--host", self.node("tools").address,
+             "--port", str(TOOLS_PORT), "--calls", str(self.directory / "history" / "tool_calls.jsonl")],
+        ).start()  # fmt: skip
+        wait_listening(self.node("backend"), BACKEND_PORT, "the backend", process=self.processes["backend"])
+        wait_listening(self.node("tools"), TOOLS_PORT, "the tools' server", process=self.processes["tools"])
+        for name in self.worker_names:
+            self._add(name, [self._cli(), "worker"], env=self._env(name)).start()
+        for name in self.serve_names:
+            serve = self._add(
+                name,
+                [self._cli(), "serve", "--host", self.node(name).address, "--port", str(API_PORT), "--open"],
+                env=self._env(name),
+            ).start()
+            wait_listening(self.node(name), API_PORT, name, process=serve)
+        return self
+
+    def _cli(self) -> str:
+        return str(Path(sys.executable).parent / "durable-responses")
+
+    def _env(self, name: str) -> dict[str, str]:
+        return {
+            "TEMPORAL_ADDRESS": f"{self.node('temporal').address}:{TEMPORAL_PORT}",
+            "DATABASE_URL": self.database_url,
+            "INFERENCE_BASE_URL": f"{self.url('backend')}/v1",
+            "INFERENCE_API_KEY": "bed",
+            "SECRETS_KEY": SECRETS_KEY,
+            "EGRESS_ALLOWLIST": f"{self.network.subnet}.0/24",
+            "WORKFLOW_TASK_TIMEOUT_SECONDS": str(WORKFLOW_TASK_TIMEOUT_SECONDS),
+            "SANDBOX_DIR": str(self.directory / "disks" / name / "containers"),
+            "LOG_LEVEL": "WARNING",
+        }
+
+    def _add(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
+        process = Process(name, self.node(name), argv, self._log(name), env or {})
+        self.processes[name] = process
+        return process
+
+    def _start_postgres(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            raise BedError("no PostgreSQL server binaries (Debian's `postgresql` package)")
+        binaries = Path(found[-1]).parent
+        disk = self.directory / "disks" / "postgres"
+        disk.mkdir(parents=True)
+        shutil.chown(disk, "postgres")
+        data = disk / "data"
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+        subprocess.run(
+            [*as_postgres, str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        with (data / "pg_hba.conf").open("a") as rules:
+            rules.write(f"host all all {self.network.subnet}.0/24 trust\n")
+        self._add(
+            "postgres",
+            [*as_postgres, str(binaries / "postgres"), "-D", str(data), "-p", str(PG_PORT), "-k", str(disk),
+             "-c", f"listen_addresses={self.node('postgres').address}", "-c", "max_connections=300"],
+        ).start()  # fmt: skip
+        wait_listening(self.node("postgres"), PG_PORT, "PostgreSQL", process=self.processes["postgres"])
+
+    def _start_temporal(self) -> None:
+        disk = self.directory / "disks" / "temporal"
+        disk.mkdir(parents=True)
+        self._add(
+            "temporal",
+            [temporal_binary(), "server", "start-dev", "--ip", "0.0.0.0",  # its namespace has loopback and the bridge alone
+             "--port", str(TEMPORAL_PORT), "--headless", "--db-filename", str(disk / "temporal.db"),
+             "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal", "--log-level", "error",
+             *dynamic_config_arguments(DEV_SERVER_CONFIG),
+             *(argument for key in SEARCH_ATTRIBUTES for argument in ("--search-attribute", f"{key.name}=Keyword"))],
+        ).start()  # fmt: skip
+        wait_listening(self.node("temporal"), TEMPORAL_PORT, "Temporal", process=self.processes["temporal"])
+
+    def restart(self, name: str, *, wait: bool = True) -> None:
+        """Killed (if alive) and started again on the same disk."""
+        process = self.processes[name]
+        process.kill()
+        process.start()
+        if wait and name in ("postgres", "temporal", *self.serve_names):
+            port = {"postgres": PG_PORT, "temporal": TEMPORAL_PORT}.get(name, API_PORT)
+            wait_listening(process.node, port, name, process=process)
+
+    def stop(self) -> None:
+        for process in reversed(list(self.processes.values())):
+            process.resume()
+            process.kill()

@@ -1,0 +1,288 @@
+"""The bed's client: a seeded mix of operations against the API nodes while the nemesis
+acts, then (once the bed says every fault is healed) a reading of every response it was
+told was made. It runs inside the client node's namespace and logs to the bed's history.
+
+Operations, each on an API node picked at random for each call:
+- `text`: a background response, polled to its end;
+- `stream`: a background response streamed to its end (a cut stream is polled instead);
+- `approval`: a background response whose model calls the destructive `write_note` through
+  the bed's MCP server with approval required; once it waits, approved
+  (`POST /v1/responses/{id}/approvals`), polled to its end;
+- `chain`: two responses, the second continuing the first.
+
+A refusal (429, 503 with `retry-after`) is retried after a pause; every answer, and every
+call that got none, is logged.
+
+    python -m bench.cluster.workload --apis URL,URL --tools URL --history DIR --seconds N --seed S"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+from openai.types.responses import Response
+
+from bench.cluster.history import Answer, Final, Log, Operation, now
+
+TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
+CALL_SECONDS = 15.0
+OPERATION_SECONDS = 120.0
+"""An operation gives up (its responses are still read at the end) after this long."""
+FINAL_SECONDS = 180.0
+"""How long, once healed, every response has to reach a terminal status."""
+
+
+class Client:
+    def __init__(self, apis: list[str], tools_url: str, rng: random.Random) -> None:
+        self.apis = apis
+        self.tools_url = tools_url
+        self.rng = rng
+        self.sdks = {
+            api: openai.AsyncOpenAI(base_url=f"{api}/v1", api_key="bed", max_retries=0, timeout=CALL_SECONDS)
+            for api in apis
+        }
+
+    async def call(self, operation: Operation, name: str, act: Any) -> Any:
+        """`act(sdk)` on a random API node, retried past refusals and lost answers until the
+        operation's time is up; each try logged. Raises TimeoutError when it is up."""
+        while now() - operation.start < OPERATION_SECONDS:
+            api = self.rng.choice(self.apis)
+            try:
+                result = await act(self.sdks[api])
+            except openai.APIStatusError as error:
+                operation.answers.append(
+                    Answer(
+                        api=api,
+                        call=name,
+                        status=error.status_code,
+                        retry_after=error.response.headers.get("retry-after"),
+                        error=str(error)[:200],
+                    )
+                )
+                if error.status_code not in (408, 429, 502, 503, 504):
+                    raise
+            except (openai.APIConnectionError, openai.APITimeoutError) as error:
+                operation.answers.append(Answer(api=api, call=name, error=type(error).__name__))
+            else:
+                operation.answers.append(Answer(api=api, call=name, status=200))
+                return result
+            await asyncio.sleep(0.5 + self.rng.random())
+        raise TimeoutError(name)
+
+    async def create(self, operation: Operation, **body: Any) -> Response:
+        """A response made: a create that got no answer may have made one that the client will
+        never know of (logged as unknown); one that did is remembered."""
+        response: Response = await self.call(operation, "create", lambda sdk: sdk.responses.create(**body))
+        operation.response_ids.append(response.id)
+        return response
+
+    async def ended(self, operation: Operation, response_id: str, until: Any = None) -> Response:
+        while True:
+            response: Response = await self.call(operation, "retrieve", lambda sdk: sdk.responses.retrieve(response_id))
+            if response.status in TERMINAL or (until is not None and until(response)):
+                return response
+            await asyncio.sleep(0.3)
+
+    def tools(self) -> list[Any]:
+        return [
+            {"type": "mcp", "server_label": "bed", "server_url": f"{self.tools_url}/mcp", "require_approval": "always"}
+        ]
+
+
+async def run_text(client: Client, operation: Operation) -> None:
+    said = f"hello {operation.id}"
+    operation.expected_text = f"echo: {said}"
+    created = await client.create(operation, model="echo", input=said, background=True)
+    await client.ended(operation, created.id)
+
+
+async def run_stream(client: Client, operation: Operation) -> None:
+    said = f"stream {operation.id}"
+    operation.expected_text = f"echo: {said}"
+    api = client.rng.choice(client.apis)
+    response_id = ""
+    try:
+        stream = await client.sdks[api].responses.create(model="echo", input=said, background=True, stream=True)
+        async for event in stream:
+            if event.type == "response.created":
+                response_id = event.response.id
+                operation.response_ids.append(response_id)
+            if event.type in ("response.completed", "response.failed", "response.incomplete"):
+                break
+        operation.answers.append(Answer(api=api, call="stream", status=200))
+    except openai.APIStatusError as error:
+        operation.answers.append(
+            Answer(
+                api=api, call="stream", status=error.status_code, retry_after=error.response.headers.get("retry-after")
+            )
+        )
+    except (openai.APIConnectionError, openai.APITimeoutError) as error:
+        operation.answers.append(Answer(api=api, call="stream", error=type(error).__name__))
+    if response_id:
+        await client.ended(operation, response_id)
+
+
+async def run_approval(client: Client, operation: Operation) -> None:
+    arguments = {"key": operation.id, "text": f"note {operation.id}"}
+    created = await client.create(
+        operation, model="calls/write_note", input=json.dumps(arguments), tools=client.tools(), background=True
+    )
+    waiting = await client.ended(
+        operation, created.id, until=lambda r: any(item.type == "mcp_approval_request" for item in r.output)
+    )
+    requests = [item for item in waiting.output if item.type == "mcp_approval_request"]
+    if not requests:
+        operation.note = f"ended {waiting.status} without asking for approval"
+        return
+    operation.approved_key = operation.id
+    operation.expected_text = f"done: wrote {operation.id}"
+    await decide(client, operation, created.id, requests[0].id, approve=True)
+    await client.ended(operation, created.id)
+
+
+async def decide(client: Client, operation: Operation, response_id: str, request_id: str, *, approve: bool) -> None:
+    """An approval the background response waits for, decided (`POST .../approvals`)."""
+    body = {"approval_request_id": request_id, "approve": approve}
+    await client.call(
+        operation,
+        "approve" if approve else "reject",
+        lambda sdk: sdk.post(f"/responses/{response_id}/approvals", body=body, cast_to=httpx.Response),
+    )
+
+
+async def run_chain(client: Client, operation: Operation) -> None:
+    first = await client.create(operation, model="echo", input=f"first {operation.id}", background=True)
+    await client.ended(operation, first.id)
+    said = f"second {operation.id}"
+    operation.expected_text = f"echo: {said}"
+    second = await client.create(operation, model="echo", input=said, previous_response_id=first.id, background=True)
+    await client.ended(operation, second.id)
+
+
+RUNS = {"text": run_text, "stream": run_stream, "approval": run_approval, "chain": run_chain}
+
+
+async def run_one(client: Client, operation: Operation, log: Log) -> None:
+    try:
+        await RUNS[operation.kind](client, operation)
+        operation.outcome = "done"
+    except TimeoutError:
+        operation.outcome = "given_up"
+    except openai.APIStatusError as error:
+        operation.outcome = "refused"
+        operation.note = f"{error.status_code}: {str(error)[:200]}"
+    operation.end = now()
+    log.write(operation)
+
+
+def waiting_for_approval(response: Response) -> str | None:
+    """The approval request a background response waits for, if it does."""
+    if response.status == "in_progress" and response.output and response.output[-1].type == "mcp_approval_request":
+        return response.output[-1].id
+    return None
+
+
+async def settle(client: Client, response_ids: list[str], deadline: float) -> dict[str, Response]:
+    """Each response read over and over, in rounds, until it ends or the time is up. One left
+    waiting for approval (its operation gave up first) is refused its call: it ends, and the
+    call never runs."""
+    ended: dict[str, Response] = {}
+    pending = list(dict.fromkeys(response_ids))
+    looking = asyncio.Semaphore(8)
+    refusals = Operation(id="final", kind="approval", start=now())
+
+    async def look(response_id: str) -> None:
+        async with looking:
+            try:
+                response = await client.sdks[client.rng.choice(client.apis)].responses.retrieve(response_id)
+            except openai.APIError:
+                return
+            if response.status in TERMINAL:
+                ended[response_id] = response
+            elif (request := waiting_for_approval(response)) is not None:
+                refusals.start = now()
+                with contextlib.suppress(TimeoutError, openai.APIError):
+                    await decide(client, refusals, response_id, request, approve=False)
+
+    while pending and now() < deadline:
+        await asyncio.gather(*(look(response_id) for response_id in pending))
+        pending = [response_id for response_id in pending if response_id not in ended]
+        if pending:
+            await asyncio.sleep(1)
+    return ended
+
+
+async def final(client: Client, response_id: str, stored: Response | None) -> Final:
+    """The response once healed: its end, and its event log against what is stored."""
+    if stored is None:
+        return Final(response_id=response_id, status=None)
+    record = Final(
+        response_id=response_id,
+        status=stored.status,
+        output_text=stored.output_text,
+        approval_requests=[item.id for item in stored.output if item.type == "mcp_approval_request"],
+        tool_calls=[str(getattr(item, "status", None) or "") for item in stored.output if item.type == "mcp_call"],
+    )
+    sdk = client.sdks[client.rng.choice(client.apis)]
+    try:
+        events = [event async for event in await sdk.responses.retrieve(response_id, stream=True)]
+    except openai.APIError as error:
+        record.note = f"its log could not be read: {str(error)[:200]}"
+        return record
+    numbers = [event.sequence_number for event in events]
+    record.log_gaps = numbers != list(range(len(numbers)))
+    last = events[-1] if events else None
+    ended = getattr(last, "response", None)
+    record.log_matches = ended is not None and ended.model_dump() == stored.model_dump()
+    return record
+
+
+async def main_async(options: argparse.Namespace) -> None:
+    rng = random.Random(options.seed)
+    client = Client(options.apis.split(","), options.tools, rng)
+    history = Path(options.history)
+    operations = Log(history / "operations.jsonl")
+    deadline = now() + options.seconds
+    accepted: list[str] = []
+    numbers = iter(range(1_000_000))
+
+    async def loop() -> None:
+        while now() < deadline:
+            kind = rng.choice(list(RUNS))
+            operation = Operation(id=f"op{next(numbers)}-{options.seed}", kind=kind, start=now())
+            await run_one(client, operation, operations)
+            accepted.extend(operation.response_ids)
+
+    await asyncio.gather(*(loop() for _ in range(options.concurrency)))
+    operations.close()
+    (history / "workload_done").touch()
+    while not (history / "healed").exists():
+        await asyncio.sleep(0.5)
+    finals = Log(history / "finals.jsonl")
+    ended = await settle(client, accepted, now() + FINAL_SECONDS)
+    for response_id in dict.fromkeys(accepted):
+        finals.write(await final(client, response_id, ended.get(response_id)))
+    finals.close()
+    (history / "finals_done").touch()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--apis", required=True)
+    parser.add_argument("--tools", required=True)
+    parser.add_argument("--history", required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, default=6)
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

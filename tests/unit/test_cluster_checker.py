@@ -1,0 +1,62 @@
+"""The bed's checker (`bench/cluster/checker.py`) names each property a history breaks, and
+none of a history that keeps them all."""
+
+from __future__ import annotations
+
+from bench.cluster.checker import check
+from bench.cluster.history import Answer, Fault, Final, Operation, ToolCall
+
+
+def _approved(key: str, text: str = "") -> tuple[Operation, Final]:
+    operation = Operation(
+        id=key, kind="approval", start=100.0, end=110.0, response_ids=[f"resp_{key}"], approved_key=key,
+        expected_text=f"done: wrote {key}",
+    )  # fmt: skip
+    return operation, Final(response_id=f"resp_{key}", status="completed", output_text=text or f"done: wrote {key}")
+
+
+def _write(key: str) -> ToolCall:
+    return ToolCall(time=105.0, tool="write_note", arguments={"key": key, "text": "t"}, meta={})
+
+
+def _properties(violations: list[dict]) -> list[str]:
+    return sorted(violation["property"] for violation in violations)
+
+
+def test_a_history_that_keeps_every_property_has_no_violation():
+    operation, final = _approved("op1")
+    text = Operation(id="op2", kind="text", start=100, end=101, response_ids=["resp_t"], expected_text="echo: x")
+    text.answers = [
+        Answer(api="a", call="create", status=503, retry_after="1"),
+        Answer(api="b", call="create", status=200),
+    ]
+    finals = [final, Final(response_id="resp_t", status="completed", output_text="echo: x", log_matches=True)]
+    assert check([operation, text], finals, [_write("op1")], []) == []
+
+
+def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_it():
+    twice, twice_final = _approved("op1")
+    unseen, unseen_final = _approved("op2")
+    lost = Operation(id="op3", kind="text", start=100, end=101, response_ids=["resp_lost"])
+    wrong = Operation(id="op4", kind="text", start=100, end=101, response_ids=["resp_w"], expected_text="echo: a")
+    wrong.answers = [Answer(api="a", call="create", status=500), Answer(api="a", call="create", status=503)]
+    torn = Operation(id="op5", kind="stream", start=100, end=101, response_ids=["resp_torn", "resp_lost"])
+    finals = [
+        twice_final,
+        unseen_final,
+        Final(response_id="resp_lost", status=None),
+        Final(response_id="resp_w", status="completed", output_text="echo: b"),
+        Final(response_id="resp_torn", status="completed", log_matches=False),
+    ]
+    calls = [_write("op1"), _write("op1"), _write("nobody")]
+    faults = [
+        Fault(kind="pause", targets=["worker-1"], start=104, end=112),
+        Fault(kind="loss", targets=["x"], start=1, end=2),
+    ]
+    violations = check([twice, unseen, lost, wrong, torn], finals, calls, faults)
+    assert _properties(violations) == [
+        "answer", "approved_only", "at_most_once", "log_matches", "no_500", "no_500", "side_effect_seen",
+        "terminal", "terminal", "unique_ids",
+    ]  # fmt: skip
+    at_most_once = next(violation for violation in violations if violation["property"] == "at_most_once")
+    assert at_most_once["operations"] == ["op1"] and at_most_once["faults"] == ["pause worker-1"]
