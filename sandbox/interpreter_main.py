@@ -46,9 +46,10 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(fresh, path)
 
 
-def _watch_interrupts(current: dict[str, str | None]) -> None:
+def _watch_interrupts(current: dict[str, Any]) -> None:
     """A real SIGINT, not `_thread.interrupt_main`: a signal also ends a blocking call (a
-    `time.sleep`), where the simulated one waits for it."""
+    `time.sleep`), where the simulated one waits for it. Sent again every half second while the
+    call runs (its code may catch the first); `_interrupter` makes one that comes late harmless."""
     while True:
         call_id = current.get("call_id")
         if call_id and (CONTROL / "interrupts" / call_id).exists():
@@ -56,6 +57,37 @@ def _watch_interrupts(current: dict[str, str | None]) -> None:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.5)
         time.sleep(0.1)
+
+
+def _interrupter(current: dict[str, Any]) -> Any:
+    """The SIGINT handler: a `KeyboardInterrupt` only while the code of the call asked to stop
+    runs (`current["running"]`, set and cleared inside `_call`'s try). A signal that arrives
+    later (the watcher saw the call still running, and the machine was slow to deliver it) is
+    ignored: raised in the interpreter's own bookkeeping, it ended the process with no status
+    written for the call."""
+
+    def interrupt(_number: int, _frame: Any) -> None:
+        if current["running"] and current["interrupted"] == current["call_id"]:
+            raise KeyboardInterrupt
+
+    return interrupt
+
+
+def _call(code: str, namespace: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """One call run: whether it raised, and whether it was interrupted."""
+    status: dict[str, Any] = {"error": None, "interrupted": False}
+    try:
+        current["running"] = True
+        try:
+            _run(code, namespace)
+        finally:
+            current["running"] = False
+    except KeyboardInterrupt:
+        status["interrupted"] = current["interrupted"] == current["call_id"]
+        status["error"] = "KeyboardInterrupt"
+    except BaseException:  # noqa: BLE001 - the call's error is its output, the interpreter goes on
+        status["error"] = _error_text()
+    return status
 
 
 def _keep_output(source: int, path: Path, counted: dict[str, int]) -> None:
@@ -111,7 +143,8 @@ def serve() -> None:
     for name in ("requests", "taken", "runs", "interrupts"):
         (CONTROL / name).mkdir(exist_ok=True)
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    current: dict[str, str | None] = {"call_id": None, "interrupted": None}
+    current: dict[str, Any] = {"call_id": None, "interrupted": None, "running": False}
+    signal.signal(signal.SIGINT, _interrupter(current))
     threading.Thread(target=_watch_interrupts, args=(current,), daemon=True).start()
     saved_out, saved_err = os.dup(1), os.dup(2)
     _write_atomically(CONTROL / "ready", str(os.getpid()))
@@ -139,34 +172,26 @@ def serve() -> None:
         counted = {"bytes": 0}
         keeper = threading.Thread(target=_keep_output, args=(reading, run / "output", counted), daemon=True)
         keeper.start()
-        status: dict[str, Any] = {"error": None, "interrupted": False}
         current["call_id"], current["interrupted"] = call_id, None
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(writing, 1)
         os.dup2(writing, 2)
         os.close(writing)
+        status = _call(request["code"], namespace, current)
+        current["call_id"] = None
         try:
-            _run(request["code"], namespace)
-        except KeyboardInterrupt:
-            status["interrupted"] = current["interrupted"] == call_id
-            status["error"] = "KeyboardInterrupt"
-        except BaseException:  # noqa: BLE001 - the call's error is its output, the interpreter goes on
-            status["error"] = _error_text()
-        finally:
-            current["call_id"] = None
-            try:
-                status["figures"] = _save_figures(call_id, request["code"])
-            except Exception as error:  # noqa: BLE001
-                status["figures"] = []
-                status["figure_error"] = f"{type(error).__name__}: {error}"
-            if status["error"] and not status["interrupted"]:
-                sys.stderr.write(status["error"])
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved_out, 1)
-            os.dup2(saved_err, 2)
-            keeper.join(2.0)  # a process the call started may hold its output open: not waited for
+            status["figures"] = _save_figures(call_id, request["code"])
+        except Exception as error:  # noqa: BLE001
+            status["figures"] = []
+            status["figure_error"] = f"{type(error).__name__}: {error}"
+        if status["error"] and not status["interrupted"]:
+            sys.stderr.write(status["error"])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved_out, 1)
+        os.dup2(saved_err, 2)
+        keeper.join(2.0)  # a process the call started may hold its output open: not waited for
         status["output_bytes"] = counted["bytes"]
         _write_atomically(run / "status.json", json.dumps(status))
 
