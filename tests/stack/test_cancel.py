@@ -129,7 +129,9 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
 ):
     """Cancels at many moments of a model call, or of a running tool call: each response's
     workflow ends Canceled with no failed workflow task (red in the Temporal UI) in its
-    history, and promptly (it does not wait out a timer when Temporal's cancel came first)."""
+    history, and promptly: it never waits out a timer once Temporal's cancel has come (told by
+    the order of its history's events, not by the clock: on a loaded machine Temporal's cancel
+    may come late, and the wait for it then rightly runs out)."""
     never = [{"type": "mcp", "server_label": "tools", "server_url": mcp_server.url, "require_approval": "never"}]
     delays = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8]
     async with stack.sdk(timeout=30) as client:
@@ -147,14 +149,13 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
             if where == "tool_call":
                 await eventually(lambda: {"seconds": seconds} in mcp_server.calls_of("slow"), "the call to start")
             await asyncio.sleep(delay)
-            started = asyncio.get_running_loop().time()
             await client.responses.cancel(created.id)
             with contextlib.suppress(WorkflowFailureError):
                 await stack.client.get_workflow_handle(created.id).result()
-            return created.id, asyncio.get_running_loop().time() - started
+            return created.id
 
         ended = await asyncio.gather(*(cancelled_after(index, delay) for index, delay in enumerate(delays)))
-    for response_id, took in ended:
+    for response_id in ended:
         handle = stack.client.get_workflow_handle(response_id)
         assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
         events = (await handle.fetch_history()).events
@@ -164,4 +165,11 @@ async def test_no_cancel_leaves_a_failed_workflow_task(
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
         ]
         assert failed == [], (response_id, failed)
-        assert took < 1.9, f"{response_id} took {took:.2f} s to end after its cancel"
+        kinds = [event.event_type for event in events]
+        cancel_came = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED)
+        fired_after = [
+            index
+            for index, kind in enumerate(kinds)
+            if kind == EventType.EVENT_TYPE_TIMER_FIRED and index > cancel_came
+        ]
+        assert fired_after == [], f"{response_id} waited out a timer after Temporal's cancel had come"

@@ -8,7 +8,11 @@ import asyncio
 from store.leases import Leases
 from store.opening import open_database
 from tests.support.stack import EmptyStore
+from tests.support.waiting import eventually
 from worker.housekeeping import keep_house
+
+ROUND = 0.4
+"""Seconds a round: a holder renews its lease (2.5 rounds) in time even on a loaded machine."""
 
 
 async def test_one_worker_of_two_runs_each_chore_and_the_other_takes_over_when_it_stops(store: EmptyStore):
@@ -24,17 +28,21 @@ async def test_one_worker_of_two_runs_each_chore_and_the_other_takes_over_when_i
 
     stops = {"first": asyncio.Event(), "second": asyncio.Event()}
     try:
-        first = asyncio.create_task(keep_house(chores("first"), 0.1, stops["first"], leases=Leases(db), holder="first"))
-        await asyncio.sleep(0.05)
-        second = asyncio.create_task(
-            keep_house(chores("second"), 0.1, stops["second"], leases=Leases(db), holder="second")
+        # Each step waits for what it needs to have happened (a run, five more), however slow
+        # the machine: the first has its lease before the second starts.
+        first = asyncio.create_task(
+            keep_house(chores("first"), ROUND, stops["first"], leases=Leases(db), holder="first")
         )
-        await asyncio.sleep(1.0)
-        assert runs["first"] >= 5 and runs["second"] == 0, runs
+        await eventually(lambda: runs["first"] >= 1, "the first worker's first run")
+        second = asyncio.create_task(
+            keep_house(chores("second"), ROUND, stops["second"], leases=Leases(db), holder="second")
+        )
+        await eventually(lambda: runs["first"] >= 6, "five more runs of the first worker")
+        assert runs["second"] == 0, runs
         stops["first"].set()
         await first
-        await asyncio.sleep(1.0)  # its lease (2.5 rounds) runs out; the second takes it
-        assert runs["second"] >= 3, runs
+        # its lease (2.5 rounds) runs out; the second takes it
+        await eventually(lambda: runs["second"] >= 3, "the second worker's runs once the first stopped")
         stops["second"].set()
         await second
     finally:
@@ -66,12 +74,11 @@ async def test_a_chore_with_nothing_due_takes_no_lease_and_writes_nothing(store:
         keeping = asyncio.create_task(
             keep_house({"deliveries": deliver}, 0.05, stop, leases=Leases(db), holder="one", due={"deliveries": due})
         )
-        await asyncio.sleep(0.5)
-        assert checks >= 3 and runs == 0, (checks, runs)
+        await eventually(lambda: checks >= 3, "three rounds")
+        assert runs == 0
         assert await leases_held() == []
         work.set()
-        await asyncio.sleep(0.5)
-        assert runs >= 3
+        await eventually(lambda: runs >= 3, "three rounds with work")
         assert [tuple(row) for row in await leases_held()] == [("deliveries", "one")]
         stop.set()
         await keeping
