@@ -7,7 +7,8 @@ the operations it concerns and the faults around them. Properties:
 - `unique_ids`: no response id was handed out twice;
 - `answer`: a completed operation's last response says what its model said;
 - `at_most_once`: the destructive tool ran at most once for each approved call;
-- `approved_only`: the destructive tool never ran for a call nobody approved;
+- `approved_only`: the destructive tool never ran for a call nobody approved (or one whose
+  approval never reached its response, which was refused once healed);
 - `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
 
@@ -74,8 +75,15 @@ def check(
             writes[str(call.arguments.get("key"))] += 1
     approved = {operation.approved_key: operation for operation in operations if operation.approved_key}
     by_id = {operation.id: operation for operation in operations}
+    refused = {
+        operation.approved_key
+        for operation in approved.values()
+        if any(
+            final_of[response_id].rejected_at_end for response_id in operation.response_ids if response_id in final_of
+        )
+    }
     for key, count in writes.items():
-        if key not in approved:
+        if key not in approved or key in refused:
             violated("approved_only", by_id.get(key), f"write_note ran {count}x for {key}, never approved")
         elif count > 1:
             violated("at_most_once", approved[key], f"write_note ran {count}x for {key}")

@@ -53,6 +53,8 @@ class Final(BaseModel):
     approval_requests: list[str] = Field(default_factory=list)
     tool_calls: list[str] = Field(default_factory=list)
     """The `mcp_call` items' status: "completed", "failed", "incomplete"..."""
+    rejected_at_end: bool = False
+    """Still waiting for approval once healed (its operation gave up first), and refused then."""
     note: str = ""
 
 

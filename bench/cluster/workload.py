@@ -189,7 +189,7 @@ def waiting_for_approval(response: Response) -> str | None:
     return None
 
 
-async def settle(client: Client, response_ids: list[str], deadline: float) -> dict[str, Response]:
+async def settle(client: Client, response_ids: list[str], deadline: float, rejected: set[str]) -> dict[str, Response]:
     """Each response read over and over, in rounds, until it ends or the time is up. One left
     waiting for approval (its operation gave up first) is refused its call: it ends, and the
     call never runs."""
@@ -210,6 +210,7 @@ async def settle(client: Client, response_ids: list[str], deadline: float) -> di
                 refusals.start = now()
                 with contextlib.suppress(TimeoutError, openai.APIError):
                     await decide(client, refusals, response_id, request, approve=False)
+                    rejected.add(response_id)  # answered: it waited, so no approval had reached it
 
     while pending and now() < deadline:
         await asyncio.gather(*(look(response_id) for response_id in pending))
@@ -219,12 +220,13 @@ async def settle(client: Client, response_ids: list[str], deadline: float) -> di
     return ended
 
 
-async def final(client: Client, response_id: str, stored: Response | None) -> Final:
+async def final(client: Client, response_id: str, stored: Response | None, rejected: bool) -> Final:
     """The response once healed: its end, and its event log against what is stored."""
     if stored is None:
-        return Final(response_id=response_id, status=None)
+        return Final(response_id=response_id, status=None, rejected_at_end=rejected)
     record = Final(
         response_id=response_id,
+        rejected_at_end=rejected,
         status=stored.status,
         output_text=stored.output_text,
         approval_requests=[item.id for item in stored.output if item.type == "mcp_approval_request"],
@@ -266,9 +268,10 @@ async def main_async(options: argparse.Namespace) -> None:
     while not (history / "healed").exists():
         await asyncio.sleep(0.5)
     finals = Log(history / "finals.jsonl")
-    ended = await settle(client, accepted, now() + FINAL_SECONDS)
+    rejected: set[str] = set()
+    ended = await settle(client, accepted, now() + FINAL_SECONDS, rejected)
     for response_id in dict.fromkeys(accepted):
-        finals.write(await final(client, response_id, ended.get(response_id)))
+        finals.write(await final(client, response_id, ended.get(response_id), response_id in rejected))
     finals.close()
     (history / "finals_done").touch()
 

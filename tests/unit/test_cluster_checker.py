@@ -48,14 +48,17 @@ def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_
         Final(response_id="resp_w", status="completed", output_text="echo: b"),
         Final(response_id="resp_torn", status="completed", log_matches=False),
     ]
-    calls = [_write("op1"), _write("op1"), _write("nobody")]
+    late, late_final = _approved("op6")
+    late_final.rejected_at_end = True  # its approval never reached it: refused once healed
+    finals.append(late_final)
+    calls = [_write("op1"), _write("op1"), _write("nobody"), _write("op6")]
     faults = [
         Fault(kind="pause", targets=["worker-1"], start=104, end=112),
         Fault(kind="loss", targets=["x"], start=1, end=2),
     ]
-    violations = check([twice, unseen, lost, wrong, torn], finals, calls, faults)
+    violations = check([twice, unseen, lost, wrong, torn, late], finals, calls, faults)
     assert _properties(violations) == [
-        "answer", "approved_only", "at_most_once", "log_matches", "no_500", "no_500", "side_effect_seen",
+        "answer", "approved_only", "approved_only", "at_most_once", "log_matches", "no_500", "no_500", "side_effect_seen",
         "terminal", "terminal", "unique_ids",
     ]  # fmt: skip
     at_most_once = next(violation for violation in violations if violation["property"] == "at_most_once")
