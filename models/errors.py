@@ -23,8 +23,9 @@
     │   │   └── ContainerEndedError       a container that expired or was deleted takes no file
     │   ├── BadGatewayError               502  a backend answered what cannot be used (a moderation
     │   │                                      model's answer that is no verdict)
-    │   └── UnavailableError              503  Temporal or a worker cannot be reached
-    │       ├── OverloadedError           503  with `retry-after`: as many responses in flight as
+    │   └── UnavailableError              503  with `retry-after`: Temporal, the store or a worker
+    │       │                                  cannot be reached for a moment
+    │       ├── OverloadedError           503  as many responses in flight as
     │       │                                  this API process takes
     │       └── StoppingError             503  with `x-should-retry: false`: the process stopped
     │                                          while the response ran on (a retry would start
@@ -213,8 +214,19 @@ class ContainerEndedError(ConflictError):
 
 
 class UnavailableError(ApiError):
+    """Unavailable for a moment: the answer says when to try again (`retry-after`)."""
+
     status_code = 503
     error_type = "server_error"
+
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, retry_after_seconds: int = 1
+    ) -> None:
+        super().__init__(message, param=param, code=code)
+        self.retry_after_seconds = retry_after_seconds
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(self.retry_after_seconds)}
 
 
 class BadGatewayError(ApiError):
@@ -226,11 +238,7 @@ class BadGatewayError(ApiError):
 
 class OverloadedError(UnavailableError):
     def __init__(self, message: str, *, retry_after_seconds: int = 1) -> None:
-        super().__init__(message, code="server_overloaded")
-        self.retry_after_seconds = retry_after_seconds
-
-    def headers(self) -> dict[str, str]:
-        return {"retry-after": str(self.retry_after_seconds)}
+        super().__init__(message, code="server_overloaded", retry_after_seconds=retry_after_seconds)
 
 
 class StoppingError(UnavailableError):

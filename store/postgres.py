@@ -84,25 +84,20 @@ RECONNECT_PAUSE_SECONDS = 0.1
 
 
 def _disconnections() -> tuple[type[BaseException], ...]:
-    """What asyncpg raises when the server went away, or does not take connections yet."""
+    """What asyncpg raises when the server went away, or does not take connections yet, or
+    when a connection it dropped under a statement was left mid-operation (its protocol then
+    refuses the next one with an `InternalClientError`)."""
     import asyncpg
 
     return (
         OSError,
         asyncpg.ConnectionDoesNotExistError,
         asyncpg.InterfaceError,
+        asyncpg.InternalClientError,
         asyncpg.CannotConnectNowError,
         asyncpg.AdminShutdownError,
         asyncpg.ConnectionFailureError,
     )
-
-
-def _internal_client_error() -> type[BaseException]:
-    """A pooled connection left mid-operation (its server went away under a cancelled query)."""
-    import asyncpg
-
-    error: type[BaseException] = asyncpg.InternalClientError
-    return error
 
 
 async def _released(pool: Any, connection: Any) -> None:
@@ -111,6 +106,16 @@ async def _released(pool: Any, connection: Any) -> None:
     dropped is replaced by the pool."""
     with contextlib.suppress(Exception):
         await asyncio.shield(pool.release(connection))
+
+
+def _terminated(connection: Any) -> None:
+    """Close a connection that failed so it is never handed out again (the pool opens a new
+    one). One its server dropped, asyncpg has already given back to the pool: its proxy then
+    refuses every call, and there is nothing left to close."""
+    import asyncpg
+
+    with contextlib.suppress(asyncpg.InterfaceError):
+        connection.terminate()
 
 
 async def _pause_or_give_up(error: BaseException, deadline: float) -> None:
@@ -171,15 +176,15 @@ class PostgresDatabase:
         while True:
             try:
                 connection = await pool.acquire()
-            except (*_disconnections(), _internal_client_error()) as error:
+            except _disconnections() as error:
                 await _pause_or_give_up(error, deadline)
                 continue
             try:
                 transaction = connection.transaction(readonly=readonly)
                 await transaction.start()
                 break
-            except (*_disconnections(), _internal_client_error()) as error:
-                connection.terminate()  # never handed out again: the pool opens a new one
+            except _disconnections() as error:
+                _terminated(connection)
                 await _released(pool, connection)
                 await _pause_or_give_up(error, deadline)
             except BaseException:  # cancelled while beginning: the connection goes back all the same

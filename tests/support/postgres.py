@@ -9,6 +9,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +30,17 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def _still_running(data: Path) -> bool:
+    """Whether a process of this server is left: each one works in its data directory."""
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if cwd.readlink() == data:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class PostgresServer:
@@ -79,6 +91,28 @@ class PostgresServer:
             "-w",
             "-m",
             "fast",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+        )
+
+    def crash(self) -> None:
+        """kill -9 of the postmaster, as a lost host does it: each backend ends its connection
+        with "unexpected postmaster exit", whatever it was doing. Returns once none is left."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _still_running(self.data) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # None of its processes is left, but the dead postmaster may wait as a zombie for its
+        # reaper, and a new one refuses a lock file whose process still exists.
+        for lock in [self.data / "postmaster.pid", *self.root.glob(".s.PGSQL.*")]:
+            lock.unlink(missing_ok=True)
+
+    def start_again(self) -> None:
+        """After `crash`: the same data, the same port; the server recovers from its WAL."""
+        self._pg_ctl(
+            "start",
+            "-w",
             "-o",
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
         )
