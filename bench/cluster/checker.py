@@ -6,10 +6,12 @@ the operations it concerns and the faults around them. Properties:
   numbers run without a gap or a repeat;
 - `unique_ids`: no response id was handed out twice;
 - `answer`: a completed operation's last response says what its model said;
-- `at_most_once`: the destructive tool ran at most once for each approved call;
+- `at_most_once`: the destructive tool ran at most once for each approved call, and a command
+  at most once for its call (its container's notes say so);
 - `approved_only`: the destructive tool never ran for a call nobody approved (or one whose
   approval never reached its response, which was refused once healed);
 - `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
+  one that reports its command ran had it noted in its container;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ def check(
                 violated("no_500", operation, f"{answer.call} on {answer.api}: {answer.status} {answer.error}")
             if answer.status == 503 and not answer.retry_after:
                 violated("no_500", operation, f"{answer.call} on {answer.api}: 503 without retry-after")
+        if last is not None and last.command_runs is not None:
+            if last.command_runs > 1:
+                violated("at_most_once", operation, f"the command ran {last.command_runs}x")
+            said_ran = any(f"exit 0: ran {operation.id}" in output for output in last.command_outputs)
+            if said_ran and last.command_runs == 0:
+                violated("side_effect_seen", operation, "the response reports a run its container never noted")
 
     writes: Counter[str] = Counter()
     for call in tool_calls:

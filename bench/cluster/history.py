@@ -25,7 +25,7 @@ class Answer(BaseModel):
 
 class Operation(BaseModel):
     id: str
-    kind: Literal["text", "stream", "approval", "chain"]
+    kind: Literal["text", "stream", "approval", "chain", "command"]
     start: float
     end: float = 0.0
     response_ids: list[str] = Field(default_factory=list)
@@ -55,6 +55,11 @@ class Final(BaseModel):
     """The `mcp_call` items' status: "completed", "failed", "incomplete"..."""
     rejected_at_end: bool = False
     """Still waiting for approval once healed (its operation gave up first), and refused then."""
+    command_outputs: list[str] = Field(default_factory=list)
+    """The `shell_call_output` items' outcomes: "exit 0: <stdout>", "timeout"..."""
+    command_runs: int | None = None
+    """How often its container's command ran, as the container's `/mnt/data/runs` says (one
+    line a run); None: the response ran no command, or the file could not be read."""
     note: str = ""
 
 

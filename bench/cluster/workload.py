@@ -8,7 +8,9 @@ Operations, each on an API node picked at random for each call:
 - `approval`: a background response whose model calls the destructive `write_note` through
   the bed's MCP server with approval required; once it waits, approved
   (`POST /v1/responses/{id}/approvals`), polled to its end;
-- `chain`: two responses, the second continuing the first.
+- `chain`: two responses, the second continuing the first;
+- `command`: a background response whose model runs a shell command in a container of its
+  own (`container_auto`), placed on one of the workers' hosts.
 
 A refusal (429, 503 with `retry-after`) is retried after a pause; every answer, and every
 call that got none, is logged.
@@ -166,7 +168,25 @@ async def run_chain(client: Client, operation: Operation) -> None:
     await client.ended(operation, second.id)
 
 
-RUNS = {"text": run_text, "stream": run_stream, "approval": run_approval, "chain": run_chain}
+RUNS_FILE = "/mnt/data/runs"
+"""Where a command notes each of its runs, in its own container (read through the API)."""
+
+
+async def run_command(client: Client, operation: Operation) -> None:
+    """A shell command in a container of its own, on whichever worker's host it is placed:
+    it notes its run in the container, then says it ran."""
+    command = f"echo {operation.id} >> {RUNS_FILE} && echo ran {operation.id}"
+    created = await client.create(
+        operation,
+        model="calls/shell",
+        input=json.dumps({"commands": [command]}),
+        tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
+        background=True,
+    )
+    await client.ended(operation, created.id)
+
+
+RUNS = {"text": run_text, "stream": run_stream, "approval": run_approval, "chain": run_chain, "command": run_command}
 
 
 async def run_one(client: Client, operation: Operation, log: Log) -> None:
@@ -231,7 +251,18 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
         output_text=stored.output_text,
         approval_requests=[item.id for item in stored.output if item.type == "mcp_approval_request"],
         tool_calls=[str(getattr(item, "status", None) or "") for item in stored.output if item.type == "mcp_call"],
+        command_outputs=[
+            f"{item.status} {each.outcome.type} {getattr(each.outcome, 'exit_code', '')}: {each.stdout.strip()}"
+            for item in stored.output
+            if item.type == "shell_call_output"
+            for each in item.output
+        ],
     )
+    containers = [
+        getattr(item.environment, "container_id", None) for item in stored.output if item.type == "shell_call"
+    ]
+    if containers and containers[0]:
+        record.command_runs = await command_runs(client, str(containers[0]))
     sdk = client.sdks[client.rng.choice(client.apis)]
     try:
         events = [event async for event in await sdk.responses.retrieve(response_id, stream=True)]
@@ -244,6 +275,20 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
     ended = getattr(last, "response", None)
     record.log_matches = ended is not None and ended.model_dump() == stored.model_dump()
     return record
+
+
+async def command_runs(client: Client, container_id: str) -> int | None:
+    """How many runs the container's command noted (None: its file cannot be read)."""
+    sdk = client.sdks[client.rng.choice(client.apis)]
+    try:
+        files = [each async for each in sdk.containers.files.list(container_id)]
+        found = [each for each in files if each.path == RUNS_FILE]
+        if not found:
+            return 0
+        content = await sdk.containers.files.content.retrieve(found[0].id, container_id=container_id)
+    except openai.APIError:
+        return None
+    return len(content.content.decode(errors="replace").splitlines())
 
 
 async def main_async(options: argparse.Namespace) -> None:

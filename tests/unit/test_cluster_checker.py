@@ -63,3 +63,23 @@ def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_
     ]  # fmt: skip
     at_most_once = next(violation for violation in violations if violation["property"] == "at_most_once")
     assert at_most_once["operations"] == ["op1"] and at_most_once["faults"] == ["pause worker-1"]
+
+
+def _command(key: str, runs: int | None, outputs: list[str]) -> tuple[Operation, Final]:
+    operation = Operation(id=key, kind="command", start=100.0, end=110.0, response_ids=[f"resp_{key}"])
+    final = Final(response_id=f"resp_{key}", status="completed", command_runs=runs, command_outputs=outputs)
+    return operation, final
+
+
+def test_a_command_that_ran_twice_or_reported_a_run_its_container_never_noted_is_named():
+    once = _command("op1", 1, ["completed exit 0: ran op1"])
+    unknown = _command("op2", 0, ["incomplete timeout : "])  # its host was lost: no run noted, none claimed
+    unreadable = _command("op3", None, ["completed exit 0: ran op3"])  # its container could not be read
+    twice = _command("op4", 2, ["completed exit 0: ran op4"])
+    unseen = _command("op5", 0, ["completed exit 0: ran op5"])
+    operations, finals = zip(once, unknown, unreadable, twice, unseen, strict=True)
+    violations = check(list(operations), list(finals), [], [])
+    assert [(violation["property"], violation["operations"]) for violation in violations] == [
+        ("at_most_once", ["op4"]),
+        ("side_effect_seen", ["op5"]),
+    ]
