@@ -24,7 +24,7 @@ from bench.cluster.network import Network, missing
 from bench.cluster.nodes import ROOT, Deployment
 from bench.cluster.workload import FINAL_SECONDS
 
-SETTLE_SECONDS = 150.0
+SETTLE_SECONDS = 75.0
 """Kept at the end of a run for healing and the final reading (most runs need far less)."""
 
 
@@ -69,6 +69,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
     finally:
         if client is not None and client.poll() is None:
             client.kill()
+        command_runs = deployment.command_runs()
         deployment.stop()
         network.down()
     operations = read(history / "operations.jsonl", Operation)
@@ -77,6 +78,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         read(history / "finals.jsonl", Final),
         read(history / "tool_calls.jsonl", ToolCall),
         read(history / "faults.jsonl", Fault),
+        command_runs,
     )
     if not (history / "finals_done").exists():
         violations.append(

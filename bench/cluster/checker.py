@@ -5,9 +5,10 @@ the operations it concerns and the faults around them. Properties:
 - `log_matches`: a stored response equals its event log's last event, and the log's sequence
   numbers run without a gap or a repeat;
 - `unique_ids`: no response id was handed out twice;
-- `answer`: a completed operation's last response says what its model said;
+- `answer`: a completed operation's last response says what its model said (or, for a tool
+  call cut off mid-way, that its outcome is unknown);
 - `at_most_once`: the destructive tool ran at most once for each approved call, and a command
-  at most once for its call (its container's notes say so);
+  at most once for its call (as its container noted its runs, on whichever host's disk);
 - `approved_only`: the destructive tool never ran for a call nobody approved (or one whose
   approval never reached its response, which was refused once healed);
 - `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
@@ -24,9 +25,22 @@ from bench.cluster.history import Fault, Final, Operation, ToolCall
 AROUND_SECONDS = 10.0
 
 
+def _said_unknown(text: str) -> bool:
+    """The tool's answer is that its call's outcome is unknown (an attempt sent it, and was cut
+    off before the answer): what the server must say rather than send it again."""
+    return text.startswith("done: Error: The outcome of ") and " is unknown: " in text
+
+
 def check(
-    operations: list[Operation], finals: list[Final], tool_calls: list[ToolCall], faults: list[Fault]
+    operations: list[Operation],
+    finals: list[Final],
+    tool_calls: list[ToolCall],
+    faults: list[Fault],
+    command_runs: Counter[str] | None = None,
 ) -> list[dict[str, Any]]:
+    """`command_runs`: how often each command operation's command ran, as the containers on
+    every host's disk (a lost host's too) noted it."""
+    command_runs = command_runs or Counter()
     violations: list[dict[str, Any]] = []
     ended = [fault for fault in faults if fault.end]
 
@@ -63,18 +77,18 @@ def check(
                 violated("log_matches", operation, f"{response_id}: stored != its log's end, or the log has a gap")
         last = final_of.get(operation.response_ids[-1]) if operation.response_ids else None
         if operation.expected_text and last is not None and last.status == "completed":
-            if last.output_text != operation.expected_text:
+            if last.output_text != operation.expected_text and not _said_unknown(last.output_text):
                 violated("answer", operation, f"said {last.output_text!r}, not {operation.expected_text!r}")
         for answer in operation.answers:
             if answer.status is not None and answer.status >= 500 and answer.status != 503:
                 violated("no_500", operation, f"{answer.call} on {answer.api}: {answer.status} {answer.error}")
             if answer.status == 503 and not answer.retry_after:
                 violated("no_500", operation, f"{answer.call} on {answer.api}: 503 without retry-after")
-        if last is not None and last.command_runs is not None:
-            if last.command_runs > 1:
-                violated("at_most_once", operation, f"the command ran {last.command_runs}x")
-            said_ran = any(f"exit 0: ran {operation.id}" in output for output in last.command_outputs)
-            if said_ran and last.command_runs == 0:
+        if operation.kind == "command":
+            if command_runs[operation.id] > 1:
+                violated("at_most_once", operation, f"the command ran {command_runs[operation.id]}x")
+            said_ran = last is not None and any(f"exit 0: ran {operation.id}" in said for said in last.command_outputs)
+            if said_ran and command_runs[operation.id] == 0:
                 violated("side_effect_seen", operation, "the response reports a run its container never noted")
 
     writes: Counter[str] = Counter()

@@ -57,9 +57,6 @@ class Final(BaseModel):
     """Still waiting for approval once healed (its operation gave up first), and refused then."""
     command_outputs: list[str] = Field(default_factory=list)
     """The `shell_call_output` items' outcomes: "exit 0: <stdout>", "timeout"..."""
-    command_runs: int | None = None
-    """How often its container's command ran, as the container's `/mnt/data/runs` says (one
-    line a run); None: the response ran no command, or the file could not be read."""
     note: str = ""
 
 

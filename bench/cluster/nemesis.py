@@ -7,7 +7,9 @@ quiet gap between, each logged to the bed's history before it starts and when it
 - `pause`: a process frozen (SIGSTOP) past a heartbeat, a lease and a workflow task's
   timeout, then woken (SIGCONT) still believing what it believed;
 - `kill`: a `serve` or `worker` killed with SIGKILL, started again on the same disk;
-- `kill_store`: PostgreSQL or Temporal killed and started again on the same data."""
+- `kill_store`: PostgreSQL or Temporal killed and started again on the same data;
+- `lose_host`: a worker's host lost for good (its containers with it), a new one started in its
+  place on an empty disk."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from bench.cluster.history import Fault, Log, now
 from bench.cluster.nodes import Deployment
 
-KINDS = ("partition", "one_way", "loss", "pause", "kill", "kill_store")
+KINDS = ("partition", "one_way", "loss", "pause", "kill", "kill_store", "lose_host")
 
 
 class Nemesis:
@@ -72,6 +74,11 @@ class Nemesis:
             process = self.deployment.processes[target]
             process.kill()
             undo = lambda: self.deployment.restart(target)  # noqa: E731
+        elif kind == "lose_host":
+            host = self.rng.choice(self.deployment.worker_names)
+            fault.targets = [host]
+            self.deployment.lose_host(host)
+            undo = lambda: self.deployment.restart(host)  # noqa: E731
         else:
             store = self.rng.choice(["postgres", "temporal"])
             fault.targets = [store]

@@ -37,8 +37,11 @@ class Node:
     address: str
 
     def command(self, argv: Sequence[str]) -> list[str]:
-        """`argv` run inside this node's namespace."""
-        return ["ip", "netns", "exec", self.namespace, *argv]
+        """`argv` run inside this node's network namespace, and only that: the host's mounts
+        stay its mounts, as on a host of its own (`ip netns exec` would give each process a
+        mount namespace of its own, and a killed worker's containers would lose their mounts
+        with it, which no real host does)."""
+        return ["nsenter", f"--net=/run/netns/{self.namespace}", "--", *argv]
 
 
 class Network:
@@ -138,9 +141,9 @@ def missing() -> str | None:
     """Why a bed cannot run here, or None: checked by making a two-node one and cutting it."""
     if os.geteuid() != 0:
         return "the bed makes network namespaces: it runs as root"
-    for tool in ("ip", "nft"):
+    for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("nsenter", "util-linux")):
         if shutil.which(tool) is None:
-            return f"`{tool}` is missing (Debian's {'iproute2' if tool == 'ip' else 'nftables'} package)"
+            return f"`{tool}` is missing (Debian's {package} package)"
     probe = Network(["probe-a", "probe-b"], subnet="10.77.255")
     try:
         probe.up()

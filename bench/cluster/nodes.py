@@ -7,7 +7,9 @@ directory; what the checker reads never comes from a node's own disk."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import glob
 import os
 import shutil
@@ -15,11 +17,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.cluster.network import BedError, Network, Node
+from bench.cluster.workload import RUNS_FILE
 from models.visibility import SEARCH_ATTRIBUTES
+from sandbox.containers import ContainerHost
+from sandbox.identity import UidRange
 from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +37,7 @@ TOOLS_PORT = 9100
 SECRETS_KEY = base64.urlsafe_b64encode(bytes(range(32))).decode()
 """The bed's key for secrets at rest (a fixed one: a run is thrown away)."""
 WORKFLOW_TASK_TIMEOUT_SECONDS = 5
+HOST_WAIT_SECONDS = 20
 
 
 @dataclass
@@ -112,6 +119,8 @@ class Deployment:
         self.serve_names = [f"serve-{number}" for number in range(1, serves + 1)]
         self.worker_names = [f"worker-{number}" for number in range(1, workers + 1)]
         self.processes: dict[str, Process] = {}
+        self.lost_runs: Counter[str] = Counter()
+        """The runs noted on the disks of hosts lost for good."""
 
     @staticmethod
     def node_names(serves: int, workers: int) -> list[str]:
@@ -170,7 +179,9 @@ class Deployment:
         return str(Path(sys.executable).parent / "durable-responses")
 
     def _env(self, name: str) -> dict[str, str]:
-        return {
+        # Hosts of their own have uids of their own; on this one kernel, a range each.
+        uids = {"SANDBOX_UIDS": _uids(name)} if name in self.worker_names else {}
+        return uids | {
             "TEMPORAL_ADDRESS": f"{self.node('temporal').address}:{TEMPORAL_PORT}",
             "DATABASE_URL": self.database_url,
             "INFERENCE_BASE_URL": f"{self.url('backend')}/v1",
@@ -178,7 +189,9 @@ class Deployment:
             "SECRETS_KEY": SECRETS_KEY,
             "EGRESS_ALLOWLIST": f"{self.network.subnet}.0/24",
             "WORKFLOW_TASK_TIMEOUT_SECONDS": str(WORKFLOW_TASK_TIMEOUT_SECONDS),
-            "SANDBOX_DIR": str(self.directory / "disks" / name / "containers"),
+            "SANDBOX_DIR": str(self._disk(name) / "containers"),
+            # A command whose host is lost says so once no host has taken it for this long.
+            "SANDBOX_HOST_WAIT_SECONDS": str(HOST_WAIT_SECONDS),
             "LOG_LEVEL": "WARNING",
         }
 
@@ -234,7 +247,57 @@ class Deployment:
             port = {"postgres": PG_PORT, "temporal": TEMPORAL_PORT}.get(name, API_PORT)
             wait_listening(process.node, port, name, process=process)
 
+    def _disk(self, name: str) -> Path:
+        return self.directory / "disks" / name
+
+    def lose_host(self, name: str) -> None:
+        """A worker's host lost for good: the worker and its containers' processes killed, its
+        disk gone (kept aside, where `command_runs` still counts what ran there). `restart`
+        brings a new host up in its place, on an empty disk: a host of another id."""
+        self.processes[name].kill()
+        disk = self._disk(name)
+        if disk.exists():
+            asyncio.run(_remove_containers(disk / "containers", _uids(name), self.lost_runs))
+            disk.rename(disk.with_name(f"{name}.lost-{len(list(disk.parent.glob(f'{name}.lost-*'))) + 1}"))
+
+    def command_runs(self) -> Counter[str]:
+        """How often each command of the workload ran, as the containers of every host noted
+        it (one line a run, naming its operation), those of lost hosts included."""
+        runs = Counter(self.lost_runs)
+        for name in self.worker_names:
+            runs.update(_runs_noted(self._disk(name) / "containers"))
+        return runs
+
     def stop(self) -> None:
         for process in reversed(list(self.processes.values())):
             process.resume()
             process.kill()
+        for name in self.worker_names:
+            if self._disk(name).exists():
+                asyncio.run(_remove_containers(self._disk(name) / "containers", _uids(name), Counter()))
+
+
+def _runs_noted(containers: Path) -> Counter[str]:
+    runs: Counter[str] = Counter()
+    for noted in containers.glob(f"*/data/{RUNS_FILE.removeprefix('/mnt/data/')}"):
+        with contextlib.suppress(OSError):
+            runs.update(line.strip() for line in noted.read_text(errors="replace").splitlines() if line.strip())
+    return runs
+
+
+def _uids(worker: str) -> str:
+    """`SANDBOX_UIDS` for `worker-<n>`: 4096 uids of its own."""
+    first = 1_879_048_192 + 4096 * int(worker.rsplit("-", 1)[1])
+    return f"{first}-{first + 4095}"
+
+
+async def _remove_containers(containers: Path, uids: str, runs: Counter[str]) -> None:
+    """Every container of a host removed (its processes killed, its mounts and cgroups gone),
+    once `runs` has counted what its commands noted."""
+    runs.update(_runs_noted(containers))
+    if containers.is_dir():
+        host = ContainerHost.open(containers, uids=UidRange.parse(uids))
+        for container_id in host.containers():
+            await host.remove(container_id)
+        if host.cgroups is not None:
+            host.cgroups.retire()

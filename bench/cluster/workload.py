@@ -9,8 +9,8 @@ Operations, each on an API node picked at random for each call:
   the bed's MCP server with approval required; once it waits, approved
   (`POST /v1/responses/{id}/approvals`), polled to its end;
 - `chain`: two responses, the second continuing the first;
-- `command`: a background response whose model runs a shell command in a container of its
-  own (`container_auto`), placed on one of the workers' hosts.
+- `command`: a background response whose model runs a shell command in one of a few
+  containers the workload made (placed on the workers' hosts).
 
 A refusal (429, 503 with `retry-after`) is retried after a pause; every answer, and every
 call that got none, is logged.
@@ -46,6 +46,7 @@ class Client:
         self.apis = apis
         self.tools_url = tools_url
         self.rng = rng
+        self.containers: list[str] = []
         self.sdks = {
             api: openai.AsyncOpenAI(base_url=f"{api}/v1", api_key="bed", max_retries=0, timeout=CALL_SECONDS)
             for api in apis
@@ -169,21 +170,38 @@ async def run_chain(client: Client, operation: Operation) -> None:
 
 
 RUNS_FILE = "/mnt/data/runs"
-"""Where a command notes each of its runs, in its own container (read through the API)."""
+"""Where a command notes each of its runs, in its own container (the bed counts them on every
+host's disk, a lost host's too)."""
+
+
+CONTAINERS = 6
+"""The workload's containers at any time: commands share them, as a coding agent's do."""
 
 
 async def run_command(client: Client, operation: Operation) -> None:
-    """A shell command in a container of its own, on whichever worker's host it is placed:
-    it notes its run in the container, then says it ran."""
+    """A shell command in one of the workload's containers, on whichever worker's host that
+    was placed: it notes its run in the container, then says it ran. A container that is gone
+    (its host was lost) is replaced by a new one."""
+    if len(client.containers) < CONTAINERS:
+        made = await client.call(operation, "container", lambda sdk: sdk.containers.create(name=operation.id))
+        client.containers.append(made.id)
+    container_id = client.rng.choice(client.containers)
     command = f"echo {operation.id} >> {RUNS_FILE} && echo ran {operation.id}"
-    created = await client.create(
-        operation,
-        model="calls/shell",
-        input=json.dumps({"commands": [command]}),
-        tools=[{"type": "shell", "environment": {"type": "container_auto"}}],
-        background=True,
-    )
-    await client.ended(operation, created.id)
+    try:
+        created = await client.create(
+            operation,
+            model="calls/shell",
+            input=json.dumps({"commands": [command]}),
+            tools=[{"type": "shell", "environment": {"type": "container_reference", "container_id": container_id}}],
+            background=True,
+        )
+    except openai.APIStatusError as error:
+        if error.status_code < 500 and container_id in client.containers:
+            client.containers.remove(container_id)  # gone with its host (or expired)
+        raise
+    ended = await client.ended(operation, created.id)
+    if ended.status != "completed" and container_id in client.containers:
+        client.containers.remove(container_id)
 
 
 RUNS = {"text": run_text, "stream": run_stream, "approval": run_approval, "chain": run_chain, "command": run_command}
@@ -258,11 +276,6 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
             for each in item.output
         ],
     )
-    containers = [
-        getattr(item.environment, "container_id", None) for item in stored.output if item.type == "shell_call"
-    ]
-    if containers and containers[0]:
-        record.command_runs = await command_runs(client, str(containers[0]))
     sdk = client.sdks[client.rng.choice(client.apis)]
     try:
         events = [event async for event in await sdk.responses.retrieve(response_id, stream=True)]
@@ -275,20 +288,6 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
     ended = getattr(last, "response", None)
     record.log_matches = ended is not None and ended.model_dump() == stored.model_dump()
     return record
-
-
-async def command_runs(client: Client, container_id: str) -> int | None:
-    """How many runs the container's command noted (None: its file cannot be read)."""
-    sdk = client.sdks[client.rng.choice(client.apis)]
-    try:
-        files = [each async for each in sdk.containers.files.list(container_id)]
-        found = [each for each in files if each.path == RUNS_FILE]
-        if not found:
-            return 0
-        content = await sdk.containers.files.content.retrieve(found[0].id, container_id=container_id)
-    except openai.APIError:
-        return None
-    return len(content.content.decode(errors="replace").splitlines())
 
 
 async def main_async(options: argparse.Namespace) -> None:

@@ -3,6 +3,8 @@ none of a history that keeps them all."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from bench.cluster.checker import check
 from bench.cluster.history import Answer, Fault, Final, Operation, ToolCall
 
@@ -31,7 +33,11 @@ def test_a_history_that_keeps_every_property_has_no_violation():
         Answer(api="b", call="create", status=200),
     ]
     finals = [final, Final(response_id="resp_t", status="completed", output_text="echo: x", log_matches=True)]
-    assert check([operation, text], finals, [_write("op1")], []) == []
+    cut_off, cut_off_final = _approved(
+        "op3", "done: Error: The outcome of 'write_note' on MCP server 'bed' is unknown: an earlier attempt sent it"
+    )  # its worker died after sending the call: said so, not sent again
+    finals.append(cut_off_final)
+    assert check([operation, text, cut_off], finals, [_write("op1"), _write("op3")], []) == []
 
 
 def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_it():
@@ -65,21 +71,20 @@ def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_
     assert at_most_once["operations"] == ["op1"] and at_most_once["faults"] == ["pause worker-1"]
 
 
-def _command(key: str, runs: int | None, outputs: list[str]) -> tuple[Operation, Final]:
+def _command(key: str, outputs: list[str]) -> tuple[Operation, Final]:
     operation = Operation(id=key, kind="command", start=100.0, end=110.0, response_ids=[f"resp_{key}"])
-    final = Final(response_id=f"resp_{key}", status="completed", command_runs=runs, command_outputs=outputs)
-    return operation, final
+    return operation, Final(response_id=f"resp_{key}", status="completed", command_outputs=outputs)
 
 
 def test_a_command_that_ran_twice_or_reported_a_run_its_container_never_noted_is_named():
-    once = _command("op1", 1, ["completed exit 0: ran op1"])
-    unknown = _command("op2", 0, ["incomplete timeout : "])  # its host was lost: no run noted, none claimed
-    unreadable = _command("op3", None, ["completed exit 0: ran op3"])  # its container could not be read
-    twice = _command("op4", 2, ["completed exit 0: ran op4"])
-    unseen = _command("op5", 0, ["completed exit 0: ran op5"])
-    operations, finals = zip(once, unknown, unreadable, twice, unseen, strict=True)
-    violations = check(list(operations), list(finals), [], [])
+    once = _command("op1", ["completed exit 0: ran op1"])
+    lost = _command("op2", ["incomplete timeout : "])  # its host was lost: no run claimed, none noted
+    twice = _command("op3", ["completed exit 0: ran op3"])
+    unseen = _command("op4", ["completed exit 0: ran op4"])
+    operations, finals = zip(once, lost, twice, unseen, strict=True)
+    runs = Counter({"op1": 1, "op3": 2})
+    violations = check(list(operations), list(finals), [], [], runs)
     assert [(violation["property"], violation["operations"]) for violation in violations] == [
-        ("at_most_once", ["op4"]),
-        ("side_effect_seen", ["op5"]),
+        ("at_most_once", ["op3"]),
+        ("side_effect_seen", ["op4"]),
     ]
