@@ -2,8 +2,10 @@
 group: PostgreSQL, the Temporal dev server, `serve`s and `worker`s (each worker its own
 sandbox host with its own `SANDBOX_DIR`), the scripted backend and the bed's MCP server. A
 process can be paused (SIGSTOP to its group), resumed, killed with SIGKILL and started again
-on the same disk, or on a new empty one. Its output goes to a log file in the bed's
-directory; what the checker reads never comes from a node's own disk."""
+on the same disk, or (a worker's host lost for good) on a new empty one. Its output goes to a
+log file in the bed's directory. What the checker reads never comes from a node's own disk,
+but for the notes the workload's commands leave in their containers, which the bed counts on
+every host's disk, a lost one's before it goes."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from bench.cluster.network import BedError, Network, Node
 from bench.cluster.workload import RUNS_FILE
 from models.visibility import SEARCH_ATTRIBUTES
-from sandbox.containers import ContainerHost
+from sandbox.containers import ContainerHost, SandboxUnavailable
 from sandbox.identity import UidRange
 from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
 
@@ -295,8 +297,12 @@ async def _remove_containers(containers: Path, uids: str, runs: Counter[str]) ->
     """Every container of a host removed (its processes killed, its mounts and cgroups gone),
     once `runs` has counted what its commands noted."""
     runs.update(_runs_noted(containers))
-    if containers.is_dir():
+    if not containers.is_dir():
+        return
+    try:
         host = ContainerHost.open(containers, uids=UidRange.parse(uids))
+    except SandboxUnavailable:
+        return  # no container could start here
         for container_id in host.containers():
             await host.remove(container_id)
         if host.cgroups is not None:
