@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster.checker import check
-from bench.cluster.history import Fault, Final, Log, Operation, ToolCall, now, read
+from bench.cluster.history import ConversationRead, Fault, Final, Log, Operation, ToolCall, now, read
 from bench.cluster.nemesis import Nemesis
 from bench.cluster.network import Network, missing
 from bench.cluster.nodes import ROOT, Deployment
@@ -79,6 +79,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         read(history / "tool_calls.jsonl", ToolCall),
         read(history / "faults.jsonl", Fault),
         command_runs,
+        read(history / "conversations.jsonl", ConversationRead),
     )
     if not (history / "finals_done").exists():
         violations.append(

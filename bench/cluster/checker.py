@@ -13,6 +13,8 @@ the operations it concerns and the faults around them. Properties:
   approval never reached its response, which was refused once healed);
 - `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
   one that reports its command ran had it noted in its container;
+- `conversation_intact`: a conversation holds each completed response's turn whole, once and
+  in order, and no answer without its input;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from bench.cluster.history import Fault, Final, Operation, ToolCall
+from bench.cluster.history import ConversationRead, Fault, Final, Operation, ToolCall
 
 AROUND_SECONDS = 10.0
 
@@ -37,9 +39,11 @@ def check(
     tool_calls: list[ToolCall],
     faults: list[Fault],
     command_runs: Counter[str] | None = None,
+    conversations: list[ConversationRead] | None = None,
 ) -> list[dict[str, Any]]:
     """`command_runs`: how often each command operation's command ran, as the containers on
-    every host's disk (a lost host's too) noted it."""
+    every host's disk (a lost host's too) noted it; `conversations`: each conversation the
+    workload made, as read at the end."""
     command_runs = command_runs or Counter()
     violations: list[dict[str, Any]] = []
     ended = [fault for fault in faults if fault.end]
@@ -91,12 +95,24 @@ def check(
             if said_ran and command_runs[operation.id] == 0:
                 violated("side_effect_seen", operation, "the response reports a run its container never noted")
 
+    by_id = {operation.id: operation for operation in operations}
+    for conversation in conversations or []:
+        made = by_id.get(conversation.operation_id)
+        if made is None or conversation.note:
+            continue
+        completed = [
+            final_of[response_id].output_text.removeprefix("echo: ")
+            for response_id in made.response_ids
+            if response_id in final_of and final_of[response_id].status == "completed"
+        ]
+        for problem in _broken_turns(conversation, completed):
+            violated("conversation_intact", made, f"{conversation.conversation_id}: {problem}")
+
     writes: Counter[str] = Counter()
     for call in tool_calls:
         if call.tool == "write_note":
             writes[str(call.arguments.get("key"))] += 1
     approved = {operation.approved_key: operation for operation in operations if operation.approved_key}
-    by_id = {operation.id: operation for operation in operations}
     refused = {
         operation.approved_key
         for operation in approved.values()
@@ -114,3 +130,29 @@ def check(
         if last is not None and last.output_text == f"done: wrote {key}" and writes[key] == 0:
             violated("side_effect_seen", operation, f"{key}: the response reports a write the tool never saw")
     return violations
+
+
+def _broken_turns(conversation: ConversationRead, completed: list[str]) -> list[str]:
+    """What is wrong with a conversation's items, given what each of its completed responses
+    was told (in order): every such turn there whole (its input, then its answer) and in
+    order; no item twice; no answer without its input just before it."""
+    problems = []
+    if len(set(conversation.item_ids)) != len(conversation.item_ids):
+        problems.append("an item appears twice")
+    items = conversation.items
+    for index, item in enumerate(items):
+        if item.startswith("assistant: echo: "):
+            said = item.removeprefix("assistant: echo: ")
+            if index == 0 or items[index - 1] != f"user: {said}":
+                problems.append(f"the answer to {said!r} follows no input of it")
+    places = []
+    for said in completed:
+        turn = [f"user: {said}", f"assistant: echo: {said}"]
+        found = [index for index in range(len(items) - 1) if items[index : index + 2] == turn]
+        if not found:
+            problems.append(f"the completed turn {said!r} is missing")
+        else:
+            places.append(found[0])
+    if places != sorted(places):
+        problems.append("its turns are out of order")
+    return problems

@@ -25,7 +25,7 @@ class Answer(BaseModel):
 
 class Operation(BaseModel):
     id: str
-    kind: Literal["text", "stream", "approval", "chain", "command"]
+    kind: Literal["text", "stream", "approval", "chain", "conversation", "command"]
     start: float
     end: float = 0.0
     response_ids: list[str] = Field(default_factory=list)
@@ -35,6 +35,8 @@ class Operation(BaseModel):
     approved_key: str = ""
     """The destructive call's key, once the operation approved it."""
     answers: list[Answer] = Field(default_factory=list)
+    conversation_id: str = ""
+    """The conversation the operation made, if it made one."""
     outcome: Literal["done", "given_up", "refused", "unknown"] = "unknown"
     note: str = ""
 
@@ -58,6 +60,18 @@ class Final(BaseModel):
     command_outputs: list[str] = Field(default_factory=list)
     """The `shell_call_output` items' outcomes: "exit 0: <stdout>", "timeout"..."""
     note: str = ""
+
+
+class ConversationRead(BaseModel):
+    """A conversation's items as read once every fault was healed, oldest first."""
+
+    conversation_id: str
+    operation_id: str
+    items: list[str] = Field(default_factory=list)
+    """Each item as "<role>: <text>"."""
+    item_ids: list[str] = Field(default_factory=list)
+    note: str = ""
+    """Why its items could not be read, when they could not."""
 
 
 class Fault(BaseModel):

@@ -9,6 +9,7 @@ Operations, each on an API node picked at random for each call:
   the bed's MCP server with approval required; once it waits, approved
   (`POST /v1/responses/{id}/approvals`), polled to its end;
 - `chain`: two responses, the second continuing the first;
+- `conversation`: a conversation, and two responses in it, one after the other;
 - `command`: a background response whose model runs a shell command in one of a few
   containers the workload made (placed on the workers' hosts).
 
@@ -31,7 +32,7 @@ import httpx
 import openai
 from openai.types.responses import Response
 
-from bench.cluster.history import Answer, Final, Log, Operation, now
+from bench.cluster.history import Answer, ConversationRead, Final, Log, Operation, now
 
 TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
 CALL_SECONDS = 15.0
@@ -169,6 +170,17 @@ async def run_chain(client: Client, operation: Operation) -> None:
     await client.ended(operation, second.id)
 
 
+async def run_conversation(client: Client, operation: Operation) -> None:
+    """A conversation made, then two responses in it, one after the other."""
+    made = await client.call(operation, "conversation", lambda sdk: sdk.conversations.create())
+    operation.conversation_id = made.id
+    for turn in ("first", "second"):
+        said = f"{turn} {operation.id}"
+        operation.expected_text = f"echo: {said}"
+        created = await client.create(operation, model="echo", input=said, conversation=made.id, background=True)
+        await client.ended(operation, created.id)
+
+
 RUNS_FILE = "/mnt/data/runs"
 """Where a command notes each of its runs, in its own container (the bed counts them on every
 host's disk, a lost host's too)."""
@@ -204,7 +216,14 @@ async def run_command(client: Client, operation: Operation) -> None:
         client.containers.remove(container_id)
 
 
-RUNS = {"text": run_text, "stream": run_stream, "approval": run_approval, "chain": run_chain, "command": run_command}
+RUNS = {
+    "text": run_text,
+    "stream": run_stream,
+    "approval": run_approval,
+    "chain": run_chain,
+    "conversation": run_conversation,
+    "command": run_command,
+}
 
 
 async def run_one(client: Client, operation: Operation, log: Log) -> None:
@@ -290,6 +309,20 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
     return record
 
 
+async def conversation_read(client: Client, conversation_id: str, operation_id: str) -> ConversationRead:
+    """A conversation's items as stored once healed, oldest first."""
+    record = ConversationRead(conversation_id=conversation_id, operation_id=operation_id)
+    sdk = client.sdks[client.rng.choice(client.apis)]
+    try:
+        async for item in sdk.conversations.items.list(conversation_id, order="asc", limit=100):
+            texts = [getattr(part, "text", "") for part in getattr(item, "content", None) or []]
+            record.items.append(f"{getattr(item, 'role', item.type)}: {''.join(texts)}")
+            record.item_ids.append(str(item.id))
+    except openai.APIError as error:
+        record.note = f"its items could not be read: {str(error)[:200]}"
+    return record
+
+
 async def main_async(options: argparse.Namespace) -> None:
     rng = random.Random(options.seed)
     client = Client(options.apis.split(","), options.tools, rng)
@@ -297,6 +330,7 @@ async def main_async(options: argparse.Namespace) -> None:
     operations = Log(history / "operations.jsonl")
     deadline = now() + options.seconds
     accepted: list[str] = []
+    conversations: dict[str, str] = {}
     numbers = iter(range(1_000_000))
 
     async def loop() -> None:
@@ -305,6 +339,8 @@ async def main_async(options: argparse.Namespace) -> None:
             operation = Operation(id=f"op{next(numbers)}-{options.seed}", kind=kind, start=now())
             await run_one(client, operation, operations)
             accepted.extend(operation.response_ids)
+            if operation.conversation_id:
+                conversations[operation.conversation_id] = operation.id
 
     await asyncio.gather(*(loop() for _ in range(options.concurrency)))
     operations.close()
@@ -317,6 +353,10 @@ async def main_async(options: argparse.Namespace) -> None:
     for response_id in dict.fromkeys(accepted):
         finals.write(await final(client, response_id, ended.get(response_id), response_id in rejected))
     finals.close()
+    read_conversations = Log(history / "conversations.jsonl")
+    for conversation_id, operation_id in conversations.items():
+        read_conversations.write(await conversation_read(client, conversation_id, operation_id))
+    read_conversations.close()
     (history / "finals_done").touch()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.cluster.checker import check
-from bench.cluster.history import Answer, Fault, Final, Operation, ToolCall
+from bench.cluster.history import Answer, ConversationRead, Fault, Final, Operation, ToolCall
 
 
 def _approved(key: str, text: str = "") -> tuple[Operation, Final]:
@@ -87,4 +87,49 @@ def test_a_command_that_ran_twice_or_reported_a_run_its_container_never_noted_is
     assert [(violation["property"], violation["operations"]) for violation in violations] == [
         ("at_most_once", ["op3"]),
         ("side_effect_seen", ["op4"]),
+    ]
+
+
+def test_a_conversation_missing_a_turn_or_holding_one_twice_or_torn_is_named():
+    def conversation(
+        key: str, items: list[str], ids: list[str] | None = None
+    ) -> tuple[Operation, list[Final], ConversationRead]:
+        operation = Operation(
+            id=key, kind="conversation", start=100, end=110, response_ids=[f"resp_{key}_1", f"resp_{key}_2"]
+        )
+        finals = [
+            Final(response_id=f"resp_{key}_{turn}", status="completed", output_text=f"echo: {word} {key}")
+            for turn, word in ((1, "first"), (2, "second"))
+        ]
+        read = ConversationRead(
+            conversation_id=f"conv_{key}",
+            operation_id=key,
+            items=items,
+            item_ids=ids or [str(n) for n in range(len(items))],
+        )
+        return operation, finals, read
+
+    def turn(word: str, key: str) -> list[str]:
+        return [f"user: {word} {key}", f"assistant: echo: {word} {key}"]
+
+    whole = conversation("op1", turn("first", "op1") + turn("second", "op1"))
+    missing = conversation("op2", turn("first", "op2"))
+    twice = conversation("op3", turn("first", "op3") + turn("second", "op3"), ["a", "b", "c", "c"])
+    torn = conversation("op4", ["user: first op4", *turn("second", "op4"), "assistant: echo: first op4"])
+    swapped = conversation("op5", turn("second", "op5") + turn("first", "op5"))
+    cases = [whole, missing, twice, torn, swapped]
+    violations = check(
+        [case[0] for case in cases],
+        [final for case in cases for final in case[1]],
+        [],
+        [],
+        None,
+        [case[2] for case in cases],
+    )
+    assert sorted((violation["operations"][0], violation["detail"].split(": ", 1)[1]) for violation in violations) == [
+        ("op2", "the completed turn 'second op2' is missing"),
+        ("op3", "an item appears twice"),
+        ("op4", "the answer to 'first op4' follows no input of it"),
+        ("op4", "the completed turn 'first op4' is missing"),
+        ("op5", "its turns are out of order"),
     ]
