@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cluster.checker import check
-from bench.cluster.history import ConversationRead, Fault, Final, Log, Operation, ToolCall, now, read
+from bench.cluster.checker import check, delivered
+from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Log, Operation, ToolCall, now, read
 from bench.cluster.nemesis import Nemesis
 from bench.cluster.network import Network, missing
 from bench.cluster.nodes import ROOT, Deployment
@@ -26,6 +26,8 @@ from bench.cluster.workload import FINAL_SECONDS
 
 SETTLE_SECONDS = 75.0
 """Kept at the end of a run for healing and the final reading (most runs need far less)."""
+DELIVERY_SECONDS = 90.0
+"""How long, after the final reading, webhook deliveries may take to catch up."""
 
 
 def _wait_for(path: Path, seconds: float, process: subprocess.Popen[bytes]) -> bool:
@@ -33,6 +35,18 @@ def _wait_for(path: Path, seconds: float, process: subprocess.Popen[bytes]) -> b
     while time.monotonic() < deadline and not path.exists() and process.poll() is None:
         time.sleep(0.5)
     return path.exists()
+
+
+def _wait_for_deliveries(history: Path, seconds: float) -> None:
+    """Until every response that ended has had its end delivered to the webhook receiver (a
+    delivery that failed during a fault is tried again after a backoff), or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ids = delivered(read(history / "webhooks.jsonl", Delivery))
+        finals = read(history / "finals.jsonl", Final)
+        if all((final.response_id, f"response.{final.status}") in ids for final in finals if final.status):
+            return
+        time.sleep(1)
 
 
 def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dict[str, Any]:
@@ -66,6 +80,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         faults.close()
         (history / "healed").touch()
         _wait_for(history / "finals_done", FINAL_SECONDS + 60, client)
+        _wait_for_deliveries(history, DELIVERY_SECONDS)
     finally:
         if client is not None and client.poll() is None:
             client.kill()
@@ -80,6 +95,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         read(history / "faults.jsonl", Fault),
         command_runs,
         read(history / "conversations.jsonl", ConversationRead),
+        read(history / "webhooks.jsonl", Delivery),
     )
     if not (history / "finals_done").exists():
         violations.append(

@@ -15,14 +15,16 @@ the operations it concerns and the faults around them. Properties:
   one that reports its command ran had it noted in its container;
 - `conversation_intact`: a conversation holds each completed response's turn whole, once and
   in order, and no answer without its input;
+- `webhook_delivered`: every response's end was delivered to the webhook receiver at least
+  once, and always with the same `webhook-id`;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
-from bench.cluster.history import ConversationRead, Fault, Final, Operation, ToolCall
+from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Operation, ToolCall
 
 AROUND_SECONDS = 10.0
 
@@ -40,10 +42,12 @@ def check(
     faults: list[Fault],
     command_runs: Counter[str] | None = None,
     conversations: list[ConversationRead] | None = None,
+    deliveries: list[Delivery] | None = None,
 ) -> list[dict[str, Any]]:
     """`command_runs`: how often each command operation's command ran, as the containers on
     every host's disk (a lost host's too) noted it; `conversations`: each conversation the
-    workload made, as read at the end."""
+    workload made, as read at the end; `deliveries`: every webhook delivery the receiver got
+    (None: webhooks were not watched)."""
     command_runs = command_runs or Counter()
     violations: list[dict[str, Any]] = []
     ended = [fault for fault in faults if fault.end]
@@ -95,6 +99,19 @@ def check(
             if said_ran and command_runs[operation.id] == 0:
                 violated("side_effect_seen", operation, "the response reports a run its container never noted")
 
+    if deliveries is not None:
+        ids = delivered(deliveries)
+        for operation in operations:
+            for response_id in operation.response_ids:
+                final = final_of.get(response_id)
+                if final is None or final.status is None:
+                    continue
+                given = ids.get((response_id, f"response.{final.status}"), set())
+                if not given:
+                    violated("webhook_delivered", operation, f"{response_id}: its response.{final.status} never came")
+                elif len(given) > 1:
+                    violated("webhook_delivered", operation, f"{response_id}: one event came with {len(given)} ids")
+
     by_id = {operation.id: operation for operation in operations}
     for conversation in conversations or []:
         made = by_id.get(conversation.operation_id)
@@ -130,6 +147,14 @@ def check(
         if last is not None and last.output_text == f"done: wrote {key}" and writes[key] == 0:
             violated("side_effect_seen", operation, f"{key}: the response reports a write the tool never saw")
     return violations
+
+
+def delivered(deliveries: list[Delivery]) -> dict[tuple[str, str], set[str]]:
+    """The `webhook-id`s each (response, event type) was delivered with."""
+    ids: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for delivery in deliveries:
+        ids[(delivery.response_id, delivery.type)].add(delivery.id)
+    return ids
 
 
 def _broken_turns(conversation: ConversationRead, completed: list[str]) -> list[str]:

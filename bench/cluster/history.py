@@ -1,6 +1,7 @@
 """What the bed logs, one JSON object a line, in the bed's own directory (never on a node's
 disk): the client's operations and what it found of each at the end, the faults the nemesis
-made, and each tool call as the tools' server saw it."""
+made, each tool call as the tools' server saw it, and each webhook delivery as the receiver
+got it."""
 
 from __future__ import annotations
 
@@ -87,6 +88,16 @@ class ToolCall(BaseModel):
     tool: str
     arguments: dict[str, object]
     meta: dict[str, object]
+
+
+class Delivery(BaseModel):
+    """A webhook delivery, as the receiver got it."""
+
+    time: float
+    id: str
+    """Its `webhook-id`: one event's every attempt carries the same."""
+    type: str
+    response_id: str
 
 
 Record = TypeVar("Record", bound=BaseModel)

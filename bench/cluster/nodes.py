@@ -38,6 +38,7 @@ BACKEND_PORT = 9000
 TOOLS_PORT = 9100
 SECRETS_KEY = base64.urlsafe_b64encode(bytes(range(32))).decode()
 """The bed's key for secrets at rest (a fixed one: a run is thrown away)."""
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(bytes(range(24))).decode()
 WORKFLOW_TASK_TIMEOUT_SECONDS = 5
 HOST_WAIT_SECONDS = 20
 
@@ -162,7 +163,8 @@ class Deployment:
         self._add(
             "tools",
             [sys.executable, "-m", "bench.cluster.tools_node", "--host", self.node("tools").address,
-             "--port", str(TOOLS_PORT), "--calls", str(self.directory / "history" / "tool_calls.jsonl")],
+             "--port", str(TOOLS_PORT), "--calls", str(self.directory / "history" / "tool_calls.jsonl"),
+             "--webhooks", str(self.directory / "history" / "webhooks.jsonl")],
         ).start()  # fmt: skip
         wait_listening(self.node("backend"), BACKEND_PORT, "the backend", process=self.processes["backend"])
         wait_listening(self.node("tools"), TOOLS_PORT, "the tools' server", process=self.processes["tools"])
@@ -190,6 +192,8 @@ class Deployment:
             "INFERENCE_API_KEY": "bed",
             "SECRETS_KEY": SECRETS_KEY,
             "EGRESS_ALLOWLIST": f"{self.network.subnet}.0/24",
+            "WEBHOOK_URLS": f"{self.url('tools')}/webhook",
+            "WEBHOOK_SECRET": WEBHOOK_SECRET,
             "WORKFLOW_TASK_TIMEOUT_SECONDS": str(WORKFLOW_TASK_TIMEOUT_SECONDS),
             "SANDBOX_DIR": str(self._disk(name) / "containers"),
             # A command whose host is lost says so once no host has taken it for this long.

@@ -1,10 +1,15 @@
-"""The bed's MCP server: `write_note` (destructive: it changes the world, and may not run
+"""The bed's MCP server and webhook receiver.
+
+The MCP server (`/mcp`) has `write_note` (destructive: it changes the world, and may not run
 twice for one approved call) and `read_note` (read-only). Every `tools/call` that reaches it
 is logged, as it arrived and before it runs, to a file of the bed's history: its time, tool,
 arguments and `_meta` (where the idempotency key is). A request that arrives is counted as
 a run, whatever happens after: the checker's count is never less than the world's.
 
-    python -m bench.cluster.tools_node --host ADDRESS --port PORT --calls FILE"""
+The webhook receiver (`POST /webhook`) logs each delivery as it arrived (its `webhook-id`,
+event type and response id) to another file of the history, and answers 200.
+
+    python -m bench.cluster.tools_node --host ADDRESS --port PORT --calls FILE --webhooks FILE"""
 
 from __future__ import annotations
 
@@ -80,13 +85,50 @@ class CallLog:
         self.file.write(json.dumps(line) + "\n")
 
 
+class WebhookReceiver:
+    """`POST /webhook`: each delivery logged as one JSON line, then answered 200; anything
+    else goes on to `app`."""
+
+    def __init__(self, app: Any, path: Path) -> None:
+        self.app = app
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = path.open("a", buffering=1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/webhook":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
+        try:
+            event = json.loads(body)
+        except ValueError:
+            event = {}
+        line = {
+            "time": time.time(),
+            "id": headers.get("webhook-id", ""),
+            "type": event.get("type", ""),
+            "response_id": (event.get("data") or {}).get("id", ""),
+        }
+        self.file.write(json.dumps(line) + "\n")
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--calls", type=Path, required=True)
+    parser.add_argument("--webhooks", type=Path, required=True)
     options = parser.parse_args()
-    app = CallLog(tools().streamable_http_app(host=options.host, stateless_http=True), options.calls)
+    mcp_app = CallLog(tools().streamable_http_app(host=options.host, stateless_http=True), options.calls)
+    app = WebhookReceiver(mcp_app, options.webhooks)
     uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
 
 

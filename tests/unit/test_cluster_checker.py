@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.cluster.checker import check
-from bench.cluster.history import Answer, ConversationRead, Fault, Final, Operation, ToolCall
+from bench.cluster.history import Answer, ConversationRead, Delivery, Fault, Final, Operation, ToolCall
 
 
 def _approved(key: str, text: str = "") -> tuple[Operation, Final]:
@@ -132,4 +132,25 @@ def test_a_conversation_missing_a_turn_or_holding_one_twice_or_torn_is_named():
         ("op4", "the answer to 'first op4' follows no input of it"),
         ("op4", "the completed turn 'first op4' is missing"),
         ("op5", "its turns are out of order"),
+    ]
+
+
+def test_an_end_never_delivered_or_delivered_under_two_ids_is_named():
+    operations = [
+        Operation(id=f"op{n}", kind="text", start=100, end=101, response_ids=[f"resp_{n}"]) for n in range(1, 5)
+    ]
+    finals = [Final(response_id=f"resp_{n}", status="completed") for n in range(1, 4)]
+    finals.append(Final(response_id="resp_4", status=None))  # never ended: `terminal` names it, not this
+    deliveries = [
+        Delivery(time=1, id="evt_1", type="response.completed", response_id="resp_1"),
+        Delivery(time=2, id="evt_1", type="response.completed", response_id="resp_1"),  # a retry: same id
+        Delivery(time=1, id="evt_2", type="response.completed", response_id="resp_2"),
+        Delivery(time=2, id="evt_2b", type="response.completed", response_id="resp_2"),
+        Delivery(time=1, id="evt_3", type="response.failed", response_id="resp_3"),  # not how it ended
+    ]
+    violations = check(operations, finals, [], [], None, None, deliveries)
+    assert sorted((violation["property"], violation["operations"][0]) for violation in violations) == [
+        ("terminal", "op4"),
+        ("webhook_delivered", "op2"),
+        ("webhook_delivered", "op3"),
     ]
