@@ -18,7 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster.checker import check, delivered
-from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Log, Operation, ToolCall, now, read
+from bench.cluster.history import (
+    ConversationRead,
+    Delivery,
+    Fault,
+    Final,
+    Log,
+    Operation,
+    SteerRead,
+    ToolCall,
+    now,
+    read,
+)
 from bench.cluster.nemesis import Nemesis
 from bench.cluster.network import Network, missing
 from bench.cluster.nodes import ROOT, Deployment
@@ -96,6 +107,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         command_runs,
         read(history / "conversations.jsonl", ConversationRead),
         read(history / "webhooks.jsonl", Delivery),
+        read(history / "steers.jsonl", SteerRead),
     )
     if not (history / "finals_done").exists():
         violations.append(

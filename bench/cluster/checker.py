@@ -15,6 +15,8 @@ the operations it concerns and the faults around them. Properties:
   one that reports its command ran had it noted in its container;
 - `conversation_intact`: a conversation holds each completed response's turn whole, once and
   in order, and no answer without its input;
+- `steer_committed`: a steer the server accepted is the input of exactly one successor of the
+  response it steered, and that successor ended;
 - `webhook_delivered`: every response's end was delivered to the webhook receiver at least
   once, and always with the same `webhook-id`;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Operation, ToolCall
+from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Operation, SteerRead, ToolCall
 
 AROUND_SECONDS = 10.0
 
@@ -43,11 +45,12 @@ def check(
     command_runs: Counter[str] | None = None,
     conversations: list[ConversationRead] | None = None,
     deliveries: list[Delivery] | None = None,
+    steers: list[SteerRead] | None = None,
 ) -> list[dict[str, Any]]:
     """`command_runs`: how often each command operation's command ran, as the containers on
     every host's disk (a lost host's too) noted it; `conversations`: each conversation the
     workload made, as read at the end; `deliveries`: every webhook delivery the receiver got
-    (None: webhooks were not watched)."""
+    (None: webhooks were not watched); `steers`: what became of each accepted steer."""
     command_runs = command_runs or Counter()
     violations: list[dict[str, Any]] = []
     ended = [fault for fault in faults if fault.end]
@@ -124,6 +127,19 @@ def check(
         ]
         for problem in _broken_turns(conversation, completed):
             violated("conversation_intact", made, f"{conversation.conversation_id}: {problem}")
+
+    read_steers = {read.operation_id: read for read in steers or []}
+    for operation in operations:
+        if not operation.steer_accepted:
+            continue
+        read = read_steers.get(operation.id)
+        if read is None or read.note:
+            continue  # it could not be read: nothing is known
+        if read.carrying != 1:
+            violated("steer_committed", operation, f"the accepted steer is in {read.carrying} successors")
+        for successor, status in zip(read.successors, read.statuses, strict=True):
+            if status is None:
+                violated("terminal", operation, f"{successor} (a steer's successor) never reached a terminal status")
 
     writes: Counter[str] = Counter()
     for call in tool_calls:

@@ -26,7 +26,7 @@ class Answer(BaseModel):
 
 class Operation(BaseModel):
     id: str
-    kind: Literal["text", "stream", "approval", "chain", "conversation", "command"]
+    kind: Literal["text", "stream", "approval", "chain", "conversation", "command", "steer"]
     start: float
     end: float = 0.0
     response_ids: list[str] = Field(default_factory=list)
@@ -38,6 +38,10 @@ class Operation(BaseModel):
     answers: list[Answer] = Field(default_factory=list)
     conversation_id: str = ""
     """The conversation the operation made, if it made one."""
+    steered_id: str = ""
+    """The response the operation steered, if it sent a steer."""
+    steer_accepted: bool = False
+    """Whether the server said `response.steer.accepted`."""
     outcome: Literal["done", "given_up", "refused", "unknown"] = "unknown"
     note: str = ""
 
@@ -73,6 +77,20 @@ class ConversationRead(BaseModel):
     item_ids: list[str] = Field(default_factory=list)
     note: str = ""
     """Why its items could not be read, when they could not."""
+
+
+class SteerRead(BaseModel):
+    """What became of an accepted steer, as read once every fault was healed."""
+
+    operation_id: str
+    steered_id: str
+    successors: list[str] = Field(default_factory=list)
+    """The responses that continue the steered one (`GET /v1/responses?previous_response_id=`)."""
+    statuses: list[str | None] = Field(default_factory=list)
+    """Each successor's status once it ended (None: it never did, within the final wait)."""
+    carrying: int = 0
+    """How many successors took the steer as input."""
+    note: str = ""
 
 
 class Fault(BaseModel):

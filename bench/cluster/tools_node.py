@@ -1,7 +1,8 @@
 """The bed's MCP server and webhook receiver.
 
 The MCP server (`/mcp`) has `write_note` (destructive: it changes the world, and may not run
-twice for one approved call) and `read_note` (read-only). Every `tools/call` that reaches it
+twice for one approved call), `read_note` and `wait` (read-only; `wait` gives a steer time to
+land). Every `tools/call` that reaches it
 is logged, as it arrived and before it runs, to a file of the bed's history: its time, tool,
 arguments and `_meta` (where the idempotency key is). A request that arrives is counted as
 a run, whatever happens after: the checker's count is never less than the world's.
@@ -14,6 +15,7 @@ event type and response id) to another file of the history, and answers 200.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -40,6 +42,11 @@ def tools() -> MCPServer:
     @server.tool(description="Read the note under a key.", annotations=READ_ONLY)
     def read_note(key: str) -> str:
         return notes.get(key, "(none)")
+
+    @server.tool(description="Wait a few seconds (at most 5), then say so.", annotations=READ_ONLY)
+    async def wait(seconds: float) -> str:
+        await asyncio.sleep(min(max(seconds, 0.0), 5.0))
+        return f"waited {seconds:g} s"
 
     return server
 

@@ -10,6 +10,7 @@ Operations, each on an API node picked at random for each call:
   (`POST /v1/responses/{id}/approvals`), polled to its end;
 - `chain`: two responses, the second continuing the first;
 - `conversation`: a conversation, and two responses in it, one after the other;
+- `steer`: over a WebSocket, a response steered while its tool runs;
 - `command`: a background response whose model runs a shell command in one of a few
   containers the workload made (placed on the workers' hosts).
 
@@ -32,7 +33,7 @@ import httpx
 import openai
 from openai.types.responses import Response
 
-from bench.cluster.history import Answer, ConversationRead, Final, Log, Operation, now
+from bench.cluster.history import Answer, ConversationRead, Final, Log, Operation, SteerRead, now
 
 TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
 CALL_SECONDS = 15.0
@@ -94,9 +95,9 @@ class Client:
                 return response
             await asyncio.sleep(0.3)
 
-    def tools(self) -> list[Any]:
+    def tools(self, approval: str = "always") -> list[Any]:
         return [
-            {"type": "mcp", "server_label": "bed", "server_url": f"{self.tools_url}/mcp", "require_approval": "always"}
+            {"type": "mcp", "server_label": "bed", "server_url": f"{self.tools_url}/mcp", "require_approval": approval}
         ]
 
 
@@ -181,6 +182,49 @@ async def run_conversation(client: Client, operation: Operation) -> None:
         await client.ended(operation, created.id)
 
 
+STEER_ENDS = {"response.completed", "response.failed", "response.incomplete", "response.cancelled", "error"}
+
+
+async def run_steer(client: Client, operation: Operation) -> None:
+    """Over a WebSocket: a response that runs the read-only `wait` tool, steered while the
+    tool runs. A steer the server accepted must be committed once: in a successor that
+    continues the steered response (read back at the end, whatever happened to the
+    connection)."""
+    api = client.rng.choice(client.apis)
+    steer = f"steer {operation.id}"
+    steered = ""
+    try:
+        async with asyncio.timeout(OPERATION_SECONDS):
+            async with client.sdks[api].responses.connect() as connection:
+                await connection.response.create(
+                    model="calls/wait", input=json.dumps({"seconds": 2}), tools=client.tools("never")
+                )
+                async for event in connection:
+                    if event.type == "response.created" and not steered:
+                        steered = event.response.id
+                        operation.response_ids.append(steered)
+                    elif event.type == "response.created":
+                        operation.response_ids.append(event.response.id)
+                    elif event.type == "response.mcp_call.in_progress" and not operation.steered_id:
+                        operation.steered_id = steered
+                        await connection.response.steer(previous_response_id=steered, input=steer)
+                    elif event.type == "response.steer.accepted":
+                        operation.steer_accepted = True
+                    elif event.type == "response.steer.failed":
+                        operation.note = f"steer failed: {event.error.code}"
+                    elif event.type == "error":
+                        operation.note = f"error event: {str(event.error)[:200]}"
+                        break
+                    ended = getattr(event, "response", None) if event.type in STEER_ENDS else None
+                    if ended is not None and (ended.id != steered or not operation.steer_accepted):
+                        break  # the successor's end, or the steered response's with no steer taken
+        operation.answers.append(Answer(api=api, call="websocket", status=200))
+    except (openai.APIError, OSError, TimeoutError) as error:
+        operation.answers.append(Answer(api=api, call="websocket", error=type(error).__name__))
+    except Exception as error:  # noqa: BLE001 - a connection the network broke ends how it ends
+        operation.answers.append(Answer(api=api, call="websocket", error=f"{type(error).__name__}: {error}"[:200]))
+
+
 RUNS_FILE = "/mnt/data/runs"
 """Where a command notes each of its runs, in its own container (the bed counts them on every
 host's disk, a lost host's too)."""
@@ -223,6 +267,7 @@ RUNS = {
     "chain": run_chain,
     "conversation": run_conversation,
     "command": run_command,
+    "steer": run_steer,
 }
 
 
@@ -309,6 +354,30 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
     return record
 
 
+async def steer_read(client: Client, operation: Operation, deadline: float) -> SteerRead:
+    """The successors of a response steered with an accepted steer (each once it ended), and
+    how many of them took the steer as input."""
+    record = SteerRead(operation_id=operation.id, steered_id=operation.steered_id)
+    steer = f"steer {operation.id}"
+    sdk = client.sdks[client.rng.choice(client.apis)]
+    try:
+        listed = await sdk.get(
+            "/responses",
+            cast_to=httpx.Response,
+            options={"params": {"previous_response_id": operation.steered_id, "limit": 100}},
+        )
+        record.successors = [each["id"] for each in listed.json()["data"]]
+        ended = await settle(client, record.successors, deadline, set())
+        record.statuses = [ended[each].status if each in ended else None for each in record.successors]
+        for successor in record.successors:
+            items = [item async for item in sdk.responses.input_items.list(successor)]
+            texts = [getattr(part, "text", "") for item in items for part in getattr(item, "content", None) or []]
+            record.carrying += steer in texts
+    except (openai.APIError, ValueError, KeyError) as error:
+        record.note = f"its successors could not be read: {str(error)[:200]}"
+    return record
+
+
 async def conversation_read(client: Client, conversation_id: str, operation_id: str) -> ConversationRead:
     """A conversation's items as stored once healed, oldest first."""
     record = ConversationRead(conversation_id=conversation_id, operation_id=operation_id)
@@ -331,6 +400,7 @@ async def main_async(options: argparse.Namespace) -> None:
     deadline = now() + options.seconds
     accepted: list[str] = []
     conversations: dict[str, str] = {}
+    steered: list[Operation] = []
     numbers = iter(range(1_000_000))
 
     async def loop() -> None:
@@ -341,6 +411,8 @@ async def main_async(options: argparse.Namespace) -> None:
             accepted.extend(operation.response_ids)
             if operation.conversation_id:
                 conversations[operation.conversation_id] = operation.id
+            if operation.steer_accepted:
+                steered.append(operation)
 
     await asyncio.gather(*(loop() for _ in range(options.concurrency)))
     operations.close()
@@ -357,6 +429,10 @@ async def main_async(options: argparse.Namespace) -> None:
     for conversation_id, operation_id in conversations.items():
         read_conversations.write(await conversation_read(client, conversation_id, operation_id))
     read_conversations.close()
+    steers = Log(history / "steers.jsonl")
+    for operation in steered:
+        steers.write(await steer_read(client, operation, now() + FINAL_SECONDS / 2))
+    steers.close()
     (history / "finals_done").touch()
 
 

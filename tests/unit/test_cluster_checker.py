@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.cluster.checker import check
-from bench.cluster.history import Answer, ConversationRead, Delivery, Fault, Final, Operation, ToolCall
+from bench.cluster.history import Answer, ConversationRead, Delivery, Fault, Final, Operation, SteerRead, ToolCall
 
 
 def _approved(key: str, text: str = "") -> tuple[Operation, Final]:
@@ -153,4 +153,29 @@ def test_an_end_never_delivered_or_delivered_under_two_ids_is_named():
         ("terminal", "op4"),
         ("webhook_delivered", "op2"),
         ("webhook_delivered", "op3"),
+    ]
+
+
+def test_an_accepted_steer_dropped_or_committed_twice_is_named():
+    def steered(key: str, accepted: bool = True) -> Operation:
+        return Operation(
+            id=key, kind="steer", start=100, end=101, response_ids=[f"resp_{key}"], steered_id=f"resp_{key}",
+            steer_accepted=accepted,
+        )  # fmt: skip
+
+    operations = [steered("op1"), steered("op2"), steered("op3"), steered("op4"), steered("op5", accepted=False)]
+    finals = [Final(response_id=f"resp_op{n}", status="incomplete") for n in range(1, 6)]
+    reads = [
+        SteerRead(operation_id="op1", steered_id="resp_op1", successors=["s1"], statuses=["completed"], carrying=1),
+        SteerRead(operation_id="op2", steered_id="resp_op2"),  # dropped: no successor
+        SteerRead(
+            operation_id="op3", steered_id="resp_op3", successors=["s3", "s3b"], statuses=["completed"] * 2, carrying=2
+        ),
+        SteerRead(operation_id="op4", steered_id="resp_op4", successors=["s4"], statuses=[None], carrying=1),
+    ]
+    violations = check(operations, finals, [], [], steers=reads)
+    assert sorted((violation["property"], violation["operations"][0]) for violation in violations) == [
+        ("steer_committed", "op2"),
+        ("steer_committed", "op3"),
+        ("terminal", "op4"),
     ]
