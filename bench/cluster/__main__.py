@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cluster.checker import check, delivered
+from bench.cluster.checker import BACKGROUND_KINDS, check, delivered
 from bench.cluster.history import (
     ConversationRead,
     Delivery,
@@ -54,8 +54,18 @@ def _wait_for_deliveries(history: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         ids = delivered(read(history / "webhooks.jsonl", Delivery))
+        background = {
+            response_id
+            for operation in read(history / "operations.jsonl", Operation)
+            if operation.kind in BACKGROUND_KINDS
+            for response_id in operation.response_ids
+        }
         finals = read(history / "finals.jsonl", Final)
-        if all((final.response_id, f"response.{final.status}") in ids for final in finals if final.status):
+        if all(
+            (final.response_id, f"response.{final.status}") in ids
+            for final in finals
+            if final.status and final.response_id in background
+        ):
             return
         time.sleep(1)
 

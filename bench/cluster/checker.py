@@ -29,6 +29,9 @@ from typing import Any
 from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Operation, SteerRead, ToolCall
 
 AROUND_SECONDS = 10.0
+BACKGROUND_KINDS = {"text", "stream", "approval", "chain", "conversation", "command"}
+"""The operations whose responses are background ones, which send webhooks (a WebSocket
+connection's are not)."""
 
 
 def _said_unknown(text: str) -> bool:
@@ -105,6 +108,8 @@ def check(
     if deliveries is not None:
         ids = delivered(deliveries)
         for operation in operations:
+            if operation.kind not in BACKGROUND_KINDS:
+                continue
             for response_id in operation.response_ids:
                 final = final_of.get(response_id)
                 if final is None or final.status is None:

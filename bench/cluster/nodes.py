@@ -281,6 +281,13 @@ class Deployment:
         for name in self.worker_names:
             if self._disk(name).exists():
                 asyncio.run(_remove_containers(self._disk(name) / "containers", _uids(name), Counter()))
+        left = [
+            line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if str(self.directory) in line
+        ]
+        for mounted in left:
+            subprocess.run(["umount", "-l", mounted], capture_output=True, check=False)
+        if left:
+            raise BedError(f"the bed's teardown left {len(left)} mounts of its containers (now unmounted)")
 
 
 def _runs_noted(containers: Path) -> Counter[str]:
@@ -307,7 +314,7 @@ async def _remove_containers(containers: Path, uids: str, runs: Counter[str]) ->
         host = ContainerHost.open(containers, uids=UidRange.parse(uids))
     except SandboxUnavailable:
         return  # no container could start here
-        for container_id in host.containers():
-            await host.remove(container_id)
-        if host.cgroups is not None:
-            host.cgroups.retire()
+    for container_id in host.containers():
+        await host.remove(container_id)
+    if host.cgroups is not None:
+        host.cgroups.retire()
