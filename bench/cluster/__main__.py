@@ -38,7 +38,8 @@ from bench.cluster.workload import FINAL_SECONDS
 SETTLE_SECONDS = 75.0
 """Kept at the end of a run for healing and the final reading (most runs need far less)."""
 DELIVERY_SECONDS = 90.0
-"""How long, after the final reading, webhook deliveries may take to catch up."""
+"""How long, after the final reading, webhook deliveries may take to catch up: at most this,
+and no longer than the run's time has left (10 s at least)."""
 
 
 def _wait_for(path: Path, seconds: float, process: subprocess.Popen[bytes]) -> bool:
@@ -101,7 +102,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         faults.close()
         (history / "healed").touch()
         _wait_for(history / "finals_done", FINAL_SECONDS + 60, client)
-        _wait_for_deliveries(history, DELIVERY_SECONDS)
+        _wait_for_deliveries(history, min(DELIVERY_SECONDS, max(10.0, until - now())))
     finally:
         if client is not None and client.poll() is None:
             client.kill()
