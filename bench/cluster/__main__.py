@@ -33,7 +33,7 @@ from bench.cluster.history import (
 from bench.cluster.nemesis import Nemesis
 from bench.cluster.network import Network, missing
 from bench.cluster.nodes import ROOT, Deployment
-from bench.cluster.workload import FINAL_SECONDS
+from bench.cluster.reading import FINAL_SECONDS
 
 SETTLE_SECONDS = 75.0
 """Kept at the end of a run for healing and the final reading (most runs need far less)."""
@@ -87,7 +87,7 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         with (directory / "logs" / "client.log").open("ab") as output:
             client = subprocess.Popen(
                 network.nodes["client"].command(
-                    [sys.executable, "-m", "bench.cluster.workload",
+                    [sys.executable, "-m", "bench.cluster.client",
                      "--apis", ",".join(deployment.url(name) for name in deployment.serve_names),
                      "--tools", deployment.url("tools"), "--history", str(history),
                      "--seconds", str(workload_seconds), "--seed", str(seed)]

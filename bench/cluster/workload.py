@@ -1,6 +1,6 @@
-"""The bed's client: a seeded mix of operations against the API nodes while the nemesis
-acts, then (once the bed says every fault is healed) a reading of every response it was
-told was made. It runs inside the client node's namespace and logs to the bed's history.
+"""The bed's workload: the operations its client runs against the API nodes while the
+nemesis acts (`bench/cluster/client.py` runs them; `bench/cluster/reading.py` reads what
+became of them once healed).
 
 Operations, each on an API node picked at random for each call:
 - `text`: a background response, polled to its end;
@@ -15,32 +15,25 @@ Operations, each on an API node picked at random for each call:
   containers the workload made (placed on the workers' hosts).
 
 A refusal (429, 503 with `retry-after`) is retried after a pause; every answer, and every
-call that got none, is logged.
-
-    python -m bench.cluster.workload --apis URL,URL --tools URL --history DIR --seconds N --seed S"""
+call that got none, is logged."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 from openai.types.responses import Response
 
-from bench.cluster.history import Answer, ConversationRead, Final, Log, Operation, SteerRead, now
+from bench.cluster.history import Answer, Log, Operation, now
 
 TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
 CALL_SECONDS = 15.0
 OPERATION_SECONDS = 120.0
 """An operation gives up (its responses are still read at the end) after this long."""
-FINAL_SECONDS = 180.0
-"""How long, once healed, every response has to reach a terminal status."""
 
 
 class Client:
@@ -282,170 +275,3 @@ async def run_one(client: Client, operation: Operation, log: Log) -> None:
         operation.note = f"{error.status_code}: {str(error)[:200]}"
     operation.end = now()
     log.write(operation)
-
-
-def waiting_for_approval(response: Response) -> str | None:
-    """The approval request a background response waits for, if it does."""
-    if response.status == "in_progress" and response.output and response.output[-1].type == "mcp_approval_request":
-        return response.output[-1].id
-    return None
-
-
-async def settle(client: Client, response_ids: list[str], deadline: float, rejected: set[str]) -> dict[str, Response]:
-    """Each response read over and over, in rounds, until it ends or the time is up. One left
-    waiting for approval (its operation gave up first) is refused its call: it ends, and the
-    call never runs."""
-    ended: dict[str, Response] = {}
-    pending = list(dict.fromkeys(response_ids))
-    looking = asyncio.Semaphore(8)
-    refusals = Operation(id="final", kind="approval", start=now())
-
-    async def look(response_id: str) -> None:
-        async with looking:
-            try:
-                response = await client.sdks[client.rng.choice(client.apis)].responses.retrieve(response_id)
-            except openai.APIError:
-                return
-            if response.status in TERMINAL:
-                ended[response_id] = response
-            elif (request := waiting_for_approval(response)) is not None:
-                refusals.start = now()
-                with contextlib.suppress(TimeoutError, openai.APIError):
-                    await decide(client, refusals, response_id, request, approve=False)
-                    rejected.add(response_id)  # answered: it waited, so no approval had reached it
-
-    while pending and now() < deadline:
-        await asyncio.gather(*(look(response_id) for response_id in pending))
-        pending = [response_id for response_id in pending if response_id not in ended]
-        if pending:
-            await asyncio.sleep(1)
-    return ended
-
-
-async def final(client: Client, response_id: str, stored: Response | None, rejected: bool) -> Final:
-    """The response once healed: its end, and its event log against what is stored."""
-    if stored is None:
-        return Final(response_id=response_id, status=None, rejected_at_end=rejected)
-    record = Final(
-        response_id=response_id,
-        rejected_at_end=rejected,
-        status=stored.status,
-        output_text=stored.output_text,
-        approval_requests=[item.id for item in stored.output if item.type == "mcp_approval_request"],
-        tool_calls=[str(getattr(item, "status", None) or "") for item in stored.output if item.type == "mcp_call"],
-        command_outputs=[
-            f"{item.status} {each.outcome.type} {getattr(each.outcome, 'exit_code', '')}: {each.stdout.strip()}"
-            for item in stored.output
-            if item.type == "shell_call_output"
-            for each in item.output
-        ],
-    )
-    sdk = client.sdks[client.rng.choice(client.apis)]
-    try:
-        events = [event async for event in await sdk.responses.retrieve(response_id, stream=True)]
-    except openai.APIError as error:
-        record.note = f"its log could not be read: {str(error)[:200]}"
-        return record
-    numbers = [event.sequence_number for event in events]
-    record.log_gaps = numbers != list(range(len(numbers)))
-    last = events[-1] if events else None
-    ended = getattr(last, "response", None)
-    record.log_matches = ended is not None and ended.model_dump() == stored.model_dump()
-    return record
-
-
-async def steer_read(client: Client, operation: Operation, deadline: float) -> SteerRead:
-    """The successors of a response steered with an accepted steer (each once it ended), and
-    how many of them took the steer as input."""
-    record = SteerRead(operation_id=operation.id, steered_id=operation.steered_id)
-    steer = f"steer {operation.id}"
-    sdk = client.sdks[client.rng.choice(client.apis)]
-    try:
-        listed = await sdk.get(
-            "/responses",
-            cast_to=httpx.Response,
-            options={"params": {"previous_response_id": operation.steered_id, "limit": 100}},
-        )
-        record.successors = [each["id"] for each in listed.json()["data"]]
-        ended = await settle(client, record.successors, deadline, set())
-        record.statuses = [ended[each].status if each in ended else None for each in record.successors]
-        for successor in record.successors:
-            items = [item async for item in sdk.responses.input_items.list(successor)]
-            texts = [getattr(part, "text", "") for item in items for part in getattr(item, "content", None) or []]
-            record.carrying += steer in texts
-    except (openai.APIError, ValueError, KeyError) as error:
-        record.note = f"its successors could not be read: {str(error)[:200]}"
-    return record
-
-
-async def conversation_read(client: Client, conversation_id: str, operation_id: str) -> ConversationRead:
-    """A conversation's items as stored once healed, oldest first."""
-    record = ConversationRead(conversation_id=conversation_id, operation_id=operation_id)
-    sdk = client.sdks[client.rng.choice(client.apis)]
-    try:
-        async for item in sdk.conversations.items.list(conversation_id, order="asc", limit=100):
-            texts = [getattr(part, "text", "") for part in getattr(item, "content", None) or []]
-            record.items.append(f"{getattr(item, 'role', item.type)}: {''.join(texts)}")
-            record.item_ids.append(str(item.id))
-    except openai.APIError as error:
-        record.note = f"its items could not be read: {str(error)[:200]}"
-    return record
-
-
-async def main_async(options: argparse.Namespace) -> None:
-    rng = random.Random(options.seed)
-    client = Client(options.apis.split(","), options.tools, rng)
-    history = Path(options.history)
-    operations = Log(history / "operations.jsonl")
-    deadline = now() + options.seconds
-    accepted: list[str] = []
-    conversations: dict[str, str] = {}
-    steered: list[Operation] = []
-    numbers = iter(range(1_000_000))
-
-    async def loop() -> None:
-        while now() < deadline:
-            kind = rng.choice(list(RUNS))
-            operation = Operation(id=f"op{next(numbers)}-{options.seed}", kind=kind, start=now())
-            await run_one(client, operation, operations)
-            accepted.extend(operation.response_ids)
-            if operation.conversation_id:
-                conversations[operation.conversation_id] = operation.id
-            if operation.steer_accepted:
-                steered.append(operation)
-
-    await asyncio.gather(*(loop() for _ in range(options.concurrency)))
-    operations.close()
-    (history / "workload_done").touch()
-    while not (history / "healed").exists():
-        await asyncio.sleep(0.5)
-    finals = Log(history / "finals.jsonl")
-    rejected: set[str] = set()
-    ended = await settle(client, accepted, now() + FINAL_SECONDS, rejected)
-    for response_id in dict.fromkeys(accepted):
-        finals.write(await final(client, response_id, ended.get(response_id), response_id in rejected))
-    finals.close()
-    read_conversations = Log(history / "conversations.jsonl")
-    for conversation_id, operation_id in conversations.items():
-        read_conversations.write(await conversation_read(client, conversation_id, operation_id))
-    read_conversations.close()
-    steers = Log(history / "steers.jsonl")
-    for operation in steered:
-        steers.write(await steer_read(client, operation, now() + FINAL_SECONDS / 2))
-    steers.close()
-    (history / "finals_done").touch()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--apis", required=True)
-    parser.add_argument("--tools", required=True)
-    parser.add_argument("--history", required=True)
-    parser.add_argument("--seconds", type=float, required=True)
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--concurrency", type=int, default=6)
-    asyncio.run(main_async(parser.parse_args()))
-
-
-if __name__ == "__main__":
-    main()
