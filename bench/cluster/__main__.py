@@ -52,22 +52,19 @@ def _wait_for(path: Path, seconds: float, process: subprocess.Popen[bytes]) -> b
 def _wait_for_deliveries(history: Path, seconds: float) -> None:
     """Until every response that ended has had its end delivered to the webhook receiver (a
     delivery that failed during a fault is tried again after a backoff), or `seconds` pass."""
+    background = {
+        response_id
+        for operation in read(history / "operations.jsonl", Operation)
+        if operation.kind in BACKGROUND_KINDS
+        for response_id in operation.response_ids
+    }
+    ends = {
+        (final.response_id, f"response.{final.status}")
+        for final in read(history / "finals.jsonl", Final)
+        if final.status and final.response_id in background
+    }
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ids = delivered(read(history / "webhooks.jsonl", Delivery))
-        background = {
-            response_id
-            for operation in read(history / "operations.jsonl", Operation)
-            if operation.kind in BACKGROUND_KINDS
-            for response_id in operation.response_ids
-        }
-        finals = read(history / "finals.jsonl", Final)
-        if all(
-            (final.response_id, f"response.{final.status}") in ids
-            for final in finals
-            if final.status and final.response_id in background
-        ):
-            return
+    while time.monotonic() < deadline and not ends <= delivered(read(history / "webhooks.jsonl", Delivery)).keys():
         time.sleep(1)
 
 

@@ -28,6 +28,7 @@ from bench.cluster.workload import RUNS_FILE
 from models.visibility import SEARCH_ATTRIBUTES
 from sandbox.containers import ContainerHost, SandboxUnavailable
 from sandbox.identity import UidRange
+from tests.support.sandboxes import remove_everything
 from worker.dev import DEV_SERVER_CONFIG, dynamic_config_arguments, temporal_binary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -314,7 +315,4 @@ async def _remove_containers(containers: Path, uids: str, runs: Counter[str]) ->
         host = ContainerHost.open(containers, uids=UidRange.parse(uids))
     except SandboxUnavailable:
         return  # no container could start here
-    for container_id in host.containers():
-        await host.remove(container_id)
-    if host.cgroups is not None:
-        host.cgroups.retire()
+    await remove_everything(host)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import httpx
 import openai
 from openai.types.responses import Response
 
 from bench.cluster.history import ConversationRead, Final, Operation, SteerRead, now
-from bench.cluster.workload import TERMINAL, Client, decide
+from bench.cluster.workload import TERMINAL, Client, decide, steer_text
 
 FINAL_SECONDS = 180.0
 """How long, once healed, every response has to reach a terminal status."""
@@ -88,11 +89,15 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
     return record
 
 
+def _text(item: Any) -> str:
+    """An input or conversation item's text, its parts joined."""
+    return "".join(getattr(part, "text", "") for part in getattr(item, "content", None) or [])
+
+
 async def steer_read(client: Client, operation: Operation, deadline: float) -> SteerRead:
     """The successors of a response steered with an accepted steer (each once it ended), and
     how many of them took the steer as input."""
     record = SteerRead(operation_id=operation.id, steered_id=operation.steered_id)
-    steer = f"steer {operation.id}"
     sdk = client.sdks[client.rng.choice(client.apis)]
     try:
         listed = await sdk.get(
@@ -104,9 +109,8 @@ async def steer_read(client: Client, operation: Operation, deadline: float) -> S
         ended = await settle(client, record.successors, deadline, set())
         record.statuses = [ended[each].status if each in ended else None for each in record.successors]
         for successor in record.successors:
-            items = [item async for item in sdk.responses.input_items.list(successor)]
-            texts = [getattr(part, "text", "") for item in items for part in getattr(item, "content", None) or []]
-            record.carrying += steer in texts
+            texts = [_text(item) async for item in sdk.responses.input_items.list(successor)]
+            record.carrying += steer_text(operation.id) in texts
     except (openai.APIError, ValueError, KeyError) as error:
         record.note = f"its successors could not be read: {str(error)[:200]}"
     return record
@@ -118,8 +122,7 @@ async def conversation_read(client: Client, conversation_id: str, operation_id: 
     sdk = client.sdks[client.rng.choice(client.apis)]
     try:
         async for item in sdk.conversations.items.list(conversation_id, order="asc", limit=100):
-            texts = [getattr(part, "text", "") for part in getattr(item, "content", None) or []]
-            record.items.append(f"{getattr(item, 'role', item.type)}: {''.join(texts)}")
+            record.items.append(f"{getattr(item, 'role', item.type)}: {_text(item)}")
             record.item_ids.append(str(item.id))
     except openai.APIError as error:
         record.note = f"its items could not be read: {str(error)[:200]}"

@@ -175,6 +175,11 @@ async def run_conversation(client: Client, operation: Operation) -> None:
         await client.ended(operation, created.id)
 
 
+def steer_text(operation_id: str) -> str:
+    """What a `steer` operation steers with: its successor's input, found by it at the end."""
+    return f"steer {operation_id}"
+
+
 STEER_ENDS = {"response.completed", "response.failed", "response.incomplete", "response.cancelled", "error"}
 
 
@@ -184,8 +189,6 @@ async def run_steer(client: Client, operation: Operation) -> None:
     continues the steered response (read back at the end, whatever happened to the
     connection)."""
     api = client.rng.choice(client.apis)
-    steer = f"steer {operation.id}"
-    steered = ""
     try:
         async with asyncio.timeout(OPERATION_SECONDS):
             async with client.sdks[api].responses.connect() as connection:
@@ -193,14 +196,13 @@ async def run_steer(client: Client, operation: Operation) -> None:
                     model="calls/wait", input=json.dumps({"seconds": 2}), tools=client.tools("never")
                 )
                 async for event in connection:
-                    if event.type == "response.created" and not steered:
-                        steered = event.response.id
-                        operation.response_ids.append(steered)
-                    elif event.type == "response.created":
-                        operation.response_ids.append(event.response.id)
+                    if event.type == "response.created":
+                        operation.response_ids.append(event.response.id)  # the steered one first
                     elif event.type == "response.mcp_call.in_progress" and not operation.steered_id:
-                        operation.steered_id = steered
-                        await connection.response.steer(previous_response_id=steered, input=steer)
+                        operation.steered_id = operation.response_ids[0]
+                        await connection.response.steer(
+                            previous_response_id=operation.steered_id, input=steer_text(operation.id)
+                        )
                     elif event.type == "response.steer.accepted":
                         operation.steer_accepted = True
                     elif event.type == "response.steer.failed":
@@ -209,11 +211,9 @@ async def run_steer(client: Client, operation: Operation) -> None:
                         operation.note = f"error event: {str(event.error)[:200]}"
                         break
                     ended = getattr(event, "response", None) if event.type in STEER_ENDS else None
-                    if ended is not None and (ended.id != steered or not operation.steer_accepted):
+                    if ended is not None and (ended.id != operation.response_ids[0] or not operation.steer_accepted):
                         break  # the successor's end, or the steered response's with no steer taken
         operation.answers.append(Answer(api=api, call="websocket", status=200))
-    except (openai.APIError, OSError, TimeoutError) as error:
-        operation.answers.append(Answer(api=api, call="websocket", error=type(error).__name__))
     except Exception as error:  # noqa: BLE001 - a connection the network broke ends how it ends
         operation.answers.append(Answer(api=api, call="websocket", error=f"{type(error).__name__}: {error}"[:200]))
 
