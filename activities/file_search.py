@@ -15,7 +15,7 @@ import time
 from datetime import timedelta
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from file_search.embedder import Embedder
 from file_search.library import Library
@@ -73,7 +73,10 @@ class FileSearchActivities:
             )
         except CapacityWaitError as error:  # the embeddings budget has room later: come back then
             raise ApplicationError(
-                str(error), type=type(error).__name__, next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))
+                str(error),
+                type=type(error).__name__,
+                next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds)),
+                category=ApplicationErrorCategory.BENIGN,  # pacing, not a failure: logged at DEBUG
             ) from error
         except RetryableUpstreamError as error:
             raise ApplicationError(error.message, type=type(error).__name__) from error

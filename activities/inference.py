@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities import sealed_items, turn_claims, turn_failures
 from activities.cancel_watch import unless_cancelled
@@ -360,12 +360,15 @@ class InferenceActivities:
                 )
                 slot.succeeded(result.usage.total_tokens or result.usage.input_tokens + result.usage.output_tokens)
         except CapacityWaitError as error:
+            # How pacing works, not a failure: benign, so Temporal logs it at DEBUG (no
+            # traceback a deferral) and counts no failure.
             raise ApplicationError(
                 str(error),
                 error.deployment,
                 type=type(error).__name__,
                 non_retryable=True,
                 next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001)),
+                category=ApplicationErrorCategory.BENIGN,
             ) from error
         except UpstreamError as error:
             raise turn_failures.to_application_error(error, deployment.shown_for(model)) from error

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from file_search.embedder import Embedder
 from file_search.library import Library
@@ -134,7 +134,10 @@ class IngestionActivities:
                 vectors = await self.embedder.embed([text for _, text in pending], project, model=model)
         except CapacityWaitError as error:  # the budget has room later: come back then
             raise ApplicationError(
-                str(error), type=type(error).__name__, next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds))
+                str(error),
+                type=type(error).__name__,
+                next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds)),
+                category=ApplicationErrorCategory.BENIGN,  # pacing, not a failure: logged at DEBUG
             ) from error
         except RateLimitedUpstreamError as error:
             delay = timedelta(seconds=error.retry_after) if error.retry_after else None

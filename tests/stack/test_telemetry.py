@@ -184,6 +184,34 @@ async def test_logs_are_calm_and_hold_no_user_text(tmp_path: Path, backend: Scri
     assert "\x1b[" not in log, "terminal colour codes"
 
 
+async def test_a_wait_for_capacity_is_no_warning_and_no_traceback(tmp_path: Path, backend: ScriptedBackend):
+    """A call deferred by its deployment's budget (`rpm`) is how pacing works, not a failure:
+    Temporal's activity logger keeps it at DEBUG."""
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"model_list:\n  - model_name: '*'\n    litellm_params:\n      model: openai/*\n"
+        f"      api_base: {backend.base_url}\n      rpm: 30\n",
+        encoding="utf-8",
+    )  # a slot every 2 s: of three background calls at once, two wait for theirs
+    dev = DevStack(tmp_path / "dev", backend, env={"LOG_LEVEL": "INFO", "MODELS_FILE": str(models)})
+    dev.start()
+    try:
+        client = openai.AsyncOpenAI(base_url=f"{dev.url}/v1", api_key="x", max_retries=0)
+        started = asyncio.get_running_loop().time()
+        created = await asyncio.gather(
+            *(client.responses.create(model="m-capacity", input=f"hi {n}", background=True) for n in range(3))
+        )
+        ended = [await until_terminal(client, response.id) for response in created]
+        waited = asyncio.get_running_loop().time() - started
+        await client.close()
+    finally:
+        dev.stop()
+    assert [response.status for response in ended] == ["completed"] * 3
+    assert waited >= 3.5, "the budget spaced the three calls 2 s apart"
+    log = dev.log.read_text()
+    assert "Completing activity as failed" not in log and "Traceback" not in log, log
+
+
 async def test_json_logs_are_one_object_a_line(tmp_path: Path, backend: ScriptedBackend):
     dev = DevStack(tmp_path / "dev", backend, env={"LOG_FORMAT": "json"}, stderr_apart=True)
     dev.start()
