@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cluster.checker import BACKGROUND_KINDS, check, delivered
+from bench.cluster.checker import BACKGROUND_KINDS, BUDGET_WINDOW_SECONDS, busiest, check, delivered
 from bench.cluster.history import (
     ConversationRead,
     Delivery,
@@ -27,12 +27,13 @@ from bench.cluster.history import (
     Operation,
     SteerRead,
     ToolCall,
+    UpstreamCall,
     now,
     read,
 )
 from bench.cluster.nemesis import Nemesis
 from bench.cluster.network import Network, missing
-from bench.cluster.nodes import ROOT, Deployment
+from bench.cluster.nodes import BUDGETS, ROOT, Deployment
 from bench.cluster.reading import FINAL_SECONDS
 
 SETTLE_SECONDS = 75.0
@@ -107,6 +108,9 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         deployment.stop()
         network.down()
     operations = read(history / "operations.jsonl", Operation)
+    upstream = read(history / "upstream.jsonl", UpstreamCall)
+    windows = ", ".join(f"{model} {count}" for model, (_, count) in sorted(busiest(upstream).items()))
+    print(f"upstream, the busiest {BUDGET_WINDOW_SECONDS:g} s of each model (budgets {BUDGETS}): {windows}", flush=True)
     violations = check(
         operations,
         read(history / "finals.jsonl", Final),
@@ -116,6 +120,8 @@ def run(minutes: float, seed: int, serves: int, workers: int, keep: bool) -> dic
         read(history / "conversations.jsonl", ConversationRead),
         read(history / "webhooks.jsonl", Delivery),
         read(history / "steers.jsonl", SteerRead),
+        upstream,
+        BUDGETS,
     )
     if not (history / "finals_done").exists():
         violations.append(

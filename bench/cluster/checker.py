@@ -15,10 +15,19 @@ the operations it concerns and the faults around them. Properties:
   one that reports its command ran had it noted in its container;
 - `conversation_intact`: a conversation holds each completed response's turn whole, once and
   in order, and no answer without its input;
+- `stream_whole`: a stream, over every connection it took (resumed on any API node), had each
+  event once and in order (sequence numbers 0, 1, 2, ... with no gap and no repeat), and
+  its text deltas, joined, are the text its response kept;
+- `moderation_held`: a moderated stream never sent a flagged window (none of its deltas, nor
+  its kept text, holds a word the classifier flags), and never completed;
 - `steer_committed`: a steer the server accepted is the input of exactly one successor of the
   response it steered, and that successor ended;
 - `webhook_delivered`: every response's end was delivered to the webhook receiver at least
   once, and always with the same `webhook-id`;
+- `budget_kept`: the backend never saw a budgeted model's requests come faster than its
+  budget (`rpm`) allows, beyond its burst: in any `BUDGET_WINDOW_SECONDS`, at most the budget's share of
+  that time and `BUDGET_BURST_SECONDS` more (the slots a call may take ahead of time, which a
+  paused process may hold and use late, all at once), across every partition and pause;
 - `no_500`: no answer was a 5xx other than a 503, and every 503 said when to retry."""
 
 from __future__ import annotations
@@ -26,10 +35,26 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from bench.cluster.history import ConversationRead, Delivery, Fault, Final, Operation, SteerRead, ToolCall
+from bench.cluster.history import (
+    ConversationRead,
+    Delivery,
+    Fault,
+    Final,
+    Operation,
+    SteerRead,
+    ToolCall,
+    UpstreamCall,
+)
+from demo.keyword_moderation import found_in
+from upstream.pacing import INTERACTIVE_HORIZON
 
 AROUND_SECONDS = 10.0
-BACKGROUND_KINDS = {"text", "stream", "approval", "chain", "conversation", "command"}
+BACKGROUND_KINDS = {"text", "stream", "moderated", "approval", "chain", "conversation", "command"}
+STREAMED_KINDS = {"stream", "moderated"}
+BUDGET_WINDOW_SECONDS = 10.0
+BUDGET_BURST_SECONDS = INTERACTIVE_HORIZON + 1.0
+"""A call may take its slot up to `INTERACTIVE_HORIZON` ahead and then wait for it; one more
+second of slack for what the network delays."""
 """The operations whose responses are background ones, which send webhooks (a WebSocket
 connection's are not)."""
 
@@ -49,11 +74,14 @@ def check(
     conversations: list[ConversationRead] | None = None,
     deliveries: list[Delivery] | None = None,
     steers: list[SteerRead] | None = None,
+    upstream: list[UpstreamCall] | None = None,
+    budgets: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """`command_runs`: how often each command operation's command ran, as the containers on
     every host's disk (a lost host's too) noted it; `conversations`: each conversation the
     workload made, as read at the end; `deliveries`: every webhook delivery the receiver got
-    (None: webhooks were not watched); `steers`: what became of each accepted steer."""
+    (None: webhooks were not watched); `steers`: what became of each accepted steer;
+    `upstream`: every request the backend saw, held to `budgets` (each model's `rpm`)."""
     command_runs = command_runs or Counter()
     violations: list[dict[str, Any]] = []
     ended = [fault for fault in faults if fault.end]
@@ -98,6 +126,12 @@ def check(
                 violated("no_500", operation, f"{answer.call} on {answer.api}: {answer.status} {answer.error}")
             if answer.status == 503 and not answer.retry_after:
                 violated("no_500", operation, f"{answer.call} on {answer.api}: 503 without retry-after")
+        if operation.kind in STREAMED_KINDS:
+            for problem in _broken_stream(operation, last):
+                violated("stream_whole", operation, problem)
+        if operation.kind == "moderated":
+            for problem in _unheld(operation, last):
+                violated("moderation_held", operation, problem)
         if operation.kind == "command":
             if command_runs[operation.id] > 1:
                 violated("at_most_once", operation, f"the command ran {command_runs[operation.id]}x")
@@ -146,6 +180,14 @@ def check(
             if status is None:
                 violated("terminal", operation, f"{successor} (a steer's successor) never reached a terminal status")
 
+    if upstream is not None and budgets:
+        for model, (at, count, allowed) in over_budget(upstream, budgets).items():
+            violated(
+                "budget_kept",
+                None,
+                f"{model}: {count} requests in the {BUDGET_WINDOW_SECONDS:g} s from {at:.1f}, past {allowed:g}",
+            )
+
     writes: Counter[str] = Counter()
     for call in tool_calls:
         if call.tool == "write_note":
@@ -168,6 +210,65 @@ def check(
         if last is not None and last.output_text == f"done: wrote {key}" and writes[key] == 0:
             violated("side_effect_seen", operation, f"{key}: the response reports a write the tool never saw")
     return violations
+
+
+def _broken_stream(operation: Operation, last: Final | None) -> list[str]:
+    """What is wrong with a stream as its client got it: an event missing or repeated, or text
+    that is not what its response kept."""
+    problems = []
+    numbers = operation.sequence_numbers
+    if numbers != list(range(len(numbers))):
+        skipped = next(index for index, number in enumerate(numbers) if number != index)
+        problems.append(f"sequence numbers {numbers[max(0, skipped - 2) : skipped + 3]} at event {skipped}")
+    if last is not None and last.status in ("completed", "incomplete"):
+        whole = operation.stream_ended
+        if (
+            (operation.streamed_text != last.output_text)
+            if whole
+            else not last.output_text.startswith(operation.streamed_text)
+        ):
+            problems.append(f"streamed {operation.streamed_text!r}, kept {last.output_text!r}")
+    return problems
+
+
+def _unheld(operation: Operation, last: Final | None) -> list[str]:
+    """What a moderated stream let through: a flagged word sent or kept, or a completed end."""
+    problems = []
+    if found_in(operation.streamed_text):
+        problems.append(f"sent a flagged window: {operation.streamed_text[-120:]!r}")
+    if last is not None and (found_in(last.output_text) or last.status == "completed"):
+        problems.append(f"{last.response_id} ended {last.status}, keeping {last.output_text[-120:]!r}")
+    return problems
+
+
+def busiest(upstream: list[UpstreamCall]) -> dict[str, tuple[float, int]]:
+    """Each model name's busiest `BUDGET_WINDOW_SECONDS` at the backend: where it began, and how
+    many requests it saw."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for call in upstream:
+        times[call.model].append(call.time)
+    most: dict[str, tuple[float, int]] = {}
+    for model, arrivals in times.items():
+        arrivals.sort()
+        first = 0
+        for last, at in enumerate(arrivals):
+            while at - arrivals[first] >= BUDGET_WINDOW_SECONDS:
+                first += 1
+            if last - first + 1 > most.get(model, (0.0, 0))[1]:
+                most[model] = (arrivals[first], last - first + 1)
+    return most
+
+
+def over_budget(upstream: list[UpstreamCall], budgets: dict[str, float]) -> dict[str, tuple[float, int, float]]:
+    """The model names whose busiest window at the backend held more than their `rpm` allows in
+    it and its burst: where, how many, and how many were allowed."""
+    over = {}
+    for model, (at, count) in busiest(upstream).items():
+        if model in budgets:
+            allowed = budgets[model] / 60 * (BUDGET_WINDOW_SECONDS + BUDGET_BURST_SECONDS)
+            if count > allowed:
+                over[model] = (at, count, allowed)
+    return over
 
 
 def delivered(deliveries: list[Delivery]) -> dict[tuple[str, str], set[str]]:

@@ -1,7 +1,7 @@
 """What the bed logs, one JSON object a line, in the bed's own directory (never on a node's
 disk): the client's operations and what it found of each at the end, the faults the nemesis
-made, each tool call as the tools' server saw it, and each webhook delivery as the receiver
-got it."""
+made, each tool call as the tools' server saw it, each webhook delivery as the receiver got it,
+and each upstream request as the backend saw it."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Answer(BaseModel):
 
 class Operation(BaseModel):
     id: str
-    kind: Literal["text", "stream", "approval", "chain", "conversation", "command", "steer"]
+    kind: Literal["text", "stream", "moderated", "approval", "chain", "conversation", "command", "steer"]
     start: float
     end: float = 0.0
     response_ids: list[str] = Field(default_factory=list)
@@ -42,6 +42,13 @@ class Operation(BaseModel):
     """The response the operation steered, if it sent a steer."""
     steer_accepted: bool = False
     """Whether the server said `response.steer.accepted`."""
+    sequence_numbers: list[int] = Field(default_factory=list)
+    """A streamed operation's events' sequence numbers, as they came, over every connection
+    (the first and each resumed one)."""
+    streamed_text: str = ""
+    """The text of every `response.output_text.delta` a streamed operation got, joined."""
+    stream_ended: bool = False
+    """Whether a streamed operation got its response's last event."""
     outcome: Literal["done", "given_up", "refused", "unknown"] = "unknown"
     note: str = ""
 
@@ -116,6 +123,14 @@ class Delivery(BaseModel):
     """Its `webhook-id`: one event's every attempt carries the same."""
     type: str
     response_id: str
+
+
+class UpstreamCall(BaseModel):
+    """A model or moderation request, as the backend saw it arrive."""
+
+    time: float
+    model: str
+    path: str
 
 
 Record = TypeVar("Record", bound=BaseModel)

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import glob
+import json
 import os
 import shutil
 import signal
@@ -42,6 +43,10 @@ SECRETS_KEY = base64.urlsafe_b64encode(bytes(range(32))).decode()
 WEBHOOK_SECRET = "whsec_" + base64.b64encode(bytes(range(24))).decode()
 WORKFLOW_TASK_TIMEOUT_SECONDS = 5
 HOST_WAIT_SECONDS = 20
+BUDGETS: dict[str, float] = {"echo": 120}
+"""The models with a budget upstream (`rpm` in the models file), shared by every process through
+the store: the checker holds the backend's log to them. Every other name goes to one `*`
+deployment with none (its rate learned from the backend's 429s)."""
 
 
 @dataclass
@@ -149,17 +154,28 @@ class Deployment:
     def database_url(self) -> str:
         return f"postgresql://postgres@{self.node('postgres').address}:{PG_PORT}/postgres"
 
+    def _models_file(self) -> Path:
+        return self.directory / "models.yaml"
+
     def _log(self, name: str) -> Path:
         return self.directory / "logs" / f"{name}.log"
 
     def start(self) -> Deployment:
         (self.directory / "logs").mkdir(parents=True, exist_ok=True)
+        (self.directory / "history").mkdir(parents=True, exist_ok=True)
+        upstream = {"api_base": f"{self.url('backend')}/v1", "api_key": "bed"}
+        models = [
+            {"model_name": name, "litellm_params": {"model": f"openai/{name}", "rpm": rpm} | upstream}
+            for name, rpm in BUDGETS.items()
+        ]
+        models.append({"model_name": "*", "litellm_params": {"model": "openai/*"} | upstream})
+        self._models_file().write_text(json.dumps({"model_list": models}))  # YAML reads JSON
         self._start_postgres()
         self._start_temporal()
         self._add(
             "backend",
             [sys.executable, "-m", "tests.support.scripted_backend", "--host", self.node("backend").address,
-             "--port", str(BACKEND_PORT), "--rate-limit", "20"],
+             "--port", str(BACKEND_PORT), "--rate-limit", "20", "--log", str(self.directory / "history" / "upstream.jsonl")],
         ).start()  # fmt: skip
         self._add(
             "tools",
@@ -189,8 +205,7 @@ class Deployment:
         return uids | {
             "TEMPORAL_ADDRESS": f"{self.node('temporal').address}:{TEMPORAL_PORT}",
             "DATABASE_URL": self.database_url,
-            "INFERENCE_BASE_URL": f"{self.url('backend')}/v1",
-            "INFERENCE_API_KEY": "bed",
+            "MODELS_FILE": str(self._models_file()),
             "SECRETS_KEY": SECRETS_KEY,
             "EGRESS_ALLOWLIST": f"{self.network.subnet}.0/24",
             "WEBHOOK_URLS": f"{self.url('tools')}/webhook",

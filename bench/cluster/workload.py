@@ -4,7 +4,10 @@ became of them once healed).
 
 Operations, each on an API node picked at random for each call:
 - `text`: a background response, polled to its end;
-- `stream`: a background response streamed to its end (a cut stream is polled instead);
+- `stream`: a background response streamed to its end; a stream the network cut is resumed
+  after its last event (`starting_after`) on any API node;
+- `moderated`: a stream as `stream`, of output moderated under `block`, whose last window is
+  flagged;
 - `approval`: a background response whose model calls the destructive `write_note` through
   the bed's MCP server with approval required; once it waits, approved
   (`POST /v1/responses/{id}/approvals`), polled to its end;
@@ -101,19 +104,43 @@ async def run_text(client: Client, operation: Operation) -> None:
     await client.ended(operation, created.id)
 
 
+STREAM_ENDS = {"response.completed", "response.failed", "response.incomplete", "response.cancelled"}
+
+MODERATION = {"model": "omni-moderation-latest", "policy": {"output": {"mode": "block"}}}
+"""A `moderated` operation's: its output is held back, window by window, until checked."""
+
+CALM = " ".join(f"Sentence {number} of this reply is calm and says nothing at all." for number in range(1, 6))
+"""Over one moderation window of text (`MODERATION_WINDOW_CHARS`) that passes."""
+
+FLAGGED = "Then it says to kill the process."
+"""A last sentence the demo's classifier flags (violence): its window must never be sent."""
+
+
 async def run_stream(client: Client, operation: Operation) -> None:
-    said = f"stream {operation.id}"
+    said = f"stream {operation.id}. {CALM}"  # streamed for about 4 s
     operation.expected_text = f"echo: {said}"
+    await stream(client, operation, model="drip", input=said)
+
+
+async def run_moderated(client: Client, operation: Operation) -> None:
+    """A stream whose output is moderated: calm windows, then a flagged one, which must never
+    reach the client, whatever breaks the stream and on whichever API node it resumes."""
+    await stream(
+        client,
+        operation,
+        model="drip",
+        input=f"moderated {operation.id}. {CALM} {FLAGGED}",
+        extra_body={"moderation": MODERATION},
+    )
+
+
+async def stream(client: Client, operation: Operation, **body: Any) -> None:
+    """A background response streamed on one API node; when the stream breaks, resumed after
+    the last event it got (`starting_after`) on any node, until its end; then read to its end.
+    Every event's sequence number and every text delta is noted."""
     api = client.rng.choice(client.apis)
-    response_id = ""
     try:
-        stream = await client.sdks[api].responses.create(model="echo", input=said, background=True, stream=True)
-        async for event in stream:
-            if event.type == "response.created":
-                response_id = event.response.id
-                operation.response_ids.append(response_id)
-            if event.type in ("response.completed", "response.failed", "response.incomplete"):
-                break
+        await _read_events(operation, await client.sdks[api].responses.create(background=True, stream=True, **body))
         operation.answers.append(Answer(api=api, call="stream", status=200))
     except openai.APIStatusError as error:
         operation.answers.append(
@@ -121,10 +148,46 @@ async def run_stream(client: Client, operation: Operation) -> None:
                 api=api, call="stream", status=error.status_code, retry_after=error.response.headers.get("retry-after")
             )
         )
-    except (openai.APIConnectionError, openai.APITimeoutError) as error:
-        operation.answers.append(Answer(api=api, call="stream", error=type(error).__name__))
-    if response_id:
-        await client.ended(operation, response_id)
+        if error.status_code not in (429, 503):
+            raise
+    except (openai.APIError, httpx.HTTPError) as error:
+        operation.answers.append(Answer(api=api, call="stream", error=f"{type(error).__name__}: {error}"[:200]))
+    if not operation.response_ids:
+        return  # cut before it said which response it made: nothing to resume
+    while not operation.stream_ended and now() - operation.start < OPERATION_SECONDS:
+        await asyncio.sleep(0.5 + client.rng.random())
+        api = client.rng.choice(client.apis)
+        after = operation.sequence_numbers[-1] if operation.sequence_numbers else -1
+        try:
+            events = await client.sdks[api].responses.retrieve(
+                operation.response_ids[0], stream=True, starting_after=after
+            )
+            await _read_events(operation, events)
+            operation.answers.append(Answer(api=api, call="resume", status=200))
+        except openai.APIStatusError as error:
+            operation.answers.append(
+                Answer(
+                    api=api,
+                    call="resume",
+                    status=error.status_code,
+                    retry_after=error.response.headers.get("retry-after"),
+                )
+            )
+        except (openai.APIError, httpx.HTTPError) as error:
+            operation.answers.append(Answer(api=api, call="resume", error=f"{type(error).__name__}: {error}"[:200]))
+    await client.ended(operation, operation.response_ids[0])
+
+
+async def _read_events(operation: Operation, events: Any) -> None:
+    async for event in events:
+        operation.sequence_numbers.append(event.sequence_number)
+        if event.type == "response.created" and not operation.response_ids:
+            operation.response_ids.append(event.response.id)
+        elif event.type == "response.output_text.delta":
+            operation.streamed_text += event.delta
+        elif event.type in STREAM_ENDS:
+            operation.stream_ended = True
+            return
 
 
 async def run_approval(client: Client, operation: Operation) -> None:
@@ -256,6 +319,7 @@ async def run_command(client: Client, operation: Operation) -> None:
 RUNS = {
     "text": run_text,
     "stream": run_stream,
+    "moderated": run_moderated,
     "approval": run_approval,
     "chain": run_chain,
     "conversation": run_conversation,

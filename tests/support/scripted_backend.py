@@ -5,8 +5,9 @@ The `model` of a request picks its behaviour:
 - a model named `calls/<tool>` calls `<tool>` with the last user message (a JSON object) as
   its arguments, and once a tool's result is in the messages answers "done: <result>": the
   same request always gets the same answer, however often a retry sends it;
-- any other model gets an echo of the last user message ("echo: <text>"), or asked to
-  compact a context (`context/compaction.py`'s prompt), a short summary.
+- any other model gets an echo of the last user message ("echo: <text>"), streamed a chunk
+  every `DRIP_SECONDS` when the model is named `drip` (a stream long enough for a fault to
+  land in it), or asked to compact a context (`context/compaction.py`'s prompt), a short summary.
 A model given a context window (`backend.limit_context`) refuses longer requests as vLLM
 does (400 "This model's maximum context length is N tokens..."), counting tokens its own
 plain way (`reference_tokens`: one a word, one a mark, 3 a message).
@@ -27,7 +28,7 @@ import time
 from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -64,6 +65,10 @@ class Reply:
     """Reasoning, as vLLM and DeepSeek's backends return it (`reasoning_content`), streamed
     before the text."""
     reasoning_tokens: int = 0
+
+
+DRIP_SECONDS = 0.05
+"""Between the chunks of model `drip`'s echo."""
 
 
 class TokenBucket:
@@ -132,6 +137,7 @@ class ScriptedBackend:
         self.embedded: Counter[str] = Counter()
         """Each text the embeddings endpoint embedded, and how often."""
         self.embedding_calls = 0
+        self._log: TextIO | None = None
         self.embedding_delay = 0.0
         self._embeddings_refused_until = 0.0
         self.moderated: list[dict[str, Any]] = []
@@ -175,6 +181,16 @@ class ScriptedBackend:
     def requests(self, model: str) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._requests[model])
+
+    def log_to(self, path: str) -> None:
+        """Append each model and moderation request, as it arrives, to `path`: one JSON
+        object a line, `{"time", "model", "path"}` (the bed's record of what upstream saw)."""
+        self._log = open(path, "a", buffering=1)  # noqa: SIM115 - open as long as the backend serves
+
+    def _note(self, path: str, model: str) -> None:
+        if self._log is not None:
+            with self._lock:
+                self._log.write(json.dumps({"time": time.time(), "model": model, "path": path}) + "\n")
 
     # ---- serving -----------------------------------------------------------------------
 
@@ -239,6 +255,7 @@ class ScriptedBackend:
         with self._lock:
             self.moderated.append(body)
         model = str(body.get("model") or "")
+        self._note("/v1/moderations", model)
         if model.startswith("down"):
             return JSONResponse(
                 {"error": {"message": "moderation is down", "type": "server_error", "code": None}}, status_code=503
@@ -317,10 +334,11 @@ class ScriptedBackend:
             if results:
                 return Reply(text=f"done: {results[-1].get('content')}")
             return Reply(tool_calls=[(model.removeprefix("calls/"), json.loads(content or "{}"))])
-        return Reply(text=f"echo: {content}")
+        return Reply(text=f"echo: {content}", chunk_delay=DRIP_SECONDS if model == "drip" else 0.0)
 
     async def _chat_completions(self, request: Request) -> Response:
         body = await request.json()
+        self._note("/v1/chat/completions", str(body.get("model") or ""))
         with self._lock:
             self.calls += 1
             admitted = self.bucket is None or self.bucket.take()
@@ -520,9 +538,11 @@ if __name__ == "__main__":
     parser.add_argument(
         "--rate-limit", type=float, default=None, help="admit this many requests a second (429 past it)"
     )
+    parser.add_argument("--log", default=None, help="append each model and moderation request to this file")
     arguments = parser.parse_args()
-    backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit).start(
-        arguments.port, arguments.host
-    )
+    backend = ScriptedBackend(latency=arguments.latency, rate_limit=arguments.rate_limit)
+    if arguments.log:
+        backend.log_to(arguments.log)
+    backend.start(arguments.port, arguments.host)
     print(f"scripted backend at {backend.base_url}", flush=True)
     threading.Event().wait()

@@ -6,7 +6,17 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.cluster.checker import check
-from bench.cluster.history import Answer, ConversationRead, Delivery, Fault, Final, Operation, SteerRead, ToolCall
+from bench.cluster.history import (
+    Answer,
+    ConversationRead,
+    Delivery,
+    Fault,
+    Final,
+    Operation,
+    SteerRead,
+    ToolCall,
+    UpstreamCall,
+)
 
 
 def _approved(key: str, text: str = "") -> tuple[Operation, Final]:
@@ -179,3 +189,55 @@ def test_an_accepted_steer_dropped_or_committed_twice_is_named():
         ("steer_committed", "op3"),
         ("terminal", "op4"),
     ]
+
+
+def _streamed(key: str, kind: str, numbers: list[int], sent: str, status: str, kept: str) -> tuple[Operation, Final]:
+    operation = Operation(
+        id=key, kind=kind, start=100, end=101, response_ids=[f"resp_{key}"], sequence_numbers=numbers,
+        streamed_text=sent, stream_ended=True,
+    )  # fmt: skip
+    return operation, Final(response_id=f"resp_{key}", status=status, output_text=kept)
+
+
+def test_a_stream_with_a_gap_a_repeat_or_other_text_and_a_moderated_one_that_let_a_flag_through_are_named():
+    whole, whole_final = _streamed("op1", "stream", [0, 1, 2, 3], "echo: a", "completed", "echo: a")
+    held, held_final = _streamed("op2", "moderated", [0, 1, 2], "echo: calm.", "incomplete", "echo: calm.")
+    cut, cut_final = _streamed("op3", "stream", [0, 1], "echo", "completed", "echo: a")
+    cut.stream_ended = False  # given up before its end: what it got is the start of what was kept
+    assert check([whole, held, cut], [whole_final, held_final, cut_final], [], []) == []
+
+    gap, gap_final = _streamed("op4", "stream", [0, 1, 3, 4], "echo: a", "completed", "echo: a")
+    repeat, repeat_final = _streamed("op5", "stream", [0, 1, 2, 2, 3], "echo: a", "completed", "echo: a")
+    other, other_final = _streamed("op6", "stream", [0, 1], "echo: a", "completed", "echo: ab")
+    sent, sent_final = _streamed("op7", "moderated", [0, 1], "echo: calm. Kill it.", "incomplete", "echo: calm.")
+    completed, completed_final = _streamed("op8", "moderated", [0, 1], "echo: calm.", "completed", "echo: calm.")
+    violations = check(
+        [gap, repeat, other, sent, completed],
+        [gap_final, repeat_final, other_final, sent_final, completed_final],
+        [],
+        [],
+    )
+    assert [(v["property"], v["operations"]) for v in violations] == [
+        ("stream_whole", ["op4"]),
+        ("stream_whole", ["op5"]),
+        ("stream_whole", ["op6"]),
+        ("stream_whole", ["op7"]),
+        ("moderation_held", ["op7"]),
+        ("moderation_held", ["op8"]),
+    ]
+
+
+def test_a_model_called_faster_than_its_budget_and_burst_is_named_and_one_called_within_it_is_not():
+    def calls(model: str, count: int, seconds: float) -> list[UpstreamCall]:
+        return [
+            UpstreamCall(time=1000 + index * seconds / count, model=model, path="/v1/chat/completions")
+            for index in range(count)
+        ]
+
+    # rpm 120: 2 a second, so 20 in 10 s, and the 3 s burst's 6 more, may come; a model with
+    # no budget may come as fast as it likes.
+    kept = calls("echo", 26, 10.0) + calls("drip", 200, 100.0)
+    budgets = {"echo": 120, "drip": 120}
+    assert check([], [], [], [], upstream=kept + calls("free", 100, 1.0), budgets=budgets) == []
+    violations = check([], [], [], [], upstream=kept + calls("drip", 27, 9.0), budgets=budgets)
+    assert [(v["property"], v["detail"].split(":")[0]) for v in violations] == [("budget_kept", "drip")]
