@@ -361,7 +361,7 @@ class InferenceActivities:
                 slot.succeeded(result.usage.total_tokens or result.usage.input_tokens + result.usage.output_tokens)
         except CapacityWaitError as error:
             # How pacing works, not a failure: benign, so Temporal logs it at DEBUG (no
-            # traceback a deferral) and counts no failure.
+            # traceback for a deferral) and counts no failure.
             raise ApplicationError(
                 str(error),
                 error.deployment,

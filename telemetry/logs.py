@@ -42,6 +42,7 @@ CONTEXT_FIELDS = (
 EXPECTED_FAILURES = {
     # ApplicationError type -> the level of its one line
     "CancelRequestedError": logging.INFO,
+    "CapacityWaitError": logging.DEBUG,  # benign too: the SDK logs it at DEBUG, and counts no failure
     "RetryableUpstreamError": logging.WARNING,
     "McpUnreachableError": logging.WARNING,
     "McpServerError": logging.WARNING,

@@ -8,11 +8,11 @@ the operations it concerns and the faults around them. Properties:
 - `answer`: a completed operation's last response says what its model said (or, for a tool
   call cut off mid-way, that its outcome is unknown);
 - `at_most_once`: the destructive tool ran at most once for each approved call, and a command
-  at most once for its call (as its container noted its runs, on whichever host's disk);
+  or a code call at most once for its call (as its container noted its runs, on whichever host's disk);
 - `approved_only`: the destructive tool never ran for a call nobody approved (or one whose
   approval never reached its response, which was refused once healed);
 - `side_effect_seen`: a response that reports the tool's result had its call reach the tool;
-  one that reports its command ran had it noted in its container;
+  one that reports its command or code ran had it noted in its container;
 - `conversation_intact`: a conversation holds each completed response's turn whole, once and
   in order, and no answer without its input;
 - `stream_whole`: a stream, over every connection it took (resumed on any API node), had each
@@ -49,14 +49,16 @@ from demo.keyword_moderation import found_in
 from upstream.pacing import INTERACTIVE_HORIZON
 
 AROUND_SECONDS = 10.0
-BACKGROUND_KINDS = {"text", "stream", "moderated", "approval", "chain", "conversation", "command"}
+BACKGROUND_KINDS = {"text", "stream", "moderated", "approval", "chain", "conversation", "command", "code"}
+"""The operations whose responses are background ones, which send webhooks (a WebSocket
+connection's are not)."""
+SANDBOXED_KINDS = {"command", "code"}
 STREAMED_KINDS = {"stream", "moderated"}
 BUDGET_WINDOW_SECONDS = 10.0
 BUDGET_BURST_SECONDS = INTERACTIVE_HORIZON + 1.0
-"""A call may take its slot up to `INTERACTIVE_HORIZON` ahead and then wait for it; one more
-second of slack for what the network delays."""
-"""The operations whose responses are background ones, which send webhooks (a WebSocket
-connection's are not)."""
+"""The most a call may take its slot ahead and then wait for it (`INTERACTIVE_HORIZON`; a
+background call, as all of the bed's budgeted ones are, takes less), and one more second for
+what the network delays."""
 
 
 def _said_unknown(text: str) -> bool:
@@ -132,10 +134,11 @@ def check(
         if operation.kind == "moderated":
             for problem in _unheld(operation, last):
                 violated("moderation_held", operation, problem)
-        if operation.kind == "command":
+        if operation.kind in SANDBOXED_KINDS:
             if command_runs[operation.id] > 1:
-                violated("at_most_once", operation, f"the command ran {command_runs[operation.id]}x")
-            said_ran = last is not None and any(f"exit 0: ran {operation.id}" in said for said in last.command_outputs)
+                violated("at_most_once", operation, f"the {operation.kind} ran {command_runs[operation.id]}x")
+            ran = f"exit 0: ran {operation.id}" if operation.kind == "command" else f"logs: ran {operation.id}"
+            said_ran = last is not None and any(said.endswith(ran) for said in last.command_outputs)
             if said_ran and command_runs[operation.id] == 0:
                 violated("side_effect_seen", operation, "the response reports a run its container never noted")
 

@@ -26,7 +26,7 @@ class Answer(BaseModel):
 
 class Operation(BaseModel):
     id: str
-    kind: Literal["text", "stream", "moderated", "approval", "chain", "conversation", "command", "steer"]
+    kind: Literal["text", "stream", "moderated", "approval", "chain", "conversation", "command", "code", "steer"]
     start: float
     end: float = 0.0
     response_ids: list[str] = Field(default_factory=list)
@@ -70,7 +70,8 @@ class Final(BaseModel):
     rejected_at_end: bool = False
     """Still waiting for approval once healed (its operation gave up first), and refused then."""
     command_outputs: list[str] = Field(default_factory=list)
-    """The `shell_call_output` items' outcomes: "exit 0: <stdout>", "timeout"..."""
+    """The `shell_call_output` items' outcomes ("<status> exit 0: <stdout>", "<status> timeout
+    : "...) and the `code_interpreter_call` items' logs ("<status> logs: <logs>")."""
     note: str = ""
 
 

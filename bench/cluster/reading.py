@@ -73,6 +73,13 @@ async def final(client: Client, response_id: str, stored: Response | None, rejec
             for item in stored.output
             if item.type == "shell_call_output"
             for each in item.output
+        ]
+        + [
+            f"{item.status} logs: {each.logs.strip()}"
+            for item in stored.output
+            if item.type == "code_interpreter_call"
+            for each in item.outputs or []
+            if each.type == "logs"
         ],
     )
     sdk = client.sdks[client.rng.choice(client.apis)]

@@ -15,7 +15,8 @@ Operations, each on an API node picked at random for each call:
 - `conversation`: a conversation, and two responses in it, one after the other;
 - `steer`: over a WebSocket, a response steered while its tool runs;
 - `command`: a background response whose model runs a shell command in one of a few
-  containers the workload made (placed on the workers' hosts).
+  containers the workload made (placed on the workers' hosts);
+- `code`: the same with Python, in the container's `code_interpreter`.
 
 A refusal (429, 503 with `retry-after`) is retried after a pause; every answer, and every
 call that got none, is logged."""
@@ -139,43 +140,37 @@ async def stream(client: Client, operation: Operation, **body: Any) -> None:
     the last event it got (`starting_after`) on any node, until its end; then read to its end.
     Every event's sequence number and every text delta is noted."""
     api = client.rng.choice(client.apis)
-    try:
-        await _read_events(operation, await client.sdks[api].responses.create(background=True, stream=True, **body))
-        operation.answers.append(Answer(api=api, call="stream", status=200))
-    except openai.APIStatusError as error:
-        operation.answers.append(
-            Answer(
-                api=api, call="stream", status=error.status_code, retry_after=error.response.headers.get("retry-after")
-            )
-        )
-        if error.status_code not in (429, 503):
-            raise
-    except (openai.APIError, httpx.HTTPError) as error:
-        operation.answers.append(Answer(api=api, call="stream", error=f"{type(error).__name__}: {error}"[:200]))
-    if not operation.response_ids:
-        return  # cut before it said which response it made: nothing to resume
+    opened = client.sdks[api].responses.create(background=True, stream=True, **body)
+    if not await _streamed(operation, api, "stream", opened) or not operation.response_ids:
+        return  # refused, or cut before it said which response it made: nothing to resume
     while not operation.stream_ended and now() - operation.start < OPERATION_SECONDS:
         await asyncio.sleep(0.5 + client.rng.random())
         api = client.rng.choice(client.apis)
         after = operation.sequence_numbers[-1] if operation.sequence_numbers else -1
-        try:
-            events = await client.sdks[api].responses.retrieve(
-                operation.response_ids[0], stream=True, starting_after=after
-            )
-            await _read_events(operation, events)
-            operation.answers.append(Answer(api=api, call="resume", status=200))
-        except openai.APIStatusError as error:
-            operation.answers.append(
-                Answer(
-                    api=api,
-                    call="resume",
-                    status=error.status_code,
-                    retry_after=error.response.headers.get("retry-after"),
-                )
-            )
-        except (openai.APIError, httpx.HTTPError) as error:
-            operation.answers.append(Answer(api=api, call="resume", error=f"{type(error).__name__}: {error}"[:200]))
+        resumed = client.sdks[api].responses.retrieve(operation.response_ids[0], stream=True, starting_after=after)
+        if not await _streamed(operation, api, "resume", resumed):
+            break  # nothing more will come: read what it ended as
     await client.ended(operation, operation.response_ids[0])
+
+
+async def _streamed(operation: Operation, api: str, call: str, opening: Any) -> bool:
+    """The events of one connection, read until its end or until it breaks, and the answer
+    logged. False when trying again cannot help: a refusal other than 408/429/5xx, or the
+    server saying the stream ended without its last event."""
+    try:
+        await _read_events(operation, await opening)
+    except openai.APIStatusError as error:
+        retry_after = error.response.headers.get("retry-after")
+        operation.answers.append(Answer(api=api, call=call, status=error.status_code, retry_after=retry_after))
+        return error.status_code in (408, 429) or error.status_code >= 500
+    except openai.APIError as error:  # an `error` event in the stream
+        operation.answers.append(Answer(api=api, call=call, error=f"{type(error).__name__}: {error}"[:200]))
+        return error.code != "stream_ended"
+    except Exception as error:  # noqa: BLE001 - a connection the network broke ends how it ends
+        operation.answers.append(Answer(api=api, call=call, error=f"{type(error).__name__}: {error}"[:200]))
+        return True
+    operation.answers.append(Answer(api=api, call=call, status=200))
+    return True
 
 
 async def _read_events(operation: Operation, events: Any) -> None:
@@ -291,21 +286,48 @@ CONTAINERS = 6
 
 
 async def run_command(client: Client, operation: Operation) -> None:
-    """A shell command in one of the workload's containers, on whichever worker's host that
-    was placed: it notes its run in the container, then says it ran. A container that is gone
-    (its host was lost) is replaced by a new one."""
+    """A shell command in one of the workload's containers: it notes its run in the
+    container, then says it ran."""
+    command = f"echo {operation.id} >> {RUNS_FILE} && echo ran {operation.id}"
+    await in_container(
+        client,
+        operation,
+        "calls/shell",
+        {"commands": [command]},
+        lambda container_id: {
+            "type": "shell",
+            "environment": {"type": "container_reference", "container_id": container_id},
+        },
+    )
+
+
+async def run_code(client: Client, operation: Operation) -> None:
+    """Python in one of the workload's containers' `code_interpreter`: it notes its run in the
+    container, then says it ran."""
+    source = f"open({RUNS_FILE!r}, 'a').write('{operation.id}\\n')\nprint('ran {operation.id}')"
+    await in_container(
+        client,
+        operation,
+        "calls/code_interpreter",
+        {"code": source},
+        lambda container_id: {"type": "code_interpreter", "container": container_id},
+        include=["code_interpreter_call.outputs"],  # its logs, which say it ran
+    )
+
+
+async def in_container(
+    client: Client, operation: Operation, model: str, arguments: dict[str, Any], tool: Any, **body: Any
+) -> None:
+    """A background response whose model calls `tool(container_id)` with `arguments`, in one
+    of the workload's containers, on whichever worker's host that was placed. A container that
+    is gone (its host was lost) is replaced by a new one."""
     if len(client.containers) < CONTAINERS:
         made = await client.call(operation, "container", lambda sdk: sdk.containers.create(name=operation.id))
         client.containers.append(made.id)
     container_id = client.rng.choice(client.containers)
-    command = f"echo {operation.id} >> {RUNS_FILE} && echo ran {operation.id}"
     try:
         created = await client.create(
-            operation,
-            model="calls/shell",
-            input=json.dumps({"commands": [command]}),
-            tools=[{"type": "shell", "environment": {"type": "container_reference", "container_id": container_id}}],
-            background=True,
+            operation, model=model, input=json.dumps(arguments), tools=[tool(container_id)], background=True, **body
         )
     except openai.APIStatusError as error:
         if error.status_code < 500 and container_id in client.containers:
@@ -324,6 +346,7 @@ RUNS = {
     "chain": run_chain,
     "conversation": run_conversation,
     "command": run_command,
+    "code": run_code,
     "steer": run_steer,
 }
 

@@ -134,10 +134,11 @@ class ScriptedBackend:
         self._windows: dict[str, int] = {}
         self._listed_windows: dict[str, int] = {}
         self._requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._log: TextIO | None = None
+        """Where each request is noted as it arrives (`log_to`), if anywhere."""
         self.embedded: Counter[str] = Counter()
         """Each text the embeddings endpoint embedded, and how often."""
         self.embedding_calls = 0
-        self._log: TextIO | None = None
         self.embedding_delay = 0.0
         self._embeddings_refused_until = 0.0
         self.moderated: list[dict[str, Any]] = []
@@ -213,6 +214,8 @@ class ScriptedBackend:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop(join_seconds=5)
+        if self._log is not None:
+            self._log.close()
 
     async def _embeddings(self, request: Request) -> Response:
         """OpenAI's `/v1/embeddings`, with the lexical embedder's vectors (deterministic, and

@@ -81,22 +81,27 @@ def test_each_broken_property_is_named_with_its_operation_and_the_faults_around_
     assert at_most_once["operations"] == ["op1"] and at_most_once["faults"] == ["pause worker-1"]
 
 
-def _command(key: str, outputs: list[str]) -> tuple[Operation, Final]:
-    operation = Operation(id=key, kind="command", start=100.0, end=110.0, response_ids=[f"resp_{key}"])
+def _command(key: str, outputs: list[str], kind: str = "command") -> tuple[Operation, Final]:
+    operation = Operation(id=key, kind=kind, start=100.0, end=110.0, response_ids=[f"resp_{key}"])
     return operation, Final(response_id=f"resp_{key}", status="completed", command_outputs=outputs)
 
 
-def test_a_command_that_ran_twice_or_reported_a_run_its_container_never_noted_is_named():
+def test_a_command_or_code_that_ran_twice_or_reported_a_run_its_container_never_noted_is_named():
     once = _command("op1", ["completed exit 0: ran op1"])
     lost = _command("op2", ["incomplete timeout : "])  # its host was lost: no run claimed, none noted
     twice = _command("op3", ["completed exit 0: ran op3"])
     unseen = _command("op4", ["completed exit 0: ran op4"])
-    operations, finals = zip(once, lost, twice, unseen, strict=True)
-    runs = Counter({"op1": 1, "op3": 2})
+    code_once = _command("op5", ["completed logs: ran op5"], kind="code")
+    code_twice = _command("op6", ["completed logs: ran op6"], kind="code")
+    code_unseen = _command("op7", ["completed logs: ran op7"], kind="code")
+    operations, finals = zip(once, lost, twice, unseen, code_once, code_twice, code_unseen, strict=True)
+    runs = Counter({"op1": 1, "op3": 2, "op5": 1, "op6": 2})
     violations = check(list(operations), list(finals), [], [], runs)
     assert [(violation["property"], violation["operations"]) for violation in violations] == [
         ("at_most_once", ["op3"]),
         ("side_effect_seen", ["op4"]),
+        ("at_most_once", ["op6"]),
+        ("side_effect_seen", ["op7"]),
     ]
 
 
@@ -239,5 +244,6 @@ def test_a_model_called_faster_than_its_budget_and_burst_is_named_and_one_called
     kept = calls("echo", 26, 10.0) + calls("drip", 200, 100.0)
     budgets = {"echo": 120, "drip": 120}
     assert check([], [], [], [], upstream=kept + calls("free", 100, 1.0), budgets=budgets) == []
-    violations = check([], [], [], [], upstream=kept + calls("drip", 27, 9.0), budgets=budgets)
-    assert [(v["property"], v["detail"].split(":")[0]) for v in violations] == [("budget_kept", "drip")]
+    budgets["burst"] = 120
+    violations = check([], [], [], [], upstream=kept + calls("burst", 27, 9.0), budgets=budgets)
+    assert [(v["property"], v["detail"].split(":")[0]) for v in violations] == [("budget_kept", "burst")]
