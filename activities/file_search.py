@@ -12,11 +12,11 @@ that `include` asks for and that are large, are parked in the store with the cal
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
+from activities.capacity_waits import capacity_wait
 from file_search.embedder import Embedder
 from file_search.library import Library
 from file_search.searching import search, shown_to_model
@@ -72,12 +72,7 @@ class FileSearchActivities:
                 ranking_options=tool.ranking_options,
             )
         except CapacityWaitError as error:  # the embeddings budget has room later: come back then
-            raise ApplicationError(
-                str(error),
-                type=type(error).__name__,
-                next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds)),
-                category=ApplicationErrorCategory.BENIGN,  # pacing, not a failure: logged at DEBUG
-            ) from error
+            raise capacity_wait(error) from error
         except RetryableUpstreamError as error:
             raise ApplicationError(error.message, type=type(error).__name__) from error
         except UpstreamError as error:

@@ -11,16 +11,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.trace import Status, StatusCode
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
 from activities import sealed_items, turn_claims, turn_failures
 from activities.cancel_watch import unless_cancelled
+from activities.capacity_waits import capacity_wait
 from activities.event_emitter import EventEmitter
 from activities.response_ends import ResponseEnds
 from activities.single_flight import SingleFlight
@@ -360,16 +360,7 @@ class InferenceActivities:
                 )
                 slot.succeeded(result.usage.total_tokens or result.usage.input_tokens + result.usage.output_tokens)
         except CapacityWaitError as error:
-            # How pacing works, not a failure: benign, so Temporal logs it at DEBUG (no
-            # traceback for a deferral) and counts no failure.
-            raise ApplicationError(
-                str(error),
-                error.deployment,
-                type=type(error).__name__,
-                non_retryable=True,
-                next_retry_delay=timedelta(seconds=max(error.wait_seconds, 0.001)),
-                category=ApplicationErrorCategory.BENIGN,
-            ) from error
+            raise capacity_wait(error, error.deployment, non_retryable=True, least_seconds=0.001) from error
         except UpstreamError as error:
             raise turn_failures.to_application_error(error, deployment.shown_for(model)) from error
         except TurnLost as error:  # this execution stalled past its lease; another took over

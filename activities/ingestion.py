@@ -19,8 +19,9 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
+from activities.capacity_waits import capacity_wait
 from file_search.embedder import Embedder
 from file_search.library import Library
 from file_search.reader import ReaderStoppedError, read_chunks
@@ -133,12 +134,7 @@ class IngestionActivities:
             async with heartbeating():
                 vectors = await self.embedder.embed([text for _, text in pending], project, model=model)
         except CapacityWaitError as error:  # the budget has room later: come back then
-            raise ApplicationError(
-                str(error),
-                type=type(error).__name__,
-                next_retry_delay=timedelta(seconds=max(0.1, error.wait_seconds)),
-                category=ApplicationErrorCategory.BENIGN,  # pacing, not a failure: logged at DEBUG
-            ) from error
+            raise capacity_wait(error) from error
         except RateLimitedUpstreamError as error:
             delay = timedelta(seconds=error.retry_after) if error.retry_after else None
             raise ApplicationError(error.message, type=type(error).__name__, next_retry_delay=delay) from error
